@@ -1,0 +1,94 @@
+# Finds every dependency of the build. The runtime (braid-run and every emitted
+# training binary) links protobuf, abseil and OpenBLAS statically so that it can
+# be copied to a node that has none of our Debian packages; see DESIGN.md,
+# "Deployment".
+
+find_package(Threads REQUIRED)
+
+# --- Protobuf (static) -------------------------------------------------------
+set(Protobuf_USE_STATIC_LIBS ON)
+find_package(Protobuf REQUIRED)
+
+# --- abseil (static) ---------------------------------------------------------
+# Debian's abslConfig imports the shared objects; the archives sit beside them.
+# Point every imported absl target at its archive so that CMake's transitive
+# link interface yields a correctly ordered static link line.
+find_package(absl REQUIRED)
+function(braid_use_static_absl)
+  get_directory_property(_targets IMPORTED_TARGETS)
+  foreach(_t IN LISTS _targets)
+    if(NOT _t MATCHES "^absl::")
+      continue()
+    endif()
+    get_target_property(_type ${_t} TYPE)
+    if(NOT _type STREQUAL "SHARED_LIBRARY")
+      continue()
+    endif()
+    get_target_property(_loc ${_t} IMPORTED_LOCATION_NONE)
+    if(_loc)
+      string(REGEX REPLACE "\\.so[.0-9]*$" ".a" _archive "${_loc}")
+      if(EXISTS "${_archive}")
+        set_target_properties(${_t} PROPERTIES
+          IMPORTED_LOCATION_NONE "${_archive}"
+          IMPORTED_SONAME_NONE "")
+      endif()
+    endif()
+  endforeach()
+endfunction()
+braid_use_static_absl()
+
+# --- OpenBLAS (static) -------------------------------------------------------
+find_path(BRAID_CBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
+  NO_DEFAULT_PATH)
+find_library(BRAID_OPENBLAS_STATIC NAMES libopenblas.a
+  PATHS /usr/lib/x86_64-linux-gnu/openblas-pthread /usr/lib/x86_64-linux-gnu
+  NO_DEFAULT_PATH)
+if(NOT BRAID_CBLAS_INCLUDE_DIR OR NOT BRAID_OPENBLAS_STATIC)
+  message(FATAL_ERROR "OpenBLAS not found: install libopenblas-dev")
+endif()
+add_library(braid_openblas INTERFACE)
+target_include_directories(braid_openblas INTERFACE ${BRAID_CBLAS_INCLUDE_DIR})
+target_link_libraries(braid_openblas INTERFACE ${BRAID_OPENBLAS_STATIC}
+  Threads::Threads m)
+
+# --- Tests and benchmarks ----------------------------------------------------
+if(BRAID_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(BRAID_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# --- MLIR (compiler only) ----------------------------------------------------
+if(BRAID_BUILD_COMPILER)
+  if(NOT MLIR_DIR)
+    set(MLIR_DIR /usr/lib/llvm-22/lib/cmake/mlir)
+  endif()
+  find_package(MLIR REQUIRED CONFIG)
+  message(STATUS "Using MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
+  list(APPEND CMAKE_MODULE_PATH "${MLIR_CMAKE_DIR}" "${LLVM_CMAKE_DIR}")
+  include(TableGen)
+  include(AddLLVM)
+  include(AddMLIR)
+  include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
+  add_definitions(${LLVM_DEFINITIONS})
+  if(NOT LLVM_EXTERNAL_LIT)
+    set(LLVM_EXTERNAL_LIT /usr/lib/llvm-22/bin/lit)
+  endif()
+endif()
+
+# --- CUDA (optional) ---------------------------------------------------------
+# The CPU build never needs it. The CUDA backend is added by a later change;
+# AUTO records whether nvcc is present so that it can be enabled here.
+set(BRAID_HAVE_CUDA OFF)
+if(NOT BRAID_ENABLE_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(BRAID_HAVE_CUDA ON)
+  elseif(BRAID_ENABLE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "BRAID_ENABLE_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+message(STATUS "Braid: CUDA toolchain present: ${BRAID_HAVE_CUDA}")

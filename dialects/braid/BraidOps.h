@@ -1,0 +1,15 @@
+//===- BraidOps.h - braid dialect ops ---------------------------*- C++ -*-===//
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/braid/BraidDialect.h"
+
+#define GET_OP_CLASSES
+#include "dialects/braid/BraidOps.h.inc"

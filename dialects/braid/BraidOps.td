@@ -1,0 +1,458 @@
+//===- BraidOps.td - braid dialect ops --------------------------*- tablegen -*-===//
+//
+// Shapes use B (micro-batch), S (sequence), D (hidden), V (vocabulary),
+// H (heads), Hkv (key/value heads), Dh (head dim), F (ffn hidden). Leading
+// dimensions written `...` may be any number of batch dimensions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_OPS_TD
+#define BRAID_OPS_TD
+
+include "BraidBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Braid_PureOp<string mnemonic, list<Trait> traits = []>
+    : Braid_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+def Braid_EmbeddingOp : Braid_PureOp<"embedding"> {
+  let summary = "Row lookup in an embedding table";
+  let description = [{
+    `y[b, s, :] = table[ids[b, s], :]`.
+
+    ```mlir
+    %y = braid.embedding %table, %ids
+        : (tensor<256x64xf32>, tensor<8x64xi32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$table, Braid_IdTensor:$ids);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_EmbeddingGradWeightOp : Braid_PureOp<"embedding_grad_weight"> {
+  let summary = "Gradient of an embedding table (W)";
+  let description = [{
+    Scatter-adds the rows of `grad` into a zero table of the result's shape:
+    `dtable[ids[b, s], :] += grad[b, s, :]`.
+
+    ```mlir
+    %dt = braid.embedding_grad_weight %dy, %ids
+        : (tensor<8x64x64xf32>, tensor<8x64xi32>) -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_IdTensor:$ids);
+  let results = (outs Braid_FloatTensor:$table_grad);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear
+//===----------------------------------------------------------------------===//
+
+def Braid_LinearOp : Braid_PureOp<"linear"> {
+  let summary = "y = x W^T (+ b), W in [out, in] layout";
+  let description = [{
+    ```mlir
+    %y = braid.linear %x, %w, %b
+        : (tensor<8x64x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> tensor<8x64x192xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
+                       Optional<Braid_FloatTensor>:$bias);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_LinearGradInputOp : Braid_PureOp<"linear_grad_input"> {
+  let summary = "dx = dy W (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.linear_grad_input %dy, %w
+        : (tensor<8x64x192xf32>, tensor<192x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$weight);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_LinearGradWeightOp : Braid_PureOp<"linear_grad_weight"> {
+  let summary = "dW = dy^T x, db = sum(dy) (W)";
+  let description = [{
+    The bias gradient is produced when the forward linear had a bias.
+
+    ```mlir
+    %dw, %db = braid.linear_grad_weight %dy, %x
+        : (tensor<8x64x192xf32>, tensor<8x64x64xf32>) -> (tensor<192x64xf32>, tensor<192xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$weight_grad,
+                      Optional<Braid_FloatTensor>:$bias_grad);
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+def Braid_LayerNormOp : Braid_PureOp<"layer_norm"> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+    Also returns the per-row mean and reciprocal standard deviation, which the
+    backward ops consume instead of recomputing them.
+
+    ```mlir
+    %y, %mean, %rstd = braid.layer_norm %x, %g, %b {eps = 1.0e-05 : f32}
+        : (tensor<8x64x64xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<8x64x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
+                       Braid_FloatTensor:$bias, F32Attr:$eps);
+  let results = (outs Braid_FloatTensor:$result, Braid_StatTensor:$mean,
+                      Braid_StatTensor:$rstd);
+}
+
+def Braid_LayerNormGradInputOp : Braid_PureOp<"layer_norm_grad_input"> {
+  let summary = "Input gradient of LayerNorm (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.layer_norm_grad_input %dy, %x, %g, %mean, %rstd
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<64xf32>, tensor<8x64xf32>,
+           tensor<8x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       Braid_FloatTensor:$weight, Braid_StatTensor:$mean,
+                       Braid_StatTensor:$rstd);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_LayerNormGradWeightOp : Braid_PureOp<"layer_norm_grad_weight"> {
+  let summary = "Weight and bias gradients of LayerNorm (W)";
+  let description = [{
+    ```mlir
+    %dg, %db = braid.layer_norm_grad_weight %dy, %x, %mean, %rstd
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>)
+        -> (tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       Braid_StatTensor:$mean, Braid_StatTensor:$rstd);
+  let results = (outs Braid_FloatTensor:$weight_grad, Braid_FloatTensor:$bias_grad);
+}
+
+def Braid_RMSNormOp : Braid_PureOp<"rms_norm"> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+    `y = x * rstd * weight` with `rstd = 1 / sqrt(mean(x^2) + eps)`; returns
+    rstd for backward.
+
+    ```mlir
+    %y, %rstd = braid.rms_norm %x, %g {eps = 1.0e-05 : f32}
+        : (tensor<8x64x64xf32>, tensor<64xf32>) -> (tensor<8x64x64xf32>, tensor<8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
+                       F32Attr:$eps);
+  let results = (outs Braid_FloatTensor:$result, Braid_StatTensor:$rstd);
+}
+
+def Braid_RMSNormGradInputOp : Braid_PureOp<"rms_norm_grad_input"> {
+  let summary = "Input gradient of RMSNorm (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.rms_norm_grad_input %dy, %x, %g, %rstd
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<64xf32>, tensor<8x64xf32>)
+        -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       Braid_FloatTensor:$weight, Braid_StatTensor:$rstd);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_RMSNormGradWeightOp : Braid_PureOp<"rms_norm_grad_weight"> {
+  let summary = "Weight gradient of RMSNorm (W)";
+  let description = [{
+    ```mlir
+    %dg = braid.rms_norm_grad_weight %dy, %x, %rstd
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64xf32>) -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       Braid_StatTensor:$rstd);
+  let results = (outs Braid_FloatTensor:$weight_grad);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Braid_AttentionOp : Braid_PureOp<"attention"> {
+  let summary = "Reference (unfused) scaled dot-product attention";
+  let description = [{
+    Heads are packed in the last dimension: q is [B, S, H*Dh], k and v are
+    [B, S, Hkv*Dh] with Hkv dividing H (query head h reads kv head
+    h / (H/Hkv)). Returns the output [B, S, H*Dh] and the softmax
+    probabilities [B, H, S, S] (before dropout), which backward consumes; the
+    dropout mask is regenerated from (seed, rng_offset, step, micro-batch).
+
+    ```mlir
+    %o, %p = braid.attention %q, %k, %v {num_heads = 4 : i64, num_kv_heads = 4 : i64,
+        causal = true, scale = 0.25 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64}
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>)
+        -> (tensor<8x64x64xf32>, tensor<8x4x64x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key,
+                       Braid_FloatTensor:$value, I64Attr:$num_heads,
+                       I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
+                       F32Attr:$dropout, I64Attr:$rng_offset);
+  let results = (outs Braid_FloatTensor:$result, Braid_StatTensor:$probs);
+}
+
+def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
+  let summary = "Gradients of reference attention w.r.t. q, k, v (B)";
+  let description = [{
+    Attributes equal those of the forward op.
+
+    ```mlir
+    %dq, %dk, %dv = braid.attention_grad_input %do, %q, %k, %v, %p {num_heads = 4 : i64,
+        num_kv_heads = 4 : i64, causal = true, scale = 0.25 : f32, dropout = 0.0 : f32,
+        rng_offset = 0 : i64}
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>,
+           tensor<8x4x64x64xf32>) -> (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$query,
+                       Braid_FloatTensor:$key, Braid_FloatTensor:$value,
+                       Braid_StatTensor:$probs, I64Attr:$num_heads,
+                       I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
+                       F32Attr:$dropout, I64Attr:$rng_offset);
+  let results = (outs Braid_FloatTensor:$query_grad, Braid_FloatTensor:$key_grad,
+                      Braid_FloatTensor:$value_grad);
+}
+
+def Braid_RepeatKVOp : Braid_PureOp<"repeat_kv"> {
+  let summary = "Materialise grouped key/value heads for every query head";
+  let description = [{
+    [B, S, Hkv*Dh] -> [B, S, H*Dh]: head h of the result is head
+    h / (H/Hkv) of the input.
+
+    ```mlir
+    %y = braid.repeat_kv %k {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+        : (tensor<8x64x32xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, I64Attr:$num_heads,
+                       I64Attr:$num_kv_heads);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_RepeatKVGradInputOp : Braid_PureOp<"repeat_kv_grad_input"> {
+  let summary = "Sum the gradients of repeated heads back onto their kv head (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.repeat_kv_grad_input %dy {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+        : (tensor<8x64x64xf32>) -> tensor<8x64x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, I64Attr:$num_heads,
+                       I64Attr:$num_kv_heads);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_RoPEOp : Braid_PureOp<"rope"> {
+  let summary = "Rotary position embedding, rotate-half layout";
+  let description = [{
+    On [B, S, H*Dh]: within each head, element i < Dh/2 pairs with i + Dh/2
+    and both rotate by angle s * theta^(-2i/Dh), s being the sequence
+    position. This is Hugging Face Llama's layout.
+
+    ```mlir
+    %y = braid.rope %q {num_heads = 4 : i64, theta = 10000.0 : f32}
+        : (tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, I64Attr:$num_heads,
+                       F32Attr:$theta);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_RoPEGradInputOp : Braid_PureOp<"rope_grad_input"> {
+  let summary = "Gradient of RoPE: the inverse rotation (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.rope_grad_input %dy {num_heads = 4 : i64, theta = 10000.0 : f32}
+        : (tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, I64Attr:$num_heads,
+                       F32Attr:$theta);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def Braid_GeLUOp : Braid_PureOp<"gelu"> {
+  let summary = "GELU, tanh approximation";
+  let description = [{
+    ```mlir
+    %y = braid.gelu %x : (tensor<8x64x256xf32>) -> tensor<8x64x256xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_GeLUGradInputOp : Braid_PureOp<"gelu_grad_input"> {
+  let summary = "Gradient of GELU (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.gelu_grad_input %dy, %x
+        : (tensor<8x64x256xf32>, tensor<8x64x256xf32>) -> tensor<8x64x256xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_SwiGLUOp : Braid_PureOp<"swiglu"> {
+  let summary = "silu(gate) * up";
+  let description = [{
+    ```mlir
+    %y = braid.swiglu %g, %u
+        : (tensor<8x64x172xf32>, tensor<8x64x172xf32>) -> tensor<8x64x172xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$gate, Braid_FloatTensor:$up);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_SwiGLUGradInputOp : Braid_PureOp<"swiglu_grad_input"> {
+  let summary = "Gradients of SwiGLU w.r.t. gate and up (B)";
+  let description = [{
+    ```mlir
+    %dg, %du = braid.swiglu_grad_input %dy, %g, %u
+        : (tensor<8x64x172xf32>, tensor<8x64x172xf32>, tensor<8x64x172xf32>)
+        -> (tensor<8x64x172xf32>, tensor<8x64x172xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$gate,
+                       Braid_FloatTensor:$up);
+  let results = (outs Braid_FloatTensor:$gate_grad, Braid_FloatTensor:$up_grad);
+}
+
+def Braid_AddOp : Braid_PureOp<"add", [Commutative]> {
+  let summary = "Elementwise sum: the residual add, and gradient accumulation";
+  let description = [{
+    Its backward passes the incoming gradient to both operands unchanged, so
+    it has no gradient op.
+
+    ```mlir
+    %z = braid.add %x, %y
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_DropoutOp : Braid_PureOp<"dropout"> {
+  let summary = "Inverted dropout with a counter-based mask";
+  let description = [{
+    Keeps element i when uniform(dropoutKey(seed, rng_offset, step, micro), i)
+    >= p and scales kept elements by 1/(1-p). The mask is never stored: the
+    gradient op regenerates it.
+
+    ```mlir
+    %y = braid.dropout %x {p = 0.1 : f32, rng_offset = 3 : i64}
+        : (tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, F32Attr:$p, I64Attr:$rng_offset);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_DropoutGradInputOp : Braid_PureOp<"dropout_grad_input"> {
+  let summary = "Gradient of dropout: the same mask and scale (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.dropout_grad_input %dy {p = 0.1 : f32, rng_offset = 3 : i64}
+        : (tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, F32Attr:$p, I64Attr:$rng_offset);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_SplitOp : Braid_PureOp<"split"> {
+  let summary = "Split the last dimension into equal parts";
+  let description = [{
+    GPT-2's fused q/k/v projection is split this way.
+
+    ```mlir
+    %q, %k, %v = braid.split %qkv
+        : (tensor<8x64x192xf32>) -> (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Variadic<Braid_FloatTensor>:$parts);
+}
+
+def Braid_SplitGradInputOp : Braid_PureOp<"split_grad_input"> {
+  let summary = "Gradient of split: concatenation along the last dimension (B)";
+  let description = [{
+    ```mlir
+    %dqkv = braid.split_grad_input %dq, %dk, %dv
+        : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>) -> tensor<8x64x192xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Braid_FloatTensor>:$part_grads);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def Braid_CrossEntropyOp : Braid_PureOp<"cross_entropy"> {
+  let summary = "Mean softmax cross-entropy over all tokens";
+  let description = [{
+    Returns the mean loss over the B*S tokens and the per-token log-sum-exp of
+    the logits, which backward consumes.
+
+    ```mlir
+    %loss, %lse = braid.cross_entropy %logits, %labels
+        : (tensor<8x64x256xf32>, tensor<8x64xi32>) -> (tensor<f32>, tensor<8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels);
+  let results = (outs Braid_Scalar:$loss, Braid_StatTensor:$lse);
+}
+
+def Braid_CrossEntropyGradInputOp : Braid_PureOp<"cross_entropy_grad_input"> {
+  let summary = "Gradient of the mean cross-entropy w.r.t. the logits (B)";
+  let description = [{
+    `dlogits = scale * (softmax(logits) - onehot(labels)) / (B*S)`. `scale`
+    is the incoming gradient of the loss (1 for a single micro-batch; the
+    lowering sets 1/num_micro_batches under gradient accumulation).
+
+    ```mlir
+    %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32}
+        : (tensor<8x64x256xf32>, tensor<8x64xi32>, tensor<8x64xf32>) -> tensor<8x64x256xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels,
+                       Braid_StatTensor:$lse, F32Attr:$scale);
+  let results = (outs Braid_FloatTensor:$logits_grad);
+}
+
+#endif // BRAID_OPS_TD

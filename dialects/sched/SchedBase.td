@@ -1,0 +1,32 @@
+//===- SchedBase.td - the sched dialect -------------------------*- tablegen -*-===//
+//
+// `sched` says *when and where*: per-rank programs of kernel launches on
+// streams, joined by events, over buffers that are slices of one static
+// arena. It is the last IR before the plan; every op maps to one plan entry.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SCHED_BASE_TD
+#define SCHED_BASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Sched_Dialect : Dialect {
+  let name = "sched";
+  let cppNamespace = "::braid::sched";
+  let summary = "Ordered kernel launches on streams over arena buffers";
+  let description = [{
+    Buffers are `memref` values with static shapes. Persistent buffers
+    (parameters, gradients, optimizer state, inputs, scalars) are
+    module-level `sched.global` symbols; transient ones are `sched.alloc`
+    inside a program. After `braid-plan-memory` every global and alloc
+    carries its arena `offset`.
+  }];
+}
+
+class Sched_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Sched_Dialect, mnemonic, traits>;
+
+def Sched_Buffer : MemRefRankOf<[F32, BF16, I32], [0, 1, 2, 3, 4]>;
+
+#endif // SCHED_BASE_TD

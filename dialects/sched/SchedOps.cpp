@@ -1,0 +1,81 @@
+//===- SchedOps.cpp - sched dialect ops -----------------------------------===//
+#include "dialects/sched/SchedOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace braid::sched;
+
+LogicalResult GlobalOp::verify() {
+  StringRef kind = getKind();
+  bool known = llvm::StringSwitch<bool>(kind)
+                   .Cases({"parameter", "gradient", "optimizer_state", "input",
+                           "scalar"},
+                          true)
+                   .Default(false);
+  if (!known)
+    return emitOpError() << "unknown kind '" << kind
+                         << "'; expected parameter, gradient, optimizer_state, "
+                            "input or scalar";
+  DictionaryAttr info = getInfo();
+  if (kind == "parameter") {
+    if (!info.getAs<StringAttr>("name"))
+      return emitOpError("parameter needs a string 'name' in info");
+    auto init = info.getAs<StringAttr>("init");
+    if (!init || !llvm::is_contained(ArrayRef<StringRef>{"normal", "zeros",
+                                                         "ones"},
+                                     init.getValue()))
+      return emitOpError("parameter needs info.init = normal, zeros or ones");
+  }
+  if (kind == "input") {
+    auto role = info.getAs<StringAttr>("role");
+    if (!role || !llvm::is_contained(ArrayRef<StringRef>{"tokens", "labels",
+                                                         "positions"},
+                                     role.getValue()))
+      return emitOpError("input needs info.role = tokens, labels or positions");
+  }
+  if (auto offset = getOffset(); offset && *offset < 0)
+    return emitOpError("offset must be non-negative");
+  return success();
+}
+
+LogicalResult
+GetGlobalOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto global =
+      symbolTable.lookupNearestSymbolFrom<GlobalOp>(*this, getGlobalAttr());
+  if (!global)
+    return emitOpError() << "'" << getGlobal()
+                         << "' does not name a sched.global";
+  if (global.getType() != getType())
+    return emitOpError() << "type " << getType()
+                         << " differs from the global's " << global.getType();
+  return success();
+}
+
+LogicalResult LaunchOp::verify() {
+  if (getKernel().empty())
+    return emitOpError("needs a kernel name");
+  if (getOuts().empty())
+    return emitOpError("needs at least one output buffer");
+  if (static_cast<int32_t>(getStream()) < 0)
+    return emitOpError("stream must be non-negative");
+  return success();
+}
+
+static LogicalResult verifyEventOp(Operation *op, int32_t event,
+                                   int32_t stream) {
+  if (event < 0 || stream < 0)
+    return op->emitOpError("event and stream must be non-negative");
+  return success();
+}
+
+LogicalResult EventRecordOp::verify() {
+  return verifyEventOp(*this, getEvent(), getStream());
+}
+
+LogicalResult EventWaitOp::verify() {
+  return verifyEventOp(*this, getEvent(), getStream());
+}
+
+#define GET_OP_CLASSES
+#include "dialects/sched/SchedOps.cpp.inc"

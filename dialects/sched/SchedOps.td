@@ -1,0 +1,135 @@
+//===- SchedOps.td - sched dialect ops --------------------------*- tablegen -*-===//
+
+#ifndef SCHED_OPS_TD
+#define SCHED_OPS_TD
+
+include "SchedBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
+  let summary = "A persistent buffer of the rank";
+  let description = [{
+    `kind` is one of parameter, gradient, optimizer_state, input, scalar.
+    `info` carries what the plan needs about the buffer: for parameters
+    the Hugging Face name, initialisation and weight decay; for inputs the
+    role (tokens, labels, positions).
+
+    ```mlir
+    sched.global @w0 "parameter" : memref<192x64xf32>
+        {info = {name = "model.layers.0.self_attn.q_proj.weight", init = "normal",
+                 init_std = 0.02 : f32, weight_decay = true}}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
+                       TypeAttrOf<Sched_Buffer>:$type,
+                       DictionaryAttr:$info,
+                       OptionalAttr<I64Attr>:$offset);
+  let assemblyFormat = [{
+    $sym_name $kind `:` $type (`offset` `(` $offset^ `)`)? `info` $info attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
+                                          IsolatedFromAbove]> {
+  let summary = "An ordered instruction list the runtime runs as a unit";
+  let description = [{
+    The runtime runs `micro_batch` once per micro-batch and `optimizer` once
+    per step. Instructions on one stream run in order; instructions on
+    different streams are ordered only by events.
+
+    ```mlir
+    sched.program @micro_batch {
+      %x = sched.alloc : memref<8x64x64xf32>
+      sched.launch "embedding" on 0 ins(%t, %ids : memref<256x64xf32>, memref<8x64xi32>)
+          outs(%x : memref<8x64x64xf32>)
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+}
+
+def Sched_GetGlobalOp : Sched_Op<"get_global",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The buffer of a sched.global inside a program";
+  let description = [{
+    ```mlir
+    %w = sched.get_global @w0 : memref<192x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$global);
+  let results = (outs Sched_Buffer:$result);
+  let assemblyFormat = "$global attr-dict `:` type($result)";
+}
+
+def Sched_AllocOp : Sched_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "A transient buffer; its lifetime spans its first to last use";
+  let description = [{
+    `braid-plan-memory` sets `offset`; buffers whose lifetimes do not
+    overlap may share bytes.
+
+    ```mlir
+    %x = sched.alloc offset(4096) : memref<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs Sched_Buffer:$result);
+  let assemblyFormat = "(`offset` `(` $offset^ `)`)? attr-dict `:` type($result)";
+}
+
+def Sched_LaunchOp : Sched_Op<"launch", [AttrSizedOperandSegments]> {
+  let summary = "Run a kernel on a stream";
+  let description = [{
+    `kernel` names an entry of the runtime's kernel registry
+    (docs/kernels.md lists them with their operands and parameters). The
+    kernel reads `ins` and writes `outs`; with `accumulate = 1` in `params`
+    it adds into `outs`.
+
+    ```mlir
+    sched.launch "linear" on 0 ins(%x, %w : memref<8x64x64xf32>, memref<192x64xf32>)
+        outs(%y : memref<8x64x192xf32>)
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, I32Attr:$stream,
+                       Variadic<Sched_Buffer>:$ins, Variadic<Sched_Buffer>:$outs,
+                       OptionalAttr<DictionaryAttr>:$params);
+  let assemblyFormat = [{
+    $kernel `on` $stream
+    (`ins` `(` $ins^ `:` type($ins) `)`)?
+    (`outs` `(` $outs^ `:` type($outs) `)`)?
+    (`params` $params^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_EventRecordOp : Sched_Op<"event.record"> {
+  let summary = "Signal an event when the stream reaches this point";
+  let description = [{
+    ```mlir
+    sched.event.record 0 on 1
+    ```
+  }];
+  let arguments = (ins I32Attr:$event, I32Attr:$stream);
+  let assemblyFormat = "$event `on` $stream attr-dict";
+  let hasVerifier = 1;
+}
+
+def Sched_EventWaitOp : Sched_Op<"event.wait"> {
+  let summary = "Block a stream until an event has been recorded";
+  let description = [{
+    Waits for the most recent record of `event` that precedes this op in
+    program order.
+
+    ```mlir
+    sched.event.wait 0 on 0
+    ```
+  }];
+  let arguments = (ins I32Attr:$event, I32Attr:$stream);
+  let assemblyFormat = "$event `on` $stream attr-dict";
+  let hasVerifier = 1;
+}
+
+#endif // SCHED_OPS_TD
