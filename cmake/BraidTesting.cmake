@@ -1,0 +1,13 @@
+# braid_add_gtest(<name> SOURCES <files...> LIBS <targets...> [LABELS <labels...>])
+# Builds one GoogleTest binary and registers it with ctest as one test.
+function(braid_add_gtest name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    BRAID_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    BRAID_BINARY_DIR="${PROJECT_BINARY_DIR}"
+    BRAID_DATA_DIR="${BRAID_DATA_DIR}")
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "unit;${ARG_LABELS}")
+endfunction()

@@ -1,0 +1,129 @@
+// The kernel interface between the runtime and device kernels.
+//
+// A plan names kernels by string ("linear", "rms_norm_grad_input", ...;
+// docs/kernels.md is the catalogue). At load time the runtime resolves every
+// name through the KernelRegistry and calls the kernel's `check` with the
+// shapes, dtypes and parameters of that launch, so that a bad plan is refused
+// before anything runs. At run time it calls `run` with bound tensors; `run`
+// cannot fail, because everything it could trip over was checked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace braid {
+
+class ThreadPool;
+
+enum class DType { kF32, kBF16, kI32 };
+
+std::string_view dtypeName(DType dtype);
+int64_t dtypeSize(DType dtype);
+
+// Shape and dtype of one kernel operand, as the plan states it.
+struct TensorDesc {
+  std::vector<int64_t> shape;
+  DType dtype = DType::kF32;
+
+  int64_t numel() const;
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  // The last dimension (1 for a scalar) and the product of the others.
+  int64_t lastDim() const { return shape.empty() ? 1 : shape.back(); }
+  int64_t rows() const { return lastDim() == 0 ? 0 : numel() / lastDim(); }
+};
+
+// An operand bound to memory in the rank's arena.
+struct TensorView {
+  void *data = nullptr;
+  const TensorDesc *desc = nullptr;
+
+  float *f32() const { return static_cast<float *>(data); }
+  int32_t *i32() const { return static_cast<int32_t *>(data); }
+  int64_t numel() const { return desc->numel(); }
+};
+
+// Named kernel parameters (the `params` of a sched.launch).
+class KernelParams {
+public:
+  void setInt(std::string name, int64_t v);
+  void setFloat(std::string name, double v);
+
+  bool has(std::string_view name) const;
+  // Missing parameters are an error that `check` reports; `run` may use the
+  // plain accessors, which return the fallback when absent.
+  absl::StatusOr<int64_t> getInt(std::string_view name) const;
+  absl::StatusOr<double> getFloat(std::string_view name) const;
+  int64_t intOr(std::string_view name, int64_t fallback) const;
+  double floatOr(std::string_view name, double fallback) const;
+
+  std::string toString() const;
+
+private:
+  struct Entry {
+    std::string name;
+    bool isInt;
+    int64_t i;
+    double f;
+  };
+  const Entry *find(std::string_view name) const;
+  std::vector<Entry> entries_;
+};
+
+// What a launch looks like before any memory exists: used by `check`.
+struct KernelSignature {
+  absl::Span<const TensorDesc> ins;
+  absl::Span<const TensorDesc> outs;
+  const KernelParams *params = nullptr;
+};
+
+// Per-call state the runtime supplies.
+struct KernelContext {
+  int64_t step = 1;        // 1-based optimizer step being computed
+  int64_t microBatch = 0;  // 0-based index within the step
+  double lr = 0;           // learning rate of this step (optimizer kernels)
+  uint64_t seed = 0;       // the spec's seed (dropout masks)
+  ThreadPool *pool = nullptr;
+};
+
+struct KernelArgs {
+  absl::Span<const TensorView> ins;
+  absl::Span<const TensorView> outs;
+  const KernelParams *params = nullptr;
+  const KernelContext *ctx = nullptr;
+};
+
+enum class Device { kCPU, kCUDA };
+
+struct KernelDef {
+  std::string_view name;
+  Device device = Device::kCPU;
+  // Validates arity, shapes, dtypes and parameters of one launch.
+  absl::Status (*check)(const KernelSignature &sig) = nullptr;
+  void (*run)(const KernelArgs &args) = nullptr;
+};
+
+// One entry per (name, device). Registration is explicit (see
+// registerCpuKernels) because static initialisers in static libraries are
+// dropped by the linker.
+class KernelRegistry {
+public:
+  absl::Status add(const KernelDef &def);
+  // Null when no kernel of that name exists for the device.
+  const KernelDef *find(std::string_view name, Device device) const;
+  std::vector<std::string_view> names(Device device) const;
+
+private:
+  std::vector<KernelDef> defs_;
+};
+
+// The registry with every kernel this build has.
+const KernelRegistry &defaultKernelRegistry();
+
+}  // namespace braid
