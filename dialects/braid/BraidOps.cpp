@@ -32,7 +32,8 @@ SmallVector<int64_t> leading(Value v) {
 std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(shape))
-    s += (i ? "x" : "") + std::to_string(d);
+    s += (i ? "x" : "") +
+         (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d));
   return s + "]";
 }
 
@@ -148,24 +149,30 @@ LogicalResult verifyAttention(Operation *op, const AttentionShapes &a) {
   return expectShape(op, a.probs, {q[0], a.numHeads, q[1], k[1]}, "probs");
 }
 
+// `narrow` holds num_kv_heads heads, `wide` num_heads heads.
 LogicalResult verifyRepeatKV(Operation *op, Value narrow, Value wide,
-                             int64_t numHeads, int64_t numKVHeads) {
+                             int64_t numHeads, int64_t numKVHeads,
+                             StringRef narrowWhat, StringRef wideWhat) {
   if (failed(verifyHeads(op, numHeads, numKVHeads)) ||
-      failed(verifyHeadPacking(op, narrow, numKVHeads, "kv operand")) ||
-      failed(expectSameElementType(op, narrow, wide, "input", "result")))
+      failed(expectMinRank(op, narrow, 1, narrowWhat)) ||
+      failed(verifyHeadPacking(op, narrow, numKVHeads, narrowWhat)) ||
+      failed(expectSameElementType(op, wide, narrow, wideWhat, narrowWhat)))
     return failure();
   int64_t headDim = lastDim(narrow) / numKVHeads;
   return expectShape(op, wide, append(leading(narrow), headDim * numHeads),
-                     "repeated value");
+                     wideWhat);
 }
 
 LogicalResult verifyRoPE(Operation *op, Value input, Value result,
-                         int64_t numHeads, double theta) {
-  if (failed(expectRank(op, input, 3, "input")) ||
-      failed(verifyHeads(op, numHeads, 1)) ||
-      failed(verifyHeadPacking(op, input, numHeads, "input")) ||
+                         int64_t numHeads, double theta, StringRef inputWhat,
+                         StringRef resultWhat) {
+  if (failed(expectRank(op, input, 3, inputWhat)))
+    return failure();
+  if (numHeads <= 0)
+    return op->emitOpError("num_heads must be positive");
+  if (failed(verifyHeadPacking(op, input, numHeads, inputWhat)) ||
       failed(verifyPositive(op, theta, "theta")) ||
-      failed(expectLike(op, result, input, "result", "input")))
+      failed(expectLike(op, result, input, resultWhat, inputWhat)))
     return failure();
   if ((lastDim(input) / numHeads) % 2 != 0)
     return op->emitOpError("rope needs an even head dim");
@@ -232,6 +239,8 @@ LogicalResult LinearGradInputOp::verify() {
   Value w = getWeight();
   if (failed(expectRank(*this, w, 2, "weight")) ||
       failed(expectMinRank(*this, getGrad(), 1, "gradient")) ||
+      failed(expectSameElementType(*this, w, getGrad(), "weight",
+                                   "gradient")) ||
       failed(expectSameElementType(*this, getInputGrad(), getGrad(),
                                    "input gradient", "gradient")))
     return failure();
@@ -246,6 +255,9 @@ LogicalResult LinearGradInputOp::verify() {
 
 LogicalResult LinearGradWeightOp::verify() {
   if (failed(expectMinRank(*this, getGrad(), 1, "gradient")) ||
+      failed(expectMinRank(*this, getInput(), 1, "input")) ||
+      failed(expectSameElementType(*this, getInput(), getGrad(), "input",
+                                   "gradient")) ||
       failed(expectShape(*this, getInput(),
                          append(leading(getGrad()), lastDim(getInput())),
                          "input")) ||
@@ -256,7 +268,10 @@ LogicalResult LinearGradWeightOp::verify() {
                                    "weight gradient", "gradient")))
     return failure();
   if (Value db = getBiasGrad())
-    return expectShape(*this, db, {lastDim(getGrad())}, "bias gradient");
+    if (failed(expectShape(*this, db, {lastDim(getGrad())}, "bias gradient")) ||
+        failed(expectSameElementType(*this, db, getGrad(), "bias gradient",
+                                     "gradient")))
+      return failure();
   return success();
 }
 
@@ -278,7 +293,8 @@ LogicalResult LayerNormOp::verify() {
 
 LogicalResult LayerNormGradInputOp::verify() {
   Value x = getInput();
-  if (failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
+  if (failed(expectMinRank(*this, x, 1, "input")) ||
+      failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
       failed(verifyNormVector(*this, x, getWeight(), "weight")) ||
       failed(expectShape(*this, getMean(), leading(x), "mean")) ||
       failed(expectShape(*this, getRstd(), leading(x), "rstd")))
@@ -288,7 +304,8 @@ LogicalResult LayerNormGradInputOp::verify() {
 
 LogicalResult LayerNormGradWeightOp::verify() {
   Value x = getInput();
-  if (failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
+  if (failed(expectMinRank(*this, x, 1, "input")) ||
+      failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
       failed(expectShape(*this, getMean(), leading(x), "mean")) ||
       failed(expectShape(*this, getRstd(), leading(x), "rstd")) ||
       failed(verifyNormVector(*this, x, getWeightGrad(), "weight gradient")))
@@ -308,7 +325,8 @@ LogicalResult RMSNormOp::verify() {
 
 LogicalResult RMSNormGradInputOp::verify() {
   Value x = getInput();
-  if (failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
+  if (failed(expectMinRank(*this, x, 1, "input")) ||
+      failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
       failed(verifyNormVector(*this, x, getWeight(), "weight")) ||
       failed(expectShape(*this, getRstd(), leading(x), "rstd")))
     return failure();
@@ -317,7 +335,8 @@ LogicalResult RMSNormGradInputOp::verify() {
 
 LogicalResult RMSNormGradWeightOp::verify() {
   Value x = getInput();
-  if (failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
+  if (failed(expectMinRank(*this, x, 1, "input")) ||
+      failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
       failed(expectShape(*this, getRstd(), leading(x), "rstd")))
     return failure();
   return verifyNormVector(*this, x, getWeightGrad(), "weight gradient");
@@ -364,22 +383,22 @@ LogicalResult AttentionGradInputOp::verify() {
 
 LogicalResult RepeatKVOp::verify() {
   return verifyRepeatKV(*this, getInput(), getResult(), getNumHeads(),
-                        getNumKvHeads());
+                        getNumKvHeads(), "input", "result");
 }
 
 LogicalResult RepeatKVGradInputOp::verify() {
   return verifyRepeatKV(*this, getInputGrad(), getGrad(), getNumHeads(),
-                        getNumKvHeads());
+                        getNumKvHeads(), "input gradient", "gradient");
 }
 
 LogicalResult RoPEOp::verify() {
   return verifyRoPE(*this, getInput(), getResult(), getNumHeads(),
-                    getTheta().convertToDouble());
+                    getTheta().convertToDouble(), "input", "result");
 }
 
 LogicalResult RoPEGradInputOp::verify() {
   return verifyRoPE(*this, getGrad(), getInputGrad(), getNumHeads(),
-                    getTheta().convertToDouble());
+                    getTheta().convertToDouble(), "gradient", "input gradient");
 }
 
 //===----------------------------------------------------------------------===//
@@ -435,9 +454,10 @@ LogicalResult DropoutGradInputOp::verify() {
 static LogicalResult verifySplit(Operation *op, Value wide, ValueRange parts) {
   if (parts.size() < 2)
     return op->emitOpError("needs at least two parts");
-  if (failed(expectMinRank(op, wide, 1, "split tensor")))
-    return failure();
   Value first = parts.front();
+  if (failed(expectMinRank(op, wide, 1, "split tensor")) ||
+      failed(expectMinRank(op, first, 1, "first part")))
+    return failure();
   for (Value part : parts)
     if (failed(expectLike(op, part, first, "part", "first part")))
       return failure();

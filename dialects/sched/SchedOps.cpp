@@ -34,7 +34,8 @@ LogicalResult GlobalOp::verify() {
                                      role.getValue()))
       return emitOpError("input needs info.role = tokens, labels or positions");
   }
-  if (auto offset = getOffset(); offset && *offset < 0)
+  // I64Attr reads back as uint64_t: compare the signed value.
+  if (auto offset = getOffset(); offset && static_cast<int64_t>(*offset) < 0)
     return emitOpError("offset must be non-negative");
   return success();
 }

@@ -6,6 +6,7 @@
 
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
+#include "passes/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -13,6 +14,7 @@ int main(int argc, char **argv) {
                   mlir::func::FuncDialect>();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  braid::registerAllBraidPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Braid optimizer driver\n", registry));
 }

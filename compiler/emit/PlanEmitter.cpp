@@ -1,0 +1,294 @@
+//===- PlanEmitter.cpp - planned sched module to plan protobuf ------------===//
+#include "compiler/emit/PlanEmitter.h"
+
+#include <string>
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "dialects/sched/SchedOps.h"
+#include "runtime/plan/PlanFormat.h"
+
+using namespace mlir;
+
+namespace braid {
+namespace {
+
+class Emitter {
+public:
+  explicit Emitter(ModuleOp module) : module_(module) {}
+  FailureOr<plan::Plan> run();
+
+private:
+  LogicalResult addGlobal(sched::GlobalOp global);
+  LogicalResult linkParameters();
+  LogicalResult addProgram(sched::ProgramOp program);
+  LogicalResult copySettings();
+
+  plan::Tensor *newTensor(StringRef name, MemRefType type,
+                          std::optional<int64_t> offset,
+                          plan::TensorKind kind) {
+    plan::Tensor *t = plan_.add_tensors();
+    t->set_id(plan_.tensors_size() - 1);
+    t->set_name(name.str());
+    for (int64_t d : type.getShape())
+      t->add_shape(d);
+    Type e = type.getElementType();
+    t->set_dtype(e.isF32()    ? plan::F32
+                 : e.isBF16() ? plan::BF16
+                              : plan::I32);
+    t->set_kind(kind);
+    t->set_offset(static_cast<uint64_t>(offset.value_or(0)));
+    int64_t bytes = type.getNumElements() *
+                    ((type.getElementTypeBitWidth() + 7) / 8);
+    t->set_size_bytes(static_cast<uint64_t>(bytes));
+    return t;
+  }
+
+  ModuleOp module_;
+  plan::Plan plan_;
+  llvm::StringMap<uint32_t> globalIds_;
+  uint32_t maxStream_ = 0;
+  int64_t maxEvent_ = -1;
+};
+
+LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
+  if (!global.getOffset())
+    return global.emitOpError("has no offset: run braid-plan-memory first");
+  StringRef kind = global.getKind();
+  plan::TensorKind k = kind == "parameter"         ? plan::PARAMETER
+                       : kind == "gradient"        ? plan::GRADIENT
+                       : kind == "optimizer_state" ? plan::OPTIMIZER_STATE
+                       : kind == "input"           ? plan::INPUT
+                                                   : plan::SCALAR;
+  plan::Tensor *t =
+      newTensor(global.getSymName(), global.getType(), global.getOffset(), k);
+  globalIds_[global.getSymName()] = t->id();
+  DictionaryAttr info = global.getInfo();
+  if (k == plan::INPUT) {
+    StringRef role = info.getAs<StringAttr>("role").getValue();
+    t->set_role(role == "tokens"   ? plan::TOKENS
+                : role == "labels" ? plan::LABELS
+                                   : plan::POSITIONS);
+  }
+  if (k == plan::SCALAR) {
+    StringRef role = info.getAs<StringAttr>("role").getValue();
+    if (role == "loss")
+      plan_.set_loss_tensor(t->id());
+    else if (role == "grad_norm")
+      plan_.set_grad_norm_tensor(t->id());
+  }
+  if (k == plan::PARAMETER) {
+    plan::ParameterInfo *p = t->mutable_param();
+    StringRef init = info.getAs<StringAttr>("init").getValue();
+    p->set_init(init == "normal"  ? plan::NORMAL
+                : init == "zeros" ? plan::ZEROS
+                                  : plan::ONES);
+    if (auto std = info.getAs<FloatAttr>("init_std"))
+      p->set_init_std(static_cast<float>(std.getValueAsDouble()));
+    if (auto wd = info.getAs<BoolAttr>("weight_decay"))
+      p->set_weight_decay(wd.getValue());
+    if (auto tr = info.getAs<BoolAttr>("checkpoint_transposed"))
+      p->set_checkpoint_transposed(tr.getValue());
+  }
+  return success();
+}
+
+// Parameter infos name their gradient and moments by symbol; resolve them
+// to tensor ids once every global has one.
+LogicalResult Emitter::linkParameters() {
+  for (auto global : module_.getOps<sched::GlobalOp>()) {
+    if (global.getKind() != "parameter")
+      continue;
+    plan::Tensor *t = plan_.mutable_tensors(globalIds_[global.getSymName()]);
+    auto lookup = [&](StringRef key) -> FailureOr<uint32_t> {
+      auto sym = global.getInfo().getAs<StringAttr>(key);
+      if (!sym || !globalIds_.count(sym.getValue()))
+        return global.emitOpError() << "info." << key
+                                    << " does not name a sched.global";
+      return globalIds_[sym.getValue()];
+    };
+    FailureOr<uint32_t> g = lookup("grad"), m = lookup("exp_avg"),
+                        v = lookup("exp_avg_sq");
+    if (failed(g) || failed(m) || failed(v))
+      return failure();
+    t->mutable_param()->set_grad(*g);
+    t->mutable_param()->set_exp_avg(*m);
+    t->mutable_param()->set_exp_avg_sq(*v);
+  }
+  return success();
+}
+
+LogicalResult Emitter::addProgram(sched::ProgramOp program) {
+  plan::Program *out = plan_.add_programs();
+  out->set_name(program.getSymName().str());
+  llvm::DenseMap<Value, uint32_t> ids;
+  int64_t launchIndex = 0;
+
+  auto idOf = [&](Value v, StringRef kernel, int64_t index,
+                  size_t resultIndex) -> FailureOr<uint32_t> {
+    if (auto get = v.getDefiningOp<sched::GetGlobalOp>())
+      return globalIds_.lookup(get.getGlobal());
+    auto alloc = v.getDefiningOp<sched::AllocOp>();
+    if (!alloc)
+      return program.emitOpError("uses a buffer that is neither a global nor "
+                                 "an alloc");
+    auto it = ids.find(v);
+    if (it != ids.end())
+      return it->second;
+    if (!alloc.getOffset())
+      return alloc.emitOpError("has no offset: run braid-plan-memory first");
+    std::string name = (program.getSymName() + "/" + kernel + "#" +
+                        std::to_string(index) + ".out" +
+                        std::to_string(resultIndex))
+                           .str();
+    plan::Tensor *t =
+        newTensor(name, alloc.getType(), alloc.getOffset(), plan::ACTIVATION);
+    ids[v] = t->id();
+    return t->id();
+  };
+
+  for (Operation &op : program.getBody().front()) {
+    if (auto launch = dyn_cast<sched::LaunchOp>(op)) {
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(launch.getStream());
+      maxStream_ = std::max(maxStream_, launch.getStream());
+      plan::Launch *l = inst->mutable_launch();
+      l->set_kernel(launch.getKernel().str());
+      // Outputs first, so that a buffer is named after the launch that
+      // writes it.
+      for (auto [i, v] : llvm::enumerate(launch.getOuts())) {
+        FailureOr<uint32_t> id = idOf(v, launch.getKernel(), launchIndex, i);
+        if (failed(id))
+          return failure();
+        l->add_outputs(*id);
+      }
+      for (Value v : launch.getIns()) {
+        FailureOr<uint32_t> id = idOf(v, launch.getKernel(), launchIndex, 0);
+        if (failed(id))
+          return failure();
+        l->add_inputs(*id);
+      }
+      if (DictionaryAttr params = launch.getParamsAttr()) {
+        for (NamedAttribute a : params) {
+          plan::Attr *attr = l->add_attrs();
+          attr->set_name(a.getName().str());
+          if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+            attr->set_i(i.getInt());
+          else if (auto f = dyn_cast<FloatAttr>(a.getValue()))
+            attr->set_f(f.getValueAsDouble());
+          else
+            return launch.emitOpError()
+                   << "parameter '" << a.getName().getValue()
+                   << "' is neither an integer nor a float";
+        }
+      }
+      ++launchIndex;
+    } else if (auto rec = dyn_cast<sched::EventRecordOp>(op)) {
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(rec.getStream());
+      inst->mutable_record()->set_event(rec.getEvent());
+      maxStream_ = std::max(maxStream_, rec.getStream());
+      maxEvent_ = std::max<int64_t>(maxEvent_, rec.getEvent());
+    } else if (auto wait = dyn_cast<sched::EventWaitOp>(op)) {
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(wait.getStream());
+      inst->mutable_wait()->set_event(wait.getEvent());
+      maxStream_ = std::max(maxStream_, wait.getStream());
+      maxEvent_ = std::max<int64_t>(maxEvent_, wait.getEvent());
+    }
+  }
+  return success();
+}
+
+LogicalResult Emitter::copySettings() {
+  auto model = module_->getAttrOfType<DictionaryAttr>("braid.model");
+  auto train = module_->getAttrOfType<DictionaryAttr>("braid.train");
+  auto memory = module_->getAttrOfType<DictionaryAttr>("sched.memory");
+  if (!model || !train)
+    return module_.emitError("needs braid.model and braid.train (run "
+                             "braid-import first)");
+  if (!memory)
+    return module_.emitError("needs sched.memory (run braid-plan-memory "
+                             "first)");
+  auto i64 = [](DictionaryAttr d, StringRef k) -> int64_t {
+    auto a = d.getAs<IntegerAttr>(k);
+    return a ? a.getInt() : 0;
+  };
+  auto f64 = [](DictionaryAttr d, StringRef k) -> double {
+    auto a = d.getAs<FloatAttr>(k);
+    return a ? a.getValueAsDouble() : 0.0;
+  };
+  auto str = [](DictionaryAttr d, StringRef k) -> std::string {
+    auto a = d.getAs<StringAttr>(k);
+    return a ? a.str() : "";
+  };
+  if (auto name = module_->getAttrOfType<StringAttr>("braid.name"))
+    plan_.set_name(name.str());
+
+  plan::ModelInfo *m = plan_.mutable_model();
+  m->set_family(str(model, "family"));
+  m->set_vocab_size(i64(model, "vocab_size"));
+  m->set_hidden_size(i64(model, "hidden_size"));
+  m->set_num_layers(i64(model, "num_layers"));
+  m->set_num_heads(i64(model, "num_heads"));
+  m->set_num_kv_heads(i64(model, "num_kv_heads"));
+  m->set_ffn_hidden_size(i64(model, "ffn_hidden_size"));
+  m->set_num_parameters(i64(model, "num_parameters"));
+  m->set_flops_per_token(f64(model, "flops_per_token"));
+
+  plan::TrainConfig *t = plan_.mutable_train();
+  t->set_seed(static_cast<uint64_t>(i64(train, "seed")));
+  t->set_micro_batch_size(i64(train, "micro_batch_size"));
+  t->set_num_micro_batches(i64(train, "num_micro_batches"));
+  t->set_seq_len(i64(train, "seq_len"));
+  t->set_steps(i64(train, "steps"));
+  t->set_lr(f64(train, "lr"));
+  t->set_beta1(f64(train, "beta1"));
+  t->set_beta2(f64(train, "beta2"));
+  t->set_eps(f64(train, "eps"));
+  t->set_weight_decay(f64(train, "weight_decay"));
+  t->set_grad_clip(f64(train, "grad_clip"));
+  t->set_warmup_steps(i64(train, "warmup_steps"));
+  t->set_decay(str(train, "decay"));
+  t->set_min_lr(f64(train, "min_lr"));
+
+  plan::MemoryReport *r = plan_.mutable_memory();
+  r->set_parameter_bytes(i64(memory, "parameter_bytes"));
+  r->set_gradient_bytes(i64(memory, "gradient_bytes"));
+  r->set_optimizer_bytes(i64(memory, "optimizer_bytes"));
+  r->set_input_bytes(i64(memory, "input_bytes"));
+  r->set_activation_peak_bytes(i64(memory, "activation_peak_bytes"));
+  r->set_saved_activation_bytes(i64(memory, "saved_activation_bytes"));
+  r->set_arena_bytes(i64(memory, "arena_bytes"));
+  return success();
+}
+
+FailureOr<plan::Plan> Emitter::run() {
+  plan_.set_format_version(kPlanFormatVersion);
+  for (auto global : module_.getOps<sched::GlobalOp>())
+    if (failed(addGlobal(global)))
+      return failure();
+  if (failed(linkParameters()))
+    return failure();
+  if (!globalIds_.count("loss") || !globalIds_.count("grad_norm"))
+    return module_.emitError("needs the @loss and @grad_norm scalar globals "
+                             "(run braid-lower-to-sched first)");
+  for (auto program : module_.getOps<sched::ProgramOp>())
+    if (failed(addProgram(program)))
+      return failure();
+  if (failed(copySettings()))
+    return failure();
+  plan_.set_num_streams(maxStream_ + 1);
+  plan_.set_num_events(static_cast<uint32_t>(maxEvent_ + 1));
+  return plan_;
+}
+
+} // namespace
+
+FailureOr<plan::Plan> emitPlan(ModuleOp module) {
+  return Emitter(module).run();
+}
+
+} // namespace braid

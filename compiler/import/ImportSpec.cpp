@@ -1,0 +1,336 @@
+//===- ImportSpec.cpp - model spec to braid forward graph -----------------===//
+//
+// Builds the unfused reference graph of docs/numerics.md. Parameter names are
+// Hugging Face's, so that checkpoints load into `transformers` unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/import/ImportSpec.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "dialects/braid/BraidOps.h"
+
+using namespace mlir;
+
+namespace braid {
+namespace {
+
+enum class Init { kNormal, kZeros, kOnes };
+
+// The spec stores settings as fp32. The double the user meant is the one
+// with the same shortest decimal form (3e-3, not 0.0030000000260770321).
+double asWritten(float value) {
+  char buf[32];
+  auto result = std::to_chars(buf, buf + sizeof(buf) - 1, value);
+  *result.ptr = '\0';
+  return std::strtod(buf, nullptr);
+}
+
+// The function under construction: arguments and their attributes are
+// collected as parameters appear, and the signature is fixed at the end.
+class GraphBuilder {
+public:
+  GraphBuilder(const spec::ModelSpec &spec, ModuleOp module)
+      : spec_(spec), arch_(spec.model()), train_(spec.train()),
+        ctx_(module.getContext()), b_(ctx_), loc_(module.getLoc()) {
+    b_.setInsertionPointToEnd(module.getBody());
+    func_ = func::FuncOp::create(b_, loc_, "train_step",
+                                 b_.getFunctionType({}, {}));
+    block_ = func_.addEntryBlock();
+    b_.setInsertionPointToStart(block_);
+    f32_ = b_.getF32Type();
+    batch_ = train_.micro_batch_size();
+    seq_ = train_.seq_len();
+  }
+
+  void build();
+
+private:
+  RankedTensorType act(int64_t features) {
+    return RankedTensorType::get({batch_, seq_, features}, f32_);
+  }
+  RankedTensorType rowStat() {
+    return RankedTensorType::get({batch_, seq_}, f32_);
+  }
+
+  Value input(StringRef role) {
+    auto type = RankedTensorType::get({batch_, seq_}, b_.getI32Type());
+    Value v = block_->addArgument(type, loc_);
+    argAttrs_.push_back(
+        b_.getDictionaryAttr(b_.getNamedAttr("braid.input",
+                                             b_.getStringAttr(role))));
+    return v;
+  }
+
+  Value param(const std::string &name, ArrayRef<int64_t> shape, Init init,
+              bool scaledResidual = false, bool transposed = false) {
+    auto type = RankedTensorType::get(shape, f32_);
+    Value v = block_->addArgument(type, loc_);
+    double std = arch_.init().std();
+    if (scaledResidual && arch_.init().scaled_residual())
+      std /= std::sqrt(2.0 * static_cast<double>(arch_.num_layers()));
+    StringRef initName = init == Init::kNormal  ? "normal"
+                         : init == Init::kZeros ? "zeros"
+                                                : "ones";
+    SmallVector<NamedAttribute> fields = {
+        b_.getNamedAttr("name", b_.getStringAttr(name)),
+        b_.getNamedAttr("init", b_.getStringAttr(initName)),
+        b_.getNamedAttr("init_std", b_.getF32FloatAttr(
+                                        init == Init::kNormal ? std : 0.0)),
+        b_.getNamedAttr("weight_decay", b_.getBoolAttr(shape.size() == 2)),
+        b_.getNamedAttr("checkpoint_transposed", b_.getBoolAttr(transposed))};
+    argAttrs_.push_back(b_.getDictionaryAttr(b_.getNamedAttr(
+        "braid.param", b_.getDictionaryAttr(fields))));
+    return v;
+  }
+
+  // A linear layer `prefix.weight` [out, in] with an optional
+  // `prefix.bias` [out]. GPT-2 stores weights transposed (Conv1D).
+  Value linear(Value x, const std::string &prefix, int64_t out,
+               bool scaledResidual = false) {
+    int64_t in = cast<RankedTensorType>(x.getType()).getShape().back();
+    bool transposed = arch_.naming() == spec::HF_GPT2;
+    Value w = param(prefix + ".weight", {out, in}, Init::kNormal,
+                    scaledResidual, transposed);
+    Value bias;
+    if (arch_.linear_bias())
+      bias = param(prefix + ".bias", {out}, Init::kZeros);
+    return LinearOp::create(b_, loc_, act(out), x, w, bias);
+  }
+
+  Value norm(Value x, const std::string &prefix) {
+    int64_t d = arch_.hidden_size();
+    auto eps = b_.getF32FloatAttr(arch_.norm_eps());
+    Value w = param(prefix + ".weight", {d}, Init::kOnes);
+    if (arch_.norm() == spec::RMS_NORM)
+      return RMSNormOp::create(b_, loc_, act(d), rowStat(), x, w, eps)
+          .getResult();
+    Value bias = param(prefix + ".bias", {d}, Init::kZeros);
+    return LayerNormOp::create(b_, loc_, act(d), rowStat(), rowStat(), x, w,
+                               bias, eps)
+        .getResult();
+  }
+
+  Value dropout(Value x, double p, int64_t rngOffset) {
+    if (p <= 0)
+      return x;
+    return DropoutOp::create(b_, loc_, x.getType(), x,
+                             b_.getF32FloatAttr(p),
+                             b_.getI64IntegerAttr(rngOffset));
+  }
+
+  Value attention(Value q, Value k, Value v, int64_t layer) {
+    int64_t heads = arch_.num_heads();
+    int64_t headDim = arch_.hidden_size() / heads;
+    auto probsType =
+        RankedTensorType::get({batch_, heads, seq_, seq_}, f32_);
+    auto op = AttentionOp::create(
+        b_, loc_, act(heads * headDim), probsType, q, k, v,
+        b_.getI64IntegerAttr(heads), b_.getI64IntegerAttr(heads),
+        b_.getBoolAttr(true),
+        b_.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(headDim))),
+        b_.getF32FloatAttr(train_.attention_dropout()),
+        b_.getI64IntegerAttr(1 + 3 * layer));
+    return op.getResult();
+  }
+
+  Value add(Value a, Value c) {
+    return AddOp::create(b_, loc_, a.getType(), a, c);
+  }
+
+  Value llamaLayer(Value x, int64_t l);
+  Value gpt2Layer(Value x, int64_t l);
+  void setModuleAttrs(ModuleOp module);
+
+  const spec::ModelSpec &spec_;
+  const spec::Architecture &arch_;
+  const spec::Training &train_;
+  MLIRContext *ctx_;
+  OpBuilder b_;
+  Location loc_;
+  func::FuncOp func_;
+  Block *block_ = nullptr;
+  Type f32_;
+  int64_t batch_ = 0, seq_ = 0;
+  SmallVector<Attribute> argAttrs_;
+};
+
+Value GraphBuilder::llamaLayer(Value x, int64_t l) {
+  std::string p = "model.layers." + std::to_string(l);
+  int64_t heads = arch_.num_heads(), kvHeads = arch_.num_kv_heads();
+  int64_t headDim = arch_.hidden_size() / heads;
+  auto theta = b_.getF32FloatAttr(arch_.rope_theta());
+
+  Value h = norm(x, p + ".input_layernorm");
+  Value q = linear(h, p + ".self_attn.q_proj", heads * headDim);
+  Value k = linear(h, p + ".self_attn.k_proj", kvHeads * headDim);
+  Value v = linear(h, p + ".self_attn.v_proj", kvHeads * headDim);
+  q = RoPEOp::create(b_, loc_, q.getType(), q, b_.getI64IntegerAttr(heads),
+                     theta);
+  k = RoPEOp::create(b_, loc_, k.getType(), k, b_.getI64IntegerAttr(kvHeads),
+                     theta);
+  if (kvHeads != heads) {
+    auto rep = [&](Value t) -> Value {
+      return RepeatKVOp::create(b_, loc_, act(heads * headDim), t,
+                                b_.getI64IntegerAttr(heads),
+                                b_.getI64IntegerAttr(kvHeads));
+    };
+    k = rep(k);
+    v = rep(v);
+  }
+  Value a = attention(q, k, v, l);
+  a = linear(a, p + ".self_attn.o_proj", arch_.hidden_size(),
+             /*scaledResidual=*/true);
+  x = add(x, dropout(a, train_.hidden_dropout(), 2 + 3 * l));
+
+  h = norm(x, p + ".post_attention_layernorm");
+  Value gate = linear(h, p + ".mlp.gate_proj", arch_.ffn_hidden_size());
+  Value up = linear(h, p + ".mlp.up_proj", arch_.ffn_hidden_size());
+  Value s = SwiGLUOp::create(b_, loc_, gate.getType(), gate, up);
+  Value down = linear(s, p + ".mlp.down_proj", arch_.hidden_size(),
+                      /*scaledResidual=*/true);
+  return add(x, dropout(down, train_.hidden_dropout(), 3 + 3 * l));
+}
+
+Value GraphBuilder::gpt2Layer(Value x, int64_t l) {
+  std::string p = "transformer.h." + std::to_string(l);
+  int64_t d = arch_.hidden_size();
+
+  Value h = norm(x, p + ".ln_1");
+  Value qkv = linear(h, p + ".attn.c_attn", 3 * d);
+  auto split = SplitOp::create(b_, loc_, TypeRange{act(d), act(d), act(d)},
+                               qkv);
+  Value a = attention(split.getResult(0), split.getResult(1),
+                      split.getResult(2), l);
+  a = linear(a, p + ".attn.c_proj", d, /*scaledResidual=*/true);
+  x = add(x, dropout(a, train_.hidden_dropout(), 2 + 3 * l));
+
+  h = norm(x, p + ".ln_2");
+  Value f = linear(h, p + ".mlp.c_fc", arch_.ffn_hidden_size());
+  f = GeLUOp::create(b_, loc_, f.getType(), f);
+  Value y = linear(f, p + ".mlp.c_proj", d, /*scaledResidual=*/true);
+  return add(x, dropout(y, train_.hidden_dropout(), 3 + 3 * l));
+}
+
+void GraphBuilder::build() {
+  bool gpt2 = arch_.naming() == spec::HF_GPT2;
+  int64_t vocab = arch_.vocab_size(), d = arch_.hidden_size();
+  std::string prefix = gpt2 ? "transformer." : "model.";
+
+  Value tokens = input("tokens");
+  Value labels = input("labels");
+  Value positions;
+  if (arch_.position_embedding() == spec::LEARNED)
+    positions = input("positions");
+
+  Value table = param(gpt2 ? "transformer.wte.weight"
+                           : "model.embed_tokens.weight",
+                      {vocab, d}, Init::kNormal);
+  Value x = EmbeddingOp::create(b_, loc_, act(d), table, tokens);
+  if (positions) {
+    Value posTable = param(gpt2 ? "transformer.wpe.weight"
+                                : "model.embed_positions.weight",
+                           {arch_.max_position_embeddings(), d},
+                           Init::kNormal);
+    x = add(x, EmbeddingOp::create(b_, loc_, act(d), posTable, positions));
+  }
+  x = dropout(x, train_.hidden_dropout(), 0);
+
+  for (int64_t l = 0; l < arch_.num_layers(); ++l)
+    x = gpt2 ? gpt2Layer(x, l) : llamaLayer(x, l);
+
+  x = norm(x, gpt2 ? "transformer.ln_f" : "model.norm");
+  Value head = table;
+  if (!arch_.tie_embeddings())
+    head = param("lm_head.weight", {vocab, d}, Init::kNormal);
+  Value logits = LinearOp::create(b_, loc_, act(vocab), x, head, Value());
+  auto loss = CrossEntropyOp::create(
+      b_, loc_, RankedTensorType::get({}, f32_), rowStat(), logits, labels);
+  func::ReturnOp::create(b_, loc_, loss.getLoss());
+
+  func_.setFunctionType(b_.getFunctionType(block_->getArgumentTypes(),
+                                           {loss.getLoss().getType()}));
+  func_.setAllArgAttrs(argAttrs_);
+  func_.setResultAttr(0, "braid.loss", b_.getUnitAttr());
+  setModuleAttrs(func_->getParentOfType<ModuleOp>());
+}
+
+void GraphBuilder::setModuleAttrs(ModuleOp module) {
+  int64_t numParams = 0;
+  for (Type t : func_.getArgumentTypes())
+    if (cast<RankedTensorType>(t).getElementType().isF32())
+      numParams += cast<RankedTensorType>(t).getNumElements();
+  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+  auto f64 = [&](double v) { return b_.getF64FloatAttr(v); };
+  auto named = [&](StringRef n, Attribute a) { return b_.getNamedAttr(n, a); };
+
+  bool gpt2 = arch_.naming() == spec::HF_GPT2;
+  module->setAttr("braid.name", b_.getStringAttr(spec_.name()));
+  module->setAttr(
+      "braid.model",
+      b_.getDictionaryAttr({
+          named("family", b_.getStringAttr(gpt2 ? "gpt2" : "llama")),
+          named("vocab_size", i64(arch_.vocab_size())),
+          named("hidden_size", i64(arch_.hidden_size())),
+          named("num_layers", i64(arch_.num_layers())),
+          named("num_heads", i64(arch_.num_heads())),
+          named("num_kv_heads", i64(arch_.num_kv_heads())),
+          named("ffn_hidden_size", i64(arch_.ffn_hidden_size())),
+          named("num_parameters", i64(numParams)),
+          named("flops_per_token", f64(modelFlopsPerToken(spec_))),
+      }));
+  const auto &opt = train_.adamw();
+  module->setAttr(
+      "braid.train",
+      b_.getDictionaryAttr({
+          named("seed", i64(static_cast<int64_t>(train_.seed()))),
+          named("micro_batch_size", i64(train_.micro_batch_size())),
+          named("num_micro_batches", i64(train_.global_batch_size() /
+                                         train_.micro_batch_size())),
+          named("seq_len", i64(train_.seq_len())),
+          named("steps", i64(train_.steps())),
+          named("lr", f64(asWritten(opt.lr()))),
+          named("beta1", f64(asWritten(opt.beta1()))),
+          named("beta2", f64(asWritten(opt.beta2()))),
+          named("eps", f64(asWritten(opt.eps()))),
+          named("weight_decay", f64(asWritten(opt.weight_decay()))),
+          named("grad_clip", f64(asWritten(train_.grad_clip()))),
+          named("warmup_steps", i64(train_.lr_schedule().warmup_steps())),
+          named("decay", b_.getStringAttr(train_.lr_schedule().decay() ==
+                                                  spec::CONSTANT
+                                              ? "constant"
+                                              : "cosine")),
+          named("min_lr", f64(asWritten(train_.lr_schedule().min_lr()))),
+      }));
+}
+
+} // namespace
+
+double modelFlopsPerToken(const spec::ModelSpec &spec) {
+  const auto &a = spec.model();
+  double d = a.hidden_size(), f = a.ffn_hidden_size();
+  double headDim = d / a.num_heads();
+  double kv = a.num_kv_heads() * headDim;
+  double attnWeights = d * d * 2 + 2 * d * kv; // q, o and k, v projections
+  double mlpWeights = (a.activation() == spec::SWIGLU ? 3 : 2) * d * f;
+  double linear = a.num_layers() * (attnWeights + mlpWeights) +
+                  static_cast<double>(a.vocab_size()) * d;
+  double attention = 12.0 * a.num_layers() * spec.train().seq_len() * d;
+  return 6.0 * linear + attention;
+}
+
+LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
+  if (!module.getBody()->empty())
+    return module.emitError("braid-import expects an empty module");
+  GraphBuilder(spec, module).build();
+  return success();
+}
+
+} // namespace braid

@@ -1,0 +1,24 @@
+//===- ImportSpec.h - model spec to braid forward graph ---------*- C++ -*-===//
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include "spec.pb.h"
+
+namespace braid {
+
+// Fills `module` (which must be empty) with `@train_step`, the forward graph
+// of one micro-batch of `spec`, plus the `braid.name`, `braid.model` and
+// `braid.train` module attributes. `spec` must be validated and have its
+// defaults filled (loadSpecFile does both). docs/numerics.md defines the
+// graph.
+mlir::LogicalResult importSpec(const spec::ModelSpec &spec,
+                               mlir::ModuleOp module);
+
+// Megatron's model FLOPs per trained token: 6 * (linear weights, LM head
+// included) + 12 * layers * seq * hidden for attention scores and values.
+// Causal masking is not halved, as in Megatron-LM.
+double modelFlopsPerToken(const spec::ModelSpec &spec);
+
+} // namespace braid

@@ -1,0 +1,336 @@
+//===- LowerToSched.cpp - braid training step to sched programs -----------===//
+//
+// One rank, one compute stream (0), ops in their order. See Passes.td for the
+// design; the parts worth knowing when reading the code:
+//  * a returned gradient is a tree of braid.add over its contributions; the
+//    adds are absorbed and each leaf writes into the gradient global, with
+//    accumulate = 1 when its producer is a weight-gradient op whose results
+//    are all such leaves, or through an explicit `accumulate` launch;
+//  * the loss is written to the `@loss` scalar global.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "dialects/braid/BraidOps.h"
+#include "dialects/sched/SchedOps.h"
+
+namespace braid {
+#define GEN_PASS_DEF_LOWERTOSCHEDPASS
+#include "passes/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+
+namespace braid {
+namespace {
+
+MemRefType bufferType(Type tensor) {
+  auto t = cast<RankedTensorType>(tensor);
+  return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+// Kernel parameters from an op's inherent attributes: integers and booleans
+// become i64, floats f64.
+DictionaryAttr kernelParams(Operation *op, OpBuilder &b,
+                            ArrayRef<NamedAttribute> extra) {
+  SmallVector<NamedAttribute> params;
+  for (NamedAttribute a : op->getAttrDictionary()) {
+    if (auto bAttr = dyn_cast<BoolAttr>(a.getValue()))
+      params.push_back(
+          b.getNamedAttr(a.getName(), b.getI64IntegerAttr(bAttr.getValue())));
+    else if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+      params.push_back(
+          b.getNamedAttr(a.getName(), b.getI64IntegerAttr(i.getInt())));
+    else if (auto f = dyn_cast<FloatAttr>(a.getValue()))
+      params.push_back(b.getNamedAttr(
+          a.getName(), b.getF64FloatAttr(f.getValueAsDouble())));
+  }
+  for (NamedAttribute a : extra) {
+    llvm::erase_if(params, [&](NamedAttribute p) {
+      return p.getName() == a.getName();
+    });
+    params.push_back(a);
+  }
+  return b.getDictionaryAttr(params);
+}
+
+class Lowering {
+public:
+  Lowering(ModuleOp module, func::FuncOp func)
+      : module_(module), func_(func), b_(module.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult checkSignature();
+  void createGlobals();
+  void planGradientSinks();
+  LogicalResult lowerMicroBatch();
+  void lowerOptimizer();
+
+  sched::GlobalOp global(StringRef sym, StringRef kind, Type tensorType,
+                         DictionaryAttr info) {
+    auto g = sched::GlobalOp::create(b_, module_.getLoc(), sym, kind,
+                                     bufferType(tensorType), info,
+                                     IntegerAttr());
+    globals_[sym] = g;
+    return g;
+  }
+  Value getGlobal(StringRef sym) {
+    sched::GlobalOp g = globals_.lookup(sym);
+    return sched::GetGlobalOp::create(b_, module_.getLoc(), g.getType(),
+                                      FlatSymbolRefAttr::get(g.getSymNameAttr()));
+  }
+  void launch(Location loc, StringRef kernel, ValueRange ins, ValueRange outs,
+              DictionaryAttr params) {
+    sched::LaunchOp::create(b_, loc, b_.getStringAttr(kernel),
+                            b_.getI32IntegerAttr(0), ins, outs,
+                            params && !params.empty() ? params
+                                                      : DictionaryAttr());
+  }
+
+  struct Param {
+    BlockArgument arg;
+    std::string name;
+    bool weightDecay;
+  };
+
+  ModuleOp module_;
+  func::FuncOp func_;
+  OpBuilder b_;
+  SmallVector<Param> params_;
+  llvm::StringMap<sched::GlobalOp> globals_;
+  DenseMap<Value, std::string> inputRole_;
+  // Gradient leaves: value -> gradient global symbol.
+  DenseMap<Value, std::string> gradSink_;
+  DenseSet<Operation *> absorbed_, accumulating_;
+  DictionaryAttr train_;
+};
+
+LogicalResult Lowering::checkSignature() {
+  train_ = module_->getAttrOfType<DictionaryAttr>("braid.train");
+  if (!train_ || !train_.getAs<IntegerAttr>("num_micro_batches"))
+    return module_.emitError(
+        "braid-lower-to-sched needs the braid.train module attribute "
+        "(run braid-import first)");
+  for (BlockArgument arg : func_.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (auto p = func_.getArgAttrOfType<DictionaryAttr>(i, "braid.param")) {
+      auto shape = cast<RankedTensorType>(arg.getType()).getShape();
+      params_.push_back({arg, p.getAs<StringAttr>("name").str(),
+                         p.getAs<BoolAttr>("weight_decay") &&
+                             p.getAs<BoolAttr>("weight_decay").getValue() &&
+                             shape.size() == 2});
+    } else if (auto r = func_.getArgAttrOfType<StringAttr>(i, "braid.input")) {
+      inputRole_[arg] = r.str();
+    } else {
+      return func_.emitOpError() << "argument " << i
+                                 << " is neither braid.param nor braid.input";
+    }
+  }
+  if (func_.getNumResults() != params_.size() + 1)
+    return func_.emitOpError(
+        "must return the loss and one gradient per parameter (run "
+        "braid-autodiff first)");
+  return success();
+}
+
+void Lowering::createGlobals() {
+  b_.setInsertionPointToStart(module_.getBody());
+  auto named = [&](StringRef n, Attribute a) { return b_.getNamedAttr(n, a); };
+  for (auto &p : params_) {
+    auto info = func_.getArgAttrOfType<DictionaryAttr>(p.arg.getArgNumber(),
+                                                       "braid.param");
+    SmallVector<NamedAttribute> fields(info.getValue());
+    fields.push_back(named("grad", b_.getStringAttr(p.name + ".grad")));
+    fields.push_back(named("exp_avg", b_.getStringAttr(p.name + ".exp_avg")));
+    fields.push_back(
+        named("exp_avg_sq", b_.getStringAttr(p.name + ".exp_avg_sq")));
+    global(p.name, "parameter", p.arg.getType(),
+           b_.getDictionaryAttr(fields));
+  }
+  auto ofParam = [&](const Param &p) {
+    return b_.getDictionaryAttr({named("of", b_.getStringAttr(p.name))});
+  };
+  for (auto &p : params_)
+    global(p.name + ".grad", "gradient", p.arg.getType(), ofParam(p));
+  for (auto &p : params_) {
+    global(p.name + ".exp_avg", "optimizer_state", p.arg.getType(), ofParam(p));
+    global(p.name + ".exp_avg_sq", "optimizer_state", p.arg.getType(),
+           ofParam(p));
+  }
+  for (BlockArgument arg : func_.getArguments())
+    if (inputRole_.count(arg))
+      global(inputRole_[arg], "input", arg.getType(),
+             b_.getDictionaryAttr(
+                 {named("role", b_.getStringAttr(inputRole_[arg]))}));
+  auto scalar = RankedTensorType::get({}, b_.getF32Type());
+  for (StringRef role : {"loss", "grad_norm"})
+    global(role, "scalar", scalar,
+           b_.getDictionaryAttr({named("role", b_.getStringAttr(role))}));
+}
+
+// Decides where each gradient contribution is written (see file comment).
+void Lowering::planGradientSinks() {
+  auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
+  for (auto [i, p] : llvm::enumerate(params_)) {
+    std::string sink = p.name + ".grad";
+    SmallVector<Value> worklist = {ret.getOperand(i + 1)};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      auto add = v.getDefiningOp<AddOp>();
+      if (add && v.hasOneUse()) {
+        absorbed_.insert(add);
+        worklist.push_back(add.getLhs());
+        worklist.push_back(add.getRhs());
+        continue;
+      }
+      gradSink_[v] = sink;
+    }
+  }
+  // A weight-gradient op accumulates in place only when every result goes
+  // to a gradient global and nothing else reads it.
+  for (auto &[v, sink] : gradSink_) {
+    Operation *def = v.getDefiningOp();
+    if (!def || !isa<LinearGradWeightOp, LayerNormGradWeightOp,
+                     RMSNormGradWeightOp, EmbeddingGradWeightOp>(def))
+      continue;
+    if (llvm::all_of(def->getResults(), [&](Value r) {
+          return gradSink_.count(r) && r.hasOneUse();
+        }))
+      accumulating_.insert(def);
+  }
+}
+
+LogicalResult Lowering::lowerMicroBatch() {
+  b_.setInsertionPointToEnd(module_.getBody());
+  auto program = sched::ProgramOp::create(b_, func_.getLoc(), "micro_batch");
+  b_.setInsertionPointToStart(&program.getBody().emplaceBlock());
+
+  DenseMap<Value, Value> buffers;
+  for (auto &p : params_)
+    buffers[p.arg] = getGlobal(p.name);
+  for (BlockArgument arg : func_.getArguments())
+    if (inputRole_.count(arg))
+      buffers[arg] = getGlobal(inputRole_.lookup(arg));
+
+  double numMicro = static_cast<double>(
+      train_.getAs<IntegerAttr>("num_micro_batches").getInt());
+  auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
+  Value loss = ret.getOperand(0);
+
+  for (Operation &op : func_.getBody().front().without_terminator()) {
+    if (absorbed_.contains(&op))
+      continue;
+    if (op.getDialect()->getNamespace() != "braid")
+      return op.emitOpError("braid-lower-to-sched cannot lower this op");
+    SmallVector<Value> ins, outs;
+    for (Value operand : op.getOperands()) {
+      Value buf = buffers.lookup(operand);
+      if (!buf)
+        return op.emitOpError("operand has no buffer (absorbed gradient sum "
+                              "used elsewhere?)");
+      ins.push_back(buf);
+    }
+    bool accumulate = accumulating_.contains(&op);
+    for (Value r : op.getResults()) {
+      Value buf;
+      if (r == loss)
+        buf = getGlobal("loss");
+      else if (accumulate)
+        buf = getGlobal(gradSink_.lookup(r));
+      else
+        buf = sched::AllocOp::create(b_, op.getLoc(), bufferType(r.getType()),
+                                     IntegerAttr());
+      buffers[r] = buf;
+      outs.push_back(buf);
+    }
+    SmallVector<NamedAttribute> extra;
+    if (accumulate)
+      extra.push_back(b_.getNamedAttr("accumulate", b_.getI64IntegerAttr(1)));
+    if (isa<CrossEntropyGradInputOp>(op))
+      extra.push_back(
+          b_.getNamedAttr("scale", b_.getF64FloatAttr(1.0 / numMicro)));
+    StringRef kernel = op.getName().stripDialect();
+    launch(op.getLoc(), kernel, ins, outs, kernelParams(&op, b_, extra));
+
+    // Contributions that could not be written in place are added to their
+    // gradient global right after they are produced.
+    if (!accumulate)
+      for (Value r : op.getResults())
+        if (gradSink_.count(r))
+          launch(op.getLoc(), "accumulate", {buffers[r]},
+                 {getGlobal(gradSink_.lookup(r))}, DictionaryAttr());
+  }
+  return success();
+}
+
+void Lowering::lowerOptimizer() {
+  b_.setInsertionPointToEnd(module_.getBody());
+  Location loc = func_.getLoc();
+  auto program = sched::ProgramOp::create(b_, loc, "optimizer");
+  b_.setInsertionPointToStart(&program.getBody().emplaceBlock());
+
+  SmallVector<Value> grads;
+  for (auto &p : params_)
+    grads.push_back(getGlobal(p.name + ".grad"));
+  Value norm = getGlobal("grad_norm");
+  launch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
+
+  auto f64 = [&](StringRef key) {
+    return b_.getF64FloatAttr(
+        train_.getAs<FloatAttr>(key).getValueAsDouble());
+  };
+  for (auto [p, grad] : llvm::zip(params_, grads)) {
+    Value param = getGlobal(p.name);
+    Value m = getGlobal(p.name + ".exp_avg");
+    Value v = getGlobal(p.name + ".exp_avg_sq");
+    auto params = b_.getDictionaryAttr(
+        {b_.getNamedAttr("beta1", f64("beta1")),
+         b_.getNamedAttr("beta2", f64("beta2")),
+         b_.getNamedAttr("eps", f64("eps")),
+         b_.getNamedAttr("weight_decay", p.weightDecay
+                                             ? f64("weight_decay")
+                                             : b_.getF64FloatAttr(0.0)),
+         b_.getNamedAttr("grad_clip", f64("grad_clip"))});
+    launch(loc, "adamw", {grad, norm}, {param, m, v}, params);
+  }
+  auto zero = b_.getDictionaryAttr(
+      {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
+  for (Value grad : grads)
+    launch(loc, "fill", {}, {grad}, zero);
+}
+
+LogicalResult Lowering::run() {
+  if (failed(checkSignature()))
+    return failure();
+  createGlobals();
+  planGradientSinks();
+  if (failed(lowerMicroBatch()))
+    return failure();
+  lowerOptimizer();
+  func_.erase();
+  return success();
+}
+
+struct LowerToSchedPass : impl::LowerToSchedPassBase<LowerToSchedPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!func) {
+      module.emitError("braid-lower-to-sched needs a func.func @train_step");
+      return signalPassFailure();
+    }
+    if (failed(Lowering(module, func).run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace braid

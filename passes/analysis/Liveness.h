@@ -1,0 +1,32 @@
+//===- Liveness.h - live ranges of transient sched buffers ------*- C++ -*-===//
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dialects/sched/SchedOps.h"
+
+namespace braid {
+
+// A transient buffer's live range: the indices (in program order, counting
+// sched.launch ops only) of its first and last use.
+struct LiveRange {
+  sched::AllocOp alloc;
+  int64_t bytes = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+
+  bool overlaps(const LiveRange &o) const {
+    return begin <= o.end && o.begin <= end;
+  }
+};
+
+// Live ranges of every sched.alloc of `program` that some launch uses;
+// unused allocs are skipped. `launches` receives the launches in order.
+std::vector<LiveRange> computeLiveRanges(
+    sched::ProgramOp program, std::vector<sched::LaunchOp> *launches = nullptr);
+
+// Bytes of a static buffer type.
+int64_t bufferBytes(mlir::MemRefType type);
+
+} // namespace braid

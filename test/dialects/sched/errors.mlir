@@ -1,0 +1,167 @@
+// RUN: braid-opt %s -split-input-file -verify-diagnostics
+
+// global: the kind is one of five.
+// expected-error @+1 {{'sched.global' op unknown kind 'weight'; expected parameter, gradient, optimizer_state, input or scalar}}
+sched.global @w "weight" : memref<4xf32> info {}
+
+// -----
+
+// global: a parameter carries its name.
+// expected-error @+1 {{'sched.global' op parameter needs a string 'name' in info}}
+sched.global @w "parameter" : memref<4xf32> info {init = "zeros"}
+
+// -----
+
+// global: a parameter carries its initialisation.
+// expected-error @+1 {{'sched.global' op parameter needs info.init = normal, zeros or ones}}
+sched.global @w "parameter" : memref<4xf32> info {name = "model.norm.weight"}
+
+// -----
+
+// global: an initialisation outside normal, zeros and ones.
+// expected-error @+1 {{'sched.global' op parameter needs info.init = normal, zeros or ones}}
+sched.global @w "parameter" : memref<4xf32> info {name = "model.norm.weight", init = "uniform"}
+
+// -----
+
+// global: an input carries its role.
+// expected-error @+1 {{'sched.global' op input needs info.role = tokens, labels or positions}}
+sched.global @ids "input" : memref<2x3xi32> info {}
+
+// -----
+
+// global: a role outside tokens, labels and positions.
+// expected-error @+1 {{'sched.global' op input needs info.role = tokens, labels or positions}}
+sched.global @ids "input" : memref<2x3xi32> info {role = "mask"}
+
+// -----
+
+// global: arena offsets are non-negative.
+// expected-error @+1 {{'sched.global' op offset must be non-negative}}
+sched.global @dw "gradient" : memref<4xf32> offset(-64) info {}
+
+// -----
+
+// global: f64 buffers are not supported.
+// expected-error @+1 {{'sched.global' op attribute 'type' failed to satisfy constraint: type attribute of 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values}}
+sched.global @m "optimizer_state" : memref<4xf64> info {}
+
+// -----
+
+// program: the body is a single block.
+// expected-error @+1 {{'sched.program' op expects region #0 to have 0 or 1 blocks}}
+"sched.program"() <{sym_name = "p"}> ({
+^bb0:
+  "sched.event.record"() <{event = 0 : i32, stream = 0 : i32}> : () -> ()
+^bb1:
+  "sched.event.record"() <{event = 1 : i32, stream = 0 : i32}> : () -> ()
+}) : () -> ()
+
+// -----
+
+// get_global: the symbol must exist.
+sched.program @p {
+  // expected-error @+1 {{'sched.get_global' op 'missing' does not name a sched.global}}
+  %w = sched.get_global @missing : memref<4xf32>
+}
+
+// -----
+
+// get_global: the symbol must be a global, not a program.
+sched.program @p {
+  // expected-error @+1 {{'sched.get_global' op 'p' does not name a sched.global}}
+  %w = sched.get_global @p : memref<4xf32>
+}
+
+// -----
+
+// get_global: the buffer type matches the global's.
+sched.global @w "gradient" : memref<4xf32> info {}
+sched.program @p {
+  // expected-error @+1 {{'sched.get_global' op type 'memref<4xbf16>' differs from the global's 'memref<4xf32>'}}
+  %w = sched.get_global @w : memref<4xbf16>
+}
+
+// -----
+
+// get_global: f64 buffers are not supported.
+sched.program @p {
+  // expected-error @+1 {{'sched.get_global' op result #0 must be 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'memref<4xf64>'}}
+  %w = sched.get_global @w : memref<4xf64>
+}
+
+// -----
+
+// alloc: buffers have rank 4 at most.
+sched.program @p {
+  // expected-error @+1 {{'sched.alloc' op result #0 must be 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'memref<1x1x1x1x1xf32>'}}
+  %x = sched.alloc : memref<1x1x1x1x1xf32>
+}
+
+// -----
+
+// launch: the kernel is named.
+sched.program @p {
+  %x = sched.alloc : memref<4xf32>
+  // expected-error @+1 {{'sched.launch' op needs a kernel name}}
+  sched.launch "" on 0 outs(%x : memref<4xf32>)
+}
+
+// -----
+
+// launch: a kernel that writes nothing.
+sched.program @p {
+  %x = sched.alloc : memref<4xf32>
+  // expected-error @+1 {{'sched.launch' op needs at least one output buffer}}
+  sched.launch "gelu" on 0 ins(%x : memref<4xf32>)
+}
+
+// -----
+
+// launch: streams are numbered from 0.
+sched.program @p {
+  %x = sched.alloc : memref<4xf32>
+  // expected-error @+1 {{'sched.launch' op stream must be non-negative}}
+  sched.launch "zero" on -1 outs(%x : memref<4xf32>)
+}
+
+// -----
+
+// launch: operands are memref buffers, not tensors.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'sched.launch' op operand #0 must be variadic of 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'tensor<4xf32>'}}
+  sched.launch "zero" on 0 outs(%x : tensor<4xf32>)
+  return
+}
+
+// -----
+
+// event.record: events are numbered from 0.
+sched.program @p {
+  // expected-error @+1 {{'sched.event.record' op event and stream must be non-negative}}
+  sched.event.record -1 on 0
+}
+
+// -----
+
+// event.record: streams are numbered from 0.
+sched.program @p {
+  // expected-error @+1 {{'sched.event.record' op event and stream must be non-negative}}
+  sched.event.record 0 on -2
+}
+
+// -----
+
+// event.wait: events are numbered from 0.
+sched.program @p {
+  // expected-error @+1 {{'sched.event.wait' op event and stream must be non-negative}}
+  sched.event.wait -3 on 1
+}
+
+// -----
+
+// event.wait: streams are numbered from 0.
+sched.program @p {
+  // expected-error @+1 {{'sched.event.wait' op event and stream must be non-negative}}
+  sched.event.wait 0 on -1
+}

@@ -1,0 +1,184 @@
+//===- braidc.cpp - compile a model spec into a plan or a binary ----------===//
+//
+//   braidc SPEC [-o OUT] [--emit=plan|mlir|binary] [--plan-format=binary|text]
+//               [--report-memory] [--runtime=BRAID_RUN] [MLIR pass options]
+//
+// Runs the training pipeline (docs/passes.md) and writes the result. Every
+// MLIR pass-manager option works, e.g. --mlir-print-ir-after-all.
+//
+//===----------------------------------------------------------------------===//
+
+#include <chrono>
+#include <string>
+
+#include "google/protobuf/text_format.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "compiler/emit/PlanEmitter.h"
+#include "compiler/spec/SpecLoader.h"
+#include "dialects/braid/BraidDialect.h"
+#include "dialects/sched/SchedDialect.h"
+#include "passes/Passes.h"
+#include "runtime/plan/EmbeddedPlan.h"
+
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> specPath(cl::Positional, cl::desc("<spec.pbtxt>"),
+                                     cl::Required);
+static cl::opt<std::string>
+    outputPath("o", cl::desc("Output file (default: <spec name>.plan for "
+                             "plans, <spec name> for binaries, stdout for "
+                             "MLIR)"),
+               cl::value_desc("path"));
+enum class Emit { kPlan, kMLIR, kBinary };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to write"), cl::init(Emit::kPlan),
+    cl::values(clEnumValN(Emit::kPlan, "plan", "the plan (protobuf)"),
+               clEnumValN(Emit::kMLIR, "mlir", "the planned MLIR"),
+               clEnumValN(Emit::kBinary, "binary",
+                          "a self-contained training executable")));
+static cl::opt<std::string>
+    planFormat("plan-format", cl::desc("Plan encoding: binary or text"),
+               cl::init("binary"));
+static cl::opt<bool> reportMemory("report-memory",
+                                  cl::desc("Print the memory report"),
+                                  cl::init(false));
+static cl::opt<std::string>
+    runtimePath("runtime",
+                cl::desc("braid-run executable to embed the plan into "
+                         "(default: the braid-run beside braidc)"),
+                cl::value_desc("path"));
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "braidc: error: " << message << "\n";
+  return 1;
+}
+
+static std::string defaultOutput(const braid::spec::ModelSpec &spec) {
+  std::string stem = spec.name().empty()
+                         ? llvm::sys::path::stem(specPath).str()
+                         : spec.name();
+  switch (emit) {
+  case Emit::kPlan:
+    return stem + ".plan";
+  case Emit::kBinary:
+    return stem;
+  case Emit::kMLIR:
+    return "-";
+  }
+  return "-";
+}
+
+static std::string siblingRuntime(const char *argv0) {
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&siblingRuntime));
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(path, "braid-run");
+  return std::string(path);
+}
+
+static int writeFile(const std::string &path, llvm::StringRef bytes) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return fail("cannot write '" + path + "': " + ec.message());
+  os << bytes;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "braidc: compile a Braid model spec\n");
+  if (planFormat != "binary" && planFormat != "text")
+    return fail("--plan-format must be binary or text, not '" + planFormat +
+                "'");
+
+  // Spec errors are the user's most common mistake: report them plainly,
+  // before any MLIR machinery runs.
+  absl::StatusOr<braid::spec::ModelSpec> spec = braid::loadSpecFile(specPath);
+  if (!spec.ok()) {
+    llvm::errs() << std::string(spec.status().message()) << "\n";
+    return 1;
+  }
+  std::string output = outputPath.empty() ? defaultOutput(*spec) : outputPath;
+  auto start = std::chrono::steady_clock::now();
+
+  mlir::DialectRegistry registry;
+  registry.insert<braid::BraidDialect, braid::sched::SchedDialect,
+                  mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  context.loadAllAvailableDialects();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, specPath, 1, 1));
+
+  mlir::PassManager pm(&context);
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return fail("invalid pass manager options");
+  braid::TrainingPipelineOptions options;
+  options.spec = specPath;
+  options.reportMemory = reportMemory;
+  braid::buildTrainingPipeline(pm, options);
+  if (mlir::failed(pm.run(*module)))
+    return fail("compilation failed");
+
+  if (emit == Emit::kMLIR) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    if (output == "-") {
+      llvm::outs() << text;
+      return 0;
+    }
+    return writeFile(output, text);
+  }
+
+  mlir::FailureOr<braid::plan::Plan> plan = braid::emitPlan(*module);
+  if (mlir::failed(plan))
+    return fail("plan emission failed");
+  std::string bytes;
+  bool ok = planFormat == "text" && emit == Emit::kPlan
+                ? google::protobuf::TextFormat::PrintToString(*plan, &bytes)
+                : plan->SerializeToString(&bytes);
+  if (!ok)
+    return fail("could not serialise the plan");
+
+  if (emit == Emit::kBinary) {
+    std::string runtime =
+        runtimePath.empty() ? siblingRuntime(argv[0]) : runtimePath;
+    if (!llvm::sys::fs::exists(runtime))
+      return fail("no braid-run executable at '" + runtime +
+                  "'; build it or pass --runtime=PATH");
+    absl::Status status = braid::writeBinaryWithPlan(runtime, bytes, output);
+    if (!status.ok())
+      return fail(std::string(status.message()));
+  } else if (int rc = writeFile(output, bytes)) {
+    return rc;
+  }
+
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  size_t launches = 0;
+  for (const auto &program : plan->programs())
+    launches += program.instructions_size();
+  const auto &mem = plan->memory();
+  llvm::errs() << llvm::format(
+      "braidc: wrote %s (%d tensors, %zu instructions, arena %.3f GiB) in "
+      "%.2f s\n",
+      output.c_str(), plan->tensors_size(), launches,
+      static_cast<double>(mem.arena_bytes()) / (1ull << 30), seconds);
+  return 0;
+}
