@@ -27,12 +27,13 @@ def Braid_Dialect : Dialect {
 class Braid_Op<string mnemonic, list<Trait> traits = []>
     : Op<Braid_Dialect, mnemonic, traits>;
 
+// Shapes are static: every size is known when the plan is made.
 // Floating-point activations and weights.
-def Braid_FloatTensor : RankedTensorOf<[F32, BF16]>;
+def Braid_FloatTensor : StaticShapeTensorOf<[F32, BF16]>;
 // Token, label and position ids.
-def Braid_IdTensor : RankedTensorOf<[I32]>;
+def Braid_IdTensor : StaticShapeTensorOf<[I32]>;
 // Per-row statistics saved for backward (mean, rstd, log-sum-exp): fp32.
-def Braid_StatTensor : RankedTensorOf<[F32]>;
+def Braid_StatTensor : StaticShapeTensorOf<[F32]>;
 def Braid_Scalar : 0DTensorOf<[F32]>;
 
 #endif // BRAID_BASE_TD

@@ -27,6 +27,6 @@ def Sched_Dialect : Dialect {
 class Sched_Op<string mnemonic, list<Trait> traits = []>
     : Op<Sched_Dialect, mnemonic, traits>;
 
-def Sched_Buffer : MemRefRankOf<[F32, BF16, I32], [0, 1, 2, 3, 4]>;
+def Sched_Buffer : StaticShapeMemRefOf<[F32, BF16, I32]>;
 
 #endif // SCHED_BASE_TD

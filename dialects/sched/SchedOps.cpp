@@ -53,6 +53,12 @@ GetGlobalOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult AllocOp::verify() {
+  if (auto offset = getOffset(); offset && static_cast<int64_t>(*offset) < 0)
+    return emitOpError("offset must be non-negative");
+  return success();
+}
+
 LogicalResult LaunchOp::verify() {
   if (getKernel().empty())
     return emitOpError("needs a kernel name");

@@ -17,8 +17,8 @@ def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
 
     ```mlir
     sched.global @w0 "parameter" : memref<192x64xf32>
-        {info = {name = "model.layers.0.self_attn.q_proj.weight", init = "normal",
-                 init_std = 0.02 : f32, weight_decay = true}}
+        info {name = "model.layers.0.self_attn.q_proj.weight", init = "normal",
+              init_std = 2.0e-02 : f32, weight_decay = true}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
@@ -41,6 +41,8 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
 
     ```mlir
     sched.program @micro_batch {
+      %t = sched.get_global @embed : memref<256x64xf32>
+      %ids = sched.get_global @tokens : memref<8x64xi32>
       %x = sched.alloc : memref<8x64x64xf32>
       sched.launch "embedding" on 0 ins(%t, %ids : memref<256x64xf32>, memref<8x64xi32>)
           outs(%x : memref<8x64x64xf32>)
@@ -78,6 +80,7 @@ def Sched_AllocOp : Sched_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
   let arguments = (ins OptionalAttr<I64Attr>:$offset);
   let results = (outs Sched_Buffer:$result);
   let assemblyFormat = "(`offset` `(` $offset^ `)`)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Sched_LaunchOp : Sched_Op<"launch", [AttrSizedOperandSegments]> {

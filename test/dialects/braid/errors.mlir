@@ -5,7 +5,7 @@
 
 // Activations are f32 or bf16: f64 is rejected.
 func.func @f64_operand(%x: tensor<4xf64>) {
-  // expected-error @+1 {{'braid.gelu' op operand #0 must be ranked tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xf64>'}}
+  // expected-error @+1 {{'braid.gelu' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xf64>'}}
   %y = braid.gelu %x : (tensor<4xf64>) -> tensor<4xf64>
   return
 }
@@ -14,7 +14,7 @@ func.func @f64_operand(%x: tensor<4xf64>) {
 
 // Results obey the same element types as operands: f16 is rejected.
 func.func @f16_result(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'braid.gelu' op result #0 must be ranked tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xf16>'}}
+  // expected-error @+1 {{'braid.gelu' op result #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xf16>'}}
   %y = braid.gelu %x : (tensor<4xf32>) -> tensor<4xf16>
   return
 }
@@ -23,7 +23,7 @@ func.func @f16_result(%x: tensor<4xf32>) {
 
 // Shapes must be ranked.
 func.func @unranked(%x: tensor<*xf32>) {
-  // expected-error @+1 {{'braid.gelu' op operand #0 must be ranked tensor of 32-bit float or bfloat16 type values, but got 'tensor<*xf32>'}}
+  // expected-error @+1 {{'braid.gelu' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<*xf32>'}}
   %y = braid.gelu %x : (tensor<*xf32>) -> tensor<*xf32>
   return
 }
@@ -32,7 +32,7 @@ func.func @unranked(%x: tensor<*xf32>) {
 
 // Token ids are i32, not i64.
 func.func @i64_ids(%t: tensor<16x4xf32>, %ids: tensor<2xi64>) {
-  // expected-error @+1 {{'braid.embedding' op operand #1 must be ranked tensor of 32-bit signless integer values, but got 'tensor<2xi64>'}}
+  // expected-error @+1 {{'braid.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<2xi64>'}}
   %y = braid.embedding %t, %ids : (tensor<16x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
   return
 }
@@ -41,7 +41,7 @@ func.func @i64_ids(%t: tensor<16x4xf32>, %ids: tensor<2xi64>) {
 
 // Labels are i32, not f32.
 func.func @float_labels(%l: tensor<2x8xf32>, %y: tensor<2xf32>) {
-  // expected-error @+1 {{'braid.cross_entropy' op operand #1 must be ranked tensor of 32-bit signless integer values, but got 'tensor<2xf32>'}}
+  // expected-error @+1 {{'braid.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<2xf32>'}}
   %loss, %lse = braid.cross_entropy %l, %y : (tensor<2x8xf32>, tensor<2xf32>) -> (tensor<f32>, tensor<2xf32>)
   return
 }
@@ -50,7 +50,7 @@ func.func @float_labels(%l: tensor<2x8xf32>, %y: tensor<2xf32>) {
 
 // Saved statistics are f32 even when activations are bf16.
 func.func @bf16_stat(%x: tensor<2x4xbf16>, %g: tensor<4xbf16>) {
-  // expected-error @+1 {{'braid.rms_norm' op result #1 must be ranked tensor of 32-bit float values, but got 'tensor<2xbf16>'}}
+  // expected-error @+1 {{'braid.rms_norm' op result #1 must be statically shaped tensor of 32-bit float values, but got 'tensor<2xbf16>'}}
   %y, %rstd = braid.rms_norm %x, %g {eps = 1.0e-05 : f32} : (tensor<2x4xbf16>, tensor<4xbf16>) -> (tensor<2x4xbf16>, tensor<2xbf16>)
   return
 }
@@ -59,7 +59,7 @@ func.func @bf16_stat(%x: tensor<2x4xbf16>, %g: tensor<4xbf16>) {
 
 // Attention probabilities are a saved statistic too.
 func.func @bf16_probs(%q: tensor<1x2x4xbf16>) {
-  // expected-error @+1 {{'braid.attention' op result #1 must be ranked tensor of 32-bit float values, but got 'tensor<1x2x2x2xbf16>'}}
+  // expected-error @+1 {{'braid.attention' op result #1 must be statically shaped tensor of 32-bit float values, but got 'tensor<1x2x2x2xbf16>'}}
   %o, %p = braid.attention %q, %q, %q {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x2x4xbf16>, tensor<1x2x4xbf16>, tensor<1x2x4xbf16>) -> (tensor<1x2x4xbf16>, tensor<1x2x2x2xbf16>)
   return
 }

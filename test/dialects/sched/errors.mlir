@@ -43,7 +43,7 @@ sched.global @dw "gradient" : memref<4xf32> offset(-64) info {}
 // -----
 
 // global: f64 buffers are not supported.
-// expected-error @+1 {{'sched.global' op attribute 'type' failed to satisfy constraint: type attribute of 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values}}
+// expected-error @+1 {{'sched.global' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped memref of 32-bit float or bfloat16 type or 32-bit signless integer values}}
 sched.global @m "optimizer_state" : memref<4xf64> info {}
 
 // -----
@@ -86,16 +86,24 @@ sched.program @p {
 
 // get_global: f64 buffers are not supported.
 sched.program @p {
-  // expected-error @+1 {{'sched.get_global' op result #0 must be 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'memref<4xf64>'}}
+  // expected-error @+1 {{'sched.get_global' op result #0 must be statically shaped memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'memref<4xf64>'}}
   %w = sched.get_global @w : memref<4xf64>
 }
 
 // -----
 
-// alloc: buffers have rank 4 at most.
+// alloc: buffers have static shapes.
 sched.program @p {
-  // expected-error @+1 {{'sched.alloc' op result #0 must be 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'memref<1x1x1x1x1xf32>'}}
-  %x = sched.alloc : memref<1x1x1x1x1xf32>
+  // expected-error @+1 {{'sched.alloc' op result #0 must be statically shaped memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'memref<?x4xf32>'}}
+  %x = sched.alloc : memref<?x4xf32>
+}
+
+// -----
+
+// alloc: an offset is a byte position in the arena.
+sched.program @p {
+  // expected-error @+1 {{'sched.alloc' op offset must be non-negative}}
+  %x = sched.alloc offset(-64) : memref<4xf32>
 }
 
 // -----
@@ -129,7 +137,7 @@ sched.program @p {
 
 // launch: operands are memref buffers, not tensors.
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'sched.launch' op operand #0 must be variadic of 0D/1D/2D/3D/4D memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'tensor<4xf32>'}}
+  // expected-error @+1 {{'sched.launch' op operand #0 must be variadic of statically shaped memref of 32-bit float or bfloat16 type or 32-bit signless integer values, but got 'tensor<4xf32>'}}
   sched.launch "zero" on 0 outs(%x : tensor<4xf32>)
   return
 }
