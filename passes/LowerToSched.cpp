@@ -147,7 +147,12 @@ void Lowering::createGlobals() {
   for (auto &p : params_) {
     auto info = func_.getArgAttrOfType<DictionaryAttr>(p.arg.getArgNumber(),
                                                        "braid.param");
-    SmallVector<NamedAttribute> fields(info.getValue());
+    // The effective decay flag: rank-2 parameters only (docs/numerics.md).
+    SmallVector<NamedAttribute> fields;
+    for (NamedAttribute f : info.getValue())
+      if (f.getName() != "weight_decay")
+        fields.push_back(f);
+    fields.push_back(named("weight_decay", b_.getBoolAttr(p.weightDecay)));
     fields.push_back(named("grad", b_.getStringAttr(p.name + ".grad")));
     fields.push_back(named("exp_avg", b_.getStringAttr(p.name + ".exp_avg")));
     fields.push_back(

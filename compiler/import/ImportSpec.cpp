@@ -73,7 +73,7 @@ private:
               bool scaledResidual = false, bool transposed = false) {
     auto type = RankedTensorType::get(shape, f32_);
     Value v = block_->addArgument(type, loc_);
-    double std = arch_.init().std();
+    double std = asWritten(arch_.init().std());
     if (scaledResidual && arch_.init().scaled_residual())
       std /= std::sqrt(2.0 * static_cast<double>(arch_.num_layers()));
     StringRef initName = init == Init::kNormal  ? "normal"
@@ -82,7 +82,7 @@ private:
     SmallVector<NamedAttribute> fields = {
         b_.getNamedAttr("name", b_.getStringAttr(name)),
         b_.getNamedAttr("init", b_.getStringAttr(initName)),
-        b_.getNamedAttr("init_std", b_.getF32FloatAttr(
+        b_.getNamedAttr("init_std", b_.getF64FloatAttr(
                                         init == Init::kNormal ? std : 0.0)),
         b_.getNamedAttr("weight_decay", b_.getBoolAttr(shape.size() == 2)),
         b_.getNamedAttr("checkpoint_transposed", b_.getBoolAttr(transposed))};

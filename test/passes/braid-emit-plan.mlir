@@ -1,0 +1,137 @@
+// RUN: braid-opt %s --braid-emit-plan=format=text | FileCheck %s
+// RUN: braid-opt %s --braid-emit-plan="format=binary output=%t.plan" && test -s %t.plan
+// RUN: not braid-opt %s --braid-emit-plan=format=json 2>&1 | FileCheck %s --check-prefix=FORMAT
+
+// A planned module (braid-plan-memory output) becomes a plan: settings
+// copied, globals first as tensors with their ids, then each program's
+// allocs as activations named after the launch that writes them.
+// CHECK: format_version: 1
+// CHECK: name: "tiny"
+// CHECK: model {
+// CHECK: family: "llama"
+// CHECK: flops_per_token: 1200
+// CHECK: train {
+// CHECK: seed: 7
+// CHECK: num_micro_batches: 4
+// CHECK: decay: "cosine"
+// CHECK: tensors {
+// CHECK-NEXT: name: "table"
+// CHECK: kind: PARAMETER
+// CHECK: param {
+// CHECK-NEXT: init: NORMAL
+// CHECK-NEXT: weight_decay: true
+// CHECK-NEXT: grad: 3
+// CHECK-NEXT: exp_avg: 6
+// CHECK-NEXT: exp_avg_sq: 7
+// CHECK: name: "b"
+// CHECK: param {
+// CHECK-NEXT: init: ZEROS
+// CHECK-NEXT: grad: 5
+// CHECK: id: 12
+// CHECK-NEXT: name: "tokens"
+// CHECK: kind: INPUT
+// CHECK: role: TOKENS
+// CHECK: id: 16
+// CHECK-NEXT: name: "micro_batch/embedding#0.out0"
+// CHECK: kind: ACTIVATION
+// CHECK-NEXT: offset: 4608
+// CHECK-NEXT: size_bytes: 256
+// CHECK: programs {
+// CHECK-NEXT: name: "micro_batch"
+// CHECK-NEXT: instructions {
+// CHECK-NEXT: launch {
+// CHECK-NEXT: kernel: "embedding"
+// CHECK-NEXT: inputs: 0
+// CHECK-NEXT: inputs: 12
+// CHECK-NEXT: outputs: 16
+// CHECK: kernel: "cross_entropy_grad_input"
+// CHECK: attrs {
+// CHECK-NEXT: name: "scale"
+// CHECK-NEXT: f: 0.25
+// CHECK: kernel: "linear_grad_weight"
+// CHECK: name: "accumulate"
+// CHECK-NEXT: i: 1
+// CHECK: name: "optimizer"
+// CHECK: kernel: "grad_norm"
+// CHECK: kernel: "adamw"
+// CHECK: num_streams: 1
+// CHECK: memory {
+// CHECK: arena_bytes: 5184
+// CHECK: loss_tensor: 14
+// CHECK: grad_norm_tensor: 15
+
+// FORMAT: braid-emit-plan: unknown format 'json'; use binary or text
+module attributes {braid.model = {family = "llama", ffn_hidden_size = 8 : i64, flops_per_token = 1.200000e+03 : f64, hidden_size = 8 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, num_layers = 1 : i64, num_parameters = 200 : i64, vocab_size = 16 : i64}, braid.name = "tiny", braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decay = "cosine", eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, lr = 1.000000e-03 : f64, micro_batch_size = 2 : i64, min_lr = 1.000000e-04 : f64, num_micro_batches = 4 : i64, seed = 7 : i64, seq_len = 4 : i64, steps = 10 : i64, warmup_steps = 2 : i64, weight_decay = 1.000000e-01 : f64}, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5184 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
+  sched.global @table "parameter" : memref<16x8xf32> offset(0) info {exp_avg = "table.exp_avg", exp_avg_sq = "table.exp_avg_sq", grad = "table.grad", init = "normal", name = "table", weight_decay = true}
+  sched.global @w "parameter" : memref<8x8xf32> offset(512) info {exp_avg = "w.exp_avg", exp_avg_sq = "w.exp_avg_sq", grad = "w.grad", init = "normal", name = "w", weight_decay = true}
+  sched.global @b "parameter" : memref<8xf32> offset(768) info {exp_avg = "b.exp_avg", exp_avg_sq = "b.exp_avg_sq", grad = "b.grad", init = "zeros", name = "b", weight_decay = false}
+  sched.global @table.grad "gradient" : memref<16x8xf32> offset(832) info {of = "table"}
+  sched.global @w.grad "gradient" : memref<8x8xf32> offset(1344) info {of = "w"}
+  sched.global @b.grad "gradient" : memref<8xf32> offset(1600) info {of = "b"}
+  sched.global @table.exp_avg "optimizer_state" : memref<16x8xf32> offset(1664) info {of = "table"}
+  sched.global @table.exp_avg_sq "optimizer_state" : memref<16x8xf32> offset(2176) info {of = "table"}
+  sched.global @w.exp_avg "optimizer_state" : memref<8x8xf32> offset(2688) info {of = "w"}
+  sched.global @w.exp_avg_sq "optimizer_state" : memref<8x8xf32> offset(2944) info {of = "w"}
+  sched.global @b.exp_avg "optimizer_state" : memref<8xf32> offset(3200) info {of = "b"}
+  sched.global @b.exp_avg_sq "optimizer_state" : memref<8xf32> offset(3264) info {of = "b"}
+  sched.global @tokens "input" : memref<2x4xi32> offset(3328) info {role = "tokens"}
+  sched.global @labels "input" : memref<2x4xi32> offset(3392) info {role = "labels"}
+  sched.global @loss "scalar" : memref<f32> offset(3456) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(3520) info {role = "grad_norm"}
+  sched.program @micro_batch {
+    %0 = sched.get_global @table : memref<16x8xf32>
+    %1 = sched.get_global @w : memref<8x8xf32>
+    %2 = sched.get_global @b : memref<8xf32>
+    %3 = sched.get_global @tokens : memref<2x4xi32>
+    %4 = sched.get_global @labels : memref<2x4xi32>
+    %5 = sched.alloc offset(4608) : memref<2x4x8xf32>
+    sched.launch "embedding" on 0 ins(%0, %3 : memref<16x8xf32>, memref<2x4xi32>) outs(%5 : memref<2x4x8xf32>)
+    %6 = sched.alloc offset(3584) : memref<2x4x8xf32>
+    sched.launch "linear" on 0 ins(%5, %1, %2 : memref<2x4x8xf32>, memref<8x8xf32>, memref<8xf32>) outs(%6 : memref<2x4x8xf32>)
+    %7 = sched.alloc offset(4864) : memref<2x4x8xf32>
+    sched.launch "add" on 0 ins(%5, %6 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%7 : memref<2x4x8xf32>)
+    %8 = sched.alloc offset(3584) : memref<2x4x16xf32>
+    sched.launch "linear" on 0 ins(%7, %0 : memref<2x4x8xf32>, memref<16x8xf32>) outs(%8 : memref<2x4x16xf32>)
+    %9 = sched.get_global @loss : memref<f32>
+    %10 = sched.alloc offset(5120) : memref<2x4xf32>
+    sched.launch "cross_entropy" on 0 ins(%8, %4 : memref<2x4x16xf32>, memref<2x4xi32>) outs(%9, %10 : memref<f32>, memref<2x4xf32>)
+    %11 = sched.alloc offset(4096) : memref<2x4x16xf32>
+    sched.launch "cross_entropy_grad_input" on 0 ins(%8, %4, %10 : memref<2x4x16xf32>, memref<2x4xi32>, memref<2x4xf32>) outs(%11 : memref<2x4x16xf32>) params {scale = 2.500000e-01 : f64}
+    %12 = sched.alloc offset(3584) : memref<2x4x8xf32>
+    sched.launch "linear_grad_input" on 0 ins(%11, %0 : memref<2x4x16xf32>, memref<16x8xf32>) outs(%12 : memref<2x4x8xf32>)
+    %13 = sched.get_global @table.grad : memref<16x8xf32>
+    sched.launch "linear_grad_weight" on 0 ins(%11, %7 : memref<2x4x16xf32>, memref<2x4x8xf32>) outs(%13 : memref<16x8xf32>) params {accumulate = 1 : i64}
+    %14 = sched.alloc offset(3840) : memref<2x4x8xf32>
+    sched.launch "linear_grad_input" on 0 ins(%12, %1 : memref<2x4x8xf32>, memref<8x8xf32>) outs(%14 : memref<2x4x8xf32>)
+    %15 = sched.alloc offset(4096) : memref<2x4x8xf32>
+    sched.launch "add" on 0 ins(%12, %14 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%15 : memref<2x4x8xf32>)
+    %16 = sched.get_global @w.grad : memref<8x8xf32>
+    %17 = sched.get_global @b.grad : memref<8xf32>
+    sched.launch "linear_grad_weight" on 0 ins(%12, %5 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%16, %17 : memref<8x8xf32>, memref<8xf32>) params {accumulate = 1 : i64}
+    %18 = sched.get_global @table.grad : memref<16x8xf32>
+    sched.launch "embedding_grad_weight" on 0 ins(%15, %3 : memref<2x4x8xf32>, memref<2x4xi32>) outs(%18 : memref<16x8xf32>) params {accumulate = 1 : i64}
+  }
+  sched.program @optimizer {
+    %0 = sched.get_global @table.grad : memref<16x8xf32>
+    %1 = sched.get_global @w.grad : memref<8x8xf32>
+    %2 = sched.get_global @b.grad : memref<8xf32>
+    %3 = sched.get_global @grad_norm : memref<f32>
+    sched.launch "grad_norm" on 0 ins(%0, %1, %2 : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>) outs(%3 : memref<f32>)
+    %4 = sched.get_global @table : memref<16x8xf32>
+    %5 = sched.get_global @table.exp_avg : memref<16x8xf32>
+    %6 = sched.get_global @table.exp_avg_sq : memref<16x8xf32>
+    sched.launch "adamw" on 0 ins(%0, %3 : memref<16x8xf32>, memref<f32>) outs(%4, %5, %6 : memref<16x8xf32>, memref<16x8xf32>, memref<16x8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+    %7 = sched.get_global @w : memref<8x8xf32>
+    %8 = sched.get_global @w.exp_avg : memref<8x8xf32>
+    %9 = sched.get_global @w.exp_avg_sq : memref<8x8xf32>
+    sched.launch "adamw" on 0 ins(%1, %3 : memref<8x8xf32>, memref<f32>) outs(%7, %8, %9 : memref<8x8xf32>, memref<8x8xf32>, memref<8x8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+    %10 = sched.get_global @b : memref<8xf32>
+    %11 = sched.get_global @b.exp_avg : memref<8xf32>
+    %12 = sched.get_global @b.exp_avg_sq : memref<8xf32>
+    sched.launch "adamw" on 0 ins(%2, %3 : memref<8xf32>, memref<f32>) outs(%10, %11, %12 : memref<8xf32>, memref<8xf32>, memref<8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64}
+    sched.launch "fill" on 0 outs(%0 : memref<16x8xf32>) params {value = 0.000000e+00 : f64}
+    sched.launch "fill" on 0 outs(%1 : memref<8x8xf32>) params {value = 0.000000e+00 : f64}
+    sched.launch "fill" on 0 outs(%2 : memref<8xf32>) params {value = 0.000000e+00 : f64}
+  }
+}
+

@@ -1,0 +1,64 @@
+// RUN: braid-opt %s --braid-import=spec=%models/llama-tiny.pbtxt | FileCheck %s --check-prefix=LLAMA
+// RUN: braid-opt %s --braid-import=spec=%models/gpt2-tiny.pbtxt | FileCheck %s --check-prefix=GPT2
+// RUN: not braid-opt %s --braid-import 2>&1 | FileCheck %s --check-prefix=NOSPEC
+// RUN: not braid-opt %s --braid-import=spec=%S/Inputs/bad-heads.pbtxt 2>&1 | FileCheck %s --check-prefix=BAD
+
+// The input is an empty module; the pass fills it from the spec.
+
+// Llama: settings on the module, ids then parameters as arguments.
+// LLAMA: module attributes {braid.model = {family = "llama"
+// LLAMA-SAME: num_kv_heads = 2 : i64
+// LLAMA-SAME: braid.name = "llama-tiny"
+// LLAMA-SAME: braid.train = {
+// LLAMA-SAME: num_micro_batches = 2 : i64
+// LLAMA-LABEL: func.func @train_step
+// LLAMA-SAME: tensor<8x64xi32> {braid.input = "tokens"}
+// LLAMA-SAME: tensor<8x64xi32> {braid.input = "labels"}
+// LLAMA-SAME: tensor<256x64xf32> {braid.param = {checkpoint_transposed = false, init = "normal", init_std = 2.000000e-02 : f64, name = "model.embed_tokens.weight", weight_decay = true}}
+// LLAMA-SAME: name = "lm_head.weight"
+// LLAMA-SAME: -> (tensor<f32> {braid.loss})
+// One attention block: RMSNorm, q/k/v, RoPE with q and kv head counts,
+// materialised GQA, causal attention, output projection, residual add.
+// LLAMA: %[[EMB:.+]] = braid.embedding
+// LLAMA: %[[H:.+]], %{{.+}} = braid.rms_norm %[[EMB]]
+// LLAMA: %[[Q:.+]] = braid.linear %[[H]]
+// LLAMA-SAME: -> tensor<8x64x64xf32>
+// LLAMA: %[[K:.+]] = braid.linear %[[H]]
+// LLAMA-SAME: -> tensor<8x64x32xf32>
+// LLAMA: %[[V:.+]] = braid.linear %[[H]]
+// LLAMA: %[[QR:.+]] = braid.rope %[[Q]] {num_heads = 4 : i64
+// LLAMA: %[[KR:.+]] = braid.rope %[[K]] {num_heads = 2 : i64
+// LLAMA: %[[KK:.+]] = braid.repeat_kv %[[KR]] {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+// LLAMA: %[[VV:.+]] = braid.repeat_kv %[[V]]
+// LLAMA: %[[O:.+]], %{{.+}} = braid.attention %[[QR]], %[[KK]], %[[VV]] {causal = true, dropout = 0.000000e+00 : f32, num_heads = 4 : i64, num_kv_heads = 4 : i64, rng_offset = 1 : i64, scale = 2.500000e-01 : f32}
+// LLAMA: %[[P:.+]] = braid.linear %[[O]]
+// LLAMA: braid.add %[[EMB]], %[[P]]
+// LLAMA: braid.swiglu
+// LLAMA: %[[LOSS:.+]], %{{.+}} = braid.cross_entropy
+// LLAMA: return %[[LOSS]]
+
+// GPT-2: learned positions, fused q/k/v split three ways, biases, dropout
+// sites numbered in forward order, tied LM head.
+// GPT2: braid.input = "positions"
+// GPT2-SAME: name = "transformer.wte.weight"
+// GPT2-SAME: checkpoint_transposed = true, init = "normal", init_std = 2.000000e-02 : f64, name = "transformer.h.0.attn.c_attn.weight"
+// GPT2-SAME: init_std = 1.000000e-02 : f64, name = "transformer.h.0.attn.c_proj.weight"
+// GPT2-NOT: lm_head
+// GPT2: %[[TOK:.+]] = braid.embedding %[[WTE:arg[0-9]+]]
+// GPT2: %[[POS:.+]] = braid.embedding
+// GPT2: %[[SUM:.+]] = braid.add %[[TOK]], %[[POS]]
+// GPT2: braid.dropout %[[SUM]] {p = 1.000000e-01 : f32, rng_offset = 0 : i64}
+// GPT2: braid.layer_norm
+// GPT2: %[[QKV:.+]] = braid.linear %{{.+}}, %{{.+}}, %{{.+}} :
+// GPT2-SAME: -> tensor<8x64x192xf32>
+// GPT2: %[[S:.+]]:3 = braid.split %[[QKV]]
+// GPT2: braid.attention %[[S]]#0, %[[S]]#1, %[[S]]#2 {{.*}}dropout = 1.000000e-01 : f32{{.*}}rng_offset = 1 : i64
+// GPT2: braid.dropout %{{.+}} {p = 1.000000e-01 : f32, rng_offset = 2 : i64}
+// GPT2: braid.gelu
+// GPT2: braid.dropout %{{.+}} {p = 1.000000e-01 : f32, rng_offset = 3 : i64}
+// GPT2: braid.attention {{.*}}rng_offset = 4 : i64
+// GPT2: braid.linear %{{.+}}, %[[WTE]] :
+// GPT2-SAME: -> tensor<8x64x256xf32>
+
+// NOSPEC: error: braid-import needs a spec: --braid-import=spec=PATH
+// BAD: bad-heads.pbtxt:6:3: model.num_heads:

@@ -1,0 +1,39 @@
+// RUN: braid-opt %s --braid-lower-to-sched --split-input-file --verify-diagnostics --allow-unregistered-dialect
+
+// Lowering needs the training settings of braid-import.
+// expected-error @+1 {{braid-lower-to-sched needs the braid.train module attribute (run braid-import first)}}
+module {
+  func.func @train_step() -> (tensor<f32> {braid.loss}) {
+    %c = "test.loss"() : () -> tensor<f32>
+    return %c : tensor<f32>
+  }
+}
+
+// -----
+
+// A step that was not differentiated returns only the loss.
+module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+  // expected-error @+1 {{must return the loss and one gradient per parameter (run braid-autodiff first)}}
+  func.func @train_step(%w: tensor<4xf32> {braid.param = {name = "w", init = "ones"}}) -> tensor<f32> {
+    %c = "test.loss"() : () -> tensor<f32>
+    return %c : tensor<f32>
+  }
+}
+
+// -----
+
+// Every argument is a parameter or an input.
+module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+  // expected-error @+1 {{argument 0 is neither braid.param nor braid.input}}
+  func.func @train_step(%w: tensor<4xf32>) -> tensor<f32> {
+    %c = "test.loss"() : () -> tensor<f32>
+    return %c : tensor<f32>
+  }
+}
+
+// -----
+
+// There must be a step to lower.
+// expected-error @+1 {{braid-lower-to-sched needs a func.func @train_step}}
+module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+}

@@ -1,0 +1,69 @@
+// RUN: braid-opt %s --braid-lower-to-sched | FileCheck %s
+
+// A differentiated step with a tied table, a biased linear and a residual
+// add, under 4 micro-batches.
+
+// Persistent buffers: parameters, then gradients, moments, inputs, scalars.
+// CHECK: sched.global @table "parameter" : memref<16x8xf32> info {exp_avg = "table.exp_avg", exp_avg_sq = "table.exp_avg_sq", grad = "table.grad"
+// CHECK: sched.global @table.grad "gradient" : memref<16x8xf32> info {of = "table"}
+// CHECK: sched.global @b.exp_avg_sq "optimizer_state" : memref<8xf32>
+// CHECK: sched.global @tokens "input" : memref<2x4xi32> info {role = "tokens"}
+// CHECK: sched.global @loss "scalar" : memref<f32> info {role = "loss"}
+// CHECK: sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
+// CHECK-NOT: func.func
+
+// One launch per braid op, in order, on stream 0.
+// CHECK-LABEL: sched.program @micro_batch
+// CHECK: %[[TABLE:.+]] = sched.get_global @table
+// CHECK: %[[X:.+]] = sched.alloc : memref<2x4x8xf32>
+// CHECK: sched.launch "embedding" on 0 ins(%[[TABLE]], %{{.+}} : memref<16x8xf32>, memref<2x4xi32>) outs(%[[X]] : memref<2x4x8xf32>)
+// CHECK: sched.launch "linear" on 0 ins(%[[X]], %{{.+}}, %{{.+}} :
+// CHECK: %[[LOSS:.+]] = sched.get_global @loss
+// CHECK: sched.launch "cross_entropy" on 0 ins({{.+}}) outs(%[[LOSS]], %{{.+}} : memref<f32>, memref<2x4xf32>)
+// The loss gradient is scaled by 1/num_micro_batches.
+// CHECK: sched.launch "cross_entropy_grad_input" {{.+}} params {scale = 2.500000e-01 : f64}
+// Weight gradients write straight into their gradient globals and
+// accumulate; the tied table gets both contributions and no add.
+// CHECK: %[[TG:.+]] = sched.get_global @table.grad
+// CHECK: sched.launch "linear_grad_weight" on 0 ins({{.+}}) outs(%[[TG]] : memref<16x8xf32>) params {accumulate = 1 : i64}
+// CHECK: sched.launch "add"
+// CHECK: %[[WG:.+]] = sched.get_global @w.grad
+// CHECK: %[[BG:.+]] = sched.get_global @b.grad
+// CHECK: sched.launch "linear_grad_weight" on 0 ins({{.+}}) outs(%[[WG]], %[[BG]] : memref<8x8xf32>, memref<8xf32>) params {accumulate = 1 : i64}
+// CHECK: %[[TG2:.+]] = sched.get_global @table.grad
+// CHECK: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<16x8xf32>) params {accumulate = 1 : i64}
+// CHECK-NEXT: }
+
+// The optimizer: global norm, AdamW per parameter (no decay on rank-1
+// parameters), then zeroed gradients.
+// CHECK-LABEL: sched.program @optimizer
+// CHECK: %[[G0:.+]] = sched.get_global @table.grad
+// CHECK: %[[G1:.+]] = sched.get_global @w.grad
+// CHECK: %[[G2:.+]] = sched.get_global @b.grad
+// CHECK: %[[NORM:.+]] = sched.get_global @grad_norm
+// CHECK: sched.launch "grad_norm" on 0 ins(%[[G0]], %[[G1]], %[[G2]] : {{.+}}) outs(%[[NORM]] : memref<f32>)
+// CHECK: sched.launch "adamw" on 0 ins(%[[G0]], %[[NORM]] : {{.+}}) outs({{.+}}) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK: sched.launch "adamw" on 0 ins(%[[G1]], %[[NORM]]
+// CHECK: sched.launch "adamw" on 0 ins(%[[G2]], %[[NORM]] {{.+}} weight_decay = 0.000000e+00 : f64}
+// CHECK: sched.launch "fill" on 0 outs(%[[G0]] : memref<16x8xf32>) params {value = 0.000000e+00 : f64}
+// CHECK: sched.launch "fill" on 0 outs(%[[G1]]
+// CHECK: sched.launch "fill" on 0 outs(%[[G2]]
+module attributes {braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, num_micro_batches = 4 : i64, weight_decay = 1.000000e-01 : f64}} {
+  func.func @train_step(%arg0: tensor<2x4xi32> {braid.input = "tokens"}, %arg1: tensor<2x4xi32> {braid.input = "labels"}, %arg2: tensor<16x8xf32> {braid.param = {init = "normal", name = "table", weight_decay = true}}, %arg3: tensor<8x8xf32> {braid.param = {init = "normal", name = "w", weight_decay = true}}, %arg4: tensor<8xf32> {braid.param = {init = "zeros", name = "b", weight_decay = true}}) -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "table"}, tensor<8x8xf32> {braid.grad_of = "w"}, tensor<8xf32> {braid.grad_of = "b"}) {
+    %0 = braid.embedding %arg2, %arg0 : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+    %1 = braid.linear %0, %arg3, %arg4 : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %2 = braid.add %0, %1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %3 = braid.linear %2, %arg2 : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %loss, %lse = braid.cross_entropy %3, %arg1 : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+    %4 = braid.cross_entropy_grad_input %3, %arg1, %lse {scale = 1.000000e+00 : f32} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x16xf32>
+    %5 = braid.linear_grad_input %4, %arg2 : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %weight_grad = braid.linear_grad_weight %4, %2 : (tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+    %6 = braid.linear_grad_input %5, %arg3 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %7 = braid.add %5, %6 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %weight_grad_0, %bias_grad = braid.linear_grad_weight %5, %0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>)
+    %8 = braid.embedding_grad_weight %7, %arg0 : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<16x8xf32>
+    %9 = braid.add %weight_grad, %8 : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+    return %loss, %9, %weight_grad_0, %bias_grad : tensor<f32>, tensor<16x8xf32>, tensor<8x8xf32>, tensor<8xf32>
+  }
+}
+
