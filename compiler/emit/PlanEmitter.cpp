@@ -86,7 +86,7 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
                 : init == "zeros" ? plan::ZEROS
                                   : plan::ONES);
     if (auto std = info.getAs<FloatAttr>("init_std"))
-      p->set_init_std(static_cast<float>(std.getValueAsDouble()));
+      p->set_init_std(std.getValueAsDouble());
     if (auto wd = info.getAs<BoolAttr>("weight_decay"))
       p->set_weight_decay(wd.getValue());
     if (auto tr = info.getAs<BoolAttr>("checkpoint_transposed"))
