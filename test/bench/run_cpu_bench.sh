@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The CPU training-step benchmark: Braid against PyTorch eager on the
+# identical models (test/bench/specs/cpu-{small,medium}.pbtxt), with the
+# sgemm rate of the same run as the MFU peak. Prints tokens/s, MFU and the
+# Braid/PyTorch ratio per configuration. Ratios, measured side by side, are
+# the result; absolute times on a shared machine are noise.
+#
+#   test/bench/run_cpu_bench.sh [--threads N] [--out DIR]
+#
+# Needs a build (scripts/build.sh) and Debian's python3-torch
+# (scripts/install-deps.sh --bench).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${BRAID_BUILD_DIR:-$root/build}"
+threads=2
+out="$build/bench"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) threads="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "run_cpu_bench.sh: unknown option '$1' (use --threads N, --out DIR)" >&2; exit 2 ;;
+  esac
+done
+torch_python=/usr/bin/python3
+"$torch_python" -c "import torch" 2>/dev/null || {
+  echo "run_cpu_bench.sh: PyTorch is missing; run scripts/install-deps.sh --bench" >&2; exit 1; }
+[ -x "$build/bin/braid_cpu_bench" ] || {
+  echo "run_cpu_bench.sh: no $build/bin/braid_cpu_bench; build first (scripts/build.sh)" >&2; exit 1; }
+
+mkdir -p "$out"
+configs=(small medium)
+plan_args=()
+for c in "${configs[@]}"; do
+  "$build/bin/braidc" "$root/test/bench/specs/cpu-$c.pbtxt" -o "$out/cpu-$c.plan"
+  plan_args+=("--plan=$c=$out/cpu-$c.plan")
+done
+
+echo "== Braid (braid_cpu_bench, $threads threads) =="
+OPENBLAS_NUM_THREADS=$threads BRAID_NUM_THREADS=$threads \
+  "$build/bin/braid_cpu_bench" "${plan_args[@]}" --threads="$threads" \
+  --benchmark_out="$out/braid.json" --benchmark_out_format=json
+
+echo "== PyTorch eager ($threads threads) =="
+for c in "${configs[@]}"; do
+  OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+    "$torch_python" "$root/test/bench/torch_step.py" \
+    --spec "$root/test/bench/specs/cpu-$c.pbtxt" --threads "$threads" \
+    --warmup 2 --steps 8 | tee "$out/torch-$c.json"
+done
+
+"$torch_python" "$root/test/bench/report_cpu_bench.py" "$out" "${configs[@]}"
