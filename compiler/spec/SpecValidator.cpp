@@ -1,0 +1,121 @@
+#include "compiler/spec/SpecValidator.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/spec/SpecErrors.h"
+
+namespace braid {
+namespace {
+
+bool isAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9');
+}
+
+// The name becomes part of file names (plans, checkpoints, logs), so it is
+// held to the characters that are safe in any file system and shell.
+void checkName(const std::string &name, RuleSink &sink) {
+  constexpr size_t kMaxLength = 64;
+  if (name.size() > kMaxLength) {
+    sink.report("name",
+                absl::StrCat("is ", name.size(),
+                             " characters long; use at most ", kMaxLength));
+    return;
+  }
+  if (!name.empty() && !isAlnum(name[0])) {
+    sink.report("name", absl::StrCat("\"", printableToken(name),
+                                     "\" must start with a letter or digit"));
+    return;
+  }
+  for (char c : name) {
+    if (isAlnum(c) || c == '.' || c == '_' || c == '-')
+      continue;
+    sink.report("name",
+                absl::StrCat("\"", printableToken(name), "\" contains '",
+                             printableToken(std::string_view(&c, 1)),
+                             "'; use only letters, digits, '.', '_' and "
+                             "'-', since the name becomes part of file "
+                             "names"));
+    return;
+  }
+}
+
+void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
+  struct Degree {
+    const char *field;
+    int64_t value;
+  };
+  for (Degree d : {Degree{"tensor_parallel", p.tensor_parallel()},
+                   Degree{"pipeline_parallel", p.pipeline_parallel()},
+                   Degree{"data_parallel", p.data_parallel()}}) {
+    if (d.value == 1)
+      continue;
+    sink.report(absl::StrCat("parallel.", d.field),
+                absl::StrCat(d.value,
+                             " is not supported: this version compiles "
+                             "single-rank plans; set ",
+                             d.field,
+                             " to 1 (distributed layouts come later)"));
+  }
+}
+
+// Rules that involve both the model and the training settings.
+void checkSequence(const spec::ModelSpec &spec, RuleSink &sink) {
+  const spec::Architecture &m = spec.model();
+  int64_t seq = spec.train().seq_len();
+  if (m.position_embedding() == spec::LEARNED && seq > 0 &&
+      m.max_position_embeddings() > 0 && m.max_position_embeddings() < seq)
+    sink.report("model.max_position_embeddings",
+                absl::StrCat(m.max_position_embeddings(),
+                             " is less than train.seq_len ", seq,
+                             "; the position table needs a row for every "
+                             "position, so set at least ",
+                             seq));
+}
+
+// Passes findings on and counts them.
+class CountingSink : public RuleSink {
+public:
+  explicit CountingSink(RuleSink &inner) : inner_(inner) {}
+
+  void report(const std::string &path, std::string message) override {
+    ++count_;
+    inner_.report(path, std::move(message));
+  }
+  bool written(const std::string &path) const override {
+    return inner_.written(path);
+  }
+  size_t count() const { return count_; }
+
+private:
+  RuleSink &inner_;
+  size_t count_ = 0;
+};
+
+} // namespace
+
+void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
+  CountingSink counting(sink);
+  checkName(spec.name(), counting);
+  if (spec.has_model())
+    validateArchitecture(spec.model(), counting);
+  else
+    counting.report("model",
+                    "missing; add a model { ... } block with the "
+                    "architecture (vocab_size, hidden_size, num_layers, "
+                    "num_heads, ffn_hidden_size, norm, activation, "
+                    "position_embedding, naming)");
+  checkParallel(spec.parallel(), counting);
+  if (spec.has_train())
+    validateTraining(spec.train(), counting);
+  else
+    counting.report("train",
+                    "missing; add a train { ... } block with at least "
+                    "micro_batch_size, seq_len, steps and adamw { lr }");
+  if (spec.has_model() && spec.has_train())
+    checkSequence(spec, counting);
+  // Sizes are only meaningful once every one of them is valid.
+  if (counting.count() == 0)
+    validateSizes(spec, counting);
+}
+
+} // namespace braid

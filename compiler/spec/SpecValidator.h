@@ -1,0 +1,28 @@
+// The validation rules of a spec. docs/spec-reference.md lists each rule
+// with its message; test/unit/spec covers each one.
+#pragma once
+
+#include "compiler/spec/RuleChecks.h"
+#include "compiler/spec/spec.pb.h"
+
+namespace braid {
+
+// Checks a spec whose defaults were filled (fillSpecDefaults) and reports
+// every rule it breaks, each with the path of the field to change. Rules
+// that depend on a field already reported are skipped, so each mistake is
+// reported once.
+void validateSpec(const spec::ModelSpec &spec, RuleSink &sink);
+
+// The parts of validateSpec, one per file.
+
+// ArchitectureRules.cpp: sizes, choices and their combinations in `model`.
+void validateArchitecture(const spec::Architecture &model, RuleSink &sink);
+
+// TrainingRules.cpp: batch, sequence, optimizer, schedule and dropout.
+void validateTraining(const spec::Training &train, RuleSink &sink);
+
+// SpecSizes.cpp: sizes whose products overflow 64-bit integers. Assumes the
+// other rules passed.
+void validateSizes(const spec::ModelSpec &spec, RuleSink &sink);
+
+} // namespace braid

@@ -1,0 +1,319 @@
+// Validation rules of the top level, `model` and `parallel`: each rule's
+// full message, line:column and field path.
+#include "test/unit/spec/SpecTestSupport.h"
+
+namespace braid::test {
+namespace {
+
+TEST(ModelRules, MissingCountPointsAtEnclosingMessage) {
+  EXPECT_EQ(errorOf(edit(kLlama, "  vocab_size: 256\n", "")),
+            "t.pbtxt:2:1: model.vocab_size: missing; set the vocabulary "
+            "size, e.g. vocab_size: 32000");
+  EXPECT_EQ(errorOf(edit(kLlama, "  ffn_hidden_size: 172\n", "")),
+            "t.pbtxt:2:1: model.ffn_hidden_size: missing; set the inner "
+            "width of the MLP, e.g. ffn_hidden_size: 11008");
+}
+
+TEST(ModelRules, MissingHeadsSkipsRulesThatNeedThem) {
+  EXPECT_EQ(errorOf(edit(kLlama, "  num_heads: 4\n", "")),
+            "t.pbtxt:2:1: model.num_heads: missing; set the number of "
+            "attention heads, e.g. num_heads: 32");
+}
+
+TEST(ModelRules, WrittenZeroCountIsNotPositive) {
+  EXPECT_EQ(errorOf(edit(kLlama, "num_layers: 2", "num_layers: 0")),
+            "t.pbtxt:5:3: model.num_layers: 0 is not positive; set the "
+            "number of transformer layers, e.g. num_layers: 32");
+}
+
+TEST(ModelRules, NegativeCount) {
+  EXPECT_EQ(errorOf(edit(kLlama, "hidden_size: 64", "hidden_size: -64")),
+            "t.pbtxt:4:3: model.hidden_size: -64 is not positive; set the "
+            "model width, e.g. hidden_size: 4096");
+}
+
+TEST(ModelRules, VocabularyMustFitTokenIds) {
+  EXPECT_EQ(errorOf(edit(kLlama, "vocab_size: 256", "vocab_size: 3000000000")),
+            "t.pbtxt:3:3: model.vocab_size: 3000000000 exceeds 2147483647; "
+            "token ids are 32-bit signed integers in plans and token files, "
+            "so use a smaller vocabulary");
+}
+
+TEST(ModelRules, HeadsMustDivideHidden) {
+  EXPECT_EQ(errorOf(edit(kLlama, "num_heads: 4", "num_heads: 6")),
+            "t.pbtxt:6:3: model.num_heads: 6 does not divide hidden_size 64; "
+            "choose a divisor of 64 such as 4 or 8");
+}
+
+TEST(ModelRules, KvHeadsMustDivideHeads) {
+  EXPECT_EQ(errorOf(edit(kLlama, "num_kv_heads: 2", "num_kv_heads: 3")),
+            "t.pbtxt:7:3: model.num_kv_heads: 3 does not divide num_heads 4; "
+            "each key/value head serves a whole group of query heads, so "
+            "choose a divisor of 4 such as 2 or 4");
+}
+
+TEST(ModelRules, KvHeadsAboveHeads) {
+  EXPECT_EQ(errorOf(edit(kLlama, "num_kv_heads: 2", "num_kv_heads: 8")),
+            "t.pbtxt:7:3: model.num_kv_heads: 8 is more than num_heads 4; "
+            "each key/value head serves a whole group of query heads, so "
+            "choose a divisor of 4 such as 4");
+}
+
+TEST(ModelRules, NegativeKvHeads) {
+  EXPECT_EQ(errorOf(edit(kLlama, "num_kv_heads: 2", "num_kv_heads: -2")),
+            "t.pbtxt:7:3: model.num_kv_heads: -2 is not positive; set the "
+            "number of key/value heads (a divisor of num_heads), or remove "
+            "the line to use num_heads");
+}
+
+TEST(ModelRules, RopeNeedsEvenHeadDimension) {
+  std::string text = edit(kLlama, "hidden_size: 64", "hidden_size: 72");
+  text = edit(text, "num_heads: 4", "num_heads: 8");
+  EXPECT_EQ(errorOf(text),
+            "t.pbtxt:6:3: model.num_heads: the head dimension hidden_size / "
+            "num_heads = 72 / 8 = 9 is odd, but ROPE rotates pairs of "
+            "dimensions; choose num_heads such as 6 or 9 for an even head "
+            "dimension");
+}
+
+TEST(ModelRules, LearnedAllowsOddHeadDimension) {
+  std::string text = edit(kGpt2, "hidden_size: 64", "hidden_size: 36");
+  EXPECT_EQ(errorOf(text), "(loaded)");
+}
+
+TEST(ModelRules, MissingEnum) {
+  EXPECT_EQ(errorOf(edit(kLlama, "  norm: RMS_NORM\n", "")),
+            "t.pbtxt:2:1: model.norm: missing; write LAYER_NORM or RMS_NORM");
+  EXPECT_EQ(errorOf(edit(kLlama, "  naming: HF_LLAMA\n", "")),
+            "t.pbtxt:2:1: model.naming: missing; write HF_LLAMA or HF_GPT2");
+}
+
+TEST(ModelRules, UnspecifiedEnumIsRefused) {
+  EXPECT_EQ(errorOf(edit(kLlama, "activation: SWIGLU",
+                         "activation: ACTIVATION_UNSPECIFIED")),
+            "t.pbtxt:10:3: model.activation: ACTIVATION_UNSPECIFIED means not "
+            "set; write GELU or SWIGLU");
+  EXPECT_EQ(errorOf(edit(kLlama, "norm: RMS_NORM", "norm: 0")),
+            "t.pbtxt:9:3: model.norm: NORM_UNSPECIFIED means not set; write "
+            "LAYER_NORM or RMS_NORM");
+}
+
+TEST(ModelRules, UnknownEnumNumber) {
+  EXPECT_EQ(errorOf(edit(kLlama, "position_embedding: ROPE",
+                         "position_embedding: 7")),
+            "t.pbtxt:11:3: model.position_embedding: 7 is not a valid "
+            "PositionEmbedding; write LEARNED or ROPE");
+}
+
+TEST(ModelRules, LlamaNamingNeedsRmsNorm) {
+  EXPECT_EQ(errorOf(edit(kLlama, "norm: RMS_NORM", "norm: LAYER_NORM")),
+            "t.pbtxt:9:3: model.norm: naming HF_LLAMA needs RMS_NORM, got "
+            "LAYER_NORM: Llama checkpoints hold RMSNorm weights without "
+            "biases; set norm: RMS_NORM or choose another naming");
+}
+
+TEST(ModelRules, LlamaNamingNeedsSwiglu) {
+  EXPECT_EQ(errorOf(edit(kLlama, "activation: SWIGLU", "activation: GELU")),
+            "t.pbtxt:10:3: model.activation: naming HF_LLAMA needs SWIGLU, "
+            "got GELU: Llama's MLP is gate_proj, up_proj and down_proj "
+            "(SwiGLU); set activation: SWIGLU or choose another naming");
+}
+
+TEST(ModelRules, LlamaNamingNeedsRope) {
+  EXPECT_EQ(errorOf(edit(kLlama, "position_embedding: ROPE",
+                         "position_embedding: LEARNED\n"
+                         "  max_position_embeddings: 16")),
+            "t.pbtxt:11:3: model.position_embedding: naming HF_LLAMA needs "
+            "ROPE, got LEARNED: Llama has no position table and applies "
+            "rotary embeddings; set position_embedding: ROPE or choose "
+            "another naming");
+}
+
+TEST(ModelRules, Gpt2NamingNeedsLayerNorm) {
+  EXPECT_EQ(errorOf(edit(kGpt2, "norm: LAYER_NORM", "norm: RMS_NORM")),
+            "t.pbtxt:8:3: model.norm: naming HF_GPT2 needs LAYER_NORM, got "
+            "RMS_NORM: GPT-2 checkpoints hold LayerNorm weights and biases; "
+            "set norm: LAYER_NORM or choose another naming");
+}
+
+TEST(ModelRules, Gpt2NamingNeedsGelu) {
+  EXPECT_EQ(errorOf(edit(kGpt2, "activation: GELU", "activation: SWIGLU")),
+            "t.pbtxt:9:3: model.activation: naming HF_GPT2 needs GELU, got "
+            "SWIGLU: GPT-2's MLP is c_fc, GELU and c_proj; set activation: "
+            "GELU or choose another naming");
+}
+
+TEST(ModelRules, Gpt2NamingNeedsLearnedPositions) {
+  std::string text =
+      edit(kGpt2, "position_embedding: LEARNED", "position_embedding: ROPE");
+  text = edit(text, "  max_position_embeddings: 32\n", "");
+  EXPECT_EQ(errorOf(text),
+            "t.pbtxt:10:3: model.position_embedding: naming HF_GPT2 needs "
+            "LEARNED, got ROPE: GPT-2 checkpoints hold a learned position "
+            "table (wpe); set position_embedding: LEARNED or choose another "
+            "naming");
+}
+
+TEST(ModelRules, Gpt2NamingNeedsBiases) {
+  EXPECT_EQ(errorOf(edit(kGpt2, "linear_bias: true", "linear_bias: false")),
+            "t.pbtxt:13:3: model.linear_bias: naming HF_GPT2 needs "
+            "linear_bias: true: GPT-2 checkpoints hold a bias for every "
+            "linear layer; set linear_bias: true or choose another naming");
+}
+
+TEST(ModelRules, Gpt2NamingNeedsAllHeadsForKeysAndValues) {
+  EXPECT_EQ(errorOf(edit(kGpt2, "num_heads: 4",
+                         "num_heads: 4\n"
+                         "  num_kv_heads: 2")),
+            "t.pbtxt:7:3: model.num_kv_heads: naming HF_GPT2 needs "
+            "num_kv_heads equal to num_heads 4, got 2: GPT-2's fused c_attn "
+            "weight has no grouped-query layout; remove the line or choose "
+            "naming: HF_LLAMA");
+}
+
+TEST(ModelRules, LearnedNeedsPositionTable) {
+  EXPECT_EQ(errorOf(edit(kGpt2, "  max_position_embeddings: 32\n", "")),
+            "t.pbtxt:2:1: model.max_position_embeddings: missing; LEARNED "
+            "positions need the number of rows of the position table, at "
+            "least train.seq_len, e.g. max_position_embeddings: 2048");
+  EXPECT_EQ(errorOf(edit(kGpt2, "max_position_embeddings: 32",
+                         "max_position_embeddings: -1")),
+            "t.pbtxt:11:3: model.max_position_embeddings: -1 is not "
+            "positive; set the number of rows of the position table, at "
+            "least train.seq_len");
+}
+
+TEST(ModelRules, PositionTableCoversSequence) {
+  EXPECT_EQ(errorOf(edit(kGpt2, "max_position_embeddings: 32",
+                         "max_position_embeddings: 8")),
+            "t.pbtxt:11:3: model.max_position_embeddings: 8 is less than "
+            "train.seq_len 16; the position table needs a row for every "
+            "position, so set at least 16");
+}
+
+TEST(ModelRules, RopeThetaOnlyWithRope) {
+  EXPECT_EQ(errorOf(edit(kGpt2, "linear_bias: true",
+                         "linear_bias: true rope_theta: 10000")),
+            "t.pbtxt:13:21: model.rope_theta: applies to ROPE only, but "
+            "position_embedding is LEARNED; remove the line");
+}
+
+TEST(ModelRules, PositionTableOnlyWithLearned) {
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA max_position_embeddings: 8192")),
+            "t.pbtxt:12:20: model.max_position_embeddings: applies to "
+            "LEARNED only, but position_embedding is ROPE, which has no "
+            "position table; remove the line (train.seq_len sets the "
+            "sequence length)");
+}
+
+TEST(ModelRules, RopeThetaPositiveAndFinite) {
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA rope_theta: -1")),
+            "t.pbtxt:12:20: model.rope_theta: -1 is not positive; set the "
+            "RoPE base frequency such as 10000 or 500000, or remove the line "
+            "for the default 10000");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA rope_theta: nan")),
+            "t.pbtxt:12:20: model.rope_theta: nan is not a finite number; set "
+            "the RoPE base frequency such as 10000 or 500000, or remove the "
+            "line for the default 10000");
+}
+
+TEST(ModelRules, NormEpsPositiveAndFinite) {
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA norm_eps: -1e-5")),
+            "t.pbtxt:12:20: model.norm_eps: -1e-05 is not positive; set a "
+            "small epsilon such as 1e-5, or remove the line for the default "
+            "1e-5");
+  // 1e40 does not fit a float and reads as infinity.
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA norm_eps: 1e40")),
+            "t.pbtxt:12:20: model.norm_eps: inf is not a finite number; set "
+            "a small epsilon such as 1e-5, or remove the line for the "
+            "default 1e-5");
+}
+
+TEST(ModelRules, InitStdPositiveAndFinite) {
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA\n  init { std: -0.02 }")),
+            "t.pbtxt:13:10: model.init.std: -0.02 is not positive; set a "
+            "standard deviation such as 0.02, or remove the line for the "
+            "default 0.02");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA\n  init { std: -inf }")),
+            "t.pbtxt:13:10: model.init.std: -inf is not a finite number; set "
+            "a standard deviation such as 0.02, or remove the line for the "
+            "default 0.02");
+}
+
+TEST(ModelRules, ParameterCountOverflow) {
+  std::string text =
+      edit(kLlama, "hidden_size: 64", "hidden_size: 4611686018427387904");
+  EXPECT_EQ(errorOf(text),
+            "t.pbtxt:2:1: model: the parameter count overflows a 64-bit "
+            "integer; vocab_size, hidden_size, ffn_hidden_size and "
+            "num_layers describe no trainable model, so check them for "
+            "typos\n"
+            "t.pbtxt:16:3: train.seq_len: the activations of one micro-batch "
+            "(micro_batch_size x seq_len rows of logits, MLP and attention "
+            "scores, 4 bytes each) overflow a 64-bit byte count; reduce "
+            "seq_len or micro_batch_size");
+}
+
+TEST(ModelRules, TrainingStateOverflow) {
+  std::string text = edit(kLlama, "hidden_size: 64", "hidden_size: 1048576");
+  text = edit(text, "num_layers: 2", "num_layers: 100000");
+  text = edit(text, "ffn_hidden_size: 172", "ffn_hidden_size: 1048576");
+  EXPECT_EQ(errorOf(text),
+            "t.pbtxt:2:1: model: the training state of 659707186918719488 "
+            "parameters (16 bytes each: fp32 weight, gradient and two AdamW "
+            "moments) overflows a 64-bit byte count; check the sizes for "
+            "typos");
+}
+
+TEST(SpecRules, NameCharacters) {
+  EXPECT_EQ(errorOf(edit(kLlama, "name: \"t\"", "name: \"my model\"")),
+            "t.pbtxt:1:1: name: \"my model\" contains ' '; use only letters, "
+            "digits, '.', '_' and '-', since the name becomes part of file "
+            "names");
+  EXPECT_EQ(errorOf(edit(kLlama, "name: \"t\"", "name: \"-t\"")),
+            "t.pbtxt:1:1: name: \"-t\" must start with a letter or digit");
+  EXPECT_EQ(errorOf(edit(kLlama, "name: \"t\"", "name: \"a\\nb\"")),
+            "t.pbtxt:1:1: name: \"a\\x0ab\" contains '\\x0a'; use only "
+            "letters, digits, '.', '_' and '-', since the name becomes part "
+            "of file names");
+}
+
+TEST(SpecRules, NameLength) {
+  EXPECT_EQ(errorOf(edit(kLlama, "name: \"t\"",
+                         "name: \"" + std::string(65, 'n') + "\"")),
+            "t.pbtxt:1:1: name: is 65 characters long; use at most 64");
+}
+
+TEST(SpecRules, MissingMessages) {
+  EXPECT_EQ(errorOf("name: \"t\"\n"),
+            "t.pbtxt:1:1: model: missing; add a model { ... } block with the "
+            "architecture (vocab_size, hidden_size, num_layers, num_heads, "
+            "ffn_hidden_size, norm, activation, position_embedding, naming)\n"
+            "t.pbtxt:1:1: train: missing; add a train { ... } block with at "
+            "least micro_batch_size, seq_len, steps and adamw { lr }");
+}
+
+TEST(SpecRules, ParallelDegreesMustBeOne) {
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { tensor_parallel: 2 pipeline_parallel: 4\n"
+                    "           data_parallel: -1 }\n"),
+            "t.pbtxt:20:12: parallel.tensor_parallel: 2 is not supported: "
+            "this version compiles single-rank plans; set tensor_parallel to "
+            "1 (distributed layouts come later)\n"
+            "t.pbtxt:20:31: parallel.pipeline_parallel: 4 is not supported: "
+            "this version compiles single-rank plans; set pipeline_parallel "
+            "to 1 (distributed layouts come later)\n"
+            "t.pbtxt:21:12: parallel.data_parallel: -1 is not supported: this "
+            "version compiles single-rank plans; set data_parallel to 1 "
+            "(distributed layouts come later)");
+}
+
+} // namespace
+} // namespace braid::test
