@@ -36,7 +36,12 @@ struct TensorDesc {
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   // The last dimension (1 for a scalar) and the product of the others.
   int64_t lastDim() const { return shape.empty() ? 1 : shape.back(); }
-  int64_t rows() const { return lastDim() == 0 ? 0 : numel() / lastDim(); }
+  int64_t rows() const {
+    int64_t r = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i)
+      r *= shape[i];
+    return r;
+  }
 };
 
 // An operand bound to memory in the rank's arena.

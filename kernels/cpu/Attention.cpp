@@ -1,0 +1,391 @@
+// attention and attention_grad_input: softmax(scale q k^T) v per head, with
+// grouped-query heads read in place (no repeated K/V), an optional causal
+// mask and optional dropout on the probabilities.
+//
+// Forward runs one (batch, query head) pair per work item; backward one
+// (batch, kv head) pair, so that the key/value gradients summed over the
+// group's query heads have a single writer and a fixed order. Each work item
+// first copies its K/V head into per-thread scratch, transposed (for dot
+// products with every key) or with rows padded to a multiple of 16 (for sums
+// of weighted rows), so that every inner loop runs over 16 contiguous,
+// independent values kept in registers: it vectorises without reordering
+// any sum. With `causal`, only keys j <= i are computed; the masked part of
+// `probs` is written as zeros.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/DropoutMask.h"
+#include "kernels/cpu/KernelFamilies.h"
+#include "kernels/cpu/LaunchArgs.h"
+#include "kernels/cpu/LaunchChecker.h"
+#include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/VecMath.h"
+
+namespace braid::cpu {
+namespace {
+
+// Keys (and head-dimension columns) handled together in registers.
+constexpr int64_t kBlock = kLanes;
+
+int64_t roundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+absl::Status checkAttentionLaunch(const KernelSignature &sig, bool grad) {
+  LaunchChecker c(grad ? "attention_grad_input" : "attention", sig);
+  if (grad) {
+    BRAID_KERNEL_TRY(c.inputs({"do", "q", "k", "v", "probs"}));
+    BRAID_KERNEL_TRY(c.outputs({"dq", "dk", "dv"}));
+  } else {
+    BRAID_KERNEL_TRY(c.inputs({"q", "k", "v"}));
+    BRAID_KERNEL_TRY(c.outputs({"o", "probs"}));
+  }
+  BRAID_KERNEL_TRY(c.allF32());
+  const int qi = grad ? 1 : 0;
+  Operand q = c.in(qi), k = c.in(qi + 1), v = c.in(qi + 2);
+  BRAID_KERNEL_TRY(c.rank(q, 3, "[B, S, H*Dh]"));
+
+  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
+  if (!h.ok())
+    return h.status();
+  absl::StatusOr<int64_t> hkv = c.intParam("num_kv_heads", 1, INT32_MAX);
+  if (!hkv.ok())
+    return hkv.status();
+  if (*h % *hkv != 0)
+    return c.error(absl::StrCat("num_kv_heads (", *hkv,
+                                ") does not divide num_heads (", *h, ")"));
+  if (q.dim(2) % *h != 0 || q.dim(2) == 0)
+    return c.error(absl::StrCat(q.label, " has shape ", shapeString(q.shape()),
+                                "; its last dimension must be num_heads (", *h,
+                                ") times a head dimension of at least 1"));
+  const int64_t b = q.dim(0), s = q.dim(1), dh = q.dim(2) / *h;
+  const std::vector<int64_t> kvShape = {b, s, *hkv * dh};
+  const std::string kvWhy =
+      absl::StrCat("([B, S, num_kv_heads * Dh] with Dh = ", dh, ")");
+  BRAID_KERNEL_TRY(c.shape(k, kvShape, kvWhy));
+  BRAID_KERNEL_TRY(c.shape(v, kvShape, kvWhy));
+  const std::vector<int64_t> probsShape = {b, *h, s, s};
+  if (grad) {
+    BRAID_KERNEL_TRY(c.sameShape(c.in(0), q));
+    BRAID_KERNEL_TRY(c.shape(c.in(4), probsShape, "([B, H, S, S])"));
+    BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
+    BRAID_KERNEL_TRY(c.sameShape(c.out(1), k));
+    BRAID_KERNEL_TRY(c.sameShape(c.out(2), v));
+  } else {
+    BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
+    BRAID_KERNEL_TRY(c.shape(c.out(1), probsShape, "([B, H, S, S])"));
+  }
+
+  BRAID_KERNEL_TRY(c.intParam("causal", 0, 1).status());
+  BRAID_KERNEL_TRY(c.floatParam("scale").status());
+  absl::StatusOr<double> p = c.floatParamOr("dropout", 0.0);
+  if (!p.ok())
+    return p.status();
+  if (*p < 0 || *p >= 1)
+    return c.error(absl::StrCat("parameter 'dropout' is ", *p,
+                                ", expected 0 <= dropout < 1"));
+  if (*p > 0)
+    BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
+  return absl::OkStatus();
+}
+
+absl::Status checkAttention(const KernelSignature &sig) {
+  return checkAttentionLaunch(sig, false);
+}
+absl::Status checkAttentionGradInput(const KernelSignature &sig) {
+  return checkAttentionLaunch(sig, true);
+}
+
+// The sizes and parameters of one launch, read once.
+struct Geometry {
+  int64_t b, s, h, hkv, dh, group;
+  int64_t qStride, kvStride; // floats between consecutive positions
+  int64_t sPad;              // s rounded up to kBlock
+  int64_t dPad;              // dh rounded up to kBlock
+  bool causal;
+  float scale;
+  DropoutMask mask;
+
+  Geometry(const KernelArgs &args, const TensorDesc &q) {
+    const KernelParams &p = paramsOf(args);
+    b = q.shape[0];
+    s = q.shape[1];
+    h = p.intOr("num_heads", 1);
+    hkv = p.intOr("num_kv_heads", 1);
+    dh = q.shape[2] / h;
+    group = h / hkv;
+    qStride = h * dh;
+    kvStride = hkv * dh;
+    sPad = roundUp(s, kBlock);
+    dPad = roundUp(dh, kBlock);
+    causal = p.intOr("causal", 0) != 0;
+    scale = static_cast<float>(p.floatOr("scale", 1.0));
+    mask = DropoutMask::make(p.floatOr("dropout", 0.0),
+                             p.intOr("rng_offset", 0), contextOf(args));
+  }
+  int64_t keys(int64_t i) const { return causal ? i + 1 : s; }
+  // Element index of probs[b, h, i, 0] and of its dropout draw.
+  int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
+    return ((bi * h + hi) * s + i) * s;
+  }
+};
+
+// Copies the s rows of one head (stride `stride`, dh values each) into
+// t[d * sPad + j], zero-padding j in [s, sPad).
+BRAID_INLINE void transposeHead(const float *src, int64_t stride,
+                                const Geometry &g, float *t) {
+  for (int64_t d = 0; d < g.dh; ++d)
+    for (int64_t j = g.s; j < g.sPad; ++j)
+      t[d * g.sPad + j] = 0.0f;
+  for (int64_t j = 0; j < g.s; ++j) {
+    const float *row = src + j * stride;
+    for (int64_t d = 0; d < g.dh; ++d)
+      t[d * g.sPad + j] = row[d];
+  }
+}
+
+// Copies dh values to `out` and zeroes it up to dPad.
+BRAID_INLINE void padRow(const float *src, const Geometry &g, float *out) {
+  std::memcpy(out, src, g.dh * sizeof(float));
+  for (int64_t d = g.dh; d < g.dPad; ++d)
+    out[d] = 0.0f;
+}
+
+// Copies the s rows of one head into rows of dPad floats.
+BRAID_INLINE void padHead(const float *src, int64_t stride, const Geometry &g,
+                          float *out) {
+  for (int64_t j = 0; j < g.s; ++j)
+    padRow(src + j * stride, g, out + j * g.dPad);
+}
+
+// Query rows handled together: their partial sums are independent chains
+// that keep the vector units busy, and each load of K or V serves all of
+// them. R is kRows, or 1 for the last rows of a head.
+constexpr int kRows = 4;
+
+// out[r * sPad + j] = sum over d of a[r * aStride + d] * t[d * sPad + j] for
+// r < R and j < n rounded up to kBlock, each sum taken over d in order.
+template <int R>
+BRAID_INLINE void
+rowsTimesTransposed(const float *__restrict a, int64_t aStride,
+                    const float *__restrict t, const Geometry &g, int64_t n,
+                    float *__restrict out) {
+  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+    Vec16 acc[R] = {};
+    for (int64_t d = 0; d < g.dh; ++d) {
+      const Vec16 tv = load16(t + d * g.sPad + j0);
+      for (int r = 0; r < R; ++r)
+        acc[r] += a[r * aStride + d] * tv;
+    }
+    for (int r = 0; r < R; ++r)
+      store16(out + r * g.sPad + j0, acc[r]);
+  }
+}
+
+// out[r * dPad + c] = sum over j < n of w[r * sPad + j] * rows[j * dPad + c]
+// for r < R and c < dPad, each sum taken over j in order.
+template <int R>
+BRAID_INLINE void
+weightedRowSums(const float *__restrict w, const float *__restrict rows,
+                const Geometry &g, int64_t n, float *__restrict out) {
+  for (int64_t c0 = 0; c0 < g.dPad; c0 += kBlock) {
+    Vec16 acc[R] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      const Vec16 rv = load16(rows + j * g.dPad + c0);
+      for (int r = 0; r < R; ++r)
+        acc[r] += w[r * g.sPad + j] * rv;
+    }
+    for (int r = 0; r < R; ++r)
+      store16(out + r * g.dPad + c0, acc[r]);
+  }
+}
+
+// y[j * dPad + c] += factor * w[r * sPad + j] * x[r * dPad + c] for j < n,
+// adding the rows r = 0 .. R-1 in order.
+template <int R>
+BRAID_INLINE void addWeightedRows(const float *__restrict w, float factor,
+                                  const float *__restrict x, const Geometry &g,
+                                  int64_t n, float *__restrict y) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t c0 = 0; c0 < g.dPad; c0 += kBlock) {
+      Vec16 acc = load16(y + j * g.dPad + c0);
+      for (int r = 0; r < R; ++r)
+        acc += (factor * w[r * g.sPad + j]) * load16(x + r * g.dPad + c0);
+      store16(y + j * g.dPad + c0, acc);
+    }
+}
+
+// Per-thread scratch of the forward pass of one head.
+struct ForwardScratch {
+  float *kT, *vPad, *scores, *out;
+  explicit ForwardScratch(const Geometry &g) {
+    kT = threadScratch(0, g.dh * g.sPad);
+    vPad = threadScratch(1, g.s * g.dPad);
+    scores = threadScratch(2, kRows * (g.sPad + g.dPad));
+    out = scores + kRows * g.sPad;
+  }
+};
+
+// Query rows i0 .. i0+R-1 of head (bi, hi). Rows with fewer keys than the
+// block's last row get zero weights beyond their keys.
+template <int R>
+BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
+                                const ForwardScratch &m, int64_t bi, int64_t hi,
+                                int64_t i0) {
+  const float *q = args.ins[0].f32() + (bi * g.s + i0) * g.qStride + hi * g.dh;
+  float *o = args.outs[0].f32() + (bi * g.s + i0) * g.qStride + hi * g.dh;
+  const int64_t nMax = g.keys(i0 + R - 1);
+  rowsTimesTransposed<R>(q, g.qStride, m.kT, g, nMax, m.scores);
+  for (int r = 0; r < R; ++r) {
+    float *row = m.scores + r * g.sPad;
+    const int64_t n = g.keys(i0 + r);
+    scaleInPlace(row, g.scale, n);
+    expShiftInPlace(row, maxOf(row, n), n);
+    scaleInPlace(row, 1.0f / sum(row, n), n);
+
+    const int64_t base = g.probsRow(bi, hi, i0 + r);
+    float *probs = args.outs[1].f32() + base;
+    std::memcpy(probs, row, n * sizeof(float));
+    std::memset(probs + n, 0, (g.s - n) * sizeof(float));
+    if (g.mask.active)
+      for (int64_t j = 0; j < n; ++j)
+        row[j] *= g.mask.factor(base + j);
+    std::memset(row + n, 0, (nMax - n) * sizeof(float));
+  }
+  weightedRowSums<R>(m.scores, m.vPad, g, nMax, m.out);
+  for (int r = 0; r < R; ++r)
+    std::memcpy(o + r * g.qStride, m.out + r * g.dPad, g.dh * sizeof(float));
+}
+
+BRAID_VECTOR_CLONES
+void attentionHead(const KernelArgs &args, const Geometry &g, int64_t bi,
+                   int64_t hi) {
+  const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
+  const ForwardScratch m(g);
+  transposeHead(args.ins[1].f32() + kvOff, g.kvStride, g, m.kT);
+  padHead(args.ins[2].f32() + kvOff, g.kvStride, g, m.vPad);
+  int64_t i = 0;
+  for (; i + kRows <= g.s; i += kRows)
+    attentionRows<kRows>(args, g, m, bi, hi, i);
+  for (; i < g.s; ++i)
+    attentionRows<1>(args, g, m, bi, hi, i);
+}
+
+void runAttention(const KernelArgs &args) {
+  const Geometry g(args, *args.ins[0].desc);
+  parallelFor(poolOf(args), g.b * g.h, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u)
+      attentionHead(args, g, u / g.h, u % g.h);
+  });
+}
+
+// Per-thread scratch of the backward pass of one (batch, kv head).
+struct BackwardScratch {
+  float *vT, *kPad, *dk, *dv;     // dk, dv: padded rows, summed over the group
+  float *dP, *pd;                 // kRows rows of sPad
+  float *doRows, *qRows, *dqRows; // kRows rows of dPad
+  explicit BackwardScratch(const Geometry &g) {
+    vT = threadScratch(0, g.dh * g.sPad);
+    kPad = threadScratch(1, g.s * g.dPad);
+    dk = threadScratch(2, 2 * g.s * g.dPad);
+    dv = dk + g.s * g.dPad;
+    dP = threadScratch(3, kRows * (2 * g.sPad + 3 * g.dPad));
+    pd = dP + kRows * g.sPad;
+    doRows = pd + kRows * g.sPad;
+    qRows = doRows + kRows * g.dPad;
+    dqRows = qRows + kRows * g.dPad;
+  }
+};
+
+// Backward of query rows i0 .. i0+R-1 of head (bi, hi); see attentionRows.
+template <int R>
+BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
+                                    const BackwardScratch &m, int64_t bi,
+                                    int64_t hi, int64_t i0) {
+  const int64_t qOff = (bi * g.s + i0) * g.qStride + hi * g.dh;
+  const int64_t nMax = g.keys(i0 + R - 1);
+  for (int r = 0; r < R; ++r) {
+    padRow(args.ins[0].f32() + qOff + r * g.qStride, g, m.doRows + r * g.dPad);
+    padRow(args.ins[1].f32() + qOff + r * g.qStride, g, m.qRows + r * g.dPad);
+  }
+  // dPd = do v^T; dP and the dropped probabilities Pd share the mask.
+  rowsTimesTransposed<R>(m.doRows, g.dPad, m.vT, g, nMax, m.dP);
+  for (int r = 0; r < R; ++r) {
+    const int64_t n = g.keys(i0 + r);
+    const int64_t base = g.probsRow(bi, hi, i0 + r);
+    const float *__restrict p = args.ins[4].f32() + base;
+    float *__restrict dP = m.dP + r * g.sPad;
+    float *__restrict pd = m.pd + r * g.sPad;
+    if (g.mask.active) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float f = g.mask.factor(base + j);
+        dP[j] *= f;
+        pd[j] = p[j] * f;
+      }
+    } else {
+      std::memcpy(pd, p, n * sizeof(float));
+    }
+    // dS = P * (dP - rowsum(dP * P)), kept in dP.
+    const float rowSum = dot(dP, p, n);
+    for (int64_t j = 0; j < n; ++j)
+      dP[j] = p[j] * (dP[j] - rowSum);
+    std::memset(dP + n, 0, (nMax - n) * sizeof(float));
+    std::memset(pd + n, 0, (nMax - n) * sizeof(float));
+  }
+  addWeightedRows<R>(m.pd, 1.0f, m.doRows, g, nMax, m.dv);
+  weightedRowSums<R>(m.dP, m.kPad, g, nMax, m.dqRows);
+  for (int r = 0; r < R; ++r) {
+    float *dq = args.outs[0].f32() + qOff + r * g.qStride;
+    for (int64_t d = 0; d < g.dh; ++d)
+      dq[d] = m.dqRows[r * g.dPad + d] * g.scale;
+  }
+  addWeightedRows<R>(m.dP, g.scale, m.qRows, g, nMax, m.dk);
+}
+
+// The gradients of one (batch, kv head): dq for each query head of the
+// group, and dk, dv summed over those heads in order, in padded scratch rows
+// that are copied out at the end.
+BRAID_VECTOR_CLONES
+void attentionGradGroup(const KernelArgs &args, const Geometry &g, int64_t bi,
+                        int64_t hk) {
+  const int64_t kvOff = bi * g.s * g.kvStride + hk * g.dh;
+  const BackwardScratch m(g);
+  transposeHead(args.ins[3].f32() + kvOff, g.kvStride, g, m.vT);
+  padHead(args.ins[2].f32() + kvOff, g.kvStride, g, m.kPad);
+  std::memset(m.dk, 0, 2 * g.s * g.dPad * sizeof(float));
+  for (int64_t hi = hk * g.group; hi < (hk + 1) * g.group; ++hi) {
+    int64_t i = 0;
+    for (; i + kRows <= g.s; i += kRows)
+      attentionGradRows<kRows>(args, g, m, bi, hi, i);
+    for (; i < g.s; ++i)
+      attentionGradRows<1>(args, g, m, bi, hi, i);
+  }
+  for (int64_t j = 0; j < g.s; ++j) {
+    std::memcpy(args.outs[1].f32() + kvOff + j * g.kvStride, m.dk + j * g.dPad,
+                g.dh * sizeof(float));
+    std::memcpy(args.outs[2].f32() + kvOff + j * g.kvStride, m.dv + j * g.dPad,
+                g.dh * sizeof(float));
+  }
+}
+
+void runAttentionGradInput(const KernelArgs &args) {
+  const Geometry g(args, *args.ins[1].desc);
+  parallelFor(poolOf(args), g.b * g.hkv, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u)
+      attentionGradGroup(args, g, u / g.hkv, u % g.hkv);
+  });
+}
+
+} // namespace
+
+absl::Status registerAttentionKernels(KernelRegistry &registry) {
+  return registerAll(
+      registry, {
+                    {"attention", Device::kCPU, checkAttention, runAttention},
+                    {"attention_grad_input", Device::kCPU,
+                     checkAttentionGradInput, runAttentionGradInput},
+                });
+}
+
+} // namespace braid::cpu

@@ -1,0 +1,168 @@
+// grad_norm and adamw: global-norm gradient clipping and PyTorch's AdamW,
+// with the semantics of docs/kernels.md.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/KernelFamilies.h"
+#include "kernels/cpu/LaunchArgs.h"
+#include "kernels/cpu/LaunchChecker.h"
+#include "kernels/cpu/Parallel.h"
+
+namespace braid::cpu {
+namespace {
+
+// --- grad_norm ----------------------------------------------------------
+
+// Inputs are cut into blocks of kNormBlock elements (the last block of each
+// input may be shorter). Each block's sum of squares is accumulated in
+// double over kNormLanes fixed lanes; block sums are then added in order,
+// inputs in order. Nothing depends on the thread count.
+constexpr int64_t kNormBlock = 4096;
+constexpr int kNormLanes = 8;
+
+absl::Status checkGradNorm(const KernelSignature &sig) {
+  LaunchChecker c("grad_norm", sig);
+  BRAID_KERNEL_TRY(c.variadicInputs("grad"));
+  BRAID_KERNEL_TRY(c.outputs({"norm"}));
+  BRAID_KERNEL_TRY(c.allF32());
+  return c.shape(c.out(0), {}, "(a scalar)");
+}
+
+double blockSumOfSquares(const float *__restrict x, int64_t n) {
+  double acc[kNormLanes] = {};
+  int64_t i = 0;
+  for (; i + kNormLanes <= n; i += kNormLanes)
+    for (int l = 0; l < kNormLanes; ++l) {
+      const double v = x[i + l];
+      acc[l] += v * v;
+    }
+  for (int l = 0; i < n; ++i, ++l) {
+    const double v = x[i];
+    acc[l] += v * v;
+  }
+  for (int w = kNormLanes / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l)
+      acc[l] += acc[l + w];
+  return acc[0];
+}
+
+void runGradNorm(const KernelArgs &args) {
+  const int64_t inputs = static_cast<int64_t>(args.ins.size());
+  // firstBlock[i]: index of input i's first block in the global block list.
+  std::vector<int64_t> firstBlock(inputs + 1, 0);
+  for (int64_t i = 0; i < inputs; ++i)
+    firstBlock[i + 1] =
+        firstBlock[i] + (args.ins[i].numel() + kNormBlock - 1) / kNormBlock;
+  const int64_t blocks = firstBlock[inputs];
+  std::vector<double> partial(blocks);
+
+  parallelFor(poolOf(args), blocks, 4, [&](int64_t b0, int64_t b1) {
+    int64_t in = std::upper_bound(firstBlock.begin(), firstBlock.end(), b0) -
+                 firstBlock.begin() - 1;
+    for (int64_t b = b0; b < b1; ++b) {
+      while (b >= firstBlock[in + 1])
+        ++in;
+      const int64_t begin = (b - firstBlock[in]) * kNormBlock;
+      const int64_t n = std::min(kNormBlock, args.ins[in].numel() - begin);
+      partial[b] = blockSumOfSquares(args.ins[in].f32() + begin, n);
+    }
+  });
+
+  double total = 0;
+  for (double p : partial)
+    total += p;
+  args.outs[0].f32()[0] = static_cast<float>(std::sqrt(total));
+}
+
+// --- adamw --------------------------------------------------------------
+
+absl::Status checkRange(const LaunchChecker &c, absl::string_view name,
+                        double lo, bool loOpen, double hi, bool hiOpen) {
+  absl::StatusOr<double> v = c.floatParam(name);
+  if (!v.ok())
+    return v.status();
+  const bool tooLow = loOpen ? *v <= lo : *v < lo;
+  const bool tooHigh = hiOpen ? *v >= hi : *v > hi;
+  if (!tooLow && !tooHigh)
+    return absl::OkStatus();
+  std::string range = absl::StrCat(lo, loOpen ? " < " : " <= ", name);
+  if (std::isfinite(hi))
+    absl::StrAppend(&range, hiOpen ? " < " : " <= ", hi);
+  return c.error(
+      absl::StrCat("parameter '", name, "' is ", *v, ", expected ", range));
+}
+
+absl::Status checkAdamw(const KernelSignature &sig) {
+  LaunchChecker c("adamw", sig);
+  BRAID_KERNEL_TRY(c.inputs({"grad", "norm"}));
+  BRAID_KERNEL_TRY(c.outputs({"param", "exp_avg", "exp_avg_sq"}));
+  BRAID_KERNEL_TRY(c.allF32());
+  BRAID_KERNEL_TRY(c.shape(c.in(1), {}, "(a scalar, from grad_norm)"));
+  for (int i = 0; i < 3; ++i)
+    BRAID_KERNEL_TRY(c.sameShape(c.out(i), c.in(0)));
+  const double kInf = INFINITY;
+  BRAID_KERNEL_TRY(checkRange(c, "beta1", 0, false, 1, true));
+  BRAID_KERNEL_TRY(checkRange(c, "beta2", 0, false, 1, true));
+  BRAID_KERNEL_TRY(checkRange(c, "eps", 0, true, kInf, false));
+  BRAID_KERNEL_TRY(checkRange(c, "weight_decay", 0, false, kInf, false));
+  return checkRange(c, "grad_clip", 0, false, kInf, false);
+}
+
+// Scalars are computed in double and rounded once; the element-wise update
+// runs in fp32, in the order of docs/kernels.md.
+void runAdamw(const KernelArgs &args) {
+  const KernelParams &params = paramsOf(args);
+  const KernelContext &ctx = contextOf(args);
+  const double beta1 = params.floatOr("beta1", 0.9);
+  const double beta2 = params.floatOr("beta2", 0.999);
+  const double gradClip = params.floatOr("grad_clip", 0);
+  const double t = static_cast<double>(std::max<int64_t>(1, ctx.step));
+  const double norm = args.ins[1].f32()[0];
+
+  const float clip = static_cast<float>(
+      gradClip > 0 ? std::min(1.0, gradClip / (norm + 1e-6)) : 1.0);
+  const float decay =
+      static_cast<float>(1.0 - ctx.lr * params.floatOr("weight_decay", 0));
+  const float b1 = static_cast<float>(beta1),
+              c1 = static_cast<float>(1 - beta1);
+  const float b2 = static_cast<float>(beta2),
+              c2 = static_cast<float>(1 - beta2);
+  const float bc2Sqrt = static_cast<float>(std::sqrt(1 - std::pow(beta2, t)));
+  const float stepSize = static_cast<float>(ctx.lr / (1 - std::pow(beta1, t)));
+  const float eps = static_cast<float>(params.floatOr("eps", 1e-8));
+
+  const float *grad = args.ins[0].f32();
+  float *param = args.outs[0].f32(), *m = args.outs[1].f32(),
+        *v = args.outs[2].f32();
+  parallelFor(poolOf(args), args.ins[0].numel(), 16384,
+              [&](int64_t i0, int64_t i1) {
+                const float *__restrict gs = grad;
+                float *__restrict ps = param;
+                float *__restrict ms = m;
+                float *__restrict vs = v;
+                for (int64_t i = i0; i < i1; ++i) {
+                  const float g = gs[i] * clip;
+                  const float mi = b1 * ms[i] + c1 * g;
+                  const float vi = b2 * vs[i] + c2 * (g * g);
+                  const float denom = std::sqrt(vi) / bc2Sqrt + eps;
+                  ms[i] = mi;
+                  vs[i] = vi;
+                  ps[i] = ps[i] * decay - stepSize * (mi / denom);
+                }
+              });
+}
+
+} // namespace
+
+absl::Status registerOptimizerKernels(KernelRegistry &registry) {
+  return registerAll(
+      registry, {
+                    {"grad_norm", Device::kCPU, checkGradNorm, runGradNorm},
+                    {"adamw", Device::kCPU, checkAdamw, runAdamw},
+                });
+}
+
+} // namespace braid::cpu

@@ -1,0 +1,109 @@
+// rope and rope_grad_input: rotary position embedding in Hugging Face's
+// rotate-half layout. Pairs (i, i + Dh/2) of each head at position s turn by
+// a = s * theta^(-2i/Dh); the angle is computed in double and rounded to
+// float before cos and sin (docs/kernels.md). The gradient turns by -a.
+//
+// Work is split by position, so each chunk computes the cos/sin of its
+// positions once and applies them to every batch row and head.
+#include <cmath>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/KernelFamilies.h"
+#include "kernels/cpu/LaunchArgs.h"
+#include "kernels/cpu/LaunchChecker.h"
+#include "kernels/cpu/Parallel.h"
+
+namespace braid::cpu {
+namespace {
+
+absl::Status checkRopeLaunch(const KernelSignature &sig, bool grad) {
+  LaunchChecker c(grad ? "rope_grad_input" : "rope", sig);
+  BRAID_KERNEL_TRY(c.inputs({grad ? "dy" : "x"}));
+  BRAID_KERNEL_TRY(c.outputs({grad ? "dx" : "y"}));
+  BRAID_KERNEL_TRY(c.allF32());
+  Operand x = c.in(0);
+  BRAID_KERNEL_TRY(c.rank(x, 3, "[B, S, H*Dh]"));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), x));
+  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
+  if (!h.ok())
+    return h.status();
+  if (x.dim(2) % *h != 0)
+    return c.error(absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
+                                "; its last dimension is not a multiple of "
+                                "num_heads (",
+                                *h, ")"));
+  const int64_t dh = x.dim(2) / *h;
+  if (dh % 2 != 0 || dh == 0)
+    return c.error(absl::StrCat("head dimension ", x.dim(2), " / ", *h, " = ",
+                                dh,
+                                " is not a positive even number; rotate-half "
+                                "pairs element i with i + Dh/2"));
+  absl::StatusOr<double> theta = c.floatParam("theta");
+  if (!theta.ok())
+    return theta.status();
+  if (*theta <= 0)
+    return c.error(absl::StrCat("parameter 'theta' is ", *theta,
+                                ", expected a positive number"));
+  return absl::OkStatus();
+}
+
+absl::Status checkRope(const KernelSignature &sig) {
+  return checkRopeLaunch(sig, false);
+}
+absl::Status checkRopeGradInput(const KernelSignature &sig) {
+  return checkRopeLaunch(sig, true);
+}
+
+// y = rotate(x, sign * a).
+template <int kSign> void runRopeLaunch(const KernelArgs &args) {
+  const TensorDesc &desc = *args.ins[0].desc;
+  const float *x = args.ins[0].f32();
+  float *y = args.outs[0].f32();
+  const int64_t b = desc.shape[0], s = desc.shape[1], width = desc.shape[2];
+  const int64_t h = paramsOf(args).intOr("num_heads", 1);
+  const double theta = paramsOf(args).floatOr("theta", 10000.0);
+  const int64_t dh = width / h, half = dh / 2;
+  if (b == 0 || half == 0)
+    return;
+  parallelFor(
+      poolOf(args), s, rowGrain(b * width), [&](int64_t s0, int64_t s1) {
+        float *cosA = threadScratch(0, half);
+        float *sinA = threadScratch(1, half);
+        for (int64_t pos = s0; pos < s1; ++pos) {
+          for (int64_t i = 0; i < half; ++i) {
+            const double freq =
+                std::pow(theta, -2.0 * static_cast<double>(i) / dh);
+            const float a = static_cast<float>(static_cast<double>(pos) * freq);
+            cosA[i] = std::cos(a);
+            sinA[i] = kSign * std::sin(a);
+          }
+          for (int64_t bi = 0; bi < b; ++bi) {
+            const int64_t row = (bi * s + pos) * width;
+            for (int64_t hi = 0; hi < h; ++hi) {
+              const float *__restrict xa = x + row + hi * dh;
+              const float *__restrict xb = xa + half;
+              float *__restrict ya = y + row + hi * dh;
+              float *__restrict yb = ya + half;
+              for (int64_t i = 0; i < half; ++i) {
+                ya[i] = xa[i] * cosA[i] - xb[i] * sinA[i];
+                yb[i] = xb[i] * cosA[i] + xa[i] * sinA[i];
+              }
+            }
+          }
+        }
+      });
+}
+
+} // namespace
+
+absl::Status registerRopeKernels(KernelRegistry &registry) {
+  return registerAll(registry,
+                     {
+                         {"rope", Device::kCPU, checkRope, runRopeLaunch<1>},
+                         {"rope_grad_input", Device::kCPU, checkRopeGradInput,
+                          runRopeLaunch<-1>},
+                     });
+}
+
+} // namespace braid::cpu

@@ -1,0 +1,128 @@
+// The kernel registry, parameters and descriptors; the default registry
+// holds exactly the catalogue of docs/kernels.md.
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/cpu/CpuKernels.h"
+#include "kernels/registry/Kernel.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace braid {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Kernel names from the first column of the catalogue table.
+std::vector<std::string> catalogueNames() {
+  std::ifstream in(std::string(BRAID_SOURCE_DIR) + "/docs/kernels.md");
+  EXPECT_TRUE(in.good()) << "cannot read docs/kernels.md";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  std::regex row(R"(\n\| `([a-z_0-9]+)` \|)");
+  std::vector<std::string> names;
+  for (std::sregex_iterator it(s.begin(), s.end(), row), end; it != end; ++it)
+    names.push_back((*it)[1]);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(DefaultRegistry, HoldsExactlyTheCatalogue) {
+  const std::vector<std::string> want = catalogueNames();
+  ASSERT_GE(want.size(), 30u);
+  const KernelRegistry &r = defaultKernelRegistry();
+  std::vector<std::string> have;
+  for (std::string_view n : r.names(Device::kCPU))
+    have.emplace_back(n);
+  EXPECT_EQ(have, want);
+  for (const std::string &n : want) {
+    const KernelDef *def = r.find(n, Device::kCPU);
+    ASSERT_NE(def, nullptr) << n;
+    EXPECT_EQ(def->name, n);
+    EXPECT_NE(def->check, nullptr);
+    EXPECT_NE(def->run, nullptr);
+    EXPECT_EQ(r.find(n, Device::kCUDA), nullptr);
+  }
+  EXPECT_EQ(r.find("no_such_kernel", Device::kCPU), nullptr);
+  EXPECT_TRUE(r.names(Device::kCUDA).empty());
+}
+
+TEST(DefaultRegistry, IsBuiltOnceAcrossThreads) {
+  std::vector<const KernelRegistry *> seen(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] { seen[i] = &defaultKernelRegistry(); });
+  for (std::thread &t : threads)
+    t.join();
+  for (const KernelRegistry *r : seen)
+    EXPECT_EQ(r, &defaultKernelRegistry());
+}
+
+absl::Status okCheck(const KernelSignature &) { return absl::OkStatus(); }
+void noRun(const KernelArgs &) {}
+
+TEST(KernelRegistry, RefusesDuplicatesAndIncompleteDefinitions) {
+  KernelRegistry r;
+  ASSERT_TRUE(registerCpuKernels(r).ok());
+  absl::Status again = registerCpuKernels(r);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(again.message()), HasSubstr("already registered"));
+
+  EXPECT_FALSE(r.add(KernelDef{"", Device::kCPU, okCheck, noRun}).ok());
+  EXPECT_THAT(
+      std::string(
+          r.add(KernelDef{"x", Device::kCPU, nullptr, noRun}).message()),
+      HasSubstr("lacks a check or run"));
+  // The same name on another device is a different entry.
+  EXPECT_TRUE(r.add(KernelDef{"linear", Device::kCUDA, okCheck, noRun}).ok());
+  EXPECT_EQ(r.find("linear", Device::kCUDA)->run, &noRun);
+}
+
+TEST(KernelParams, TypedAccessAndFallbacks) {
+  KernelParams p;
+  p.setInt("num_heads", 8);
+  p.setFloat("eps", 1e-5);
+  p.setInt("scale", 2);
+  p.setInt("num_heads", 4); // replaces
+  EXPECT_TRUE(p.has("eps"));
+  EXPECT_FALSE(p.has("theta"));
+  EXPECT_EQ(*p.getInt("num_heads"), 4);
+  EXPECT_DOUBLE_EQ(*p.getFloat("eps"), 1e-5);
+  EXPECT_DOUBLE_EQ(*p.getFloat("scale"), 2.0); // ints widen to float
+  EXPECT_EQ(p.getInt("eps").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.getInt("eps").status().message()),
+              HasSubstr("'eps' is a float"));
+  EXPECT_EQ(p.getFloat("theta").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(p.intOr("missing", 7), 7);
+  EXPECT_EQ(p.intOr("eps", 7), 7);
+  EXPECT_DOUBLE_EQ(p.floatOr("missing", 0.5), 0.5);
+  EXPECT_EQ(p.toString(), "{num_heads=4, eps=1e-05, scale=2}");
+}
+
+TEST(TensorDesc, SizesAndDTypes) {
+  TensorDesc scalar{{}, DType::kF32};
+  EXPECT_EQ(scalar.numel(), 1);
+  EXPECT_EQ(scalar.rank(), 0);
+  EXPECT_EQ(scalar.lastDim(), 1);
+  EXPECT_EQ(scalar.rows(), 1);
+  TensorDesc t{{2, 3, 5}, DType::kI32};
+  EXPECT_EQ(t.numel(), 30);
+  EXPECT_EQ(t.rows(), 6);
+  EXPECT_EQ(t.lastDim(), 5);
+  EXPECT_EQ(dtypeName(DType::kF32), "f32");
+  EXPECT_EQ(dtypeName(DType::kBF16), "bf16");
+  EXPECT_EQ(dtypeName(DType::kI32), "i32");
+  EXPECT_EQ(dtypeSize(DType::kF32), 4);
+  EXPECT_EQ(dtypeSize(DType::kBF16), 2);
+  EXPECT_EQ(dtypeSize(DType::kI32), 4);
+}
+
+} // namespace
+} // namespace braid
