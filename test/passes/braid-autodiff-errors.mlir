@@ -56,3 +56,11 @@ func.func @train_step(%ids: tensor<1x2xi32> {braid.input = "tokens"},
 // expected-error @+1 {{braid-autodiff needs a func.func @train_step}}
 module {
 }
+
+// -----
+
+// Differentiating twice is refused.
+// expected-error @+1 {{is already differentiated (it has more than one result)}}
+func.func @train_step(%w: tensor<f32> {braid.param = {name = "w", init = "ones"}}) -> (tensor<f32>, tensor<f32>) {
+  return %w, %w : tensor<f32>, tensor<f32>
+}
