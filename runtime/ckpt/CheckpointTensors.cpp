@@ -1,0 +1,51 @@
+#include "runtime/ckpt/CheckpointTensors.h"
+
+#include <algorithm>
+
+namespace braid::ckpt {
+
+std::vector<StoredTensor> modelTensors(const LoadedPlan &plan) {
+  std::vector<StoredTensor> out;
+  for (uint32_t id : plan.parameters) {
+    const plan::Tensor &t = plan.proto.tensors(id);
+    StoredTensor stored;
+    stored.name = t.name();
+    stored.shape.assign(t.shape().begin(), t.shape().end());
+    stored.planTensor = id;
+    stored.transposed = t.param().checkpoint_transposed();
+    if (stored.transposed)
+      std::swap(stored.shape[0], stored.shape[1]);
+    out.push_back(stored);
+    if (!t.param().tied_alias().empty()) {
+      stored.name = t.param().tied_alias();
+      stored.alias = true;
+      out.push_back(std::move(stored));
+    }
+  }
+  return out;
+}
+
+std::vector<StoredTensor> optimizerTensors(const LoadedPlan &plan) {
+  std::vector<StoredTensor> out;
+  for (uint32_t id : plan.parameters) {
+    const plan::Tensor &t = plan.proto.tensors(id);
+    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+    StoredTensor m{t.name() + ".exp_avg", shape, t.param().exp_avg()};
+    StoredTensor v{t.name() + ".exp_avg_sq", shape, t.param().exp_avg_sq()};
+    out.push_back(std::move(m));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+void transposeInto(const float *in, int64_t rows, int64_t cols, float *out) {
+  // Blocked so that both sides stay in cache for large matrices.
+  constexpr int64_t kBlock = 64;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+      for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
+          out[c * rows + r] = in[r * cols + c];
+}
+
+} // namespace braid::ckpt

@@ -1,0 +1,97 @@
+#include "runtime/executor/Executor.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace braid {
+
+Executor::Executor(int numStreams, uint32_t numEvents)
+    : numStreams_(numStreams), events_(numEvents) {
+  for (int s = 1; s < numStreams; ++s)
+    workers_.push_back(std::make_unique<StreamWorker>());
+}
+
+Executor::~Executor() = default;
+
+absl::StatusOr<std::unique_ptr<Executor>>
+Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes) {
+  if (arenaBytes < plan.proto.memory().arena_bytes() ||
+      (arena == nullptr && plan.proto.memory().arena_bytes() > 0))
+    return absl::InvalidArgumentError(
+        absl::StrCat("the arena has ", arenaBytes, " bytes but the plan needs ",
+                     plan.proto.memory().arena_bytes()));
+  const int numStreams = static_cast<int>(plan.proto.num_streams());
+  std::unique_ptr<Executor> ex(
+      new Executor(numStreams, plan.proto.num_events()));
+  auto view = [&](uint32_t id) {
+    return TensorView{arena + plan.proto.tensors(id).offset(), &plan.descs[id]};
+  };
+  for (const LoadedProgram &program : plan.programs) {
+    BoundProgram bound;
+    bound.name = program.name;
+    bound.ops.resize(numStreams);
+    for (const LoadedInstruction &inst : program.instructions) {
+      // With one stream, program order is execution order and every wait is
+      // already satisfied when reached: events need no work at all.
+      if (numStreams == 1 && inst.kind != LoadedInstruction::Kind::kLaunch)
+        continue;
+      Op op;
+      op.kind = inst.kind;
+      op.kernel = inst.kernel;
+      op.params = &inst.params;
+      op.event = inst.event;
+      op.waitTarget = inst.waitTarget;
+      for (uint32_t id : inst.inputs)
+        op.ins.push_back(view(id));
+      for (uint32_t id : inst.outputs)
+        op.outs.push_back(view(id));
+      bound.ops[inst.stream].push_back(std::move(op));
+    }
+    ex->programs_.push_back(std::move(bound));
+  }
+  return ex;
+}
+
+void Executor::execute(const std::vector<Op> &ops, const KernelContext &ctx) {
+  for (const Op &op : ops) {
+    switch (op.kind) {
+    case LoadedInstruction::Kind::kLaunch:
+      op.kernel->run(KernelArgs{op.ins, op.outs, op.params, &ctx});
+      break;
+    case LoadedInstruction::Kind::kRecord:
+      events_.record(op.event);
+      break;
+    case LoadedInstruction::Kind::kWait:
+      events_.wait(op.event, op.waitTarget);
+      break;
+    }
+  }
+}
+
+absl::Status Executor::run(std::string_view program, const KernelContext &ctx) {
+  const BoundProgram *bound = nullptr;
+  for (const BoundProgram &p : programs_)
+    if (p.name == program)
+      bound = &p;
+  if (bound == nullptr)
+    return absl::NotFoundError(
+        absl::StrCat("the plan has no program named \"",
+                     absl::string_view(program.data(), program.size()), "\""));
+  if (numStreams_ == 1) {
+    execute(bound->ops[0], ctx);
+    return absl::OkStatus();
+  }
+  events_.reset();
+  for (int s = 1; s < numStreams_; ++s) {
+    if (bound->ops[s].empty())
+      continue;
+    const std::vector<Op> *ops = &bound->ops[s];
+    workers_[s - 1]->start([this, ops, &ctx] { execute(*ops, ctx); });
+  }
+  execute(bound->ops[0], ctx);
+  for (int s = 1; s < numStreams_; ++s)
+    if (!bound->ops[s].empty())
+      workers_[s - 1]->finish();
+  return absl::OkStatus();
+}
+
+} // namespace braid

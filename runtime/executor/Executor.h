@@ -1,0 +1,68 @@
+// Runs the programs of a loaded plan on the CPU.
+//
+// Every launch is bound to its arena memory once, at construction, so a run
+// is a walk over prepared operations. Each plan stream is a sequence executed
+// in order; streams run concurrently and synchronise only through events.
+// Stream 0 runs on the calling thread and every other stream on a worker
+// thread created with the executor, so a one-stream plan runs with no thread
+// hand-off at all.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/registry/Kernel.h"
+#include "runtime/executor/EventCounters.h"
+#include "runtime/executor/StreamWorker.h"
+#include "runtime/plan/PlanLoader.h"
+
+namespace braid {
+
+class Executor {
+public:
+  // Binds `plan` to `arena` (at least plan.memory.arena_bytes bytes, or
+  // InvalidArgument). The plan, its kernel registry and the arena must
+  // outlive the executor.
+  static absl::StatusOr<std::unique_ptr<Executor>>
+  create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes);
+
+  ~Executor();
+
+  // Runs the program called `program` with `ctx` and returns once every
+  // stream has finished it. NotFound when the plan has no such program.
+  // Not reentrant: one run at a time.
+  absl::Status run(std::string_view program, const KernelContext &ctx);
+
+  int numStreams() const { return numStreams_; }
+
+private:
+  struct Op {
+    LoadedInstruction::Kind kind;
+    const KernelDef *kernel = nullptr;
+    std::vector<TensorView> ins;
+    std::vector<TensorView> outs;
+    const KernelParams *params = nullptr;
+    uint32_t event = 0;
+    int64_t waitTarget = 0;
+  };
+  struct BoundProgram {
+    std::string name;
+    // ops[stream]: the stream's instructions in program order.
+    std::vector<std::vector<Op>> ops;
+  };
+
+  Executor(int numStreams, uint32_t numEvents);
+  void execute(const std::vector<Op> &ops, const KernelContext &ctx);
+
+  int numStreams_;
+  std::vector<BoundProgram> programs_;
+  EventCounters events_;
+  // workers_[s - 1] runs stream s.
+  std::vector<std::unique_ptr<StreamWorker>> workers_;
+};
+
+} // namespace braid

@@ -1,0 +1,108 @@
+// Plan-level settings: format version, stream and event counts, the model
+// summary and the training configuration.
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/plan/PlanChecks.h"
+
+namespace braid::plan_checks {
+namespace {
+
+// Streams become threads and events become counters, so both are bounded to
+// keep a hostile plan from exhausting the machine before it is refused.
+constexpr uint32_t kMaxStreams = 64;
+constexpr uint32_t kMaxEvents = 1u << 16;
+
+bool positiveFinite(double v) { return std::isfinite(v) && v > 0; }
+bool nonNegativeFinite(double v) { return std::isfinite(v) && v >= 0; }
+
+} // namespace
+
+absl::Status checkHeader(const plan::Plan &plan) {
+  if (plan.format_version() != kPlanFormatVersion) {
+    if (plan.format_version() > kPlanFormatVersion)
+      return refuse(absl::StrCat(
+          "plan.format_version is ", plan.format_version(),
+          " but this runtime reads version ", kPlanFormatVersion,
+          ": the plan was written by a newer braidc; use the braid-run of "
+          "the same release"));
+    return refuse(absl::StrCat(
+        "plan.format_version is ", plan.format_version(),
+        " but this runtime reads version ", kPlanFormatVersion,
+        ": the plan was written by an older braidc (or is not a plan); "
+        "recompile the spec"));
+  }
+  if (plan.num_streams() == 0)
+    return refuse("plan.num_streams is 0: a plan needs at least one stream");
+  if (plan.num_streams() > kMaxStreams)
+    return refuse(absl::StrCat("plan.num_streams is ", plan.num_streams(),
+                               ", more than the ", kMaxStreams,
+                               " streams this runtime supports"));
+  if (plan.num_events() > kMaxEvents)
+    return refuse(absl::StrCat("plan.num_events is ", plan.num_events(),
+                               ", more than the ", kMaxEvents,
+                               " events this runtime supports"));
+  const plan::ModelInfo &model = plan.model();
+  if (model.vocab_size() <= 0 || model.vocab_size() > (int64_t{1} << 31))
+    return refuse(absl::StrCat("plan.model.vocab_size is ", model.vocab_size(),
+                               ": it must be in [1, 2^31]"));
+  if (!nonNegativeFinite(model.flops_per_token()))
+    return refuse(absl::StrCat("plan.model.flops_per_token is ",
+                               model.flops_per_token(),
+                               ": it must be finite and non-negative"));
+  return absl::OkStatus();
+}
+
+absl::Status checkTrainConfig(const plan::Plan &plan) {
+  const plan::TrainConfig &t = plan.train();
+  if (t.micro_batch_size() <= 0)
+    return refuse(absl::StrCat("plan.train.micro_batch_size is ",
+                               t.micro_batch_size(), ": it must be positive"));
+  if (t.num_micro_batches() <= 0)
+    return refuse(absl::StrCat("plan.train.num_micro_batches is ",
+                               t.num_micro_batches(), ": it must be positive"));
+  if (t.seq_len() <= 0)
+    return refuse(absl::StrCat("plan.train.seq_len is ", t.seq_len(),
+                               ": it must be positive"));
+  if (t.steps() <= 0)
+    return refuse(absl::StrCat("plan.train.steps is ", t.steps(),
+                               ": it must be positive"));
+  // Sample indices are (step * M + m) * B + b; keep them in 64 bits.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (t.num_micro_batches() > kMax / t.micro_batch_size() ||
+      t.steps() > kMax / (t.num_micro_batches() * t.micro_batch_size()))
+    return refuse("plan.train.steps * num_micro_batches * micro_batch_size "
+                  "does not fit in 64 bits: reduce the steps or the batch");
+  if (!positiveFinite(t.lr()))
+    return refuse(absl::StrCat("plan.train.lr is ", t.lr(),
+                               ": it must be finite and positive"));
+  if (!(t.min_lr() >= 0 && t.min_lr() <= t.lr()))
+    return refuse(absl::StrCat("plan.train.min_lr is ", t.min_lr(),
+                               ": it must be in [0, lr = ", t.lr(), "]"));
+  if (!(t.beta1() >= 0 && t.beta1() < 1))
+    return refuse(absl::StrCat("plan.train.beta1 is ", t.beta1(),
+                               ": it must be in [0, 1)"));
+  if (!(t.beta2() >= 0 && t.beta2() < 1))
+    return refuse(absl::StrCat("plan.train.beta2 is ", t.beta2(),
+                               ": it must be in [0, 1)"));
+  if (!positiveFinite(t.eps()))
+    return refuse(absl::StrCat("plan.train.eps is ", t.eps(),
+                               ": it must be finite and positive"));
+  if (!nonNegativeFinite(t.weight_decay()))
+    return refuse(absl::StrCat("plan.train.weight_decay is ", t.weight_decay(),
+                               ": it must be finite and non-negative"));
+  if (!nonNegativeFinite(t.grad_clip()))
+    return refuse(absl::StrCat("plan.train.grad_clip is ", t.grad_clip(),
+                               ": it must be finite and non-negative "
+                               "(0 disables clipping)"));
+  if (t.warmup_steps() < 0)
+    return refuse(absl::StrCat("plan.train.warmup_steps is ", t.warmup_steps(),
+                               ": it must be non-negative"));
+  if (t.decay() != "cosine" && t.decay() != "constant")
+    return refuse(absl::StrCat("plan.train.decay is \"", t.decay(),
+                               "\": it must be \"cosine\" or \"constant\""));
+  return absl::OkStatus();
+}
+
+} // namespace braid::plan_checks

@@ -1,0 +1,89 @@
+// Loading and validating a plan.
+//
+// A plan arrives from a file the user names, so it is untrusted: loadPlan
+// checks every field against the rules of docs/plan-format.md and refuses the
+// plan with a sentence naming the offending field before any memory is
+// allocated or any kernel runs. What it returns is the plan plus everything
+// the executor and trainer need already resolved (kernel entries, tensor
+// descriptors, kernel parameters, event wait targets), so nothing downstream
+// re-parses or re-checks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "kernels/registry/Kernel.h"
+#include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/plan.pb.h"
+
+namespace braid {
+
+// One instruction of a program, resolved.
+struct LoadedInstruction {
+  enum class Kind { kLaunch, kRecord, kWait };
+  Kind kind = Kind::kLaunch;
+  uint32_t stream = 0;
+  // kLaunch: the kernel entry (owned by the registry), operand ids and the
+  // parsed parameters.
+  const KernelDef *kernel = nullptr;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  KernelParams params;
+  // kRecord / kWait: the event. For kWait, waitTarget is the number of
+  // records of that event that precede the wait in program order: the wait
+  // is satisfied once the event's counter reaches it.
+  uint32_t event = 0;
+  int64_t waitTarget = 0;
+};
+
+struct LoadedProgram {
+  std::string name;
+  std::vector<LoadedInstruction> instructions;
+};
+
+// A validated plan. Holds pointers into the KernelRegistry it was loaded
+// with, which must outlive it.
+struct LoadedPlan {
+  plan::Plan proto;
+  Device device = Device::kCPU;
+  // descs[id]: shape and dtype of tensor `id`.
+  std::vector<TensorDesc> descs;
+  std::vector<LoadedProgram> programs;
+  // Ids of the INPUT tensors by role.
+  uint32_t tokens = 0;
+  uint32_t labels = 0;
+  std::optional<uint32_t> positions;
+  // Ids of the PARAMETER tensors, in plan order.
+  std::vector<uint32_t> parameters;
+
+  // Null when the plan has no program of that name.
+  const LoadedProgram *findProgram(std::string_view name) const;
+  // The id of the tensor called `name`; nullopt when there is none.
+  std::optional<uint32_t> findTensor(std::string_view name) const;
+
+  absl::flat_hash_map<std::string, uint32_t> tensorsByName;
+};
+
+// Parses a binary plan and validates it for `device` against the kernels of
+// `registry`. Returns InvalidArgument with a sentence naming the first
+// problem found (field path, tensor or instruction, and what to change).
+absl::StatusOr<LoadedPlan>
+loadPlan(std::string_view bytes, const KernelRegistry &registry, Device device);
+
+// Reads `path` and calls loadPlan. A missing or unreadable file is NotFound /
+// InvalidArgument naming the path.
+absl::StatusOr<LoadedPlan> loadPlanFile(const std::string &path,
+                                        const KernelRegistry &registry,
+                                        Device device);
+
+// "f32", "bf16", "i32" for a plan dtype; "unspecified" otherwise.
+const char *planDTypeName(plan::DType dtype);
+// "PARAMETER", "ACTIVATION", ... for a tensor kind.
+const char *tensorKindName(plan::TensorKind kind);
+
+} // namespace braid

@@ -1,0 +1,201 @@
+// Tensors the runtime itself touches: the inputs it fills, the scalars it
+// reads back, and the parameters it initialises and checkpoints.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/plan/PlanChecks.h"
+
+namespace braid::plan_checks {
+namespace {
+
+bool sameShape(const plan::Tensor &a, const plan::Tensor &b) {
+  return a.shape_size() == b.shape_size() &&
+         std::equal(a.shape().begin(), a.shape().end(), b.shape().begin());
+}
+
+const char *roleName(plan::InputRole role) {
+  switch (role) {
+  case plan::TOKENS:
+    return "TOKENS";
+  case plan::LABELS:
+    return "LABELS";
+  case plan::POSITIONS:
+    return "POSITIONS";
+  default:
+    return "UNSPECIFIED";
+  }
+}
+
+absl::Status checkInputs(const plan::Plan &plan, LoadedPlan &loaded) {
+  const int64_t rows = plan.train().micro_batch_size();
+  const int64_t cols = plan.train().seq_len();
+  std::optional<uint32_t> byRole[4];
+  for (int i = 0; i < plan.tensors_size(); ++i) {
+    const plan::Tensor &t = plan.tensors(i);
+    const uint32_t id = static_cast<uint32_t>(i);
+    if (t.kind() != plan::INPUT) {
+      if (t.role() != plan::ROLE_UNSPECIFIED)
+        return refuse(absl::StrCat(
+            tensorRef(plan, id), " has role ", roleName(t.role()), " but kind ",
+            tensorKindName(t.kind()), ": only INPUT tensors carry a role"));
+      continue;
+    }
+    if (t.role() < plan::TOKENS || t.role() > plan::POSITIONS)
+      return refuse(absl::StrCat(tensorRef(plan, id),
+                                 " is an INPUT without a role: set role to "
+                                 "TOKENS, LABELS or POSITIONS"));
+    std::optional<uint32_t> &slot = byRole[t.role()];
+    if (slot)
+      return refuse(absl::StrCat(tensorRef(plan, id), " and ",
+                                 tensorRef(plan, *slot), " both have role ",
+                                 roleName(t.role()),
+                                 ": each role belongs to exactly one INPUT"));
+    slot = id;
+    if (t.dtype() != plan::I32 || t.shape_size() != 2 || t.shape(0) != rows ||
+        t.shape(1) != cols)
+      return refuse(absl::StrCat(
+          tensorRef(plan, id), " (role ", roleName(t.role()), ") is ",
+          planDTypeName(t.dtype()), " ", shapeString(t), ": it must be i32 [",
+          rows, ", ", cols, "] (plan.train micro_batch_size, seq_len)"));
+  }
+  for (plan::InputRole role : {plan::TOKENS, plan::LABELS}) {
+    if (!byRole[role])
+      return refuse(absl::StrCat("the plan has no INPUT tensor with role ",
+                                 roleName(role), ": one is required"));
+  }
+  loaded.tokens = *byRole[plan::TOKENS];
+  loaded.labels = *byRole[plan::LABELS];
+  loaded.positions = byRole[plan::POSITIONS];
+  return absl::OkStatus();
+}
+
+absl::Status checkReadBackScalar(const plan::Plan &plan, uint32_t id,
+                                 absl::string_view field) {
+  if (id >= static_cast<uint32_t>(plan.tensors_size()))
+    return refuse(absl::StrCat("plan.", field, " is ", id, " but the plan has ",
+                               plan.tensors_size(), " tensors"));
+  const plan::Tensor &t = plan.tensors(id);
+  if (t.kind() != plan::SCALAR || t.dtype() != plan::F32 || t.shape_size() != 0)
+    return refuse(absl::StrCat("plan.", field, " names ", tensorRef(plan, id),
+                               ", which is ", tensorKindName(t.kind()), " ",
+                               planDTypeName(t.dtype()), " ", shapeString(t),
+                               ": it must be a SCALAR f32 of shape []"));
+  return absl::OkStatus();
+}
+
+// One companion tensor (gradient or moment) of a parameter.
+absl::Status checkCompanion(const plan::Plan &plan, uint32_t param, uint32_t id,
+                            absl::string_view field, plan::TensorKind kind,
+                            absl::flat_hash_map<uint32_t, uint32_t> &owner) {
+  std::string where = absl::StrCat(tensorRef(plan, param), ": param.", field);
+  if (id >= static_cast<uint32_t>(plan.tensors_size()))
+    return refuse(absl::StrCat(where, " is ", id, " but the plan has ",
+                               plan.tensors_size(), " tensors"));
+  const plan::Tensor &p = plan.tensors(param);
+  const plan::Tensor &t = plan.tensors(id);
+  if (t.kind() != kind)
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
+                               " of kind ", tensorKindName(t.kind()),
+                               ": it must be ", tensorKindName(kind)));
+  if (t.dtype() != plan::F32 || !sameShape(p, t))
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id), ", ",
+                               planDTypeName(t.dtype()), " ", shapeString(t),
+                               ": it must be f32 ", shapeString(p),
+                               " like the parameter"));
+  auto [it, inserted] = owner.emplace(id, param);
+  if (!inserted)
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
+                               ", which already belongs to ",
+                               tensorRef(plan, it->second),
+                               ": each parameter needs its own gradient and "
+                               "moments"));
+  return absl::OkStatus();
+}
+
+absl::Status checkParameters(const plan::Plan &plan, LoadedPlan &loaded) {
+  absl::flat_hash_map<uint32_t, uint32_t> owner;
+  absl::flat_hash_set<std::string> aliases;
+  for (int i = 0; i < plan.tensors_size(); ++i) {
+    const plan::Tensor &t = plan.tensors(i);
+    const uint32_t id = static_cast<uint32_t>(i);
+    if (t.kind() != plan::PARAMETER)
+      continue;
+    std::string ref = tensorRef(plan, id);
+    if (t.dtype() != plan::F32)
+      return refuse(absl::StrCat(ref, " is a ", planDTypeName(t.dtype()),
+                                 " PARAMETER: parameters are f32 master "
+                                 "weights"));
+    const plan::ParameterInfo &info = t.param();
+    switch (info.init()) {
+    case plan::NORMAL:
+      if (!(std::isfinite(info.init_std()) && info.init_std() > 0))
+        return refuse(absl::StrCat(ref, ": param.init is NORMAL with init_std ",
+                                   info.init_std(),
+                                   "; the std must be finite and positive"));
+      break;
+    case plan::ZEROS:
+    case plan::ONES:
+      break;
+    default:
+      return refuse(absl::StrCat(ref, ": param.init is ",
+                                 static_cast<int>(info.init()),
+                                 "; it must be NORMAL, ZEROS or ONES"));
+    }
+    if (absl::Status s = checkCompanion(plan, id, info.grad(), "grad",
+                                        plan::GRADIENT, owner);
+        !s.ok())
+      return s;
+    if (absl::Status s = checkCompanion(plan, id, info.exp_avg(), "exp_avg",
+                                        plan::OPTIMIZER_STATE, owner);
+        !s.ok())
+      return s;
+    if (absl::Status s =
+            checkCompanion(plan, id, info.exp_avg_sq(), "exp_avg_sq",
+                           plan::OPTIMIZER_STATE, owner);
+        !s.ok())
+      return s;
+    if (info.checkpoint_transposed() && t.shape_size() != 2)
+      return refuse(absl::StrCat(ref, " has param.checkpoint_transposed but ",
+                                 t.shape_size(),
+                                 " dimensions: only matrices can be stored "
+                                 "transposed"));
+    if (!info.tied_alias().empty()) {
+      if (loaded.tensorsByName.contains(info.tied_alias()))
+        return refuse(absl::StrCat(ref, ": param.tied_alias \"",
+                                   absl::CEscape(info.tied_alias()),
+                                   "\" is already the name of a tensor"));
+      if (!aliases.insert(info.tied_alias()).second)
+        return refuse(absl::StrCat(ref, ": param.tied_alias \"",
+                                   absl::CEscape(info.tied_alias()),
+                                   "\" is the alias of another parameter too"));
+    }
+    loaded.parameters.push_back(id);
+  }
+  if (loaded.parameters.empty())
+    return refuse(
+        "the plan has no PARAMETER tensors: there is nothing to train");
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status checkRoles(const plan::Plan &plan, LoadedPlan &loaded) {
+  if (absl::Status s = checkInputs(plan, loaded); !s.ok())
+    return s;
+  if (absl::Status s =
+          checkReadBackScalar(plan, plan.loss_tensor(), "loss_tensor");
+      !s.ok())
+    return s;
+  if (absl::Status s = checkReadBackScalar(plan, plan.grad_norm_tensor(),
+                                           "grad_norm_tensor");
+      !s.ok())
+    return s;
+  return checkParameters(plan, loaded);
+}
+
+} // namespace braid::plan_checks

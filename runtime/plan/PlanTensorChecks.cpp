@@ -1,0 +1,117 @@
+// The tensor table: ids, names, dtypes, shapes, byte sizes and offsets.
+#include <limits>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/plan/PlanChecks.h"
+
+namespace braid::plan_checks {
+namespace {
+
+constexpr uint64_t kAlignment = kPlanAlignment;
+
+bool knownDType(plan::DType d) {
+  return d == plan::F32 || d == plan::BF16 || d == plan::I32;
+}
+
+bool knownKind(plan::TensorKind k) {
+  return k >= plan::PARAMETER && k <= plan::SCALAR;
+}
+
+DType kernelDType(plan::DType d) {
+  switch (d) {
+  case plan::BF16:
+    return DType::kBF16;
+  case plan::I32:
+    return DType::kI32;
+  default:
+    return DType::kF32;
+  }
+}
+
+int64_t planDTypeSize(plan::DType d) { return d == plan::BF16 ? 2 : 4; }
+
+} // namespace
+
+absl::Status refuse(std::string message) {
+  return absl::InvalidArgumentError(std::move(message));
+}
+
+std::string shapeString(const plan::Tensor &t) {
+  std::string s = "[";
+  for (int i = 0; i < t.shape_size(); ++i)
+    absl::StrAppend(&s, i ? ", " : "", t.shape(i));
+  return s + "]";
+}
+
+std::string tensorRef(const plan::Plan &plan, uint32_t id) {
+  if (id >= static_cast<uint32_t>(plan.tensors_size()))
+    return absl::StrCat("plan.tensors[", id, "]");
+  return absl::StrCat("plan.tensors[", id, "] (",
+                      absl::CEscape(plan.tensors(id).name()), ")");
+}
+
+absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
+  const uint64_t arena = plan.memory().arena_bytes();
+  loaded.descs.reserve(plan.tensors_size());
+  for (int i = 0; i < plan.tensors_size(); ++i) {
+    const plan::Tensor &t = plan.tensors(i);
+    const uint32_t id = static_cast<uint32_t>(i);
+    std::string ref = tensorRef(plan, id);
+    if (t.id() != id)
+      return refuse(absl::StrCat(ref, " has id ", t.id(),
+                                 ": a tensor's id must equal its index in "
+                                 "plan.tensors"));
+    if (t.name().empty())
+      return refuse(absl::StrCat(ref, " has no name: every tensor needs one"));
+    auto [it, inserted] = loaded.tensorsByName.emplace(t.name(), id);
+    if (!inserted)
+      return refuse(absl::StrCat(ref, " has the same name as ",
+                                 tensorRef(plan, it->second),
+                                 ": tensor names must be unique"));
+    if (!knownDType(t.dtype()))
+      return refuse(absl::StrCat(ref, " has dtype ",
+                                 static_cast<int>(t.dtype()),
+                                 ": it must be F32, BF16 or I32"));
+    if (!knownKind(t.kind()))
+      return refuse(absl::StrCat(ref, " has kind ", static_cast<int>(t.kind()),
+                                 ": it must be one of PARAMETER, GRADIENT, "
+                                 "OPTIMIZER_STATE, INPUT, ACTIVATION, SCALAR"));
+
+    // numel * dtype size, refusing anything that would overflow 63 bits.
+    const int64_t elemSize = planDTypeSize(t.dtype());
+    const int64_t maxElems = std::numeric_limits<int64_t>::max() / elemSize;
+    int64_t numel = 1;
+    for (int d = 0; d < t.shape_size(); ++d) {
+      int64_t dim = t.shape(d);
+      if (dim < 0)
+        return refuse(absl::StrCat(ref, " has shape ", shapeString(t),
+                                   ": dimension ", d, " is negative"));
+      if (dim != 0 && numel > maxElems / dim)
+        return refuse(absl::StrCat(ref, " has shape ", shapeString(t),
+                                   ": its byte size does not fit in 64 bits"));
+      numel *= dim;
+    }
+    const uint64_t expected = static_cast<uint64_t>(numel * elemSize);
+    if (t.size_bytes() != expected)
+      return refuse(absl::StrCat(ref, " has size_bytes ", t.size_bytes(),
+                                 " but shape ", shapeString(t), " of ",
+                                 planDTypeName(t.dtype()), " needs ", expected,
+                                 " bytes"));
+    if (t.offset() % kAlignment != 0)
+      return refuse(absl::StrCat(ref, ": offset ", t.offset(), " is not ",
+                                 kAlignment, "-byte aligned"));
+    if (t.size_bytes() > arena || t.offset() > arena - t.size_bytes())
+      return refuse(absl::StrCat(ref, ": offset ", t.offset(), " + size_bytes ",
+                                 t.size_bytes(),
+                                 " does not fit in the arena of ", arena,
+                                 " bytes (plan.memory.arena_bytes)"));
+    TensorDesc desc;
+    desc.shape.assign(t.shape().begin(), t.shape().end());
+    desc.dtype = kernelDType(t.dtype());
+    loaded.descs.push_back(std::move(desc));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace braid::plan_checks

@@ -1,0 +1,15 @@
+// The plan's memory report, as braid-run prints it at start-up.
+#pragma once
+
+#include <string>
+
+#include "runtime/plan/plan.pb.h"
+
+namespace braid {
+
+// One line: "memory per rank: parameters 1.06 MiB | gradients 1.06 MiB |
+// optimizer state 2.12 MiB | inputs 4.00 KiB | activations peak 3.50 MiB
+// (saved 1.20 MiB) | arena 7.75 MiB".
+std::string formatMemoryReport(const plan::MemoryReport &memory);
+
+} // namespace braid

@@ -1,0 +1,48 @@
+#include "runtime/train/ParameterInit.h"
+
+#include <algorithm>
+
+#include "kernels/common/Random.h"
+#include "kernels/cpu/ThreadPool.h"
+
+namespace braid {
+namespace {
+
+void fillNormal(float *out, int64_t begin, int64_t end, uint64_t key,
+                double stddev) {
+  for (int64_t i = begin; i < end; ++i)
+    out[i] =
+        static_cast<float>(stddev * rng::normal(key, static_cast<uint64_t>(i)));
+}
+
+} // namespace
+
+void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool) {
+  const uint64_t seed = plan.proto.train().seed();
+  for (uint32_t id : plan.parameters) {
+    const plan::Tensor &t = plan.proto.tensors(id);
+    auto *out = reinterpret_cast<float *>(arena + t.offset());
+    const int64_t n = plan.descs[id].numel();
+    switch (t.param().init()) {
+    case plan::ZEROS:
+      std::fill(out, out + n, 0.0f);
+      break;
+    case plan::ONES:
+      std::fill(out, out + n, 1.0f);
+      break;
+    default: {
+      const uint64_t key = rng::parameterKey(seed, t.name());
+      const double stddev = t.param().init_std();
+      if (pool != nullptr)
+        pool->parallelFor(n, 4096, [&](int64_t begin, int64_t end) {
+          fillNormal(out, begin, end, key, stddev);
+        });
+      else
+        fillNormal(out, 0, n, key, stddev);
+      break;
+    }
+    }
+  }
+}
+
+} // namespace braid

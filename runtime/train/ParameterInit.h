@@ -1,0 +1,19 @@
+// Initial parameter values (docs/numerics.md, "Initial weights"): element i
+// of a NORMAL parameter is float(init_std * z_i), z_i the i-th normal draw of
+// rng::parameterKey(seed, name); ZEROS and ONES are constants. Values depend
+// only on the seed and the name, never on thread count or parameter order.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/plan/PlanLoader.h"
+
+namespace braid {
+
+class ThreadPool;
+
+// Writes the initial value of every PARAMETER of `plan` into `arena`. Spreads
+// the work over `pool` when given.
+void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool);
+
+} // namespace braid

@@ -1,0 +1,32 @@
+// The per-step outputs of a training run: the progress line a person reads
+// and the JSON-lines record a script reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace braid {
+
+struct StepReport {
+  int64_t step = 0; // 1-based
+  int64_t totalSteps = 0;
+  double loss = 0;
+  double lr = 0;
+  double gradNorm = 0;
+  double tokensPerSecond = 0;
+  // Model FLOPs utilisation in [0, 1]; negative when unknown.
+  double mfu = -1;
+  // Estimated time to the end of this run; negative when unknown.
+  double etaSeconds = -1;
+};
+
+// "step   12/300 | loss 2.8431 | lr 1.80e-03 | grad_norm 0.912 |
+//  41.2k tok/s | MFU 23.1% | ETA 0:01:47" (one line, no newline).
+std::string formatProgressLine(const StepReport &report);
+
+// {"step":12,"loss":2.84310007,"lr":0.00180000004,"grad_norm":0.912,
+//  "tokens_per_s":41234.5} (one line, no newline). Floats use %.9g, enough
+// to round-trip fp32; NaN and infinities, which JSON lacks, print as null.
+std::string formatJsonLine(const StepReport &report);
+
+} // namespace braid

@@ -1,0 +1,165 @@
+#include "runtime/train/TrainingLoop.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/train/HumanUnits.h"
+#include "runtime/train/MemoryReport.h"
+#include "runtime/train/PeakFlops.h"
+#include "runtime/train/ProgressLog.h"
+#include "runtime/train/StopSignal.h"
+
+namespace braid {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using File = std::unique_ptr<FILE, int (*)(FILE *)>;
+
+// The measurement MFU is computed against, printed so that a reader knows
+// what "100%" means.
+double peakGflops(const RunOptions &options) {
+  if (options.peakGflops > 0) {
+    std::fprintf(options.out, "peak: %.1f GFLOP/s (from --peak-gflops)\n",
+                 options.peakGflops);
+    return options.peakGflops;
+  }
+  PeakMeasurement m = measureSgemmPeak(0.3);
+  std::fprintf(options.out,
+               "peak: %.1f GFLOP/s (measured: best of %d sgemm %dx%dx%d)\n",
+               m.gflops, m.products, m.size, m.size, m.size);
+  return m.gflops;
+}
+
+void printStartup(const Trainer &trainer, const RunOptions &options) {
+  const plan::Plan &plan = trainer.plan().proto;
+  const plan::TrainConfig &t = plan.train();
+  const DataLoader &data = trainer.data();
+  std::string text = absl::StrFormat(
+      "plan %s: %s, %s parameters, %d stream%s | batch %d x %d micro-batches "
+      "x %d tokens | %d threads\n",
+      plan.name(), plan.model().family(),
+      humanCount(static_cast<double>(plan.model().num_parameters())),
+      plan.num_streams(), plan.num_streams() == 1 ? "" : "s",
+      t.micro_batch_size(), t.num_micro_batches(), t.seq_len(),
+      trainer.numThreads());
+  absl::StrAppend(&text, formatMemoryReport(plan.memory()), "\n");
+  absl::StrAppend(
+      &text, absl::StrFormat(
+                 "data: '%s' (%s), %d tokens, %d windows of %d%s\n",
+                 data.data().origin(), tokenFormatName(data.data().format()),
+                 data.data().size(), data.numWindows(), data.seqLen() + 1,
+                 data.shuffled() ? ", shuffled" : ""));
+  std::fputs(text.c_str(), options.out);
+}
+
+absl::Status save(Trainer &trainer, const RunOptions &options) {
+  absl::StatusOr<std::string> dir = trainer.saveCheckpoint(options.saveDir);
+  if (!dir.ok())
+    return dir.status();
+  if (!options.quiet)
+    std::fprintf(options.out, "saved checkpoint %s\n", dir->c_str());
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
+  const int64_t total = trainer.totalSteps();
+  const int64_t last =
+      options.stopAfter > 0 ? std::min(options.stopAfter, total) : total;
+  double peak = 0;
+  if (!options.quiet) {
+    printStartup(trainer, options);
+    peak = peakGflops(options);
+    std::fflush(options.out);
+  }
+  File log(nullptr, &std::fclose);
+  if (!options.logPath.empty()) {
+    log.reset(std::fopen(options.logPath.c_str(),
+                         trainer.stepsDone() == 0 ? "w" : "a"));
+    if (!log)
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot open the log file '", options.logPath,
+                       "': ", std::strerror(errno)));
+  }
+
+  const double flopsPerToken = trainer.plan().proto.model().flops_per_token();
+  const int64_t firstStep = trainer.stepsDone();
+  const Clock::time_point runStart = Clock::now();
+  bool savedLast = false;
+  while (trainer.stepsDone() < last && stopSignal() == 0) {
+    const Clock::time_point t0 = Clock::now();
+    absl::StatusOr<StepResult> r = trainer.trainStep();
+    if (!r.ok())
+      return r.status();
+    const Clock::time_point t1 = Clock::now();
+    const double stepSeconds = std::chrono::duration<double>(t1 - t0).count();
+    const double runSeconds =
+        std::chrono::duration<double>(t1 - runStart).count();
+    const int64_t doneHere = r->step - firstStep;
+
+    StepReport report;
+    report.step = r->step;
+    report.totalSteps = total;
+    report.loss = r->loss;
+    report.lr = r->lr;
+    report.gradNorm = r->gradNorm;
+    report.tokensPerSecond =
+        stepSeconds > 0 ? trainer.tokensPerStep() / stepSeconds : 0;
+    if (peak > 0 && flopsPerToken > 0)
+      report.mfu = report.tokensPerSecond * flopsPerToken / (peak * 1e9);
+    report.etaSeconds = runSeconds / doneHere * (last - r->step);
+    if (!options.quiet) {
+      std::fprintf(options.out, "%s\n", formatProgressLine(report).c_str());
+      std::fflush(options.out);
+    }
+    if (log) {
+      std::fprintf(log.get(), "%s\n", formatJsonLine(report).c_str());
+      if (std::fflush(log.get()) != 0)
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot write the log file '", options.logPath,
+                         "': ", std::strerror(errno)));
+    }
+    if (!std::isfinite(r->loss))
+      return absl::InternalError(absl::StrCat(
+          "step ", r->step, ": the loss is ", r->loss,
+          "; stopping (lower the learning rate, or resume from the last "
+          "checkpoint)"));
+    savedLast = false;
+    if (!options.saveDir.empty() && options.saveInterval > 0 &&
+        r->step % options.saveInterval == 0) {
+      if (absl::Status s = save(trainer, options); !s.ok())
+        return s;
+      savedLast = true;
+    }
+  }
+
+  if (!options.saveDir.empty() && !savedLast &&
+      trainer.stepsDone() > firstStep) {
+    if (absl::Status s = save(trainer, options); !s.ok())
+      return s;
+  }
+  if (int sig = stopSignal(); sig != 0) {
+    std::fprintf(
+        options.err, "braid-run: stopped by %s after step %lld of %lld%s\n",
+        sig == SIGINT    ? "SIGINT"
+        : sig == SIGTERM ? "SIGTERM"
+                         : "a signal",
+        static_cast<long long>(trainer.stepsDone()),
+        static_cast<long long>(total),
+        options.saveDir.empty() ? " (no --save-dir: progress was not saved)"
+                                : "; resume with --resume");
+    return 128 + sig;
+  }
+  return 0;
+}
+
+} // namespace braid

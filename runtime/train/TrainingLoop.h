@@ -1,0 +1,41 @@
+// The training run braid-run performs: start-up reports, one progress line
+// and one JSON log record per step, periodic and final checkpoints, and a
+// graceful stop on SIGINT / SIGTERM (see StopSignal.h; installing the
+// handlers is the caller's choice).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/train/Trainer.h"
+
+namespace braid {
+
+struct RunOptions {
+  // JSON-lines log; empty: none. Truncated when the run starts at step 0,
+  // appended to when it continues a checkpoint.
+  std::string logPath;
+  // Checkpoints go to saveDir/step-NNNNNN; empty: no checkpoints.
+  std::string saveDir;
+  // Save every saveInterval steps (0: only at the end or on a stop).
+  int64_t saveInterval = 0;
+  // Stop after this step (0: run to the trainer's total).
+  int64_t stopAfter = 0;
+  // No start-up report or progress lines (errors still print).
+  bool quiet = false;
+  // Peak GFLOP/s for MFU; 0: measure sgemm at start-up.
+  double peakGflops = 0;
+  FILE *out = stdout;
+  FILE *err = stderr;
+};
+
+// Trains from the trainer's current step to its total (or options.stopAfter)
+// and returns the process exit code: 0 when it reached its last step, 128 +
+// the signal number when a signal stopped it (after finishing the step in
+// flight and saving a checkpoint when saveDir is set). An error status for
+// an unwritable log or checkpoint, or a loss that is no longer finite.
+absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options);
+
+} // namespace braid

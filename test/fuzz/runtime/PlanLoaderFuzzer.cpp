@@ -1,0 +1,36 @@
+// Arbitrary bytes as a plan. loadPlan must refuse or accept without
+// crashing; an accepted plan with a small arena is then bound and run once,
+// since "validated" has to mean "safe to execute".
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/registry/Kernel.h"
+#include "runtime/device/cpu/CpuArena.h"
+#include "runtime/executor/Executor.h"
+#include "runtime/plan/PlanLoader.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  using namespace braid;
+  absl::StatusOr<LoadedPlan> plan =
+      loadPlan(std::string_view(reinterpret_cast<const char *>(data), size),
+               defaultKernelRegistry(), Device::kCPU);
+  if (!plan.ok())
+    return 0;
+  // Bounded so that every accepted input runs in milliseconds.
+  constexpr uint64_t kMaxArena = 1 << 20;
+  if (plan->proto.memory().arena_bytes() > kMaxArena)
+    return 0;
+  absl::StatusOr<CpuArena> arena =
+      CpuArena::create(plan->proto.memory().arena_bytes());
+  if (!arena.ok())
+    return 0;
+  absl::StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::create(*plan, arena->data(), arena->size());
+  if (!executor.ok())
+    return 0;
+  KernelContext ctx;
+  for (const LoadedProgram &program : plan->programs)
+    (void)(*executor)->run(program.name, ctx);
+  return 0;
+}

@@ -1,0 +1,226 @@
+// Checkpoint layout (names, transposition, tied aliases, metadata), atomic
+// saving, finding the latest checkpoint, and refusing mismatched ones.
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/ckpt/Checkpoint.h"
+#include "runtime/ckpt/Safetensors.h"
+#include "runtime/data/WholeFile.h"
+#include "test/unit/runtime/TestKernels.h"
+#include "test/unit/runtime/TinyTrainer.h"
+#include "gtest/gtest.h"
+
+namespace braid {
+namespace {
+
+namespace fs = std::filesystem;
+using test::freshDir;
+using test::TinyModelOptions;
+using test::tinyTrainer;
+
+TinyModelOptions tiedAndTransposed() {
+  TinyModelOptions o;
+  o.transposedHead = true;
+  o.embeddingAlias = "tied.embedding";
+  return o;
+}
+
+// A checkpoint of one trained step of the tiny model, in a fresh directory.
+std::string savedCheckpoint(const std::string &name,
+                            const TinyModelOptions &model) {
+  auto trainer = tinyTrainer(model);
+  EXPECT_TRUE(trainer->trainStep().ok());
+  absl::StatusOr<std::string> dir = trainer->saveCheckpoint(freshDir(name));
+  EXPECT_TRUE(dir.ok()) << dir.status();
+  return *dir;
+}
+
+absl::Status readAgainst(const std::string &dir,
+                         const TinyModelOptions &model) {
+  absl::StatusOr<LoadedPlan> plan =
+      loadPlan(test::tinyModelPlan(model).SerializeAsString(),
+               test::testKernelRegistry(), Device::kCPU);
+  EXPECT_TRUE(plan.ok());
+  return readCheckpoint(dir, *plan).status();
+}
+
+#define EXPECT_MESSAGE(status, fragment)                                       \
+  do {                                                                         \
+    absl::Status s_ = (status);                                                \
+    ASSERT_FALSE(s_.ok());                                                     \
+    EXPECT_NE(std::string(s_.message()).find(fragment), std::string::npos)     \
+        << "message: " << s_.message();                                        \
+  } while (false)
+
+TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
+  auto trainer = tinyTrainer(tiedAndTransposed());
+  ASSERT_TRUE(trainer->trainStep().ok());
+  absl::StatusOr<std::string> dir =
+      trainer->saveCheckpoint(freshDir("ckpt-layout"));
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  EXPECT_EQ(fs::path(*dir).filename(), "step-000001");
+
+  absl::StatusOr<SafetensorsFile> model =
+      SafetensorsFile::read(*dir + "/model.safetensors");
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<std::string> names;
+  for (const SafetensorsTensor &t : model->tensors())
+    names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "model.embed_tokens.weight", "tied.embedding",
+                       "model.norm.weight", "lm_head.weight"}));
+  EXPECT_EQ(model->metadata().at("format"), "pt");
+
+  // lm_head is [256, 16] inside Braid and [16, 256] in the file.
+  const SafetensorsTensor *head = model->find("lm_head.weight");
+  EXPECT_EQ(head->shape, (std::vector<int64_t>{16, 256}));
+  absl::Span<float> inside = *trainer->f32Tensor("lm_head.weight");
+  const auto *stored = reinterpret_cast<const float *>(head->data.data());
+  for (int r = 0; r < 256; r += 17)
+    for (int c = 0; c < 16; ++c)
+      ASSERT_EQ(stored[c * 256 + r], inside[r * 16 + c]);
+  // The alias holds exactly the embedding's bytes.
+  EXPECT_EQ(model->find("tied.embedding")->data,
+            model->find("model.embed_tokens.weight")->data);
+
+  absl::StatusOr<SafetensorsFile> opt =
+      SafetensorsFile::read(*dir + "/optimizer.safetensors");
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  EXPECT_EQ(opt->tensors().size(), 6u);
+  ASSERT_NE(opt->find("lm_head.weight.exp_avg_sq"), nullptr);
+  EXPECT_EQ(opt->find("lm_head.weight.exp_avg")->shape,
+            (std::vector<int64_t>{256, 16}));
+  const std::map<std::string, std::string> expected = {
+      {"format", "pt"},     {"format_version", "1"},    {"step", "1"},
+      {"data_cursor", "4"}, {"seed", "1234"},           {"total_steps", "6"},
+      {"shuffle", "false"}, {"plan_name", "tiny-model"}};
+  EXPECT_EQ(opt->metadata(), expected);
+}
+
+TEST(Checkpoint, ResumeRestoresTransposedAndTiedTensorsExactly) {
+  auto trainer = tinyTrainer(tiedAndTransposed());
+  ASSERT_TRUE(trainer->trainStep().ok());
+  ASSERT_TRUE(trainer->trainStep().ok());
+  absl::StatusOr<std::string> dir =
+      trainer->saveCheckpoint(freshDir("ckpt-restore"));
+  ASSERT_TRUE(dir.ok());
+  auto other = tinyTrainer(tiedAndTransposed());
+  ASSERT_TRUE(other->resume(*dir).ok());
+  EXPECT_EQ(test::trainedState(*other), test::trainedState(*trainer));
+}
+
+TEST(Checkpoint, SavesAtomicallyAndFindsTheLatest) {
+  auto trainer = tinyTrainer();
+  std::string root = freshDir("ckpt-latest");
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(trainer->trainStep().ok());
+    ASSERT_TRUE(trainer->saveCheckpoint(root).ok());
+  }
+  // Saving step 2 again replaces it in place.
+  ASSERT_TRUE(trainer->saveCheckpoint(root).ok());
+  std::vector<std::string> entries;
+  for (const auto &e : fs::directory_iterator(root))
+    entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"step-000001", "step-000002"}));
+
+  // Step 10 sorts below step 2 as text; the number decides. A directory
+  // without model.safetensors (an interrupted copy) is ignored.
+  fs::copy(root + "/step-000001", root + "/step-000010");
+  fs::create_directory(root + "/step-000099");
+  EXPECT_EQ(*findCheckpointDir(root), root + "/step-000010");
+  EXPECT_EQ(*findCheckpointDir(root + "/step-000001"), root + "/step-000001");
+  EXPECT_EQ(findCheckpointDir(freshDir("ckpt-empty")).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_MESSAGE(findCheckpointDir("/nonexistent/ckpt").status(),
+                 "the checkpoint directory '/nonexistent/ckpt' does not "
+                 "exist");
+  EXPECT_MESSAGE(trainer->saveCheckpoint("/proc/forbidden").status(),
+                 "cannot create the checkpoint directory '/proc/forbidden'");
+}
+
+TEST(Checkpoint, RefusesCheckpointsOfAnotherModel) {
+  std::string dir = savedCheckpoint("ckpt-mismatch", tiedAndTransposed());
+  TinyModelOptions narrower = tiedAndTransposed();
+  narrower.hidden = 8;
+  EXPECT_MESSAGE(readAgainst(dir, narrower),
+                 "stores tensor \"model.embed_tokens.weight\" with shape "
+                 "[256, 16] but the plan needs [256, 8]");
+  TinyModelOptions untransposed = tiedAndTransposed();
+  untransposed.transposedHead = false;
+  EXPECT_MESSAGE(readAgainst(dir, untransposed),
+                 "stores tensor \"lm_head.weight\" with shape [16, 256] but "
+                 "the plan needs [256, 16]");
+  EXPECT_MESSAGE(readAgainst(dir, {}),
+                 "holds tensor \"tied.embedding\", which the plan does not "
+                 "have: it was saved from a different model");
+  std::string plain = savedCheckpoint("ckpt-plain", {});
+  EXPECT_MESSAGE(readAgainst(plain, tiedAndTransposed()),
+                 "lacks tensor \"tied.embedding\", which the plan has");
+  EXPECT_TRUE(readAgainst(dir, tiedAndTransposed()).ok());
+}
+
+// Rewrites one file of a checkpoint through `edit`.
+void rewrite(
+    const std::string &path,
+    const std::function<void(std::vector<SafetensorsTensor> &,
+                             std::map<std::string, std::string> &)> &edit) {
+  // The reader maps the file, so its bytes are copied out before the file
+  // is truncated and rewritten.
+  absl::StatusOr<SafetensorsFile> f =
+      SafetensorsFile::parse(*readWholeFile(path, "test"), path);
+  ASSERT_TRUE(f.ok());
+  std::vector<SafetensorsTensor> tensors = f->tensors();
+  std::map<std::string, std::string> metadata = f->metadata();
+  edit(tensors, metadata);
+  ASSERT_TRUE(writeSafetensors(path, tensors, metadata).ok());
+}
+
+TEST(Checkpoint, RefusesBadDtypesAndMetadata) {
+  std::string dir = savedCheckpoint("ckpt-dtype", {});
+  rewrite(dir + "/model.safetensors", [](auto &tensors, auto &) {
+    for (SafetensorsTensor &t : tensors)
+      if (t.name == "model.norm.weight") {
+        t.dtype = "F16";
+        t.shape = {32};
+      }
+  });
+  EXPECT_MESSAGE(readAgainst(dir, {}),
+                 "stores tensor \"model.norm.weight\" as F16 but the plan "
+                 "needs F32");
+
+  auto metadataCase = [](const char *name, const char *key, const char *value,
+                         const char *fragment) {
+    std::string d = savedCheckpoint(name, {});
+    rewrite(d + "/optimizer.safetensors", [&](auto &, auto &metadata) {
+      if (value == nullptr)
+        metadata.erase(key);
+      else
+        metadata[key] = value;
+    });
+    EXPECT_MESSAGE(readAgainst(d, {}), fragment);
+  };
+  metadataCase("ckpt-meta-1", "format_version", "2",
+               "has format version 2 but this runtime reads version 1");
+  metadataCase("ckpt-meta-2", "step", nullptr,
+               "has no valid \"step\" in its metadata");
+  metadataCase("ckpt-meta-3", "data_cursor", "-5",
+               "has no valid \"data_cursor\"");
+  metadataCase("ckpt-meta-4", "shuffle", "yes",
+               "has no valid \"shuffle\" in its metadata (true or false)");
+  metadataCase("ckpt-meta-5", "seed", "x", "has no valid \"seed\"");
+  metadataCase("ckpt-meta-6", "total_steps", "0", "has total_steps 0");
+
+  std::string missing = savedCheckpoint("ckpt-missing", {});
+  fs::remove(missing + "/optimizer.safetensors");
+  absl::Status s = readAgainst(missing, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_MESSAGE(s, "optimizer.safetensors");
+}
+
+} // namespace
+} // namespace braid

@@ -1,0 +1,205 @@
+#include "test/unit/runtime/PlanBuilder.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace braid::test {
+namespace {
+
+int64_t dtypeBytes(plan::DType d) { return d == plan::BF16 ? 2 : 4; }
+
+} // namespace
+
+plan::Attr intAttr(const std::string &name, int64_t value) {
+  plan::Attr a;
+  a.set_name(name);
+  a.set_i(value);
+  return a;
+}
+
+plan::Attr floatAttr(const std::string &name, double value) {
+  plan::Attr a;
+  a.set_name(name);
+  a.set_f(value);
+  return a;
+}
+
+PlanBuilder::PlanBuilder() {
+  plan_.set_format_version(1);
+  plan_.set_name("test-plan");
+  plan_.set_num_streams(1);
+  plan::ModelInfo *m = plan_.mutable_model();
+  m->set_family("llama");
+  m->set_vocab_size(256);
+  m->set_flops_per_token(1000);
+  plan::TrainConfig &t = train();
+  t.set_seed(1234);
+  t.set_micro_batch_size(2);
+  t.set_num_micro_batches(1);
+  t.set_seq_len(4);
+  t.set_steps(3);
+  t.set_lr(1e-2);
+  t.set_beta1(0.9);
+  t.set_beta2(0.95);
+  t.set_eps(1e-8);
+  t.set_weight_decay(0.1);
+  t.set_grad_clip(1.0);
+  t.set_warmup_steps(1);
+  t.set_decay("cosine");
+  t.set_min_lr(1e-3);
+}
+
+uint32_t PlanBuilder::tensor(const std::string &name,
+                             std::vector<int64_t> shape, plan::DType dtype,
+                             plan::TensorKind kind) {
+  plan::Tensor *t = plan_.add_tensors();
+  t->set_id(plan_.tensors_size() - 1);
+  t->set_name(name);
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    t->add_shape(d);
+    numel *= d;
+  }
+  t->set_dtype(dtype);
+  t->set_kind(kind);
+  t->set_offset(next_);
+  t->set_size_bytes(numel * dtypeBytes(dtype));
+  next_ += (t->size_bytes() + 63) / 64 * 64;
+  return t->id();
+}
+
+uint32_t PlanBuilder::activationAt(const std::string &name,
+                                   std::vector<int64_t> shape,
+                                   uint32_t sharesWith) {
+  uint64_t saved = next_;
+  next_ = plan_.tensors(sharesWith).offset();
+  uint32_t id = tensor(name, std::move(shape), plan::F32, plan::ACTIVATION);
+  next_ = std::max(saved, next_);
+  return id;
+}
+
+uint32_t PlanBuilder::parameter(const std::string &name,
+                                std::vector<int64_t> shape, plan::InitKind init,
+                                float std) {
+  uint32_t p = tensor(name, shape, plan::F32, plan::PARAMETER);
+  uint32_t g = tensor(name + ".grad", shape, plan::F32, plan::GRADIENT);
+  uint32_t m =
+      tensor(name + ".exp_avg", shape, plan::F32, plan::OPTIMIZER_STATE);
+  uint32_t v =
+      tensor(name + ".exp_avg_sq", shape, plan::F32, plan::OPTIMIZER_STATE);
+  plan::ParameterInfo *info = plan_.mutable_tensors(p)->mutable_param();
+  info->set_init(init);
+  if (init == plan::NORMAL)
+    info->set_init_std(std);
+  info->set_weight_decay(shape.size() == 2);
+  info->set_grad(g);
+  info->set_exp_avg(m);
+  info->set_exp_avg_sq(v);
+  return p;
+}
+
+void PlanBuilder::standardInputsAndScalars(bool positions) {
+  const int64_t b = train().micro_batch_size(), s = train().seq_len();
+  plan_.mutable_tensors(tensor("tokens", {b, s}, plan::I32, plan::INPUT))
+      ->set_role(plan::TOKENS);
+  plan_.mutable_tensors(tensor("labels", {b, s}, plan::I32, plan::INPUT))
+      ->set_role(plan::LABELS);
+  if (positions)
+    plan_.mutable_tensors(tensor("positions", {b, s}, plan::I32, plan::INPUT))
+        ->set_role(plan::POSITIONS);
+  plan_.set_loss_tensor(tensor("loss", {}, plan::F32, plan::SCALAR));
+  plan_.set_grad_norm_tensor(tensor("grad_norm", {}, plan::F32, plan::SCALAR));
+}
+
+uint32_t PlanBuilder::id(const std::string &name) const {
+  for (const plan::Tensor &t : plan_.tensors())
+    if (t.name() == name)
+      return t.id();
+  throw std::invalid_argument("no tensor named " + name);
+}
+
+uint32_t PlanBuilder::grad(uint32_t param) const {
+  return plan_.tensors(param).param().grad();
+}
+
+plan::Program *PlanBuilder::program(const std::string &name) {
+  for (plan::Program &p : *plan_.mutable_programs())
+    if (p.name() == name)
+      return &p;
+  plan::Program *p = plan_.add_programs();
+  p->set_name(name);
+  return p;
+}
+
+void PlanBuilder::launch(const std::string &programName, uint32_t stream,
+                         const std::string &kernel, std::vector<uint32_t> ins,
+                         std::vector<uint32_t> outs,
+                         std::vector<plan::Attr> attrs) {
+  plan::Instruction *inst = program(programName)->add_instructions();
+  inst->set_stream(stream);
+  plan::Launch *l = inst->mutable_launch();
+  l->set_kernel(kernel);
+  for (uint32_t id : ins)
+    l->add_inputs(id);
+  for (uint32_t id : outs)
+    l->add_outputs(id);
+  for (plan::Attr &a : attrs)
+    *l->add_attrs() = std::move(a);
+}
+
+void PlanBuilder::record(const std::string &programName, uint32_t stream,
+                         uint32_t event) {
+  plan::Instruction *inst = program(programName)->add_instructions();
+  inst->set_stream(stream);
+  inst->mutable_record()->set_event(event);
+  plan_.set_num_events(std::max(plan_.num_events(), event + 1));
+}
+
+void PlanBuilder::wait(const std::string &programName, uint32_t stream,
+                       uint32_t event) {
+  plan::Instruction *inst = program(programName)->add_instructions();
+  inst->set_stream(stream);
+  inst->mutable_wait()->set_event(event);
+  plan_.set_num_events(std::max(plan_.num_events(), event + 1));
+}
+
+plan::Plan PlanBuilder::build() {
+  plan::MemoryReport *r = plan_.mutable_memory();
+  r->Clear();
+  uint32_t maxStream = 0;
+  for (const plan::Program &p : plan_.programs())
+    for (const plan::Instruction &i : p.instructions())
+      maxStream = std::max(maxStream, i.stream());
+  plan_.set_num_streams(std::max(plan_.num_streams(), maxStream + 1));
+  uint64_t activationEnd = 0, activationBegin = UINT64_MAX;
+  for (const plan::Tensor &t : plan_.tensors()) {
+    switch (t.kind()) {
+    case plan::PARAMETER:
+      r->set_parameter_bytes(r->parameter_bytes() + t.size_bytes());
+      break;
+    case plan::GRADIENT:
+      r->set_gradient_bytes(r->gradient_bytes() + t.size_bytes());
+      break;
+    case plan::OPTIMIZER_STATE:
+      r->set_optimizer_bytes(r->optimizer_bytes() + t.size_bytes());
+      break;
+    case plan::INPUT:
+      r->set_input_bytes(r->input_bytes() + t.size_bytes());
+      break;
+    case plan::ACTIVATION:
+      activationBegin = std::min(activationBegin, t.offset());
+      activationEnd = std::max(activationEnd, t.offset() + t.size_bytes());
+      break;
+    default:
+      break;
+    }
+  }
+  if (activationEnd > 0)
+    r->set_activation_peak_bytes(activationEnd - activationBegin);
+  r->set_arena_bytes(next_);
+  return plan_;
+}
+
+std::string PlanBuilder::bytes() { return build().SerializeAsString(); }
+
+} // namespace braid::test

@@ -1,0 +1,63 @@
+// Hand-built plans for runtime tests: tensors get 64-byte-aligned offsets in
+// order of creation, parameters come with their gradient and moments, and
+// build() fills in the arena size and memory report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/plan/plan.pb.h"
+
+namespace braid::test {
+
+plan::Attr intAttr(const std::string &name, int64_t value);
+plan::Attr floatAttr(const std::string &name, double value);
+
+class PlanBuilder {
+public:
+  // A plan of format version 1 with one stream, no events and a train
+  // config of B = 2, S = 4, M = 1, 3 steps, AdamW defaults, cosine decay.
+  PlanBuilder();
+
+  plan::Plan &plan() { return plan_; }
+  plan::TrainConfig &train() { return *plan_.mutable_train(); }
+
+  // A new tensor placed after every tensor placed so far.
+  uint32_t tensor(const std::string &name, std::vector<int64_t> shape,
+                  plan::DType dtype, plan::TensorKind kind);
+  // A new ACTIVATION placed at the offset of `sharesWith`.
+  uint32_t activationAt(const std::string &name, std::vector<int64_t> shape,
+                        uint32_t sharesWith);
+  // A PARAMETER with its GRADIENT ("<name>.grad") and OPTIMIZER_STATE
+  // ("<name>.exp_avg", "<name>.exp_avg_sq") tensors; returns its id.
+  uint32_t parameter(const std::string &name, std::vector<int64_t> shape,
+                     plan::InitKind init, float std = 0.02f);
+  // TOKENS, LABELS (and POSITIONS) inputs of shape [B, S], and the loss and
+  // grad-norm scalars, using the current train config.
+  void standardInputsAndScalars(bool positions = false);
+
+  uint32_t id(const std::string &name) const;
+  uint32_t grad(uint32_t param) const;
+
+  // Appends to the program called `program` (created on first use).
+  void launch(const std::string &program, uint32_t stream,
+              const std::string &kernel, std::vector<uint32_t> ins,
+              std::vector<uint32_t> outs, std::vector<plan::Attr> attrs = {});
+  void record(const std::string &program, uint32_t stream, uint32_t event);
+  void wait(const std::string &program, uint32_t stream, uint32_t event);
+
+  // Sets arena_bytes and the memory report; num_events covers every event
+  // used. Returns the finished plan.
+  plan::Plan build();
+  std::string bytes();
+
+private:
+  plan::Program *program(const std::string &name);
+
+  plan::Plan plan_;
+  uint64_t next_ = 0;
+};
+
+} // namespace braid::test

@@ -1,0 +1,550 @@
+// Every validation rule of the plan loader: a valid tiny plan broken in one
+// place at a time, and the sentence that must come back.
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "google/protobuf/stubs/logging.h"
+#include "runtime/plan/PlanLoader.h"
+#include "test/unit/runtime/TestKernels.h"
+#include "test/unit/runtime/TinyModelPlan.h"
+#include "test/unit/runtime/TinyTrainer.h"
+#include "gtest/gtest.h"
+
+namespace braid {
+namespace {
+
+using test::testKernelRegistry;
+using test::tinyModelPlan;
+
+absl::Status load(const plan::Plan &p) {
+  return loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU)
+      .status();
+}
+
+plan::Tensor &named(plan::Plan &p, const std::string &name) {
+  for (plan::Tensor &t : *p.mutable_tensors())
+    if (t.name() == name)
+      return t;
+  ADD_FAILURE() << "no tensor " << name;
+  return *p.mutable_tensors(0);
+}
+
+plan::Program &program(plan::Plan &p, const std::string &name) {
+  for (plan::Program &prog : *p.mutable_programs())
+    if (prog.name() == name)
+      return prog;
+  ADD_FAILURE() << "no program " << name;
+  return *p.mutable_programs(0);
+}
+
+// Breaks the tiny plan with `mutate` and expects a refusal containing
+// `fragment`.
+void expectRefused(const std::function<void(plan::Plan &)> &mutate,
+                   const std::string &fragment) {
+  plan::Plan p = tinyModelPlan();
+  mutate(p);
+  absl::Status s = load(p);
+  ASSERT_FALSE(s.ok()) << "expected a refusal containing: " << fragment;
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(s.message()).find(fragment), std::string::npos)
+      << "message: " << s.message() << "\nexpected to contain: " << fragment;
+}
+
+TEST(PlanLoader, AcceptsTheTinyPlanAndResolvesIt) {
+  test::TinyModelOptions options;
+  options.twoStreams = true;
+  plan::Plan p = tinyModelPlan(options);
+  absl::StatusOr<LoadedPlan> loaded =
+      loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->descs.size(), static_cast<size_t>(p.tensors_size()));
+  EXPECT_EQ(loaded->parameters.size(), 3u);
+  EXPECT_EQ(loaded->tokens, named(p, "tokens").id());
+  EXPECT_EQ(loaded->labels, named(p, "labels").id());
+  EXPECT_FALSE(loaded->positions.has_value());
+  ASSERT_NE(loaded->findProgram("micro_batch"), nullptr);
+  ASSERT_NE(loaded->findProgram("optimizer"), nullptr);
+  EXPECT_EQ(loaded->findProgram("nope"), nullptr);
+  EXPECT_EQ(loaded->findTensor("lm_head.weight"),
+            named(p, "lm_head.weight").id());
+  EXPECT_FALSE(loaded->findTensor("nope").has_value());
+  // Each wait is satisfied by the one record of its event before it.
+  int waits = 0;
+  for (const LoadedInstruction &inst :
+       loaded->findProgram("micro_batch")->instructions) {
+    if (inst.kind == LoadedInstruction::Kind::kWait) {
+      EXPECT_EQ(inst.waitTarget, 1);
+      ++waits;
+    }
+    if (inst.kind == LoadedInstruction::Kind::kLaunch) {
+      EXPECT_NE(inst.kernel, nullptr);
+    }
+  }
+  EXPECT_EQ(waits, 2);
+}
+
+TEST(PlanLoader, CountsRepeatedRecordsForWaitTargets) {
+  plan::Plan p = tinyModelPlan();
+  plan::Program &mb = program(p, "micro_batch");
+  p.set_num_events(1);
+  for (int i = 0; i < 2; ++i)
+    mb.add_instructions()->mutable_record()->set_event(0);
+  mb.add_instructions()->mutable_wait()->set_event(0);
+  absl::StatusOr<LoadedPlan> loaded =
+      loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->findProgram("micro_batch")->instructions.back().waitTarget,
+            2);
+}
+
+TEST(PlanLoader, RefusesBytesThatAreNotAPlan) {
+  absl::Status s =
+      loadPlan("\xff\xff\xff\xff", testKernelRegistry(), Device::kCPU).status();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("not a valid binary plan"),
+            std::string::npos)
+      << s;
+}
+
+TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
+  // A proto3 string must be UTF-8; protobuf refuses the parse and would log
+  // its own complaint, which must not reach the user.
+  plan::Plan p = tinyModelPlan();
+  named(p, "x").set_name("bad\xff");
+  std::string bytes;
+  {
+    google::protobuf::LogSilencer quiet; // serialising complains too
+    bytes = p.SerializeAsString();
+  }
+  ::testing::internal::CaptureStderr();
+  absl::Status s = loadPlan(bytes, testKernelRegistry(), Device::kCPU).status();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_NE(std::string(s.message()).find("not a valid binary plan"),
+            std::string::npos)
+      << s;
+}
+
+TEST(PlanLoader, RefusesOtherFormatVersions) {
+  expectRefused([](plan::Plan &p) { p.set_format_version(2); },
+                "plan.format_version is 2 but this runtime reads version 1: "
+                "the plan was written by a newer braidc");
+  expectRefused([](plan::Plan &p) { p.set_format_version(0); },
+                "plan.format_version is 0 but this runtime reads version 1: "
+                "the plan was written by an older braidc");
+  // An empty byte string parses as an all-default plan: version 0.
+  absl::Status s = loadPlan("", testKernelRegistry(), Device::kCPU).status();
+  EXPECT_NE(std::string(s.message()).find("format_version is 0"),
+            std::string::npos);
+}
+
+TEST(PlanLoader, RefusesBadStreamAndEventCounts) {
+  expectRefused([](plan::Plan &p) { p.set_num_streams(0); },
+                "plan.num_streams is 0");
+  expectRefused([](plan::Plan &p) { p.set_num_streams(65); },
+                "plan.num_streams is 65, more than the 64 streams");
+  expectRefused([](plan::Plan &p) { p.set_num_events(1u << 20); },
+                "plan.num_events is 1048576, more than the 65536 events");
+}
+
+TEST(PlanLoader, RefusesBadModelInfo) {
+  expectRefused([](plan::Plan &p) { p.mutable_model()->set_vocab_size(0); },
+                "plan.model.vocab_size is 0");
+  expectRefused(
+      [](plan::Plan &p) { p.mutable_model()->set_flops_per_token(NAN); },
+      "plan.model.flops_per_token is nan");
+}
+
+TEST(PlanLoader, RefusesBadTrainConfig) {
+  auto train = [](std::function<void(plan::TrainConfig &)> f) {
+    return [f](plan::Plan &p) { f(*p.mutable_train()); };
+  };
+  expectRefused(train([](auto &t) { t.set_micro_batch_size(0); }),
+                "plan.train.micro_batch_size is 0: it must be positive");
+  expectRefused(train([](auto &t) { t.set_num_micro_batches(-1); }),
+                "plan.train.num_micro_batches is -1");
+  expectRefused(train([](auto &t) { t.set_seq_len(0); }),
+                "plan.train.seq_len is 0");
+  expectRefused(train([](auto &t) { t.set_steps(0); }),
+                "plan.train.steps is 0");
+  expectRefused(train([](auto &t) {
+                  t.set_steps(std::numeric_limits<int64_t>::max() / 2);
+                }),
+                "does not fit in 64 bits");
+  expectRefused(train([](auto &t) { t.set_lr(0); }),
+                "plan.train.lr is 0: it must be finite and positive");
+  expectRefused(train([](auto &t) { t.set_lr(NAN); }), "plan.train.lr is nan");
+  expectRefused(train([](auto &t) { t.set_min_lr(1.0); }),
+                "plan.train.min_lr is 1: it must be in [0, lr = 0.01]");
+  expectRefused(train([](auto &t) { t.set_beta1(1.0); }),
+                "plan.train.beta1 is 1: it must be in [0, 1)");
+  expectRefused(train([](auto &t) { t.set_beta2(-0.5); }),
+                "plan.train.beta2 is -0.5");
+  expectRefused(train([](auto &t) { t.set_eps(0); }), "plan.train.eps is 0");
+  expectRefused(train([](auto &t) { t.set_weight_decay(-1); }),
+                "plan.train.weight_decay is -1");
+  expectRefused(train([](auto &t) { t.set_grad_clip(INFINITY); }),
+                "plan.train.grad_clip is inf");
+  expectRefused(train([](auto &t) { t.set_warmup_steps(-2); }),
+                "plan.train.warmup_steps is -2");
+  expectRefused(train([](auto &t) { t.set_decay("linear"); }),
+                "plan.train.decay is \"linear\": it must be \"cosine\" or "
+                "\"constant\"");
+}
+
+TEST(PlanLoader, RefusesBadTensorTable) {
+  expectRefused(
+      [](plan::Plan &p) { p.mutable_tensors(3)->set_id(7); },
+      "plan.tensors[3] (model.embed_tokens.weight.exp_avg_sq) has id 7: a "
+      "tensor's id must equal its index in plan.tensors");
+  expectRefused([](plan::Plan &p) { named(p, "x").set_name(""); },
+                "has no name");
+  expectRefused([](plan::Plan &p) { named(p, "h").set_name("x"); },
+                "has the same name as plan.tensors[");
+  expectRefused(
+      [](plan::Plan &p) { named(p, "x").set_dtype(plan::DTYPE_UNSPECIFIED); },
+      "(x) has dtype 0: it must be F32, BF16 or I32");
+  expectRefused([](plan::Plan &p) { named(p, "x").set_dtype(plan::DType(9)); },
+                "(x) has dtype 9");
+  expectRefused(
+      [](plan::Plan &p) { named(p, "x").set_kind(plan::KIND_UNSPECIFIED); },
+      "(x) has kind 0");
+  expectRefused([](plan::Plan &p) { named(p, "x").set_shape(1, -16); },
+                "(x) has shape [2, -16, 16]: dimension 1 is negative");
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "x").set_shape(0, int64_t{1} << 40);
+        named(p, "x").set_shape(1, int64_t{1} << 40);
+      },
+      "its byte size does not fit in 64 bits");
+  expectRefused([](plan::Plan &p) { named(p, "x").set_size_bytes(4); },
+                "(x) has size_bytes 4 but shape [2, 8, 16] of f32 needs 1024 "
+                "bytes");
+  expectRefused(
+      [](plan::Plan &p) { named(p, "model.norm.weight").set_offset(100); },
+      "plan.tensors[4] (model.norm.weight): offset 100 is not 64-byte "
+      "aligned");
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "dh").set_offset(p.memory().arena_bytes());
+      },
+      "does not fit in the arena of");
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "dh").set_offset(std::numeric_limits<uint64_t>::max() / 64 *
+                                  64);
+      },
+      "does not fit in the arena of");
+}
+
+TEST(PlanLoader, RefusesOverlappingPersistentTensors) {
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "lm_head.weight")
+            .set_offset(named(p, "model.embed_tokens.weight").offset());
+      },
+      "share arena bytes [0, 16384), but plan.tensors[0] "
+      "(model.embed_tokens.weight) is a PARAMETER tensor: only ACTIVATION "
+      "tensors may reuse bytes");
+  // An activation on top of a gradient is refused just the same.
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "lse").set_offset(named(p, "model.norm.weight.grad").offset());
+      },
+      "is a GRADIENT tensor: only ACTIVATION tensors may reuse bytes");
+}
+
+TEST(PlanLoader, RefusesActivationsSharingBytesWhileLive) {
+  // x is live from instruction 0 to 8, dh from 6 to 8.
+  expectRefused(
+      [](plan::Plan &p) { named(p, "dh").set_offset(named(p, "x").offset()); },
+      "plan.tensors[16] (x) and plan.tensors[22] (dh) share arena bytes "
+      "[131584, 132608) while both are live in plan.programs[0] (micro_batch): "
+      "instructions 0..8 and 6..8; activations may share bytes only when "
+      "their live ranges are disjoint");
+}
+
+TEST(PlanLoader, AcceptsActivationsSharingBytesWhenLiveRangesAreDisjoint) {
+  // h is live from instruction 1 to 5, dh from 6 to 8.
+  plan::Plan p = tinyModelPlan();
+  named(p, "dh").set_offset(named(p, "h").offset());
+  EXPECT_TRUE(load(p).ok()) << load(p);
+}
+
+TEST(PlanLoader, AcceptsActivationsSharingBytesAcrossPrograms) {
+  plan::Plan p = tinyModelPlan();
+  // An activation used only by the optimizer may reuse the bytes of one
+  // used only by the micro-batch program.
+  plan::Tensor *scratch = p.add_tensors();
+  *scratch = named(p, "x");
+  scratch->set_id(p.tensors_size() - 1);
+  scratch->set_name("optimizer.scratch");
+  plan::Launch *l =
+      program(p, "optimizer").add_instructions()->mutable_launch();
+  l->set_kernel("test.touch");
+  l->add_outputs(scratch->id());
+  EXPECT_TRUE(load(p).ok()) << load(p);
+}
+
+TEST(PlanLoader, RefusesBadInputs) {
+  expectRefused([](plan::Plan &p) { named(p, "x").set_role(plan::TOKENS); },
+                "(x) has role TOKENS but kind ACTIVATION: only INPUT tensors "
+                "carry a role");
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "tokens").set_role(plan::ROLE_UNSPECIFIED);
+      },
+      "(tokens) is an INPUT without a role");
+  expectRefused(
+      [](plan::Plan &p) { named(p, "labels").set_role(plan::TOKENS); },
+      "both have role TOKENS: each role belongs to exactly one INPUT");
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "labels").set_kind(plan::ACTIVATION);
+        named(p, "labels").set_role(plan::ROLE_UNSPECIFIED);
+      },
+      "the plan has no INPUT tensor with role LABELS: one is required");
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "tokens").set_shape(1, 4);
+        named(p, "tokens").set_size_bytes(2 * 4 * 4);
+      },
+      "(tokens) (role TOKENS) is i32 [2, 4]: it must be i32 [2, 8] "
+      "(plan.train micro_batch_size, seq_len)");
+  expectRefused([](plan::Plan &p) { named(p, "labels").set_dtype(plan::F32); },
+                "(role LABELS) is f32 [2, 8]: it must be i32 [2, 8]");
+}
+
+TEST(PlanLoader, RefusesBadReadBackScalars) {
+  expectRefused([](plan::Plan &p) { p.set_loss_tensor(10000); },
+                "plan.loss_tensor is 10000 but the plan has");
+  expectRefused([](plan::Plan &p) { p.set_loss_tensor(named(p, "lse").id()); },
+                "plan.loss_tensor names plan.tensors[");
+  expectRefused(
+      [](plan::Plan &p) { named(p, "grad_norm").set_kind(plan::ACTIVATION); },
+      "plan.grad_norm_tensor names plan.tensors[15] (grad_norm), which is "
+      "ACTIVATION f32 []: it must be a SCALAR f32 of shape []");
+}
+
+TEST(PlanLoader, RefusesBadParameterInfos) {
+  auto param = [](plan::Plan &p) -> plan::ParameterInfo & {
+    return *named(p, "lm_head.weight").mutable_param();
+  };
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "model.norm.weight").set_dtype(plan::BF16);
+        named(p, "model.norm.weight").set_size_bytes(32);
+      },
+      "is a bf16 PARAMETER: parameters are f32 master weights");
+  expectRefused(
+      [&](plan::Plan &p) { param(p).set_init(plan::INIT_UNSPECIFIED); },
+      "(lm_head.weight): param.init is 0; it must be NORMAL, ZEROS or ONES");
+  expectRefused([&](plan::Plan &p) { param(p).set_init_std(0); },
+                "param.init is NORMAL with init_std 0");
+  expectRefused([&](plan::Plan &p) { param(p).set_grad(9999); },
+                "(lm_head.weight): param.grad is 9999 but the plan has");
+  expectRefused(
+      [&](plan::Plan &p) { param(p).set_grad(param(p).exp_avg()); },
+      "param.grad names plan.tensors[10] (lm_head.weight.exp_avg) of kind "
+      "OPTIMIZER_STATE: it must be GRADIENT");
+  expectRefused(
+      [&](plan::Plan &p) {
+        param(p).set_exp_avg(named(p, "model.norm.weight.exp_avg").id());
+      },
+      "param.exp_avg names plan.tensors[6] (model.norm.weight.exp_avg), f32 "
+      "[16]: it must be f32 [256, 16] like the parameter");
+  expectRefused(
+      [&](plan::Plan &p) {
+        param(p).set_grad(named(p, "model.embed_tokens.weight.grad").id());
+      },
+      "which already belongs to plan.tensors[0] (model.embed_tokens.weight)");
+  expectRefused(
+      [](plan::Plan &p) {
+        named(p, "model.norm.weight")
+            .mutable_param()
+            ->set_checkpoint_transposed(true);
+      },
+      "has param.checkpoint_transposed but 1 dimensions");
+  expectRefused([&](plan::Plan &p) { param(p).set_tied_alias("x"); },
+                "param.tied_alias \"x\" is already the name of a tensor");
+  expectRefused(
+      [&](plan::Plan &p) {
+        param(p).set_tied_alias("alias");
+        named(p, "model.embed_tokens.weight")
+            .mutable_param()
+            ->set_tied_alias("alias");
+      },
+      "is the alias of another parameter too");
+  expectRefused(
+      [](plan::Plan &p) {
+        for (plan::Tensor &t : *p.mutable_tensors())
+          if (t.kind() == plan::PARAMETER)
+            t.set_kind(plan::ACTIVATION);
+      },
+      "the plan has no PARAMETER tensors");
+}
+
+TEST(PlanLoader, RefusesBadPrograms) {
+  expectRefused([](plan::Plan &p) { program(p, "optimizer").set_name("opt"); },
+                "the plan has no program named \"optimizer\": it is required");
+  expectRefused(
+      [](plan::Plan &p) { program(p, "micro_batch").set_name("forward"); },
+      "the plan has no program named \"micro_batch\"");
+  expectRefused([](plan::Plan &p) { program(p, "optimizer").set_name(""); },
+                "plan.programs[1] has no name");
+  expectRefused(
+      [](plan::Plan &p) { program(p, "optimizer").set_name("micro_batch"); },
+      "plan.programs[1]: a second program named \"micro_batch\"");
+}
+
+TEST(PlanLoader, RefusesBadInstructions) {
+  auto inst = [](plan::Plan &p, int i) -> plan::Instruction & {
+    return *program(p, "micro_batch").mutable_instructions(i);
+  };
+  expectRefused([&](plan::Plan &p) { inst(p, 2).set_stream(1); },
+                "plan.programs[0] (micro_batch) instruction 2: stream 1 is "
+                "not below plan.num_streams = 1");
+  expectRefused(
+      [&](plan::Plan &p) { inst(p, 2).mutable_launch()->set_kernel("matmul"); },
+      "plan.programs[0] (micro_batch) instruction 2 (kernel matmul): there "
+      "is no kernel \"matmul\" for the CPU device");
+  expectRefused(
+      [&](plan::Plan &p) { inst(p, 2).mutable_launch()->set_inputs(1, 500); },
+      "instruction 2 (kernel linear): inputs[1] is tensor 500 but the plan "
+      "has");
+  expectRefused(
+      [&](plan::Plan &p) { inst(p, 2).mutable_launch()->add_outputs(501); },
+      "instruction 2 (kernel linear): outputs[1] is tensor 501");
+  expectRefused(
+      [&](plan::Plan &p) {
+        inst(p, 1).mutable_launch()->mutable_attrs(0)->set_name("");
+      },
+      "instruction 1 (kernel rms_norm): attrs[0] has no name");
+  expectRefused(
+      [&](plan::Plan &p) {
+        plan::Launch *l = inst(p, 1).mutable_launch();
+        *l->add_attrs() = l->attrs(0);
+      },
+      "instruction 1 (kernel rms_norm): parameter \"eps\" is given twice");
+  expectRefused(
+      [&](plan::Plan &p) {
+        inst(p, 1).mutable_launch()->mutable_attrs(0)->clear_value();
+      },
+      "instruction 1 (kernel rms_norm): parameter \"eps\" has no value");
+  expectRefused(
+      [&](plan::Plan &p) { inst(p, 1).mutable_launch()->clear_attrs(); },
+      "plan.programs[0] (micro_batch) instruction 1 (kernel rms_norm): "
+      "rms_norm:");
+  expectRefused(
+      [&](plan::Plan &p) {
+        // linear with the norm weight [16] as its weight matrix.
+        inst(p, 2).mutable_launch()->set_inputs(
+            1, named(p, "model.norm.weight").id());
+      },
+      "plan.programs[0] (micro_batch) instruction 2 (kernel linear): linear: "
+      "input 1 (weight)");
+  expectRefused(
+      [&](plan::Plan &p) {
+        // linear writing its own input x.
+        plan::Launch *l = inst(p, 2).mutable_launch();
+        l->set_outputs(0, l->inputs(0));
+      },
+      "instruction 2 (kernel linear): outputs[0] is plan.tensors[17] (h), "
+      "which is also inputs[0]; a kernel never writes a tensor it reads");
+  expectRefused(
+      [&](plan::Plan &p) {
+        plan::Launch *l = inst(p, 1).mutable_launch();
+        l->set_outputs(1, l->outputs(0));
+      },
+      "instruction 1 (kernel rms_norm): outputs[1] is plan.tensors[17] (h), "
+      "which is also outputs[0]");
+  expectRefused([&](plan::Plan &p) { inst(p, 0).clear_op(); },
+                "instruction 0: the instruction has no operation");
+}
+
+TEST(PlanLoader, RefusesBadEvents) {
+  auto add = [](plan::Plan &p) -> plan::Program & {
+    p.set_num_events(2);
+    return program(p, "micro_batch");
+  };
+  expectRefused(
+      [&](plan::Plan &p) {
+        add(p).add_instructions()->mutable_record()->set_event(2);
+      },
+      "instruction 10: records event 2, which is not below plan.num_events "
+      "= 2");
+  expectRefused(
+      [&](plan::Plan &p) {
+        add(p).add_instructions()->mutable_wait()->set_event(5);
+      },
+      "instruction 10: waits for event 5, which is not below");
+  expectRefused(
+      [&](plan::Plan &p) {
+        plan::Program &mb = add(p);
+        plan::Instruction *w = mb.add_instructions();
+        w->set_stream(0);
+        w->mutable_wait()->set_event(1);
+        mb.add_instructions()->mutable_record()->set_event(1);
+      },
+      "plan.programs[0] (micro_batch) instruction 10: waits for event 1 "
+      "before any instruction records it, so stream 0 would deadlock");
+  // A record in another program does not count.
+  expectRefused(
+      [&](plan::Plan &p) {
+        add(p);
+        program(p, "optimizer")
+            .add_instructions()
+            ->mutable_record()
+            ->set_event(0);
+        program(p, "micro_batch")
+            .add_instructions()
+            ->mutable_wait()
+            ->set_event(0);
+      },
+      "waits for event 0 before any instruction records it");
+}
+
+TEST(PlanLoader, RefusesKernelsOfAnotherDevice) {
+  absl::Status s = loadPlan(tinyModelPlan().SerializeAsString(),
+                            testKernelRegistry(), Device::kCUDA)
+                       .status();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("for the CUDA device"),
+            std::string::npos)
+      << s;
+}
+
+TEST(PlanLoader, LoadPlanFileNamesThePath) {
+  absl::Status missing =
+      loadPlanFile("/nonexistent/x.plan", testKernelRegistry(), Device::kCPU)
+          .status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(missing.message()).find("'/nonexistent/x.plan'"),
+            std::string::npos)
+      << missing;
+
+  std::string path = test::scratchDir() + "/bad.plan";
+  plan::Plan p = tinyModelPlan();
+  p.set_format_version(3);
+  FILE *f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::string bytes = p.SerializeAsString();
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  absl::Status s =
+      loadPlanFile(path, testKernelRegistry(), Device::kCPU).status();
+  EXPECT_NE(std::string(s.message()).find(path + ": plan.format_version is 3"),
+            std::string::npos)
+      << s;
+  absl::Status dir =
+      loadPlanFile(test::scratchDir(), testKernelRegistry(), Device::kCPU)
+          .status();
+  EXPECT_NE(std::string(dir.message()).find("is not a regular file"),
+            std::string::npos)
+      << dir;
+}
+
+} // namespace
+} // namespace braid

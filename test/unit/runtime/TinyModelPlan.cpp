@@ -1,0 +1,93 @@
+#include "test/unit/runtime/TinyModelPlan.h"
+
+#include "test/unit/runtime/PlanBuilder.h"
+
+namespace braid::test {
+
+plan::Plan tinyModelPlan(const TinyModelOptions &o) {
+  PlanBuilder b;
+  b.plan().set_name("tiny-model");
+  plan::TrainConfig &t = b.train();
+  t.set_micro_batch_size(o.microBatchSize);
+  t.set_num_micro_batches(o.numMicroBatches);
+  t.set_seq_len(o.seqLen);
+  t.set_steps(o.steps);
+  t.set_warmup_steps(2);
+  const int64_t B = o.microBatchSize, S = o.seqLen, D = o.hidden, V = 256;
+  b.plan().mutable_model()->set_hidden_size(D);
+  b.plan().mutable_model()->set_num_layers(0);
+  b.plan().mutable_model()->set_num_parameters(2 * V * D + D);
+  b.plan().mutable_model()->set_flops_per_token(6.0 * (V * D + D));
+
+  uint32_t embed =
+      b.parameter("model.embed_tokens.weight", {V, D}, plan::NORMAL, 0.5f);
+  uint32_t norm = b.parameter("model.norm.weight", {D}, plan::ONES);
+  uint32_t head = b.parameter("lm_head.weight", {V, D}, plan::NORMAL, 0.1f);
+  if (o.transposedHead)
+    b.plan().mutable_tensors(head)->mutable_param()->set_checkpoint_transposed(
+        true);
+  if (!o.embeddingAlias.empty())
+    b.plan().mutable_tensors(embed)->mutable_param()->set_tied_alias(
+        o.embeddingAlias);
+  b.standardInputsAndScalars(o.positions);
+  const uint32_t tokens = b.id("tokens"), labels = b.id("labels");
+  const uint32_t loss = b.plan().loss_tensor();
+  const uint32_t gradNorm = b.plan().grad_norm_tensor();
+
+  auto act = [&](const std::string &name, std::vector<int64_t> shape) {
+    return b.tensor(name, std::move(shape), plan::F32, plan::ACTIVATION);
+  };
+  uint32_t x = act("x", {B, S, D});
+  uint32_t h = act("h", {B, S, D});
+  uint32_t rstd = act("rstd", {B, S});
+  uint32_t logits = act("logits", {B, S, V});
+  uint32_t lse = act("lse", {B, S});
+  uint32_t dlogits = act("dlogits", {B, S, V});
+  uint32_t dh = act("dh", {B, S, D});
+  // dx reuses the bytes of logits, whose last use comes before dx's first.
+  uint32_t dx = b.activationAt("dx", {B, S, D}, logits);
+
+  const std::string mb = "micro_batch";
+  const uint32_t wgrad = o.twoStreams ? 1 : 0;
+  b.launch(mb, 0, "embedding", {embed, tokens}, {x});
+  b.launch(mb, 0, "rms_norm", {x, norm}, {h, rstd}, {floatAttr("eps", 1e-5)});
+  b.launch(mb, 0, "linear", {h, head}, {logits});
+  b.launch(mb, 0, "cross_entropy", {logits, labels}, {loss, lse});
+  b.launch(mb, 0, "cross_entropy_grad_input", {logits, labels, lse}, {dlogits},
+           {floatAttr("scale", 1.0 / o.numMicroBatches)});
+  if (o.twoStreams) {
+    b.record(mb, 0, 0);
+    b.wait(mb, 1, 0);
+  }
+  b.launch(mb, wgrad, "linear_grad_weight", {dlogits, h}, {b.grad(head)},
+           {intAttr("accumulate", 1)});
+  b.launch(mb, 0, "linear_grad_input", {dlogits, head}, {dh});
+  if (o.twoStreams) {
+    b.record(mb, 0, 1);
+    b.wait(mb, 1, 1);
+  }
+  b.launch(mb, wgrad, "rms_norm_grad_weight", {dh, x, rstd}, {b.grad(norm)},
+           {intAttr("accumulate", 1)});
+  b.launch(mb, 0, "rms_norm_grad_input", {dh, x, norm, rstd}, {dx});
+  b.launch(mb, 0, "embedding_grad_weight", {dx, tokens}, {b.grad(embed)},
+           {intAttr("accumulate", 1)});
+
+  const std::string opt = "optimizer";
+  b.launch(opt, 0, "grad_norm", {b.grad(embed), b.grad(norm), b.grad(head)},
+           {gradNorm});
+  for (uint32_t p : {embed, norm, head}) {
+    const plan::Tensor &pt = b.plan().tensors(p);
+    b.launch(opt, 0, "adamw", {b.grad(p), gradNorm},
+             {p, pt.param().exp_avg(), pt.param().exp_avg_sq()},
+             {floatAttr("beta1", t.beta1()), floatAttr("beta2", t.beta2()),
+              floatAttr("eps", t.eps()),
+              floatAttr("weight_decay",
+                        pt.shape_size() == 2 ? t.weight_decay() : 0.0),
+              floatAttr("grad_clip", t.grad_clip())});
+  }
+  for (uint32_t p : {embed, norm, head})
+    b.launch(opt, 0, "fill", {}, {b.grad(p)}, {floatAttr("value", 0)});
+  return b.build();
+}
+
+} // namespace braid::test

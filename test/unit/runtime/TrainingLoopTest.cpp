@@ -1,0 +1,240 @@
+// The training run: reports, progress lines, the JSON log, periodic and
+// final checkpoints, stopping early, stopping on a signal, and refusing to
+// continue past a non-finite loss.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "runtime/ckpt/Json.h"
+#include "runtime/train/PeakFlops.h"
+#include "runtime/train/StopSignal.h"
+#include "runtime/train/TrainingLoop.h"
+#include "test/unit/runtime/PlanBuilder.h"
+#include "test/unit/runtime/TinyTrainer.h"
+#include "gtest/gtest.h"
+
+namespace braid {
+namespace {
+
+namespace fs = std::filesystem;
+using test::freshDir;
+using test::tinyTrainer;
+
+// A temporary stream whose text can be read back.
+class Capture {
+public:
+  Capture() : file_(std::tmpfile()) {}
+  ~Capture() { std::fclose(file_); }
+  FILE *get() { return file_; }
+  std::string text() {
+    std::fflush(file_);
+    std::rewind(file_);
+    std::string s;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0)
+      s.append(buf, n);
+    return s;
+  }
+
+private:
+  FILE *file_;
+};
+
+std::vector<std::string> lines(const std::string &path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> dirNames(const std::string &root) {
+  std::vector<std::string> out;
+  for (const auto &e : fs::directory_iterator(root))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(TrainingLoop, PrintsReportsProgressAndLog) {
+  auto trainer = tinyTrainer();
+  ASSERT_NE(trainer, nullptr);
+  Capture out, err;
+  RunOptions options;
+  options.out = out.get();
+  options.err = err.get();
+  options.peakGflops = 50;
+  options.logPath = freshDir("loop-log") + "/train.jsonl";
+  absl::StatusOr<int> code = runTraining(*trainer, options);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(trainer->stepsDone(), 6);
+
+  std::vector<std::string> printed = absl::StrSplit(out.text(), '\n');
+  ASSERT_GE(printed.size(), 10u);
+  EXPECT_EQ(printed[0],
+            "plan tiny-model: llama, 8.21k parameters, 1 stream | batch 2 "
+            "x 2 micro-batches x 8 tokens | " +
+                std::to_string(trainer->numThreads()) + " threads");
+  EXPECT_EQ(printed[1].rfind("memory per rank: parameters 32.1 KiB | "
+                             "gradients 32.1 KiB | optimizer state 64.1 KiB",
+                             0),
+            0u)
+      << printed[1];
+  EXPECT_NE(printed[2].find("tinyshakespeare.txt' (text), 1115394 tokens, "
+                            "139424 windows of 9"),
+            std::string::npos)
+      << printed[2];
+  EXPECT_EQ(printed[3], "peak: 50.0 GFLOP/s (from --peak-gflops)");
+  for (int s = 1; s <= 6; ++s) {
+    const std::string &line = printed[3 + s];
+    EXPECT_EQ(line.rfind("step    " + std::to_string(s) + "/6 | loss ", 0), 0u)
+        << line;
+    EXPECT_NE(line.find(" tok/s | MFU "), std::string::npos) << line;
+    EXPECT_NE(line.find("% | ETA "), std::string::npos) << line;
+  }
+  EXPECT_EQ(err.text(), "");
+
+  std::vector<std::string> log = lines(options.logPath);
+  ASSERT_EQ(log.size(), 6u);
+  for (size_t i = 0; i < log.size(); ++i) {
+    absl::StatusOr<JsonValue> v = parseJson(log[i]);
+    ASSERT_TRUE(v.ok()) << log[i];
+    EXPECT_EQ(v->find("step")->text, std::to_string(i + 1));
+    for (const char *key : {"loss", "lr", "grad_norm", "tokens_per_s"})
+      EXPECT_NE(v->find(key), nullptr) << key;
+  }
+}
+
+// The JSON losses of a log, in order.
+std::vector<std::string> loggedLosses(const std::string &path) {
+  std::vector<std::string> out;
+  for (const std::string &line : lines(path))
+    out.push_back(parseJson(line)->find("loss")->text);
+  return out;
+}
+
+TEST(TrainingLoop, SavesPeriodicallyStopsEarlyAndResumesTheLog) {
+  const std::string root = freshDir("loop-ckpt");
+  const std::string logPath = root + "/../loop-ckpt.jsonl";
+  RunOptions options;
+  options.quiet = true;
+  options.saveDir = root + "/ckpt";
+  options.saveInterval = 2;
+  options.stopAfter = 5;
+  options.logPath = logPath;
+  Capture out;
+  options.out = out.get();
+  auto trainer = tinyTrainer();
+  absl::StatusOr<int> code = runTraining(*trainer, options);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(trainer->stepsDone(), 5);
+  EXPECT_EQ(out.text(), ""); // quiet
+  // Every second step, and the step the run stopped after.
+  EXPECT_EQ(
+      dirNames(options.saveDir),
+      (std::vector<std::string>{"step-000002", "step-000004", "step-000005"}));
+  EXPECT_EQ(lines(logPath).size(), 5u);
+
+  // A new trainer resumes the latest checkpoint; the log continues.
+  auto resumed = tinyTrainer();
+  ASSERT_TRUE(resumed->resume(options.saveDir).ok());
+  options.stopAfter = 0;
+  ASSERT_EQ(*runTraining(*resumed, options), 0);
+  EXPECT_EQ(dirNames(options.saveDir),
+            (std::vector<std::string>{"step-000002", "step-000004",
+                                      "step-000005", "step-000006"}));
+
+  // The same losses as an uninterrupted run.
+  const std::string straightLog = root + "/straight.jsonl";
+  RunOptions straight;
+  straight.quiet = true;
+  straight.logPath = straightLog;
+  auto whole = tinyTrainer();
+  ASSERT_EQ(*runTraining(*whole, straight), 0);
+  EXPECT_EQ(loggedLosses(logPath), loggedLosses(straightLog));
+}
+
+TEST(TrainingLoop, StopsCleanlyOnSigterm) {
+  // A kernel raises SIGTERM during step 2; the step completes, a checkpoint
+  // is saved, and the run reports 128 + SIGTERM.
+  plan::Plan plan = test::tinyModelPlan();
+  plan::Launch *stop =
+      plan.mutable_programs(0)->add_instructions()->mutable_launch();
+  stop->set_kernel("test.stop");
+  *stop->add_attrs() = test::intAttr("step", 2);
+  auto trainer = tinyTrainer(plan);
+  ASSERT_NE(trainer, nullptr);
+  installStopHandlers();
+  clearStopSignal();
+  RunOptions options;
+  options.quiet = true;
+  options.saveDir = freshDir("loop-signal");
+  Capture err;
+  options.err = err.get();
+  absl::StatusOr<int> code = runTraining(*trainer, options);
+  clearStopSignal();
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 128 + SIGTERM);
+  EXPECT_EQ(trainer->stepsDone(), 2);
+  EXPECT_EQ(dirNames(options.saveDir),
+            (std::vector<std::string>{"step-000002"}));
+  EXPECT_EQ(err.text(), "braid-run: stopped by SIGTERM after step 2 of 6; "
+                        "resume with --resume\n");
+}
+
+TEST(TrainingLoop, RefusesToContinuePastANonFiniteLoss) {
+  plan::Plan plan = test::tinyModelPlan();
+  // Weights blow up after the first update; the loss follows.
+  plan.mutable_train()->set_lr(1e30);
+  plan.mutable_train()->set_min_lr(0);
+  plan.mutable_train()->set_grad_clip(0);
+  for (plan::Instruction &inst :
+       *plan.mutable_programs(1)->mutable_instructions())
+    for (plan::Attr &a : *inst.mutable_launch()->mutable_attrs())
+      if (a.name() == "grad_clip")
+        a.set_f(0);
+  auto trainer = tinyTrainer(plan);
+  RunOptions options;
+  options.quiet = true;
+  absl::StatusOr<int> code = runTraining(*trainer, options);
+  ASSERT_FALSE(code.ok());
+  EXPECT_NE(std::string(code.status().message()).find(": the loss is "),
+            std::string::npos)
+      << code.status();
+  EXPECT_LT(trainer->stepsDone(), 6);
+}
+
+TEST(TrainingLoop, MeasuresTheSgemmPeak) {
+  PeakMeasurement m = measureSgemmPeak(0.05);
+  EXPECT_EQ(m.size, 512);
+  EXPECT_GE(m.products, 1);
+  // Any machine this runs on does more than a tenth of a GFLOP/s, and none
+  // does a PFLOP/s on the CPU.
+  EXPECT_GT(m.gflops, 0.1);
+  EXPECT_LT(m.gflops, 1e6);
+}
+
+TEST(TrainingLoop, ReportsAnUnwritableLog) {
+  auto trainer = tinyTrainer();
+  RunOptions options;
+  options.quiet = true;
+  options.logPath = "/nonexistent/dir/log.jsonl";
+  absl::StatusOr<int> code = runTraining(*trainer, options);
+  ASSERT_FALSE(code.ok());
+  EXPECT_NE(std::string(code.status().message())
+                .find("cannot open the log file '/nonexistent/dir/log.jsonl'"),
+            std::string::npos);
+  EXPECT_EQ(trainer->stepsDone(), 0);
+}
+
+} // namespace
+} // namespace braid

@@ -1,0 +1,207 @@
+#include "tools/braid-run/CommandLine.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace braid {
+namespace {
+
+absl::Status bad(std::string message) {
+  return absl::InvalidArgumentError(std::move(message));
+}
+
+absl::Status positiveInt(absl::string_view flag, const std::string &text,
+                         int64_t max, int64_t *out) {
+  int64_t v;
+  if (!absl::SimpleAtoi(text, &v) || v <= 0 || v > max)
+    return bad(absl::StrCat(flag, " needs a whole number from 1 to ", max,
+                            ", not \"", text, "\""));
+  *out = v;
+  return absl::OkStatus();
+}
+
+// Flags that take a value, and where the value goes.
+struct ValueFlag {
+  std::string_view name;
+  absl::Status (*apply)(const std::string &value, CommandLine &cl);
+};
+
+constexpr int64_t kMaxInt64 = INT64_MAX;
+
+const ValueFlag kValueFlags[] = {
+    {"--data",
+     [](const std::string &v, CommandLine &cl) {
+       cl.dataPath = v;
+       return absl::OkStatus();
+     }},
+    {"--data-format",
+     [](const std::string &v, CommandLine &cl) {
+       if (v != "text" && v != "uint16" && v != "int32")
+         return bad(absl::StrCat("--data-format must be text, uint16 or "
+                                 "int32, not \"",
+                                 v, "\""));
+       cl.dataFormat = v;
+       return absl::OkStatus();
+     }},
+    {"--steps",
+     [](const std::string &v, CommandLine &cl) {
+       return positiveInt("--steps", v, kMaxInt64, &cl.steps);
+     }},
+    {"--stop-after",
+     [](const std::string &v, CommandLine &cl) {
+       return positiveInt("--stop-after", v, kMaxInt64, &cl.stopAfter);
+     }},
+    {"--log",
+     [](const std::string &v, CommandLine &cl) {
+       cl.logPath = v;
+       return absl::OkStatus();
+     }},
+    {"--save-dir",
+     [](const std::string &v, CommandLine &cl) {
+       cl.saveDir = v;
+       return absl::OkStatus();
+     }},
+    {"--save-interval",
+     [](const std::string &v, CommandLine &cl) {
+       return positiveInt("--save-interval", v, kMaxInt64, &cl.saveInterval);
+     }},
+    {"--resume",
+     [](const std::string &v, CommandLine &cl) {
+       cl.resumeDir = v;
+       return absl::OkStatus();
+     }},
+    {"--threads",
+     [](const std::string &v, CommandLine &cl) {
+       int64_t n;
+       if (absl::Status s = positiveInt("--threads", v, 4096, &n); !s.ok())
+         return s;
+       cl.threads = static_cast<int>(n);
+       return absl::OkStatus();
+     }},
+    {"--device",
+     [](const std::string &v, CommandLine &cl) {
+       if (v != "cpu" && v != "cuda")
+         return bad(
+             absl::StrCat("--device must be cpu or cuda, not \"", v, "\""));
+       cl.device = v;
+       return absl::OkStatus();
+     }},
+    {"--peak-gflops",
+     [](const std::string &v, CommandLine &cl) {
+       double x;
+       if (!absl::SimpleAtod(v, &x) || !std::isfinite(x) || x <= 0)
+         return bad(absl::StrCat("--peak-gflops needs a positive number, not "
+                                 "\"",
+                                 v, "\""));
+       cl.peakGflops = x;
+       return absl::OkStatus();
+     }},
+};
+
+} // namespace
+
+absl::StatusOr<CommandLine>
+parseCommandLine(const std::vector<std::string> &args, bool embeddedPlan) {
+  CommandLine cl;
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    if (arg == "--") {
+      positional.insert(positional.end(), args.begin() + i + 1, args.end());
+      break;
+    }
+    if (!absl::StartsWith(arg, "-") || arg == "-") {
+      positional.push_back(arg);
+      continue;
+    }
+    // "--flag=value" or "--flag value".
+    std::string name = arg;
+    std::optional<std::string> value;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    if (name == "--help" || name == "-h" || name == "--shuffle" ||
+        name == "--quiet") {
+      if (value)
+        return bad(absl::StrCat(name, " takes no value"));
+      if (name == "--shuffle")
+        cl.shuffle = true;
+      else if (name == "--quiet")
+        cl.quiet = true;
+      else
+        cl.help = true;
+      continue;
+    }
+    const ValueFlag *flag = nullptr;
+    for (const ValueFlag &f : kValueFlags)
+      if (f.name == name)
+        flag = &f;
+    if (flag == nullptr)
+      return bad(absl::StrCat("unknown flag ", name));
+    if (!value) {
+      if (i + 1 >= args.size())
+        return bad(absl::StrCat(name, " needs a value"));
+      value = args[++i];
+    }
+    if (absl::Status s = flag->apply(*value, cl); !s.ok())
+      return s;
+  }
+  if (cl.help)
+    return cl;
+  if (embeddedPlan) {
+    if (!positional.empty())
+      return bad(absl::StrCat("this binary carries its own plan and takes no "
+                              "PLAN argument, but got \"",
+                              positional[0], "\""));
+  } else {
+    if (positional.empty())
+      return bad("missing the PLAN argument (a .plan file written by braidc)");
+    if (positional.size() > 1)
+      return bad(absl::StrCat("unexpected argument \"", positional[1],
+                              "\": braid-run takes one PLAN"));
+    cl.planPath = positional[0];
+  }
+  if (cl.dataPath.empty())
+    return bad("missing --data FILE (the training tokens)");
+  if (cl.saveInterval > 0 && cl.saveDir.empty())
+    return bad("--save-interval needs --save-dir");
+  return cl;
+}
+
+std::string usage(const std::string &program, bool embeddedPlan) {
+  return absl::StrCat(
+      "usage: ", program, embeddedPlan ? "" : " PLAN",
+      " --data FILE [flags]\n"
+      "\n"
+      "Trains the model of a Braid plan",
+      embeddedPlan ? " (embedded in this binary)" : " (written by braidc)",
+      " on a token file.\n"
+      "\n"
+      "  --data FILE          training data\n"
+      "  --data-format F      text (one token per byte; default for .txt),\n"
+      "                       uint16 or int32 (raw little-endian tokens)\n"
+      "  --steps N            total steps; shapes the LR schedule (default:\n"
+      "                       the plan's, or the resumed checkpoint's)\n"
+      "  --stop-after N       stop after step N (saving if --save-dir)\n"
+      "  --shuffle            seeded random window order per epoch\n"
+      "  --log FILE           JSON-lines log, one object per step\n"
+      "  --save-dir DIR       write checkpoints to DIR/step-NNNNNN\n"
+      "  --save-interval N    also save every N steps\n"
+      "  --resume DIR         continue from a checkpoint (or the latest one\n"
+      "                       under DIR)\n"
+      "  --threads N          kernel threads (default: all cores)\n"
+      "  --device D           cpu (default) or cuda\n"
+      "  --peak-gflops X      peak for MFU instead of measuring sgemm\n"
+      "  --quiet              no start-up report or progress lines\n"
+      "  --help               this text\n"
+      "\n"
+      "Exit status: 0 done, 1 error, 2 bad command line, 128+N stopped by\n"
+      "signal N. See docs/braid-run.md.\n");
+}
+
+} // namespace braid

@@ -1,0 +1,41 @@
+// braid-run's command line: flags, their values and the usage text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace braid {
+
+struct CommandLine {
+  bool help = false;
+  std::string planPath; // empty when the plan is embedded
+  std::string dataPath;
+  std::optional<std::string> dataFormat;
+  int64_t steps = 0;     // 0: the plan's (or the checkpoint's) total
+  int64_t stopAfter = 0; // 0: run to the end
+  bool shuffle = false;
+  std::string logPath;
+  std::string saveDir;
+  int64_t saveInterval = 0;
+  std::string resumeDir;
+  int threads = 0; // 0: the default thread count
+  std::string device = "cpu";
+  double peakGflops = 0; // 0: measure
+  bool quiet = false;
+};
+
+// Parses argv[1..]. `embeddedPlan` says whether this executable carries its
+// plan, in which case no PLAN argument is taken. InvalidArgument with a
+// sentence naming the flag for an unknown flag, a missing or malformed
+// value, or a missing required argument.
+absl::StatusOr<CommandLine>
+parseCommandLine(const std::vector<std::string> &args, bool embeddedPlan);
+
+// The --help text for `program` (argv[0]).
+std::string usage(const std::string &program, bool embeddedPlan);
+
+} // namespace braid

@@ -1,0 +1,139 @@
+// braid-run: trains the model of a plan on the CPU. See docs/braid-run.md.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cblas.h>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/registry/Kernel.h"
+#include "runtime/data/TokenData.h"
+#include "runtime/data/TokenFormat.h"
+#include "runtime/plan/EmbeddedPlan.h"
+#include "runtime/plan/PlanLoader.h"
+#include "runtime/train/StopSignal.h"
+#include "runtime/train/Trainer.h"
+#include "runtime/train/TrainingLoop.h"
+#include "tools/braid-run/CommandLine.h"
+
+namespace braid {
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+int fail(const absl::Status &status) {
+  std::fprintf(stderr, "braid-run: error: %s\n",
+               std::string(status.message()).c_str());
+  return kExitError;
+}
+
+// The plan (embedded or from the command line), the data and the trainer.
+absl::StatusOr<std::unique_ptr<Trainer>>
+buildTrainer(const CommandLine &cl,
+             const std::optional<std::string> &embedded) {
+  absl::StatusOr<LoadedPlan> plan =
+      embedded
+          ? loadPlan(*embedded, defaultKernelRegistry(), Device::kCPU)
+          : loadPlanFile(cl.planPath, defaultKernelRegistry(), Device::kCPU);
+  if (!plan.ok())
+    return embedded ? absl::InvalidArgumentError(absl::StrCat(
+                          "the embedded plan: ", plan.status().message()))
+                    : plan.status();
+  absl::StatusOr<TokenFormat> format =
+      chooseTokenFormat(cl.dataPath, cl.dataFormat);
+  if (!format.ok())
+    return format.status();
+  absl::StatusOr<TokenData> data = TokenData::fromFile(
+      cl.dataPath, *format, plan->proto.model().vocab_size());
+  if (!data.ok())
+    return data.status();
+  TrainerOptions options;
+  options.totalSteps = cl.steps;
+  options.shuffle = cl.shuffle;
+  options.numThreads = cl.threads;
+  return Trainer::create(std::move(*plan), std::move(*data), options);
+}
+
+// Restores the checkpoint of --resume. Returns true when training should go
+// on, false when the checkpoint already is where the run would stop.
+absl::StatusOr<bool> resume(const CommandLine &cl, Trainer &trainer) {
+  absl::StatusOr<std::string> from = trainer.resume(cl.resumeDir);
+  if (!from.ok())
+    return from.status();
+  const long long done = trainer.stepsDone();
+  if (!cl.quiet)
+    std::printf("resumed from %s (step %lld of %lld)\n", from->c_str(), done,
+                static_cast<long long>(trainer.totalSteps()));
+  if (cl.stopAfter > 0 && cl.stopAfter <= done) {
+    std::printf("nothing to do: --stop-after %lld, and the checkpoint is at "
+                "step %lld\n",
+                static_cast<long long>(cl.stopAfter), done);
+    return false;
+  }
+  if (done >= trainer.totalSteps()) {
+    std::printf("nothing to do: the checkpoint is at step %lld of %lld\n", done,
+                static_cast<long long>(trainer.totalSteps()));
+    return false;
+  }
+  return true;
+}
+
+int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
+  if (cl.device == "cuda")
+    return fail(absl::UnimplementedError(
+        "this build has no CUDA backend: use --device cpu"));
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer = buildTrainer(cl, embedded);
+  if (!trainer.ok())
+    return fail(trainer.status());
+  // OpenBLAS keeps its own thread pool; give it the kernels' budget so that
+  // the thread count bounds the whole process (and the measured peak).
+  openblas_set_num_threads((*trainer)->numThreads());
+  if (!cl.resumeDir.empty()) {
+    absl::StatusOr<bool> goOn = resume(cl, **trainer);
+    if (!goOn.ok())
+      return fail(goOn.status());
+    if (!*goOn)
+      return 0;
+  }
+  RunOptions options;
+  options.logPath = cl.logPath;
+  options.saveDir = cl.saveDir;
+  options.saveInterval = cl.saveInterval;
+  options.stopAfter = cl.stopAfter;
+  options.quiet = cl.quiet;
+  options.peakGflops = cl.peakGflops;
+  installStopHandlers();
+  absl::StatusOr<int> code = runTraining(**trainer, options);
+  if (!code.ok())
+    return fail(code.status());
+  return *code;
+}
+
+} // namespace
+} // namespace braid
+
+int main(int argc, char **argv) {
+  const std::string program = argc > 0 ? argv[0] : "braid-run";
+  absl::StatusOr<std::optional<std::string>> embedded =
+      braid::readEmbeddedPlan("/proc/self/exe");
+  if (!embedded.ok())
+    return braid::fail(embedded.status());
+  const bool hasPlan = embedded->has_value();
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  absl::StatusOr<braid::CommandLine> cl =
+      braid::parseCommandLine(args, hasPlan);
+  if (!cl.ok()) {
+    std::fprintf(stderr, "braid-run: %s\n\n%s",
+                 std::string(cl.status().message()).c_str(),
+                 braid::usage(program, hasPlan).c_str());
+    return braid::kExitUsage;
+  }
+  if (cl->help) {
+    std::printf("%s", braid::usage(program, hasPlan).c_str());
+    return 0;
+  }
+  return braid::run(*cl, *embedded);
+}
