@@ -10,6 +10,7 @@
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
@@ -113,6 +114,28 @@ absl::Status checkAdamw(const KernelSignature &sig) {
 
 // Scalars are computed in double and rounded once; the element-wise update
 // runs in fp32, in the order of docs/kernels.md.
+struct AdamwCoefficients {
+  float clip, decay, b1, c1, b2, c2, bc2Sqrt, stepSize, eps;
+};
+
+// One contiguous range. Coefficients arrive by value and the arrays as
+// restrict pointers so that the loop vectorises; the arithmetic is the
+// formula of docs/kernels.md, operation for operation.
+BRAID_VECTOR_CLONES
+void adamwRange(AdamwCoefficients k, const float *__restrict grad,
+                float *__restrict param, float *__restrict m,
+                float *__restrict v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] * k.clip;
+    const float mi = k.b1 * m[i] + k.c1 * g;
+    const float vi = k.b2 * v[i] + k.c2 * (g * g);
+    const float denom = std::sqrt(vi) / k.bc2Sqrt + k.eps;
+    m[i] = mi;
+    v[i] = vi;
+    param[i] = param[i] * k.decay - k.stepSize * (mi / denom);
+  }
+}
+
 void runAdamw(const KernelArgs &args) {
   const KernelParams &params = paramsOf(args);
   const KernelContext &ctx = contextOf(args);
@@ -134,24 +157,14 @@ void runAdamw(const KernelArgs &args) {
   const float stepSize = static_cast<float>(ctx.lr / (1 - std::pow(beta1, t)));
   const float eps = static_cast<float>(params.floatOr("eps", 1e-8));
 
+  AdamwCoefficients k{clip,  decay, b1, c1, b2, c2, bc2Sqrt, stepSize,
+                      eps};
   const float *grad = args.ins[0].f32();
   float *param = args.outs[0].f32(), *m = args.outs[1].f32(),
         *v = args.outs[2].f32();
   parallelFor(poolOf(args), args.ins[0].numel(), 16384,
               [&](int64_t i0, int64_t i1) {
-                const float *__restrict gs = grad;
-                float *__restrict ps = param;
-                float *__restrict ms = m;
-                float *__restrict vs = v;
-                for (int64_t i = i0; i < i1; ++i) {
-                  const float g = gs[i] * clip;
-                  const float mi = b1 * ms[i] + c1 * g;
-                  const float vi = b2 * vs[i] + c2 * (g * g);
-                  const float denom = std::sqrt(vi) / bc2Sqrt + eps;
-                  ms[i] = mi;
-                  vs[i] = vi;
-                  ps[i] = ps[i] * decay - stepSize * (mi / denom);
-                }
+                adamwRange(k, grad + i0, param + i0, m + i0, v + i0, i1 - i0);
               });
 }
 

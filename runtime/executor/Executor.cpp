@@ -1,6 +1,9 @@
 #include "runtime/executor/Executor.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/profile/KernelProfile.h"
 
 namespace braid {
 
@@ -51,11 +54,21 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes) {
   return ex;
 }
 
-void Executor::execute(const std::vector<Op> &ops, const KernelContext &ctx) {
+void Executor::execute(const std::vector<Op> &ops, const KernelContext &ctx,
+                       KernelProfile *profile) {
+  using Clock = std::chrono::steady_clock;
   for (const Op &op : ops) {
     switch (op.kind) {
     case LoadedInstruction::Kind::kLaunch:
-      op.kernel->run(KernelArgs{op.ins, op.outs, op.params, &ctx});
+      if (profile) {
+        auto start = Clock::now();
+        op.kernel->run(KernelArgs{op.ins, op.outs, op.params, &ctx});
+        profile->add(op.kernel->name,
+                     std::chrono::duration<double>(Clock::now() - start)
+                         .count());
+      } else {
+        op.kernel->run(KernelArgs{op.ins, op.outs, op.params, &ctx});
+      }
       break;
     case LoadedInstruction::Kind::kRecord:
       events_.record(op.event);
@@ -77,7 +90,7 @@ absl::Status Executor::run(std::string_view program, const KernelContext &ctx) {
         absl::StrCat("the plan has no program named \"",
                      absl::string_view(program.data(), program.size()), "\""));
   if (numStreams_ == 1) {
-    execute(bound->ops[0], ctx);
+    execute(bound->ops[0], ctx, profile_);
     return absl::OkStatus();
   }
   events_.reset();
@@ -85,9 +98,10 @@ absl::Status Executor::run(std::string_view program, const KernelContext &ctx) {
     if (bound->ops[s].empty())
       continue;
     const std::vector<Op> *ops = &bound->ops[s];
-    workers_[s - 1]->start([this, ops, &ctx] { execute(*ops, ctx); });
+    workers_[s - 1]->start(
+        [this, ops, &ctx] { execute(*ops, ctx, /*profile=*/nullptr); });
   }
-  execute(bound->ops[0], ctx);
+  execute(bound->ops[0], ctx, profile_);
   for (int s = 1; s < numStreams_; ++s)
     if (!bound->ops[s].empty())
       workers_[s - 1]->finish();

@@ -19,6 +19,7 @@
 #include "runtime/executor/EventCounters.h"
 #include "runtime/executor/StreamWorker.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/profile/KernelProfile.h"
 
 namespace braid {
 
@@ -39,6 +40,10 @@ public:
 
   int numStreams() const { return numStreams_; }
 
+  // While set, every launch on stream 0 is timed into `profile` (null to
+  // stop). Launches on other streams overlap stream 0 and are not timed.
+  void setProfile(KernelProfile *profile) { profile_ = profile; }
+
 private:
   struct Op {
     LoadedInstruction::Kind kind;
@@ -56,13 +61,15 @@ private:
   };
 
   Executor(int numStreams, uint32_t numEvents);
-  void execute(const std::vector<Op> &ops, const KernelContext &ctx);
+  void execute(const std::vector<Op> &ops, const KernelContext &ctx,
+               KernelProfile *profile);
 
   int numStreams_;
   std::vector<BoundProgram> programs_;
   EventCounters events_;
   // workers_[s - 1] runs stream s.
   std::vector<std::unique_ptr<StreamWorker>> workers_;
+  KernelProfile *profile_ = nullptr;
 };
 
 } // namespace braid

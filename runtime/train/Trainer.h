@@ -63,6 +63,9 @@ public:
   int numThreads() const { return pool_.size(); }
   const DataLoader &data() const { return data_; }
 
+  // Times every kernel launch into `profile` from now on (null to stop).
+  void setProfile(KernelProfile *profile) { executor_->setProfile(profile); }
+
   // Forward and backward of every micro-batch of the next step, leaving the
   // accumulated gradients in the arena; returns the mean loss.
   // FailedPrecondition when called twice without optimizerStep() between,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/profile/KernelProfile.h"
 #include "absl/strings/str_format.h"
 #include "runtime/train/HumanUnits.h"
 #include "runtime/train/MemoryReport.h"
@@ -93,6 +94,9 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
 
   const double flopsPerToken = trainer.plan().proto.model().flops_per_token();
   const int64_t firstStep = trainer.stepsDone();
+  KernelProfile profile;
+  if (options.profile)
+    trainer.setProfile(&profile);
   const Clock::time_point runStart = Clock::now();
   bool savedLast = false;
   while (trainer.stepsDone() < last && stopSignal() == 0) {
@@ -142,6 +146,12 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     }
   }
 
+  if (options.profile) {
+    trainer.setProfile(nullptr);
+    std::fprintf(options.out, "kernel profile over %lld steps:\n%s",
+                 static_cast<long long>(trainer.stepsDone() - firstStep),
+                 profile.format(trainer.stepsDone() - firstStep).c_str());
+  }
   if (!options.saveDir.empty() && !savedLast &&
       trainer.stepsDone() > firstStep) {
     if (absl::Status s = save(trainer, options); !s.ok())

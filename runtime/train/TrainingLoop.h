@@ -25,6 +25,8 @@ struct RunOptions {
   int64_t stopAfter = 0;
   // No start-up report or progress lines (errors still print).
   bool quiet = false;
+  // Print the time spent in each kernel at the end of the run.
+  bool profile = false;
   // Peak GFLOP/s for MFU; 0: measure sgemm at start-up.
   double peakGflops = 0;
   FILE *out = stdout;

@@ -69,6 +69,13 @@ void BM_TrainStep(benchmark::State &state, std::string planPath) {
     return;
   }
   const double tokens = static_cast<double>((*trainer)->tokensPerStep());
+  // Untimed warm-up, as for the PyTorch peer: the first steps touch the
+  // arena's pages and the optimizer state for the first time.
+  for (int i = 0; i < 2; ++i)
+    if (!(*trainer)->trainStep().ok()) {
+      state.SkipWithError("warm-up step failed");
+      return;
+    }
   for (auto _ : state) {
     auto r = (*trainer)->trainStep();
     if (!r.ok()) {

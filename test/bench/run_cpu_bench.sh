@@ -5,7 +5,7 @@
 # Braid/PyTorch ratio per configuration. Ratios, measured side by side, are
 # the result; absolute times on a shared machine are noise.
 #
-#   test/bench/run_cpu_bench.sh [--threads N] [--out DIR]
+#   test/bench/run_cpu_bench.sh [--threads N] [--rounds R] [--out DIR]
 #
 # Needs a build (scripts/build.sh) and Debian's python3-torch
 # (scripts/install-deps.sh --bench).
@@ -13,12 +13,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${BRAID_BUILD_DIR:-$root/build}"
 threads=2
+rounds=3
 out="$build/bench"
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "run_cpu_bench.sh: unknown option '$1' (use --threads N, --out DIR)" >&2; exit 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    *) echo "run_cpu_bench.sh: unknown option '$1' (use --threads N, --rounds R, --out DIR)" >&2; exit 2 ;;
   esac
 done
 torch_python=/usr/bin/python3
@@ -35,17 +37,24 @@ for c in "${configs[@]}"; do
   plan_args+=("--plan=$c=$out/cpu-$c.plan")
 done
 
-echo "== Braid (braid_cpu_bench, $threads threads) =="
-OPENBLAS_NUM_THREADS=$threads BRAID_NUM_THREADS=$threads \
-  "$build/bin/braid_cpu_bench" "${plan_args[@]}" --threads="$threads" \
-  --benchmark_out="$out/braid.json" --benchmark_out_format=json
-
-echo "== PyTorch eager ($threads threads) =="
-for c in "${configs[@]}"; do
-  OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+# Rounds alternate Braid and PyTorch so that both see the same machine;
+# the report takes each side's best round. Both get the same BLAS settings:
+# OpenBLAS workers sleep right after a GEMM instead of spinning (braid-run
+# sets this for itself, see kernels/cpu/Linear.cpp) and OpenMP idles
+# passively.
+export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+export OPENBLAS_THREAD_TIMEOUT=4 OMP_WAIT_POLICY=PASSIVE
+for round in $(seq 1 "$rounds"); do
+  echo "== round $round/$rounds: Braid (braid_cpu_bench, $threads threads) =="
+  BRAID_NUM_THREADS=$threads "$build/bin/braid_cpu_bench" "${plan_args[@]}" \
+    --threads="$threads" --benchmark_out="$out/braid-$round.json" \
+    --benchmark_out_format=json
+  for c in "${configs[@]}"; do
+    echo "== round $round/$rounds: PyTorch eager, $c ($threads threads) =="
     "$torch_python" "$root/test/bench/torch_step.py" \
-    --spec "$root/test/bench/specs/cpu-$c.pbtxt" --threads "$threads" \
-    --warmup 2 --steps 8 | tee "$out/torch-$c.json"
+      --spec "$root/test/bench/specs/cpu-$c.pbtxt" --threads "$threads" \
+      --warmup 2 --steps 8 | tee "$out/torch-$c-$round.json"
+  done
 done
 
-"$torch_python" "$root/test/bench/report_cpu_bench.py" "$out" "${configs[@]}"
+"$torch_python" "$root/test/bench/report_cpu_bench.py" "$out" "$rounds" "${configs[@]}"

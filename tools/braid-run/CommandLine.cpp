@@ -126,13 +126,15 @@ parseCommandLine(const std::vector<std::string> &args, bool embeddedPlan) {
       value = arg.substr(eq + 1);
     }
     if (name == "--help" || name == "-h" || name == "--shuffle" ||
-        name == "--quiet") {
+        name == "--quiet" || name == "--profile") {
       if (value)
         return bad(absl::StrCat(name, " takes no value"));
       if (name == "--shuffle")
         cl.shuffle = true;
       else if (name == "--quiet")
         cl.quiet = true;
+      else if (name == "--profile")
+        cl.profile = true;
       else
         cl.help = true;
       continue;
@@ -198,6 +200,7 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "  --device D           cpu (default) or cuda\n"
       "  --peak-gflops X      peak for MFU instead of measuring sgemm\n"
       "  --quiet              no start-up report or progress lines\n"
+      "  --profile            print the time spent in each kernel at the end\n"
       "  --help               this text\n"
       "\n"
       "Exit status: 0 done, 1 error, 2 bad command line, 128+N stopped by\n"

@@ -26,6 +26,7 @@ struct CommandLine {
   std::string device = "cpu";
   double peakGflops = 0; // 0: measure
   bool quiet = false;
+  bool profile = false;
 };
 
 // Parses argv[1..]. `embeddedPlan` says whether this executable carries its

@@ -104,6 +104,7 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
   options.saveInterval = cl.saveInterval;
   options.stopAfter = cl.stopAfter;
   options.quiet = cl.quiet;
+  options.profile = cl.profile;
   options.peakGflops = cl.peakGflops;
   installStopHandlers();
   absl::StatusOr<int> code = runTraining(**trainer, options);
