@@ -15,7 +15,7 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(spec_fuzzer braid_plan_loader_fuzzer braid_safetensors_fuzzer braid_token_data_fuzzer)
 
 clang=""
-for c in clang-22 clang-14 clang; do command -v "$c" >/dev/null && { clang="$c"; break; }; done
+for c in clang-14 clang clang-22; do command -v "$c" >/dev/null && { clang="$c"; break; }; done
 [ -n "$clang" ] || { echo "fuzz.sh: no clang; run scripts/install-deps.sh --fuzz" >&2; exit 1; }
 clangxx="${clang/clang/clang++}"
 

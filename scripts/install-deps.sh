@@ -15,7 +15,7 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3-torch python3-numpy) ;;
-    --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
+    --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;  # clang-22 does not link the target_clones kernels
     *) echo "install-deps.sh: unknown option '$arg' (use --bench, --fuzz)" >&2; exit 2 ;;
   esac
 done
