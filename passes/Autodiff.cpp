@@ -209,8 +209,6 @@ LogicalResult Differentiator::backward(Operation *op) {
 
 LogicalResult Differentiator::run() {
   auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
-  if (ret.getNumOperands() != 1)
-    return func_.emitOpError("braid-autodiff expects a single loss result");
   Value loss = ret.getOperand(0);
   auto ce = loss.getDefiningOp<CrossEntropyOp>();
   if (!ce || ce.getLoss() != loss)
@@ -266,7 +264,11 @@ struct AutodiffPass : impl::AutodiffPassBase<AutodiffPass> {
       getOperation().emitError("braid-autodiff needs a func.func @train_step");
       return signalPassFailure();
     }
-    if (func.getNumResults() != 1) {
+    if (func.getNumResults() == 0) {
+      func.emitOpError("braid-autodiff expects a single loss result");
+      return signalPassFailure();
+    }
+    if (func.getNumResults() > 1) {
       func.emitOpError("is already differentiated (it has more than one result)");
       return signalPassFailure();
     }

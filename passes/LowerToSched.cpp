@@ -233,7 +233,7 @@ LogicalResult Lowering::lowerMicroBatch() {
   for (Operation &op : func_.getBody().front().without_terminator()) {
     if (absorbed_.contains(&op))
       continue;
-    if (op.getDialect()->getNamespace() != "braid")
+    if (op.getName().getDialectNamespace() != "braid")
       return op.emitOpError("braid-lower-to-sched cannot lower this op");
     SmallVector<Value> ins, outs;
     for (Value operand : op.getOperands()) {

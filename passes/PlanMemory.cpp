@@ -139,11 +139,44 @@ std::string humanBytes(int64_t bytes) {
   return s;
 }
 
+// Every offset the planner computes is at most the sum of all buffer sizes,
+// so bounding that sum once makes all later int64 arithmetic safe.
+constexpr int64_t kMaxArenaBytes = int64_t{1} << 62;
+
+LogicalResult checkAddressable(ModuleOp module) {
+  __int128 total = 0;
+  auto add = [&](Operation *op, MemRefType type) -> LogicalResult {
+    int64_t bytes = bufferBytes(type);
+    if (bytes < 0 || bytes > kMaxArenaBytes)
+      return op->emitOpError("buffer of ")
+             << type << " is larger than the 2^62 bytes an arena can address";
+    total += alignUp(bytes);
+    return success();
+  };
+  for (auto global : module.getOps<sched::GlobalOp>())
+    if (failed(add(global, global.getType())))
+      return failure();
+  WalkResult r = module.walk([&](sched::AllocOp alloc) {
+    return failed(add(alloc, alloc.getType())) ? WalkResult::interrupt()
+                                               : WalkResult::advance();
+  });
+  if (r.wasInterrupted())
+    return failure();
+  if (total > kMaxArenaBytes)
+    return module.emitError(
+        "the buffers of this plan add up to more than 2^62 bytes, which the "
+        "arena cannot address; reduce seq_len, micro_batch_size, num_layers "
+        "or the model's sizes");
+  return success();
+}
+
 struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(checkAddressable(module)))
+      return signalPassFailure();
     MemoryTotals totals;
     int64_t transientBase = alignUp(placeGlobals(module, totals));
 
@@ -174,7 +207,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
              b.getNamedAttr("arena_bytes", i64(totals.arena))}));
 
     if (report) {
-      auto &os = llvm::outs();
+      auto &os = llvm::errs();
       os << "memory report (rank 0)\n";
       auto line = [&](StringRef what, int64_t bytes) {
         os << llvm::format("  %-22s %14lld bytes  %12s\n", what.str().c_str(),

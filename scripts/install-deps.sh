@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages Braid builds and tests with (DESIGN.md,
-# section 5). Safe to run again: apt-get skips what is already installed.
+# Installs the Debian 12 packages Braid builds and tests with. Safe to run
+# again: packages already present are skipped.
 # Pass --bench to add what the benchmarks need (PyTorch), --fuzz for clang's
 # libFuzzer.
 set -euo pipefail
@@ -10,7 +10,7 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libprotobuf-dev protobuf-compiler libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev
 )
 for arg in "$@"; do
   case "$arg" in

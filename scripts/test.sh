@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from nothing: installs dependencies, builds, and runs
-# ctest (unit tests, lit tests, end-to-end and numerics tests). GPU tests are
-# labelled `gpu` and skip where no GPU is present.
+# ctest (unit tests, lit tests, end-to-end and numerics tests, fuzz-corpus
+# replays). Tests that need data read ../shared/data beside the checkout.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BRAID_BUILD_DIR:-$root/build}"

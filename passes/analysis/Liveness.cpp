@@ -1,6 +1,8 @@
 //===- Liveness.cpp - live ranges of transient sched buffers --------------===//
 #include "passes/analysis/Liveness.h"
 
+#include <limits>
+
 #include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
@@ -8,8 +10,15 @@ using namespace mlir;
 namespace braid {
 
 int64_t bufferBytes(MemRefType type) {
-  int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-  return type.getNumElements() * elementBytes;
+  // 128-bit products: a shape whose byte size overflows int64 is reported,
+  // not wrapped.
+  __int128 bytes = (type.getElementTypeBitWidth() + 7) / 8;
+  for (int64_t d : type.getShape()) {
+    bytes *= d;
+    if (bytes > std::numeric_limits<int64_t>::max())
+      return -1;
+  }
+  return static_cast<int64_t>(bytes);
 }
 
 std::vector<LiveRange>

@@ -26,7 +26,7 @@ struct LiveRange {
 std::vector<LiveRange> computeLiveRanges(
     sched::ProgramOp program, std::vector<sched::LaunchOp> *launches = nullptr);
 
-// Bytes of a static buffer type.
+// Bytes of a static buffer type; -1 when that does not fit in int64.
 int64_t bufferBytes(mlir::MemRefType type);
 
 } // namespace braid

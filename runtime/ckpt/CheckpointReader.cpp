@@ -139,6 +139,10 @@ absl::StatusOr<std::string> findCheckpointDir(const std::string &dir) {
   const fs::path root(dir);
   if (fs::is_regular_file(root / ckpt::kModelFile, ec))
     return dir;
+  if (fs::exists(root, ec) && !fs::is_directory(root, ec))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", dir, "' is not a directory; --resume takes a step-NNNNNN "
+        "checkpoint directory or the directory holding them"));
   if (!fs::is_directory(root, ec))
     return absl::NotFoundError(
         absl::StrCat("the checkpoint directory '", dir, "' does not exist"));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -81,6 +82,16 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     printStartup(trainer, options);
     peak = peakGflops(options);
     std::fflush(options.out);
+  }
+  // A checkpoint directory that cannot be made is an error now, not after
+  // the last step.
+  if (!options.saveDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.saveDir, ec);
+    if (!std::filesystem::is_directory(options.saveDir))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--save-dir '", options.saveDir, "' is not a directory and cannot "
+          "be created", ec ? absl::StrCat(": ", ec.message()) : ""));
   }
   File log(nullptr, &std::fclose);
   if (!options.logPath.empty()) {

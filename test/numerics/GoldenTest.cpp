@@ -135,13 +135,24 @@ TEST_P(GoldenTest, MatchesPyTorch) {
   double wantNorm = number(json->find("grad_norms")->array[0]);
   EXPECT_NEAR(*norm, wantNorm, kRelTol * wantNorm) << "step-1 grad norm";
 
-  // Steps 2..10 of AdamW with clipping and the LR schedule.
+  // Steps 2..10 of AdamW with clipping and the LR schedule. The golden's
+  // learning rates come from the spec's fp32 value (3e-3 as 0.0030000000261),
+  // Braid's from the decimal written (docs/numerics.md): 1e-8 apart.
+  const JsonValue *lrs = json->find("lrs");
+  const JsonValue *norms = json->find("grad_norms");
+  EXPECT_NEAR(t.learningRate(1), number(lrs->array[0]),
+              1e-6 * number(lrs->array[0]));
   for (size_t step = 1; step < losses->array.size(); ++step) {
     auto result = t.trainStep();
     ASSERT_TRUE(result.ok()) << result.status();
     double expected = number(losses->array[step]);
     EXPECT_NEAR(result->loss, expected, kRelTol * expected)
         << "loss of step " << step + 1;
+    double lr = number(lrs->array[step]);
+    EXPECT_NEAR(result->lr, lr, 1e-6 * lr) << "lr of step " << step + 1;
+    double gradNorm = number(norms->array[step]);
+    EXPECT_NEAR(result->gradNorm, gradNorm, kRelTol * gradNorm)
+        << "grad norm of step " << step + 1;
   }
 }
 

@@ -64,3 +64,11 @@ module {
 func.func @train_step(%w: tensor<f32> {braid.param = {name = "w", init = "ones"}}) -> (tensor<f32>, tensor<f32>) {
   return %w, %w : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// Without a result there is no loss to differentiate.
+// expected-error @+1 {{braid-autodiff expects a single loss result}}
+func.func @train_step() {
+  return
+}

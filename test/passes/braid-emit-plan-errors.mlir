@@ -1,4 +1,6 @@
-// RUN: braid-opt %s --braid-emit-plan --split-input-file --verify-diagnostics
+// RUN: braid-opt %s --braid-emit-plan=output=%t.plan --split-input-file --verify-diagnostics --allow-unregistered-dialect
+// RUN: not braid-opt %S/braid-emit-plan.mlir --braid-emit-plan=output=%t/missing/dir/x.plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=WRITE
+// WRITE: braid-emit-plan: cannot write
 
 // An unplanned global has no offset.
 // expected-error @+1 {{'sched.global' op has no offset: run braid-plan-memory first}}
@@ -18,4 +20,48 @@ module {
 module {
   // expected-error @+1 {{info.grad does not name a sched.global}}
   sched.global @w "parameter" : memref<4xf32> offset(0) info {name = "w", init = "ones", grad = "nope", exp_avg = "w", exp_avg_sq = "w"}
+}
+
+// -----
+
+// A buffer must come from sched.get_global or sched.alloc.
+module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
+  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  // expected-error @+1 {{uses a buffer that is neither a global nor an alloc}}
+  sched.program @micro_batch {
+    %b = "test.buffer"() : () -> memref<4xf32>
+    sched.launch "fill" on 0 outs(%b : memref<4xf32>)
+  }
+}
+
+// -----
+
+// Kernel parameters are integers or floats.
+module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
+  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.program @micro_batch {
+    %l = sched.get_global @loss : memref<f32>
+    // expected-error @+1 {{parameter 'value' is neither an integer nor a float}}
+    sched.launch "fill" on 0 outs(%l : memref<f32>) params {value = "zero"}
+  }
+}
+
+// -----
+
+// The settings of braid-import must be on the module.
+// expected-error @+1 {{needs braid.model and braid.train (run braid-import first)}}
+module attributes {sched.memory = {}} {
+  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+}
+
+// -----
+
+// So must the memory report of braid-plan-memory.
+// expected-error @+1 {{needs sched.memory (run braid-plan-memory first)}}
+module attributes {braid.model = {}, braid.train = {}} {
+  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
 }

@@ -37,3 +37,14 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
 // expected-error @+1 {{braid-lower-to-sched needs a func.func @train_step}}
 module attributes {braid.train = {num_micro_batches = 1 : i64}} {
 }
+
+// -----
+
+// Only braid ops lower to kernel launches.
+module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+  func.func @train_step(%w: tensor<4xf32> {braid.param = {name = "w", init = "ones"}}) -> (tensor<f32>, tensor<4xf32>) {
+    // expected-error @+1 {{braid-lower-to-sched cannot lower this op}}
+    %c = "test.loss"(%w) : (tensor<4xf32>) -> tensor<f32>
+    return %c, %w : tensor<f32>, tensor<4xf32>
+  }
+}

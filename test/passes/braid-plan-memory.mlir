@@ -1,5 +1,5 @@
 // RUN: braid-opt %s --braid-plan-memory | FileCheck %s
-// RUN: braid-opt %s --braid-plan-memory=report=true | FileCheck %s --check-prefix=REPORT
+// RUN: braid-opt %s --braid-plan-memory=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // The module records the totals; %b (below) is what crosses into the
 // backward.

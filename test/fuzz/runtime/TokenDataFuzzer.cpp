@@ -2,6 +2,7 @@
 // both sample orders.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             continue;
           constexpr int64_t kRows = 3;
           std::vector<int32_t> in(kRows * seqLen), labels(kRows * seqLen);
-          // Rows far into the run wrap around the epochs.
-          for (int64_t first : {int64_t{0}, int64_t{1} << 40})
+          // Rows far into the run wrap around the epochs. Whatever the
+          // bytes, every id handed to a kernel is inside the vocabulary, and
+          // labels are the tokens shifted by one.
+          for (int64_t first : {int64_t{0}, int64_t{1} << 40}) {
             loader->fill(first, kRows, in.data(), labels.data());
+            for (int64_t i = 0; i < kRows * seqLen; ++i) {
+              if (in[i] < 0 || in[i] >= vocab || labels[i] < 0 ||
+                  labels[i] >= vocab)
+                std::abort();
+              if (i % seqLen != seqLen - 1 && labels[i] != in[i + 1])
+                std::abort();
+            }
+          }
         }
       }
     }

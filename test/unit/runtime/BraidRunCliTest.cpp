@@ -104,6 +104,13 @@ TEST(BraidRunCli, RefusesBadCommandLinesWithUsage) {
                    "\"utf8\"");
   expectUsageError({"p.plan", "--data", data, "--shuffle=yes"},
                    "--shuffle takes no value");
+  expectUsageError({"p.plan", "--data", data, "--quiet=1"},
+                   "--quiet takes no value");
+  expectUsageError({"p.plan", "--data", data, "--profile=on"},
+                   "--profile takes no value");
+  expectUsageError({"p.plan", "--data", data, "--save-dir", "d",
+                    "--save-interval", "often"},
+                   "--save-interval needs a whole number");
   expectUsageError({"p.plan", "--data", data, "--save-interval", "10"},
                    "--save-interval needs --save-dir");
   expectUsageError({"a.plan", "b.plan", "--data", data},
@@ -117,7 +124,7 @@ TEST(BraidRunCli, HelpDescribesEveryFlag) {
        {"--data FILE", "--data-format", "--steps N", "--stop-after N",
         "--shuffle", "--log FILE", "--save-dir DIR", "--save-interval N",
         "--resume DIR", "--threads N", "--device", "--peak-gflops X", "--quiet",
-        "--help"})
+        "--profile", "--help"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   EXPECT_NE(r.output.find(" PLAN --data FILE"), std::string::npos);
 }
@@ -154,6 +161,15 @@ TEST(BraidRunCli, ReportsBadInputAsErrors) {
   r = run({plan, "--data", shakespeare(), "--resume", dir + "/nothing"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+  // A --save-dir that is a file fails before the first step.
+  r = run({plan, "--data", shakespeare(), "--save-dir", dir + "/tokens.bin"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("--save-dir '" + dir +
+                          "/tokens.bin' is not a directory and cannot be "
+                          "created"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("step "), std::string::npos) << r.output;
 }
 
 std::vector<std::string> losses(const std::string &log) {

@@ -139,6 +139,11 @@ TEST(Checkpoint, SavesAtomicallyAndFindsTheLatest) {
   EXPECT_MESSAGE(findCheckpointDir("/nonexistent/ckpt").status(),
                  "the checkpoint directory '/nonexistent/ckpt' does not "
                  "exist");
+  std::string file = root + "/step-000001/model.safetensors";
+  EXPECT_MESSAGE(findCheckpointDir(file).status(),
+                 "'" + file + "' is not a directory; --resume takes a "
+                 "step-NNNNNN checkpoint directory or the directory holding "
+                 "them");
   EXPECT_MESSAGE(trainer->saveCheckpoint("/proc/forbidden").status(),
                  "cannot create the checkpoint directory '/proc/forbidden'");
 }
