@@ -9,24 +9,34 @@
 #include <cstdint>
 #include <string_view>
 
+// The stream functions and the dropout key also compile for CUDA devices,
+// so that GPU dropout masks are the CPU's, bit for bit. Initialisation and
+// shuffling run on the host only.
+#if defined(__CUDACC__)
+#define BRAID_HOST_DEVICE __host__ __device__
+#else
+#define BRAID_HOST_DEVICE
+#endif
+
 namespace braid::rng {
 
 inline constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
 // The splitmix64 finaliser.
-inline uint64_t mix64(uint64_t z) {
+BRAID_HOST_DEVICE inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
 
-// The n-th output (n >= 0) of the splitmix64 sequence whose state starts at key.
-inline uint64_t draw(uint64_t key, uint64_t n) {
+// The n-th output (n >= 0) of the splitmix64 sequence whose state starts at
+// key.
+BRAID_HOST_DEVICE inline uint64_t draw(uint64_t key, uint64_t n) {
   return mix64(key + (n + 1) * kGolden);
 }
 
 // A new key for a sub-stream tagged `tag` of stream `key`.
-inline uint64_t derive(uint64_t key, uint64_t tag) {
+BRAID_HOST_DEVICE inline uint64_t derive(uint64_t key, uint64_t tag) {
   return mix64(key ^ mix64(tag + kGolden));
 }
 
@@ -40,7 +50,7 @@ inline uint64_t fnv1a64(std::string_view s) {
 }
 
 // Uniform in [0, 1) with 24 random bits: exact in fp32.
-inline float uniform24(uint64_t key, uint64_t n) {
+BRAID_HOST_DEVICE inline float uniform24(uint64_t key, uint64_t n) {
   return static_cast<float>(draw(key, n) >> 40) * (1.0f / 16777216.0f);
 }
 
@@ -54,15 +64,15 @@ inline uint64_t parameterKey(uint64_t seed, std::string_view name) {
 inline double normal(uint64_t key, uint64_t i) {
   const double kTwoPi = 6.283185307179586476925286766559;
   double u1 = (static_cast<double>(draw(key, 2 * i) >> 11) + 1.0) *
-              (1.0 / 9007199254740992.0);  // (0, 1]
+              (1.0 / 9007199254740992.0); // (0, 1]
   double u2 = static_cast<double>(draw(key, 2 * i + 1) >> 11) *
-              (1.0 / 9007199254740992.0);  // [0, 1)
+              (1.0 / 9007199254740992.0); // [0, 1)
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
 }
 
 // The key of the dropout mask of one dropout site in one micro-batch.
-inline uint64_t dropoutKey(uint64_t seed, int64_t rngOffset, int64_t step,
-                           int64_t microBatch) {
+BRAID_HOST_DEVICE inline uint64_t dropoutKey(uint64_t seed, int64_t rngOffset,
+                                             int64_t step, int64_t microBatch) {
   uint64_t k = derive(seed, 0x44524F50ull /* "DROP" */);
   k = derive(k, static_cast<uint64_t>(rngOffset));
   k = derive(k, static_cast<uint64_t>(step));
@@ -75,4 +85,4 @@ inline uint64_t shuffleKey(uint64_t seed, int64_t epoch) {
   return derive(k, static_cast<uint64_t>(epoch));
 }
 
-}  // namespace braid::rng
+} // namespace braid::rng

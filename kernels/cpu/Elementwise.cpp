@@ -156,15 +156,18 @@ absl::Status checkAdd(const KernelSignature &sig) {
   return checkSameShapes(c);
 }
 
+BRAID_VECTOR_CLONES
+void addLoop(const float *__restrict a, const float *__restrict b,
+             float *__restrict c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    c[i] = a[i] + b[i];
+}
+
 void runAdd(const KernelArgs &args) {
   const float *a = args.ins[0].f32(), *b = args.ins[1].f32();
   float *c = args.outs[0].f32();
   forElements(args, args.ins[0].numel(), [&](int64_t i0, int64_t i1) {
-    const float *__restrict as = a;
-    const float *__restrict bs = b;
-    float *__restrict cs = c;
-    for (int64_t i = i0; i < i1; ++i)
-      cs[i] = as[i] + bs[i];
+    addLoop(a + i0, b + i0, c + i0, i1 - i0);
   });
 }
 
@@ -175,14 +178,17 @@ absl::Status checkAccumulate(const KernelSignature &sig) {
   return checkSameShapes(c);
 }
 
+BRAID_VECTOR_CLONES
+void accumulateLoop(const float *__restrict x, float *__restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] += x[i];
+}
+
 void runAccumulate(const KernelArgs &args) {
   const float *x = args.ins[0].f32();
   float *y = args.outs[0].f32();
   forElements(args, args.ins[0].numel(), [&](int64_t b, int64_t e) {
-    const float *__restrict xs = x;
-    float *__restrict ys = y;
-    for (int64_t i = b; i < e; ++i)
-      ys[i] += xs[i];
+    accumulateLoop(x + b, y + b, e - b);
   });
 }
 
@@ -194,13 +200,19 @@ absl::Status checkFill(const KernelSignature &sig) {
   return c.floatParam("value").status();
 }
 
+// `value` arrives by value: read through the lambda's reference capture, it
+// might alias y, and the loop reloaded it for every element.
+BRAID_VECTOR_CLONES
+void fillLoop(float *__restrict y, float value, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = value;
+}
+
 void runFill(const KernelArgs &args) {
   const float value = static_cast<float>(paramsOf(args).floatOr("value", 0));
   float *y = args.outs[0].f32();
-  forElements(args, args.outs[0].numel(), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      y[i] = value;
-  });
+  forElements(args, args.outs[0].numel(),
+              [&](int64_t b, int64_t e) { fillLoop(y + b, value, e - b); });
 }
 
 // --- dropout ------------------------------------------------------------
@@ -226,6 +238,15 @@ absl::Status checkDropoutGradInput(const KernelSignature &sig) {
   return checkDropoutLaunch(sig, true);
 }
 
+// y[i] = x[i] * mask.factor(first + i). The mask arrives by value: through a
+// reference its scale might alias y and was reloaded for every element.
+BRAID_VECTOR_CLONES
+void dropoutLoop(DropoutMask mask, const float *__restrict x,
+                 float *__restrict y, int64_t first, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * mask.factor(first + i);
+}
+
 // Forward and backward are the same map, y = x * factor(flat index): the
 // mask is drawn again from the same key rather than stored.
 void runDropoutLaunch(const KernelArgs &args) {
@@ -239,8 +260,7 @@ void runDropoutLaunch(const KernelArgs &args) {
       std::memcpy(y + b, x + b, (e - b) * sizeof(float));
       return;
     }
-    for (int64_t i = b; i < e; ++i)
-      y[i] = x[i] * mask.factor(i);
+    dropoutLoop(mask, x + b, y + b, b, e - b);
   });
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
@@ -70,6 +71,34 @@ absl::Status checkEmbeddingGradWeight(const KernelSignature &sig) {
   return absl::OkStatus();
 }
 
+// Table rows [v0, v1): each the sum of the dy rows of its bucket, in
+// order; `acc` holds d floats.
+BRAID_VECTOR_CLONES
+void sumBuckets(const float *__restrict dy, const int32_t *bucketStart,
+                const int32_t *bucketRows, int64_t d, bool accumulate,
+                int64_t v0, int64_t v1, float *__restrict acc,
+                float *__restrict dtable) {
+  for (int64_t id = v0; id < v1; ++id) {
+    float *out = dtable + id * d;
+    const int32_t b = bucketStart[id], e = bucketStart[id + 1];
+    if (b == e) {
+      if (!accumulate)
+        std::memset(out, 0, d * sizeof(float));
+      continue;
+    }
+    float *sum = accumulate ? acc : out;
+    std::memcpy(sum, dy + int64_t{bucketRows[b]} * d, d * sizeof(float));
+    for (int32_t i = b + 1; i < e; ++i) {
+      const float *src = dy + int64_t{bucketRows[i]} * d;
+      for (int64_t j = 0; j < d; ++j)
+        sum[j] += src[j];
+    }
+    if (accumulate)
+      for (int64_t j = 0; j < d; ++j)
+        out[j] += acc[j];
+  }
+}
+
 // Rows of dy are bucketed by id (a counting sort on the calling thread), then
 // each table row is the sum of its bucket in row order. Chunks own disjoint
 // table rows, so the result is the same for every thread count, and with
@@ -105,26 +134,8 @@ void runEmbeddingGradWeight(const KernelArgs &args) {
   const int32_t *bucketStart = start.data();
   const int32_t *bucketRows = order.data();
   parallelFor(poolOf(args), v, rowGrain(d), [&](int64_t v0, int64_t v1) {
-    float *acc = threadScratch(0, d);
-    for (int64_t id = v0; id < v1; ++id) {
-      float *__restrict out = dtable + id * d;
-      const int32_t b = bucketStart[id], e = bucketStart[id + 1];
-      if (b == e) {
-        if (!accumulate)
-          std::memset(out, 0, d * sizeof(float));
-        continue;
-      }
-      float *__restrict sum = accumulate ? acc : out;
-      std::memcpy(sum, dy + int64_t{bucketRows[b]} * d, d * sizeof(float));
-      for (int32_t i = b + 1; i < e; ++i) {
-        const float *__restrict src = dy + int64_t{bucketRows[i]} * d;
-        for (int64_t j = 0; j < d; ++j)
-          sum[j] += src[j];
-      }
-      if (accumulate)
-        for (int64_t j = 0; j < d; ++j)
-          out[j] += acc[j];
-    }
+    sumBuckets(dy, bucketStart, bucketRows, d, accumulate, v0, v1,
+               threadScratch(0, d), dtable);
   });
 }
 

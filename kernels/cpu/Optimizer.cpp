@@ -32,6 +32,7 @@ absl::Status checkGradNorm(const KernelSignature &sig) {
   return c.shape(c.out(0), {}, "(a scalar)");
 }
 
+BRAID_VECTOR_CLONES
 double blockSumOfSquares(const float *__restrict x, int64_t n) {
   double acc[kNormLanes] = {};
   int64_t i = 0;

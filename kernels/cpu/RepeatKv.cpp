@@ -9,6 +9,7 @@
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
@@ -73,25 +74,30 @@ void runRepeatKv(const KernelArgs &args) {
               });
 }
 
+// Rows [r0, r1) of the gradient: each kv head is its first copy plus the
+// others in head order.
+BRAID_VECTOR_CLONES
+void sumCopiesRows(const float *__restrict dy, Heads g, int64_t r0, int64_t r1,
+                   float *__restrict dx) {
+  const int64_t group = g.h / g.hkv;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t hk = 0; hk < g.hkv; ++hk) {
+      float *out = dx + (r * g.hkv + hk) * g.dh;
+      const float *src = dy + (r * g.h + hk * group) * g.dh;
+      std::memcpy(out, src, g.dh * sizeof(float));
+      for (int64_t c = 1; c < group; ++c)
+        for (int64_t d = 0; d < g.dh; ++d)
+          out[d] += src[c * g.dh + d];
+    }
+}
+
 void runRepeatKvGradInput(const KernelArgs &args) {
   const Heads g(args, *args.outs[0].desc);
   const float *dy = args.ins[0].f32();
   float *dx = args.outs[0].f32();
-  const int64_t group = g.h / g.hkv;
-  parallelFor(poolOf(args), g.rows, rowGrain(g.h * g.dh),
-              [&](int64_t r0, int64_t r1) {
-                for (int64_t r = r0; r < r1; ++r)
-                  for (int64_t hk = 0; hk < g.hkv; ++hk) {
-                    float *__restrict out = dx + (r * g.hkv + hk) * g.dh;
-                    const float *src = dy + (r * g.h + hk * group) * g.dh;
-                    std::memcpy(out, src, g.dh * sizeof(float));
-                    for (int64_t c = 1; c < group; ++c) {
-                      const float *__restrict s = src + c * g.dh;
-                      for (int64_t d = 0; d < g.dh; ++d)
-                        out[d] += s[d];
-                    }
-                  }
-              });
+  parallelFor(
+      poolOf(args), g.rows, rowGrain(g.h * g.dh),
+      [&](int64_t r0, int64_t r1) { sumCopiesRows(dy, g, r0, r1, dx); });
 }
 
 } // namespace

@@ -7,12 +7,14 @@
 // positions once and applies them to every batch row and head.
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
@@ -55,7 +57,49 @@ absl::Status checkRopeGradInput(const KernelSignature &sig) {
   return checkRopeLaunch(sig, true);
 }
 
-// y = rotate(x, sign * a).
+// Turns the pairs (i, i + half) of every head of the `rows` rows of `width`
+// floats at x (`stride` floats apart) by the angles whose cosines and sines
+// are cosA[i] and sinA[i].
+BRAID_VECTOR_CLONES
+void rotateRows(const float *__restrict x, int64_t rows, int64_t stride,
+                int64_t width, int64_t half, const float *__restrict cosA,
+                const float *__restrict sinA, float *__restrict y) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h0 = 0; h0 < width; h0 += 2 * half) {
+      const float *xa = x + r * stride + h0, *xb = xa + half;
+      float *ya = y + r * stride + h0, *yb = ya + half;
+      for (int64_t i = 0; i < half; ++i) {
+        ya[i] = xa[i] * cosA[i] - xb[i] * sinA[i];
+        yb[i] = xb[i] * cosA[i] + xa[i] * sinA[i];
+      }
+    }
+}
+
+// Positions [s0, s1) of y = rotate(x, sign * a), for x [b, s, width] with
+// heads of 2 * half values.
+void rotatePositions(const float *x, int64_t b, int64_t s, int64_t width,
+                     int64_t half, double theta, int sign, int64_t s0,
+                     int64_t s1, float *y) {
+  float *cosA = threadScratch(0, half);
+  float *sinA = threadScratch(1, half);
+  // The frequencies depend on i only: computed once per chunk rather than
+  // once per position.
+  thread_local std::vector<double> freq;
+  freq.resize(half);
+  for (int64_t i = 0; i < half; ++i)
+    freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / (2 * half));
+  for (int64_t pos = s0; pos < s1; ++pos) {
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = static_cast<float>(static_cast<double>(pos) * freq[i]);
+      cosA[i] = std::cos(a);
+      sinA[i] = sign * std::sin(a);
+    }
+    // Position pos of every batch row: rows s * width floats apart.
+    rotateRows(x + pos * width, b, s * width, width, half, cosA, sinA,
+               y + pos * width);
+  }
+}
+
 template <int kSign> void runRopeLaunch(const KernelArgs &args) {
   const TensorDesc &desc = *args.ins[0].desc;
   const float *x = args.ins[0].f32();
@@ -63,36 +107,13 @@ template <int kSign> void runRopeLaunch(const KernelArgs &args) {
   const int64_t b = desc.shape[0], s = desc.shape[1], width = desc.shape[2];
   const int64_t h = paramsOf(args).intOr("num_heads", 1);
   const double theta = paramsOf(args).floatOr("theta", 10000.0);
-  const int64_t dh = width / h, half = dh / 2;
+  const int64_t half = width / h / 2;
   if (b == 0 || half == 0)
     return;
-  parallelFor(
-      poolOf(args), s, rowGrain(b * width), [&](int64_t s0, int64_t s1) {
-        float *cosA = threadScratch(0, half);
-        float *sinA = threadScratch(1, half);
-        for (int64_t pos = s0; pos < s1; ++pos) {
-          for (int64_t i = 0; i < half; ++i) {
-            const double freq =
-                std::pow(theta, -2.0 * static_cast<double>(i) / dh);
-            const float a = static_cast<float>(static_cast<double>(pos) * freq);
-            cosA[i] = std::cos(a);
-            sinA[i] = kSign * std::sin(a);
-          }
-          for (int64_t bi = 0; bi < b; ++bi) {
-            const int64_t row = (bi * s + pos) * width;
-            for (int64_t hi = 0; hi < h; ++hi) {
-              const float *__restrict xa = x + row + hi * dh;
-              const float *__restrict xb = xa + half;
-              float *__restrict ya = y + row + hi * dh;
-              float *__restrict yb = ya + half;
-              for (int64_t i = 0; i < half; ++i) {
-                ya[i] = xa[i] * cosA[i] - xb[i] * sinA[i];
-                yb[i] = xb[i] * cosA[i] + xa[i] * sinA[i];
-              }
-            }
-          }
-        }
-      });
+  parallelFor(poolOf(args), s, rowGrain(b * width),
+              [&](int64_t s0, int64_t s1) {
+                rotatePositions(x, b, s, width, half, theta, kSign, s0, s1, y);
+              });
 }
 
 } // namespace

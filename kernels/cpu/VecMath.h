@@ -49,6 +49,23 @@ BRAID_INLINE Vec16 load16(const float *p) {
 
 BRAID_INLINE void store16(float *p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
 
+BRAID_INLINE Vec16 broadcast16(float x) {
+  Vec16 v;
+  for (int l = 0; l < kLanes; ++l)
+    v[l] = x;
+  return v;
+}
+
+// A lane mask, as Vec16 comparisons give it: each lane all ones or zero.
+// `mask ? a : b` picks lanes of a or b.
+typedef int32_t Mask16 __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+// Lanes [0, k) set, for 0 <= k <= kLanes.
+BRAID_INLINE Mask16 firstLanes(int k) {
+  const Mask16 index = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  return index < k;
+}
+
 // Combines kLanes partial sums pairwise in a fixed order.
 BRAID_INLINE float sumLanes(float *acc) {
   for (int w = kLanes / 2; w > 0; w /= 2)
@@ -80,6 +97,26 @@ BRAID_INLINE float sum(const float *__restrict a, int64_t n) {
   return sumLanes(acc);
 }
 
+// Combines kLanes running maxima pairwise in a fixed order.
+BRAID_INLINE float maxLanes(float *acc) {
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l)
+      acc[l] = acc[l + w] > acc[l] ? acc[l + w] : acc[l];
+  return acc[0];
+}
+
+// The same trees over the lanes of a Vec16.
+BRAID_INLINE float sumLanes(Vec16 v) {
+  float acc[kLanes];
+  store16(acc, v);
+  return sumLanes(acc);
+}
+BRAID_INLINE float maxLanes(Vec16 v) {
+  float acc[kLanes];
+  store16(acc, v);
+  return maxLanes(acc);
+}
+
 // The largest element of a[0, n), n >= 1; NaN-free input assumed.
 BRAID_INLINE float maxOf(const float *__restrict a, int64_t n) {
   float acc[kLanes];
@@ -91,10 +128,7 @@ BRAID_INLINE float maxOf(const float *__restrict a, int64_t n) {
       acc[l] = a[i + l] > acc[l] ? a[i + l] : acc[l];
   for (int l = 0; i < n; ++i, ++l)
     acc[l] = a[i] > acc[l] ? a[i] : acc[l];
-  for (int w = kLanes / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l)
-      acc[l] = acc[l + w] > acc[l] ? acc[l + w] : acc[l];
-  return acc[0];
+  return maxLanes(acc);
 }
 
 // y += a * x.

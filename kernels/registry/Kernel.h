@@ -8,6 +8,7 @@
 // cannot fail, because everything it could trip over was checked.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,6 +51,8 @@ struct TensorView {
   const TensorDesc *desc = nullptr;
 
   float *f32() const { return static_cast<float *>(data); }
+  // bf16 values as their 16-bit patterns (the upper half of an fp32).
+  uint16_t *bf16() const { return static_cast<uint16_t *>(data); }
   int32_t *i32() const { return static_cast<int32_t *>(data); }
   int64_t numel() const { return desc->numel(); }
 };
@@ -88,13 +91,35 @@ struct KernelSignature {
   const KernelParams *params = nullptr;
 };
 
+// The values that change from one program run to the next. CUDA kernels
+// read them from device memory (GpuContext::stepValues), because a kernel
+// captured in a CUDA graph keeps the launch arguments of its capture.
+struct StepValues {
+  int64_t step = 1;        // 1-based optimizer step being computed
+  int64_t microBatch = 0;  // 0-based index within the step
+  double lr = 0;           // learning rate of this step (optimizer kernels)
+  uint64_t seed = 0;       // the spec's seed (dropout masks)
+};
+
+// What CUDA kernels need from the runtime. Opaque pointers keep this header
+// free of CUDA: kernels/cuda casts them back.
+struct GpuContext {
+  void *stream = nullptr;        // cudaStream_t the launch is enqueued on
+  void *blasLt = nullptr;        // cublasLtHandle_t
+  void *workspace = nullptr;     // device scratch for cuBLASLt
+  size_t workspaceBytes = 0;
+  const void *api = nullptr;     // kernels/cuda/CublasLtApi (loaded with dlopen)
+  const StepValues *stepValues = nullptr;  // device pointer
+};
+
 // Per-call state the runtime supplies.
 struct KernelContext {
   int64_t step = 1;        // 1-based optimizer step being computed
   int64_t microBatch = 0;  // 0-based index within the step
   double lr = 0;           // learning rate of this step (optimizer kernels)
   uint64_t seed = 0;       // the spec's seed (dropout masks)
-  ThreadPool *pool = nullptr;
+  ThreadPool *pool = nullptr;          // CPU kernels
+  const GpuContext *gpu = nullptr;     // CUDA kernels
 };
 
 struct KernelArgs {

@@ -1,11 +1,15 @@
 // attention, attention_grad_input, repeat_kv, repeat_kv_grad_input against
-// double references (fp32 vs double: 2e-5 relative + 2e-5 absolute), finite
+// double references (fp32 vs double: 2e-5 relative + 2e-5 absolute), an fp32
+// reference in the kernels' operation order (bit for bit), finite
 // differences, dropout consistency and thread invariance.
 #include <cmath>
+#include <cstring>
 #include <ostream>
 #include <vector>
 
 #include "kernels/common/Random.h"
+#include "kernels/cpu/DropoutMask.h"
+#include "kernels/cpu/VecMath.h"
 #include "test/unit/kernels/KernelHarness.h"
 #include "gtest/gtest.h"
 
@@ -106,6 +110,103 @@ RefOut reference(const Config &c, const KernelContext &ctx, double scale,
   return r;
 }
 
+struct FloatOut {
+  std::vector<float> o, probs, dq, dk, dv;
+};
+
+// The kernels' results spelled out one element at a time, in fp32 and in
+// their order of operations: every dot product summed over its index in
+// order from 0, the softmax through VecMath's lane-blocked helpers, key and
+// value gradients added over the group's heads and then the query rows in
+// order. Keys a causal row does not see are left out: the kernels may add
+// them as exact zeros, which changes no sum.
+FloatOut floatReference(const Config &c, const KernelContext &ctx, float scale,
+                        const std::vector<float> &q,
+                        const std::vector<float> &k,
+                        const std::vector<float> &v,
+                        const std::vector<float> &dO) {
+  const int S = c.s, H = c.h, Hkv = c.hkv, Dh = c.dh, group = H / Hkv;
+  const cpu::DropoutMask mask = cpu::DropoutMask::make(c.dropout, 7, ctx);
+  FloatOut r;
+  r.o.assign(q.size(), 0);
+  r.dq.assign(q.size(), 0);
+  r.dk.assign(k.size(), 0);
+  r.dv.assign(v.size(), 0);
+  r.probs.assign(static_cast<size_t>(c.b) * H * S * S, 0);
+  // Dropped probabilities and dS, laid out as probs.
+  std::vector<float> pd(r.probs.size()), dS(r.probs.size());
+  auto qIdx = [&](int b, int i, int h, int d) {
+    return ((b * S + i) * H + h) * Dh + d;
+  };
+  auto kvIdx = [&](int b, int j, int h, int d) {
+    return ((b * S + j) * Hkv + h / group) * Dh + d;
+  };
+  for (int b = 0; b < c.b; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < S; ++i) {
+        const int n = c.causal ? i + 1 : S;
+        const int64_t base = ((int64_t{b} * H + h) * S + i) * S;
+        float *p = &r.probs[base];
+        std::vector<float> dP(n);
+        for (int j = 0; j < n; ++j) {
+          float sc = 0, dPd = 0;
+          for (int d = 0; d < Dh; ++d) {
+            sc += q[qIdx(b, i, h, d)] * k[kvIdx(b, j, h, d)];
+            dPd += dO[qIdx(b, i, h, d)] * v[kvIdx(b, j, h, d)];
+          }
+          p[j] = sc;
+          dP[j] = dPd;
+        }
+        cpu::scaleInPlace(p, scale, n);
+        cpu::expShiftInPlace(p, cpu::maxOf(p, n), n);
+        cpu::scaleInPlace(p, 1.0f / cpu::sum(p, n), n);
+        for (int j = 0; j < n; ++j) {
+          pd[base + j] = mask.active ? p[j] * mask.factor(base + j) : p[j];
+          if (mask.active)
+            dP[j] *= mask.factor(base + j);
+        }
+        const float rowSum = cpu::dot(dP.data(), p, n);
+        for (int j = 0; j < n; ++j)
+          dS[base + j] = p[j] * (dP[j] - rowSum);
+        for (int d = 0; d < Dh; ++d) {
+          float o = 0, dq = 0;
+          for (int j = 0; j < n; ++j) {
+            o += pd[base + j] * v[kvIdx(b, j, h, d)];
+            dq += dS[base + j] * k[kvIdx(b, j, h, d)];
+          }
+          r.o[qIdx(b, i, h, d)] = o;
+          r.dq[qIdx(b, i, h, d)] = dq * scale;
+        }
+      }
+  // Heads of a group are consecutive, so this visits them in order, each
+  // with its rows in order.
+  for (int b = 0; b < c.b; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < S; ++i) {
+        const int64_t base = ((int64_t{b} * H + h) * S + i) * S;
+        for (int j = 0; j < (c.causal ? i + 1 : S); ++j)
+          for (int d = 0; d < Dh; ++d) {
+            r.dv[kvIdx(b, j, h, d)] += pd[base + j] * dO[qIdx(b, i, h, d)];
+            r.dk[kvIdx(b, j, h, d)] +=
+                scale * dS[base + j] * q[qIdx(b, i, h, d)];
+          }
+      }
+  return r;
+}
+
+// The same bits, +0 and -0 told apart.
+void expectSameBits(const std::vector<float> &got,
+                    const std::vector<float> &want, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int64_t differ = 0, first = -1;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && differ++ == 0)
+      first = static_cast<int64_t>(i);
+  EXPECT_EQ(differ, 0) << what << ": first at " << first << ", got "
+                       << (first < 0 ? 0 : got[first]) << ", want "
+                       << (first < 0 ? 0 : want[first]);
+}
+
 class AttentionTest : public ::testing::TestWithParam<Config> {
 protected:
   void SetUp() override {
@@ -171,6 +272,23 @@ TEST_P(AttentionTest, BackwardMatchesReference) {
   expectNear(g.output(1), ref.dk, kRtol, kAtol, "dk");
   expectNear(g.output(2), ref.dv, kRtol, kAtol, "dv");
   expectThreadInvariant(g);
+}
+
+// Pins the order of every floating-point operation, which the lane-blocked
+// loops must keep exactly (docs/kernels.md: identical bits across thread
+// counts and instruction sets).
+TEST_P(AttentionTest, MatchesFloatReferenceBitForBit) {
+  const FloatOut want =
+      floatReference(c, ctx, static_cast<float>(scale), q, k, v, dO);
+  Launch f = forward();
+  f.run(&testPool(2));
+  expectSameBits(f.output(0), want.o, "o");
+  expectSameBits(f.output(1), want.probs, "probs");
+  Launch g = backward(f.output(1));
+  g.run(&testPool(2));
+  expectSameBits(g.output(0), want.dq, "dq");
+  expectSameBits(g.output(1), want.dk, "dk");
+  expectSameBits(g.output(2), want.dv, "dv");
 }
 
 // With dropout, this passes only if backward regenerates forward's mask.

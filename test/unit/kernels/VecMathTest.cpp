@@ -2,6 +2,7 @@
 // limits, and the lane-blocked reductions.
 #include "kernels/cpu/VecMath.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -51,6 +52,24 @@ TEST(Reductions, MatchDoubleAndHandleTails) {
     EXPECT_NEAR(dot(a.data(), b.data(), n), d, 1e-5) << n;
     EXPECT_NEAR(sum(a.data(), n), s, 1e-5) << n;
     EXPECT_EQ(maxOf(a.data(), n), static_cast<float>(m)) << n;
+  }
+}
+
+TEST(Reductions, Vec16TreesAreTheArrayTrees) {
+  auto a = test::randomVector(kLanes, 7);
+  float copy[kLanes];
+  std::copy(a.begin(), a.end(), copy);
+  EXPECT_EQ(sumLanes(load16(a.data())), sumLanes(copy));
+  std::copy(a.begin(), a.end(), copy);
+  EXPECT_EQ(maxLanes(load16(a.data())), maxLanes(copy));
+}
+
+TEST(Masks, FirstLanesSelectsAPrefix) {
+  const Vec16 ones = broadcast16(1.0f);
+  for (int k = 0; k <= kLanes; ++k) {
+    const Vec16 picked = firstLanes(k) ? ones : Vec16{};
+    for (int l = 0; l < kLanes; ++l)
+      EXPECT_EQ(picked[l], l < k ? 1.0f : 0.0f) << k << " " << l;
   }
 }
 
