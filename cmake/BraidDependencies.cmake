@@ -79,16 +79,33 @@ if(BRAID_BUILD_COMPILER)
 endif()
 
 # --- CUDA (optional) ---------------------------------------------------------
-# The CPU build never needs it. The CUDA backend is added by a later change;
-# AUTO records whether nvcc is present so that it can be enabled here.
+# Where nvcc exists (BRAID_ENABLE_CUDA AUTO or ON) the build gains the CUDA
+# kernels and the runtime's CUDA backend. braid-run then links the CUDA
+# runtime statically and nothing else from CUDA: cuBLASLt is loaded with
+# dlopen by kernels/cuda, and the driver by the CUDA runtime itself, so the
+# same binary starts on CPU-only nodes (docs/gpu-backend.md, "Deployment").
 set(BRAID_HAVE_CUDA OFF)
 if(NOT BRAID_ENABLE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # Hopper (H100/H200) unless the user asks for others. Must be set before
+    # enable_language, which would otherwise pick nvcc's oldest default.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+      set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING
+        "GPU architectures the CUDA kernels are compiled for" FORCE)
+    endif()
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
     set(BRAID_HAVE_CUDA ON)
   elseif(BRAID_ENABLE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "BRAID_ENABLE_CUDA=ON but no CUDA compiler was found")
   endif()
 endif()
-message(STATUS "Braid: CUDA toolchain present: ${BRAID_HAVE_CUDA}")
+if(BRAID_HAVE_CUDA)
+  message(STATUS "Braid: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
+    "architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "Braid: CUDA backend OFF (no nvcc, or BRAID_ENABLE_CUDA=OFF)")
+endif()

@@ -6,6 +6,13 @@
 // among its operands. Contributions to a value with several uses are summed
 // with braid.add in the order they are produced, which is deterministic.
 //
+// Mixed precision: when a weight operand is the braid.cast of an f32
+// parameter (the bf16 copy compute reads), the W op produces the f32
+// gradient of the parameter itself and contributes to it directly. There is
+// no bf16 weight gradient and no cast back, so every contribution, and the
+// sum over micro-batches, stays in f32. A cast whose result receives a
+// gradient any other way passes it back through the opposite cast.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -48,6 +55,15 @@ private:
       it->second = AddOp::create(b_, g.getLoc(), g.getType(), it->second, g);
   }
   Value grad(Value v) const { return grads_.lookup(v); }
+  // Where the gradient of weight operand `w` goes: the f32 parameter when
+  // `w` is its cast, `w` otherwise.
+  Value gradTarget(Value w) {
+    auto c = w.getDefiningOp<CastOp>();
+    if (c && isParam(c.getInput()) &&
+        cast<RankedTensorType>(c.getInput().getType()).getElementType().isF32())
+      return c.getInput();
+    return w;
+  }
 
   void markNeedsGrad();
   LogicalResult backward(Operation *op);
@@ -90,20 +106,22 @@ LogicalResult Differentiator::backward(Operation *op) {
                                             lin.getWeight()));
         if (needsGrad(lin.getWeight()) ||
             (lin.getBias() && needsGrad(lin.getBias()))) {
-          Type biasType = lin.getBias() ? type(lin.getBias()) : Type();
-          auto w = LinearGradWeightOp::create(b_, loc, type(lin.getWeight()),
-                                              biasType, dy, lin.getInput());
-          addGrad(lin.getWeight(), w.getWeightGrad());
-          if (lin.getBias())
-            addGrad(lin.getBias(), w.getBiasGrad());
+          Value weight = gradTarget(lin.getWeight());
+          Value bias = lin.getBias() ? gradTarget(lin.getBias()) : Value();
+          auto w = LinearGradWeightOp::create(b_, loc, type(weight),
+                                              bias ? type(bias) : Type(), dy,
+                                              lin.getInput());
+          addGrad(weight, w.getWeightGrad());
+          if (bias)
+            addGrad(bias, w.getBiasGrad());
         }
         return success();
       })
       .Case([&](EmbeddingOp emb) {
-        addGrad(emb.getTable(),
-                EmbeddingGradWeightOp::create(b_, loc, type(emb.getTable()),
-                                              grad(emb.getResult()),
-                                              emb.getIds()));
+        Value table = gradTarget(emb.getTable());
+        addGrad(table, EmbeddingGradWeightOp::create(b_, loc, type(table),
+                                                     grad(emb.getResult()),
+                                                     emb.getIds()));
         return success();
       })
       .Case([&](LayerNormOp ln) {
@@ -112,11 +130,13 @@ LogicalResult Differentiator::backward(Operation *op) {
                                    b_, loc, type(ln.getInput()), dy,
                                    ln.getInput(), ln.getWeight(), ln.getMean(),
                                    ln.getRstd()));
-        auto w = LayerNormGradWeightOp::create(
-            b_, loc, type(ln.getWeight()), type(ln.getBias()), dy,
-            ln.getInput(), ln.getMean(), ln.getRstd());
-        addGrad(ln.getWeight(), w.getWeightGrad());
-        addGrad(ln.getBias(), w.getBiasGrad());
+        Value weight = gradTarget(ln.getWeight());
+        Value bias = gradTarget(ln.getBias());
+        auto w = LayerNormGradWeightOp::create(b_, loc, type(weight),
+                                               type(bias), dy, ln.getInput(),
+                                               ln.getMean(), ln.getRstd());
+        addGrad(weight, w.getWeightGrad());
+        addGrad(bias, w.getBiasGrad());
         return success();
       })
       .Case([&](RMSNormOp rms) {
@@ -125,9 +145,10 @@ LogicalResult Differentiator::backward(Operation *op) {
                 RMSNormGradInputOp::create(b_, loc, type(rms.getInput()), dy,
                                            rms.getInput(), rms.getWeight(),
                                            rms.getRstd()));
-        addGrad(rms.getWeight(),
-                RMSNormGradWeightOp::create(b_, loc, type(rms.getWeight()), dy,
-                                            rms.getInput(), rms.getRstd()));
+        Value weight = gradTarget(rms.getWeight());
+        addGrad(weight, RMSNormGradWeightOp::create(b_, loc, type(weight), dy,
+                                                    rms.getInput(),
+                                                    rms.getRstd()));
         return success();
       })
       .Case([&](AttentionOp at) {
@@ -186,6 +207,11 @@ LogicalResult Differentiator::backward(Operation *op) {
                                            grad(drop.getResult()),
                                            drop.getPAttr(),
                                            drop.getRngOffsetAttr()));
+        return success();
+      })
+      .Case([&](CastOp c) {
+        addGrad(c.getInput(), CastOp::create(b_, loc, type(c.getInput()),
+                                             grad(c.getResult())));
         return success();
       })
       .Case([&](SplitOp split) -> LogicalResult {

@@ -6,7 +6,12 @@
 //    adds are absorbed and each leaf writes into the gradient global, with
 //    accumulate = 1 when its producer is a weight-gradient op whose results
 //    are all such leaves, or through an explicit `accumulate` launch;
-//  * the loss is written to the `@loss` scalar global.
+//  * the loss is written to the `@loss` scalar global;
+//  * a braid.cast of an f32 parameter (BF16 precision) is not a launch of
+//    the micro-batch: it becomes the persistent weight copy `@NAME.bf16`,
+//    written by a `cast` launch in `@init` and again at the end of
+//    `@optimizer`, after AdamW has changed the master. The micro-batch reads
+//    the copy, so each weight is rounded once per step, not once per use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,10 +74,13 @@ public:
 
 private:
   LogicalResult checkSignature();
+  void findWeightCopies();
   void createGlobals();
   void planGradientSinks();
+  void lowerInit();
   LogicalResult lowerMicroBatch();
   void lowerOptimizer();
+  void refreshWeightCopies(Location loc);
 
   sched::GlobalOp global(StringRef sym, StringRef kind, Type tensorType,
                          DictionaryAttr info) {
@@ -99,6 +107,10 @@ private:
     BlockArgument arg;
     std::string name;
     bool weightDecay;
+    // The weight copy compute reads (BF16): its symbol and tensor type;
+    // empty when compute reads the parameter itself.
+    std::string copy = {};
+    Type copyType = {};
   };
 
   ModuleOp module_;
@@ -110,6 +122,8 @@ private:
   // Gradient leaves: value -> gradient global symbol.
   DenseMap<Value, std::string> gradSink_;
   DenseSet<Operation *> absorbed_, accumulating_;
+  // Casts of parameters that read a weight copy: op -> index in params_.
+  DenseMap<Operation *, size_t> copyCasts_;
   DictionaryAttr train_;
 };
 
@@ -122,8 +136,19 @@ LogicalResult Lowering::checkSignature() {
   for (BlockArgument arg : func_.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto p = func_.getArgAttrOfType<DictionaryAttr>(i, "braid.param")) {
-      auto shape = cast<RankedTensorType>(arg.getType()).getShape();
-      params_.push_back({arg, p.getAs<StringAttr>("name").str(),
+      auto type = cast<RankedTensorType>(arg.getType());
+      auto shape = type.getShape();
+      auto name = p.getAs<StringAttr>("name");
+      if (!name)
+        return func_.emitOpError() << "argument " << i
+                                   << " has a braid.param without a name";
+      if (!type.getElementType().isF32())
+        return func_.emitOpError()
+               << "parameter '" << name.getValue() << "' is "
+               << type.getElementType()
+               << ", but parameters are the f32 masters that AdamW updates; "
+                  "make it f32 and cast it to bf16 with braid.cast";
+      params_.push_back({arg, name.str(),
                          p.getAs<BoolAttr>("weight_decay") &&
                              p.getAs<BoolAttr>("weight_decay").getValue() &&
                              shape.size() == 2});
@@ -139,6 +164,24 @@ LogicalResult Lowering::checkSignature() {
         "must return the loss and one gradient per parameter (run "
         "braid-autodiff first)");
   return success();
+}
+
+// A parameter cast to bf16 reads a weight copy; several casts of one
+// parameter share it.
+void Lowering::findWeightCopies() {
+  DenseMap<Value, size_t> index;
+  for (auto [i, p] : llvm::enumerate(params_))
+    index[p.arg] = i;
+  func_.walk([&](CastOp c) {
+    auto it = index.find(c.getInput());
+    if (it == index.end())
+      return;
+    Param &p = params_[it->second];
+    // Parameters are f32 (checkSignature) and a cast changes the type.
+    p.copy = p.name + ".bf16";
+    p.copyType = c.getResult().getType();
+    copyCasts_[c] = it->second;
+  });
 }
 
 void Lowering::createGlobals() {
@@ -157,6 +200,8 @@ void Lowering::createGlobals() {
     fields.push_back(named("exp_avg", b_.getStringAttr(p.name + ".exp_avg")));
     fields.push_back(
         named("exp_avg_sq", b_.getStringAttr(p.name + ".exp_avg_sq")));
+    if (!p.copy.empty())
+      fields.push_back(named("compute_copy", b_.getStringAttr(p.copy)));
     global(p.name, "parameter", p.arg.getType(),
            b_.getDictionaryAttr(fields));
   }
@@ -170,6 +215,9 @@ void Lowering::createGlobals() {
     global(p.name + ".exp_avg_sq", "optimizer_state", p.arg.getType(),
            ofParam(p));
   }
+  for (auto &p : params_)
+    if (!p.copy.empty())
+      global(p.copy, "weight_copy", p.copyType, ofParam(p));
   for (BlockArgument arg : func_.getArguments())
     if (inputRole_.count(arg))
       global(inputRole_[arg], "input", arg.getType(),
@@ -213,14 +261,39 @@ void Lowering::planGradientSinks() {
   }
 }
 
+// Run once before the first micro-batch (after initialisation or restore):
+// the weight copies start as the rounded masters.
+void Lowering::lowerInit() {
+  if (copyCasts_.empty())
+    return;
+  b_.setInsertionPointToEnd(module_.getBody());
+  auto program = sched::ProgramOp::create(b_, func_.getLoc(), "init");
+  b_.setInsertionPointToStart(&program.getBody().emplaceBlock());
+  refreshWeightCopies(func_.getLoc());
+}
+
+void Lowering::refreshWeightCopies(Location loc) {
+  for (auto &p : params_)
+    if (!p.copy.empty())
+      launch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
+             DictionaryAttr());
+}
+
 LogicalResult Lowering::lowerMicroBatch() {
   b_.setInsertionPointToEnd(module_.getBody());
   auto program = sched::ProgramOp::create(b_, func_.getLoc(), "micro_batch");
   b_.setInsertionPointToStart(&program.getBody().emplaceBlock());
 
   DenseMap<Value, Value> buffers;
+  // A master that compute reads only through its copy is not read here.
   for (auto &p : params_)
-    buffers[p.arg] = getGlobal(p.name);
+    if (llvm::any_of(p.arg.getUsers(),
+                     [&](Operation *u) { return !copyCasts_.count(u); }))
+      buffers[p.arg] = getGlobal(p.name);
+  DenseMap<size_t, Value> copies;
+  for (auto [i, p] : llvm::enumerate(params_))
+    if (!p.copy.empty())
+      copies[i] = getGlobal(p.copy);
   for (BlockArgument arg : func_.getArguments())
     if (inputRole_.count(arg))
       buffers[arg] = getGlobal(inputRole_.lookup(arg));
@@ -233,6 +306,10 @@ LogicalResult Lowering::lowerMicroBatch() {
   for (Operation &op : func_.getBody().front().without_terminator()) {
     if (absorbed_.contains(&op))
       continue;
+    if (auto it = copyCasts_.find(&op); it != copyCasts_.end()) {
+      buffers[op.getResult(0)] = copies[it->second];
+      continue;
+    }
     if (op.getName().getDialectNamespace() != "braid")
       return op.emitOpError("braid-lower-to-sched cannot lower this op");
     SmallVector<Value> ins, outs;
@@ -310,13 +387,16 @@ void Lowering::lowerOptimizer() {
       {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
   for (Value grad : grads)
     launch(loc, "fill", {}, {grad}, zero);
+  refreshWeightCopies(loc);
 }
 
 LogicalResult Lowering::run() {
   if (failed(checkSignature()))
     return failure();
+  findWeightCopies();
   createGlobals();
   planGradientSinks();
+  lowerInit();
   if (failed(lowerMicroBatch()))
     return failure();
   lowerOptimizer();

@@ -23,6 +23,17 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
     records the model and training settings in `braid.model` and
     `braid.train`, which the plan emitter copies into the plan.
 
+    With `train.precision: BF16` activations are bf16, parameters stay f32
+    arguments, and each parameter is cast once at the top of the step; all
+    compute reads the cast. `braid.train` then records `precision = "bf16"`
+    (absent means fp32):
+
+    ```mlir
+    %wq = braid.cast %arg5 : (tensor<64x64xf32>) -> tensor<64x64xbf16>
+    ...
+    %q = braid.linear %h, %wq : (tensor<8x64x64xbf16>, tensor<64x64xbf16>) -> tensor<8x64x64xbf16>
+    ```
+
     The graph is the unfused reference of docs/numerics.md, e.g. for one
     Llama attention block:
 
@@ -63,6 +74,18 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
     %dx = braid.linear_grad_input %dy, %w : ...
     %dw = braid.linear_grad_weight %dy, %x : ...
     ```
+
+    Mixed precision: when the weight is `braid.cast` of an f32 parameter,
+    the W op yields the parameter's f32 gradient directly from the bf16
+    activations and gradients, with no cast back:
+    ```mlir
+    %wb = braid.cast %w : (tensor<8x4xf32>) -> tensor<8x4xbf16>
+    %y = braid.linear %x, %wb : (tensor<2x4xbf16>, tensor<8x4xbf16>) -> tensor<2x8xbf16>
+    // backward
+    %dx = braid.linear_grad_input %dy, %wb : (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
+    %dw = braid.linear_grad_weight %dy, %x : (tensor<2x8xbf16>, tensor<2x4xbf16>) -> tensor<8x4xf32>
+    ```
+    Any other cast passes its gradient back through the opposite cast.
   }];
   let dependentDialects = ["::braid::BraidDialect"];
 }
@@ -83,6 +106,20 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     1/num_micro_batches. A second program, `@optimizer`, computes the global
     gradient norm, runs AdamW (with clipping) on every parameter and zeroes
     the gradients.
+
+    The `braid.cast` of an f32 parameter (BF16 precision) is not a launch:
+    it becomes a persistent `weight_copy` global `@NAME.bf16`, named by the
+    parameter's `compute_copy`, which `@micro_batch` reads. A program
+    `@init` (run once after the parameters are initialised or restored)
+    and the end of `@optimizer` write it from the master:
+    ```mlir
+    sched.global @w.bf16 "weight_copy" : memref<8x4xbf16> info {of = "w"}
+    sched.program @init {
+      %w = sched.get_global @w : memref<8x4xf32>
+      %c = sched.get_global @w.bf16 : memref<8x4xbf16>
+      sched.launch "cast" on 0 ins(%w : memref<8x4xf32>) outs(%c : memref<8x4xbf16>)
+    }
+    ```
   }];
   let dependentDialects = ["::braid::sched::SchedDialect",
                            "::mlir::func::FuncDialect"];
@@ -92,17 +129,19 @@ def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign static arena offsets from buffer liveness";
   let description = [{
     Persistent globals are laid out first, grouped by kind (parameters,
-    gradients, optimizer state, inputs, scalars). Transient `sched.alloc`s
+    gradients, optimizer state, weight copies, inputs, scalars). Each buffer
+    counts at its element type's size (bf16: 2 bytes). Transient `sched.alloc`s
     get offsets above them: each program's buffers are live from their first
     to their last launch, and are placed largest first at the lowest offset
     that overlaps no live-range-overlapping buffer already placed. All
     offsets are 64-byte aligned. The module's `sched.memory` attribute
-    records the byte counts the plan's memory report carries; with
+    records the byte counts the plan's memory report carries
+    (`weight_copy_bytes` only when there are weight copies); with
     `report=true` the pass prints that report.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
-           "Print the memory report to stdout">,
+           "Print the memory report to stderr">,
   ];
   let statistics = [
     Statistic<"numTransient", "num-transient", "Transient buffers placed">,
@@ -113,7 +152,9 @@ def EmitPlanPass : Pass<"braid-emit-plan", "mlir::ModuleOp"> {
   let summary = "Write the planned sched module as a plan (protobuf)";
   let description = [{
     Serialises globals, allocs (as tensors), programs, the model and
-    training settings and the memory report into `braid.plan.Plan`. Refuses
+    training settings and the memory report into `braid.plan.Plan`. Weight
+    copies become WEIGHT_COPY tensors, each parameter's `compute_copy` the
+    copy's tensor id, and the precision `TrainConfig.precision`. Refuses
     a module that is not fully planned (an alloc or global without an
     offset). `format=text` writes protobuf text, for reading and tests.
   }];

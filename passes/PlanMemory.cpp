@@ -4,6 +4,8 @@
 // peak reported here is the peak the run will use. Transient placement is
 // greedy: largest buffer first, at the lowest 64-byte-aligned offset where it
 // collides with no already-placed buffer whose live range overlaps its own.
+// Every buffer counts at its element type's size, so a BF16 plan's bf16
+// activations and weight copies take half the bytes of their f32 twins.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +38,8 @@ int64_t alignUp(int64_t v) {
 }
 
 struct MemoryTotals {
-  int64_t parameter = 0, gradient = 0, optimizer = 0, input = 0;
+  int64_t parameter = 0, gradient = 0, optimizer = 0, weightCopy = 0;
+  int64_t input = 0;
   int64_t activationPeak = 0, savedActivations = 0, arena = 0;
 };
 
@@ -44,8 +47,8 @@ struct MemoryTotals {
 int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
   int64_t offset = 0;
   OpBuilder b(module.getContext());
-  for (StringRef kind :
-       {"parameter", "gradient", "optimizer_state", "input", "scalar"}) {
+  for (StringRef kind : {"parameter", "gradient", "optimizer_state",
+                         "weight_copy", "input", "scalar"}) {
     for (auto global : module.getOps<sched::GlobalOp>()) {
       if (global.getKind() != kind)
         continue;
@@ -58,6 +61,8 @@ int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
         totals.gradient += bytes;
       else if (kind == "optimizer_state")
         totals.optimizer += bytes;
+      else if (kind == "weight_copy")
+        totals.weightCopy += bytes;
       else
         totals.input += bytes;
     }
@@ -193,18 +198,20 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
 
     OpBuilder b(module.getContext());
     auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
-    module->setAttr(
-        "sched.memory",
-        b.getDictionaryAttr(
-            {b.getNamedAttr("parameter_bytes", i64(totals.parameter)),
-             b.getNamedAttr("gradient_bytes", i64(totals.gradient)),
-             b.getNamedAttr("optimizer_bytes", i64(totals.optimizer)),
-             b.getNamedAttr("input_bytes", i64(totals.input)),
-             b.getNamedAttr("activation_peak_bytes",
-                            i64(totals.activationPeak)),
-             b.getNamedAttr("saved_activation_bytes",
-                            i64(totals.savedActivations)),
-             b.getNamedAttr("arena_bytes", i64(totals.arena))}));
+    SmallVector<NamedAttribute> memory = {
+        b.getNamedAttr("parameter_bytes", i64(totals.parameter)),
+        b.getNamedAttr("gradient_bytes", i64(totals.gradient)),
+        b.getNamedAttr("optimizer_bytes", i64(totals.optimizer)),
+        b.getNamedAttr("input_bytes", i64(totals.input)),
+        b.getNamedAttr("activation_peak_bytes", i64(totals.activationPeak)),
+        b.getNamedAttr("saved_activation_bytes", i64(totals.savedActivations)),
+        b.getNamedAttr("arena_bytes", i64(totals.arena))};
+    // Only plans with weight copies (BF16) carry the entry, so FP32 modules
+    // read as they always did.
+    if (totals.weightCopy > 0)
+      memory.push_back(
+          b.getNamedAttr("weight_copy_bytes", i64(totals.weightCopy)));
+    module->setAttr("sched.memory", b.getDictionaryAttr(memory));
 
     if (report) {
       auto &os = llvm::errs();
@@ -217,6 +224,8 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       line("parameters", totals.parameter);
       line("gradients", totals.gradient);
       line("optimizer state", totals.optimizer);
+      if (totals.weightCopy > 0)
+        line("weight copies", totals.weightCopy);
       line("inputs and scalars", totals.input);
       line("activations (peak)", totals.activationPeak);
       line("  saved for backward", totals.savedActivations);

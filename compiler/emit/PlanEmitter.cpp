@@ -1,6 +1,7 @@
 //===- PlanEmitter.cpp - planned sched module to plan protobuf ------------===//
 #include "compiler/emit/PlanEmitter.h"
 
+#include <algorithm>
 #include <string>
 
 #include "llvm/ADT/DenseMap.h"
@@ -60,6 +61,7 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   plan::TensorKind k = kind == "parameter"         ? plan::PARAMETER
                        : kind == "gradient"        ? plan::GRADIENT
                        : kind == "optimizer_state" ? plan::OPTIMIZER_STATE
+                       : kind == "weight_copy"     ? plan::WEIGHT_COPY
                        : kind == "input"           ? plan::INPUT
                                                    : plan::SCALAR;
   plan::Tensor *t =
@@ -116,6 +118,21 @@ LogicalResult Emitter::linkParameters() {
     t->mutable_param()->set_grad(*g);
     t->mutable_param()->set_exp_avg(*m);
     t->mutable_param()->set_exp_avg_sq(*v);
+    if (global.getInfo().get("compute_copy")) {
+      FailureOr<uint32_t> copy = lookup("compute_copy");
+      if (failed(copy))
+        return failure();
+      const plan::Tensor &c = plan_.tensors(*copy);
+      if (c.kind() != plan::WEIGHT_COPY ||
+          !std::equal(c.shape().begin(), c.shape().end(),
+                      global.getType().getShape().begin(),
+                      global.getType().getShape().end()))
+        return global.emitOpError()
+               << "info.compute_copy names '" << c.name()
+               << "', which is not a weight_copy global of the parameter's "
+                  "shape";
+      t->mutable_param()->set_compute_copy(*copy);
+    }
   }
   return success();
 }
@@ -253,6 +270,14 @@ LogicalResult Emitter::copySettings() {
   t->set_warmup_steps(i64(train, "warmup_steps"));
   t->set_decay(str(train, "decay"));
   t->set_min_lr(f64(train, "min_lr"));
+  // braid-import records the precision only when it is not fp32.
+  std::string precision = str(train, "precision");
+  if (precision.empty())
+    precision = "fp32";
+  if (precision != "fp32" && precision != "bf16")
+    return module_.emitError() << "braid.train precision '" << precision
+                               << "' is neither fp32 nor bf16";
+  t->set_precision(precision);
 
   plan::MemoryReport *r = plan_.mutable_memory();
   r->set_parameter_bytes(i64(memory, "parameter_bytes"));
@@ -262,6 +287,7 @@ LogicalResult Emitter::copySettings() {
   r->set_activation_peak_bytes(i64(memory, "activation_peak_bytes"));
   r->set_saved_activation_bytes(i64(memory, "saved_activation_bytes"));
   r->set_arena_bytes(i64(memory, "arena_bytes"));
+  r->set_weight_copy_bytes(i64(memory, "weight_copy_bytes"));
   return success();
 }
 

@@ -3,6 +3,11 @@
 // Builds the unfused reference graph of docs/numerics.md. Parameter names are
 // Hugging Face's, so that checkpoints load into `transformers` unchanged.
 //
+// Precision BF16 changes only types: parameters stay f32 (the masters the
+// optimizer updates) and each is cast to bf16 once, at the top of the step;
+// activations are bf16; the ops type their saved statistics, probabilities
+// and the loss f32 whatever the activations are.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/import/ImportSpec.h"
@@ -46,6 +51,8 @@ public:
     block_ = func_.addEntryBlock();
     b_.setInsertionPointToStart(block_);
     f32_ = b_.getF32Type();
+    bf16_ = train_.precision() == spec::BF16;
+    compute_ = bf16_ ? b_.getBF16Type() : f32_;
     batch_ = train_.micro_batch_size();
     seq_ = train_.seq_len();
   }
@@ -54,7 +61,7 @@ public:
 
 private:
   RankedTensorType act(int64_t features) {
-    return RankedTensorType::get({batch_, seq_, features}, f32_);
+    return RankedTensorType::get({batch_, seq_, features}, compute_);
   }
   RankedTensorType rowStat() {
     return RankedTensorType::get({batch_, seq_}, f32_);
@@ -88,7 +95,22 @@ private:
         b_.getNamedAttr("checkpoint_transposed", b_.getBoolAttr(transposed))};
     argAttrs_.push_back(b_.getDictionaryAttr(b_.getNamedAttr(
         "braid.param", b_.getDictionaryAttr(fields))));
-    return v;
+    return bf16_ ? castAtTop(v) : v;
+  }
+
+  // The bf16 value compute reads, cast once before any compute: the casts
+  // of all parameters lead the step, in order of first use.
+  Value castAtTop(Value master) {
+    OpBuilder top(ctx_);
+    if (lastCast_)
+      top.setInsertionPointAfter(lastCast_);
+    else
+      top.setInsertionPointToStart(block_);
+    auto type = RankedTensorType::get(
+        cast<RankedTensorType>(master.getType()).getShape(), compute_);
+    auto c = CastOp::create(top, loc_, type, master);
+    lastCast_ = c;
+    return c;
   }
 
   // A linear layer `prefix.weight` [out, in] with an optional
@@ -157,7 +179,11 @@ private:
   Location loc_;
   func::FuncOp func_;
   Block *block_ = nullptr;
+  Operation *lastCast_ = nullptr;
   Type f32_;
+  // The element type of activations and of the weights compute reads.
+  Type compute_;
+  bool bf16_ = false;
   int64_t batch_ = 0, seq_ = 0;
   SmallVector<Attribute> argAttrs_;
 };
@@ -287,28 +313,30 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
           named("flops_per_token", f64(modelFlopsPerToken(spec_))),
       }));
   const auto &opt = train_.adamw();
-  module->setAttr(
-      "braid.train",
-      b_.getDictionaryAttr({
-          named("seed", i64(static_cast<int64_t>(train_.seed()))),
-          named("micro_batch_size", i64(train_.micro_batch_size())),
-          named("num_micro_batches", i64(train_.global_batch_size() /
-                                         train_.micro_batch_size())),
-          named("seq_len", i64(train_.seq_len())),
-          named("steps", i64(train_.steps())),
-          named("lr", f64(asWritten(opt.lr()))),
-          named("beta1", f64(asWritten(opt.beta1()))),
-          named("beta2", f64(asWritten(opt.beta2()))),
-          named("eps", f64(asWritten(opt.eps()))),
-          named("weight_decay", f64(asWritten(opt.weight_decay()))),
-          named("grad_clip", f64(asWritten(train_.grad_clip()))),
-          named("warmup_steps", i64(train_.lr_schedule().warmup_steps())),
-          named("decay", b_.getStringAttr(train_.lr_schedule().decay() ==
-                                                  spec::CONSTANT
-                                              ? "constant"
-                                              : "cosine")),
-          named("min_lr", f64(asWritten(train_.lr_schedule().min_lr()))),
-      }));
+  SmallVector<NamedAttribute> train = {
+      named("seed", i64(static_cast<int64_t>(train_.seed()))),
+      named("micro_batch_size", i64(train_.micro_batch_size())),
+      named("num_micro_batches",
+            i64(train_.global_batch_size() / train_.micro_batch_size())),
+      named("seq_len", i64(train_.seq_len())),
+      named("steps", i64(train_.steps())),
+      named("lr", f64(asWritten(opt.lr()))),
+      named("beta1", f64(asWritten(opt.beta1()))),
+      named("beta2", f64(asWritten(opt.beta2()))),
+      named("eps", f64(asWritten(opt.eps()))),
+      named("weight_decay", f64(asWritten(opt.weight_decay()))),
+      named("grad_clip", f64(asWritten(train_.grad_clip()))),
+      named("warmup_steps", i64(train_.lr_schedule().warmup_steps())),
+      named("decay",
+            b_.getStringAttr(train_.lr_schedule().decay() == spec::CONSTANT
+                                 ? "constant"
+                                 : "cosine")),
+      named("min_lr", f64(asWritten(train_.lr_schedule().min_lr()))),
+  };
+  // Absent means fp32, which keeps FP32 modules as they always were.
+  if (bf16_)
+    train.push_back(named("precision", b_.getStringAttr("bf16")));
+  module->setAttr("braid.train", b_.getDictionaryAttr(train));
 }
 
 } // namespace

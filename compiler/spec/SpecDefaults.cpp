@@ -49,6 +49,8 @@ void fillTraining(spec::Training &train) {
   spec::LRSchedule &schedule = *train.mutable_lr_schedule();
   if (schedule.decay() == spec::DECAY_UNSPECIFIED)
     schedule.set_decay(spec::COSINE);
+  if (train.precision() == spec::PRECISION_UNSPECIFIED)
+    train.set_precision(spec::FP32);
 }
 
 } // namespace

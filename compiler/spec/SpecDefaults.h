@@ -30,7 +30,8 @@ std::string defaultSpecName(std::string_view displayName);
 
 // Replaces every unset (zero) field that has a default by that default:
 // name, num_kv_heads, norm_eps, rope_theta (ROPE only), init.std, parallel
-// degrees, global_batch_size, AdamW betas and eps, and lr_schedule.decay.
+// degrees, global_batch_size, AdamW betas and eps, lr_schedule.decay and
+// train.precision (FP32).
 // Also creates the optional messages (parallel, model.init,
 // train.lr_schedule) so that has_*() is true for them. The required
 // messages model, train and train.adamw are never created: their absence is

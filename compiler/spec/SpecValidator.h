@@ -18,7 +18,8 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink);
 // ArchitectureRules.cpp: sizes, choices and their combinations in `model`.
 void validateArchitecture(const spec::Architecture &model, RuleSink &sink);
 
-// TrainingRules.cpp: batch, sequence, optimizer, schedule and dropout.
+// TrainingRules.cpp: batch, sequence, optimizer, schedule, dropout and
+// precision.
 void validateTraining(const spec::Training &train, RuleSink &sink);
 
 // SpecSizes.cpp: sizes whose products overflow 64-bit integers. Assumes the

@@ -122,6 +122,8 @@ void validateTraining(const spec::Training &t, RuleSink &sink) {
              "it is the probability of zeroing an attention weight; set 0 for "
              "no dropout or a value such as 0.1",
              sink);
+  checkEnumSet(t.precision(), spec::Precision_descriptor(), "train.precision",
+               sink);
 }
 
 } // namespace braid

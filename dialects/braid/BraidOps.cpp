@@ -80,6 +80,27 @@ LogicalResult expectLike(Operation *op, Value v, Value like, StringRef what,
   return expectSameElementType(op, v, like, what, likeWhat);
 }
 
+// A weight-gradient result has the element type of the gradient it is
+// computed from, or f32: weight-gradient kernels may accumulate bf16 inputs
+// into f32 gradients (docs/kernels.md, "Storage precision").
+LogicalResult expectWeightGradType(Operation *op, Value result, Value grad,
+                                   StringRef what, StringRef gradWhat) {
+  Type r = tensorOf(result).getElementType();
+  if (r.isF32() || r == tensorOf(grad).getElementType())
+    return success();
+  return op->emitOpError() << what << " must be f32 or have the element type "
+                           << "of " << gradWhat;
+}
+
+// The gradient of a norm's weight (or bias): a vector over the normalised
+// dimension of `input`.
+LogicalResult verifyNormVectorGrad(Operation *op, Value input, Value vecGrad,
+                                   StringRef what) {
+  if (failed(expectWeightGradType(op, vecGrad, input, what, "input")))
+    return failure();
+  return expectShape(op, vecGrad, {lastDim(input)}, what);
+}
+
 // A norm's weight (and bias) are vectors over the normalised dimension.
 LogicalResult verifyNormVector(Operation *op, Value input, Value vec,
                                StringRef what) {
@@ -204,8 +225,8 @@ LogicalResult EmbeddingOp::verify() {
 
 LogicalResult EmbeddingGradWeightOp::verify() {
   if (failed(expectRank(*this, getTableGrad(), 2, "table gradient")) ||
-      failed(expectSameElementType(*this, getTableGrad(), getGrad(),
-                                   "table gradient", "gradient")))
+      failed(expectWeightGradType(*this, getTableGrad(), getGrad(),
+                                  "table gradient", "gradient")))
     return failure();
   return expectShape(*this, getGrad(),
                      append(shapeOf(getIds()), lastDim(getTableGrad())),
@@ -264,13 +285,13 @@ LogicalResult LinearGradWeightOp::verify() {
       failed(expectShape(*this, getWeightGrad(),
                          {lastDim(getGrad()), lastDim(getInput())},
                          "weight gradient")) ||
-      failed(expectSameElementType(*this, getWeightGrad(), getGrad(),
-                                   "weight gradient", "gradient")))
+      failed(expectWeightGradType(*this, getWeightGrad(), getGrad(),
+                                  "weight gradient", "gradient")))
     return failure();
   if (Value db = getBiasGrad())
     if (failed(expectShape(*this, db, {lastDim(getGrad())}, "bias gradient")) ||
-        failed(expectSameElementType(*this, db, getGrad(), "bias gradient",
-                                     "gradient")))
+        failed(expectWeightGradType(*this, db, getGrad(), "bias gradient",
+                                    "gradient")))
       return failure();
   return success();
 }
@@ -308,9 +329,10 @@ LogicalResult LayerNormGradWeightOp::verify() {
       failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
       failed(expectShape(*this, getMean(), leading(x), "mean")) ||
       failed(expectShape(*this, getRstd(), leading(x), "rstd")) ||
-      failed(verifyNormVector(*this, x, getWeightGrad(), "weight gradient")))
+      failed(verifyNormVectorGrad(*this, x, getWeightGrad(),
+                                  "weight gradient")))
     return failure();
-  return verifyNormVector(*this, x, getBiasGrad(), "bias gradient");
+  return verifyNormVectorGrad(*this, x, getBiasGrad(), "bias gradient");
 }
 
 LogicalResult RMSNormOp::verify() {
@@ -339,7 +361,7 @@ LogicalResult RMSNormGradWeightOp::verify() {
       failed(expectLike(*this, getGrad(), x, "gradient", "input")) ||
       failed(expectShape(*this, getRstd(), leading(x), "rstd")))
     return failure();
-  return verifyNormVector(*this, x, getWeightGrad(), "weight gradient");
+  return verifyNormVectorGrad(*this, x, getWeightGrad(), "weight gradient");
 }
 
 //===----------------------------------------------------------------------===//
@@ -474,6 +496,21 @@ LogicalResult SplitOp::verify() {
 
 LogicalResult SplitGradInputOp::verify() {
   return verifySplit(*this, getInputGrad(), getPartGrads());
+}
+
+//===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  if (failed(expectShape(*this, getResult(), shapeOf(getInput()), "result")))
+    return failure();
+  Type from = tensorOf(getInput()).getElementType();
+  if (from == tensorOf(getResult()).getElementType())
+    return emitOpError() << "casts " << from << " to " << from
+                         << "; a cast converts between f32 and bf16, so "
+                            "remove it";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

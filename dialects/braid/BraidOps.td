@@ -420,6 +420,27 @@ def Braid_SplitGradInputOp : Braid_PureOp<"split_grad_input"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+def Braid_CastOp : Braid_PureOp<"cast"> {
+  let summary = "Convert a tensor between f32 and bf16";
+  let description = [{
+    Same shape, other element type: f32 to bf16 rounds to nearest even (NaN
+    stays NaN), bf16 to f32 is exact. In a BF16 training step each f32
+    parameter is cast once, at the top of the step, and compute reads the
+    bf16 value; `braid-lower-to-sched` turns such a cast into a persistent
+    weight copy that the optimizer refreshes after each AdamW step.
+
+    ```mlir
+    %wb = braid.cast %w : (tensor<192x64xf32>) -> tensor<192x64xbf16>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//
 

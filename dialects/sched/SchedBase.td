@@ -17,7 +17,8 @@ def Sched_Dialect : Dialect {
   let summary = "Ordered kernel launches on streams over arena buffers";
   let description = [{
     Buffers are `memref` values with static shapes. Persistent buffers
-    (parameters, gradients, optimizer state, inputs, scalars) are
+    (parameters, gradients, optimizer state, weight copies, inputs,
+    scalars) are
     module-level `sched.global` symbols; transient ones are `sched.alloc`
     inside a program. After `braid-plan-memory` every global and alloc
     carries its arena `offset`.

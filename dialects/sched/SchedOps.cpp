@@ -9,14 +9,14 @@ using namespace braid::sched;
 LogicalResult GlobalOp::verify() {
   StringRef kind = getKind();
   bool known = llvm::StringSwitch<bool>(kind)
-                   .Cases({"parameter", "gradient", "optimizer_state", "input",
-                           "scalar"},
+                   .Cases({"parameter", "gradient", "optimizer_state",
+                           "weight_copy", "input", "scalar"},
                           true)
                    .Default(false);
   if (!known)
     return emitOpError() << "unknown kind '" << kind
                          << "'; expected parameter, gradient, optimizer_state, "
-                            "input or scalar";
+                            "weight_copy, input or scalar";
   DictionaryAttr info = getInfo();
   if (kind == "parameter") {
     if (!info.getAs<StringAttr>("name"))
@@ -26,6 +26,17 @@ LogicalResult GlobalOp::verify() {
                                                          "ones"},
                                      init.getValue()))
       return emitOpError("parameter needs info.init = normal, zeros or ones");
+    if (info.get("compute_copy") && !info.getAs<StringAttr>("compute_copy"))
+      return emitOpError("parameter info.compute_copy must be the string name "
+                         "of its weight_copy global");
+  }
+  if (kind == "weight_copy") {
+    if (!info.getAs<StringAttr>("of"))
+      return emitOpError("weight_copy needs a string 'of' in info naming its "
+                         "parameter");
+    if (!isa<FloatType>(getType().getElementType()))
+      return emitOpError("weight_copy must hold f32 or bf16 values, not ")
+             << getType().getElementType();
   }
   if (kind == "input") {
     auto role = info.getAs<StringAttr>("role");

@@ -10,15 +10,22 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
   let summary = "A persistent buffer of the rank";
   let description = [{
-    `kind` is one of parameter, gradient, optimizer_state, input, scalar.
-    `info` carries what the plan needs about the buffer: for parameters
-    the Hugging Face name, initialisation and weight decay; for inputs the
+    `kind` is one of parameter, gradient, optimizer_state, weight_copy,
+    input, scalar. `info` carries what the plan needs about the buffer: for
+    parameters the Hugging Face name, initialisation and weight decay (and,
+    in BF16 plans, `compute_copy`, the symbol of the weight copy compute
+    reads); for a weight copy the parameter it copies (`of`); for inputs the
     role (tokens, labels, positions).
+
+    A weight copy is the reduced-precision value of a parameter that the
+    micro-batch reads: the `init` program writes it once from the fp32
+    master and the `optimizer` program after every AdamW step.
 
     ```mlir
     sched.global @w0 "parameter" : memref<192x64xf32>
         info {name = "model.layers.0.self_attn.q_proj.weight", init = "normal",
               init_std = 2.0e-02 : f32, weight_decay = true}
+    sched.global @w0.bf16 "weight_copy" : memref<192x64xbf16> info {of = "w0"}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
@@ -36,7 +43,8 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
   let summary = "An ordered instruction list the runtime runs as a unit";
   let description = [{
     The runtime runs `micro_batch` once per micro-batch and `optimizer` once
-    per step. Instructions on one stream run in order; instructions on
+    per step; `init`, when present, once after the parameters are
+    initialised or restored and before the first micro-batch. Instructions on one stream run in order; instructions on
     different streams are ordered only by events.
 
     ```mlir

@@ -13,15 +13,12 @@
 // `probs` is written as zeros.
 #include <cstdint>
 #include <cstring>
-#include <string>
-#include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/DropoutMask.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
-#include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
@@ -32,70 +29,6 @@ constexpr int64_t kBlock = kLanes;
 
 int64_t roundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-absl::Status checkAttentionLaunch(const KernelSignature &sig, bool grad) {
-  LaunchChecker c(grad ? "attention_grad_input" : "attention", sig);
-  if (grad) {
-    BRAID_KERNEL_TRY(c.inputs({"do", "q", "k", "v", "probs"}));
-    BRAID_KERNEL_TRY(c.outputs({"dq", "dk", "dv"}));
-  } else {
-    BRAID_KERNEL_TRY(c.inputs({"q", "k", "v"}));
-    BRAID_KERNEL_TRY(c.outputs({"o", "probs"}));
-  }
-  BRAID_KERNEL_TRY(c.allF32());
-  const int qi = grad ? 1 : 0;
-  Operand q = c.in(qi), k = c.in(qi + 1), v = c.in(qi + 2);
-  BRAID_KERNEL_TRY(c.rank(q, 3, "[B, S, H*Dh]"));
-
-  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
-  if (!h.ok())
-    return h.status();
-  absl::StatusOr<int64_t> hkv = c.intParam("num_kv_heads", 1, INT32_MAX);
-  if (!hkv.ok())
-    return hkv.status();
-  if (*h % *hkv != 0)
-    return c.error(absl::StrCat("num_kv_heads (", *hkv,
-                                ") does not divide num_heads (", *h, ")"));
-  if (q.dim(2) % *h != 0 || q.dim(2) == 0)
-    return c.error(absl::StrCat(q.label, " has shape ", shapeString(q.shape()),
-                                "; its last dimension must be num_heads (", *h,
-                                ") times a head dimension of at least 1"));
-  const int64_t b = q.dim(0), s = q.dim(1), dh = q.dim(2) / *h;
-  const std::vector<int64_t> kvShape = {b, s, *hkv * dh};
-  const std::string kvWhy =
-      absl::StrCat("([B, S, num_kv_heads * Dh] with Dh = ", dh, ")");
-  BRAID_KERNEL_TRY(c.shape(k, kvShape, kvWhy));
-  BRAID_KERNEL_TRY(c.shape(v, kvShape, kvWhy));
-  const std::vector<int64_t> probsShape = {b, *h, s, s};
-  if (grad) {
-    BRAID_KERNEL_TRY(c.sameShape(c.in(0), q));
-    BRAID_KERNEL_TRY(c.shape(c.in(4), probsShape, "([B, H, S, S])"));
-    BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
-    BRAID_KERNEL_TRY(c.sameShape(c.out(1), k));
-    BRAID_KERNEL_TRY(c.sameShape(c.out(2), v));
-  } else {
-    BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
-    BRAID_KERNEL_TRY(c.shape(c.out(1), probsShape, "([B, H, S, S])"));
-  }
-
-  BRAID_KERNEL_TRY(c.intParam("causal", 0, 1).status());
-  BRAID_KERNEL_TRY(c.floatParam("scale").status());
-  absl::StatusOr<double> p = c.floatParamOr("dropout", 0.0);
-  if (!p.ok())
-    return p.status();
-  if (*p < 0 || *p >= 1)
-    return c.error(absl::StrCat("parameter 'dropout' is ", *p,
-                                ", expected 0 <= dropout < 1"));
-  if (*p > 0)
-    BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
-  return absl::OkStatus();
-}
-
-absl::Status checkAttention(const KernelSignature &sig) {
-  return checkAttentionLaunch(sig, false);
-}
-absl::Status checkAttentionGradInput(const KernelSignature &sig) {
-  return checkAttentionLaunch(sig, true);
-}
 
 // The sizes and parameters of one launch, read once.
 struct Geometry {
@@ -137,10 +70,11 @@ struct Geometry {
 // flight, where the element-wise transpose reading the head straight from
 // memory waited on them about one row at a time (measured: the transpose's
 // share of attention_grad_input fell from 13% to 6%).
-BRAID_INLINE void transposeHead(const float *src, int64_t stride,
-                                const Geometry &g, float *staging, float *t) {
+template <typename T>
+BRAID_INLINE void transposeHead(const T *src, int64_t stride, const Geometry &g,
+                                float *staging, float *t) {
   for (int64_t j = 0; j < g.s; ++j)
-    std::memcpy(staging + j * g.dh, src + j * stride, g.dh * sizeof(float));
+    convert(src + j * stride, staging + j * g.dh, g.dh);
   for (int64_t d = 0; d < g.dh; ++d)
     for (int64_t j = g.s; j < g.sPad; ++j)
       t[d * g.sPad + j] = 0.0f;
@@ -150,14 +84,16 @@ BRAID_INLINE void transposeHead(const float *src, int64_t stride,
 }
 
 // Copies dh values to `out` and zeroes it up to dPad.
-BRAID_INLINE void padRow(const float *src, const Geometry &g, float *out) {
-  std::memcpy(out, src, g.dh * sizeof(float));
+template <typename T>
+BRAID_INLINE void padRow(const T *src, const Geometry &g, float *out) {
+  convert(src, out, g.dh);
   for (int64_t d = g.dh; d < g.dPad; ++d)
     out[d] = 0.0f;
 }
 
 // Copies the s rows of one head into rows of dPad floats.
-BRAID_INLINE void padHead(const float *src, int64_t stride, const Geometry &g,
+template <typename T>
+BRAID_INLINE void padHead(const T *src, int64_t stride, const Geometry &g,
                           float *out) {
   for (int64_t j = 0; j < g.s; ++j)
     padRow(src + j * stride, g, out + j * g.dPad);
@@ -267,35 +203,40 @@ BRAID_INLINE void softmaxRow(float *__restrict row, int64_t n, int64_t end,
 
 // Per-thread scratch of the forward pass of one head.
 struct ForwardScratch {
-  float *kT, *vPad, *staging, *scores, *out;
+  float *kT, *vPad, *staging, *scores, *out, *qRows;
   explicit ForwardScratch(const Geometry &g) {
     kT = threadScratch(0, g.dh * g.sPad);
     vPad = threadScratch(1, g.s * (g.dPad + g.dh));
     staging = vPad + g.s * g.dPad;
-    scores = threadScratch(2, kRows * (g.sPad + g.dPad));
+    scores = threadScratch(2, kRows * (g.sPad + 2 * g.dPad));
     out = scores + kRows * g.sPad;
+    qRows = out + kRows * g.dPad;
   }
 };
 
 // Query rows i0 .. i0+R-1 of head (bi, hi). Rows with fewer keys than the
-// block's last row get zero weights beyond their keys.
-template <int R>
+// block's last row get zero weights beyond their keys. The query rows are
+// read from a padded f32 copy, which changes no sum: each runs over d < dh
+// in order either way.
+template <int R, typename T>
 BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
                                 const ForwardScratch &m, int64_t bi, int64_t hi,
                                 int64_t i0) {
-  const float *q = args.ins[0].f32() + (bi * g.s + i0) * g.qStride + hi * g.dh;
-  float *o = args.outs[0].f32() + (bi * g.s + i0) * g.qStride + hi * g.dh;
+  const T *q = dataOf<T>(args.ins[0]) + (bi * g.s + i0) * g.qStride + hi * g.dh;
+  T *o = dataOf<T>(args.outs[0]) + (bi * g.s + i0) * g.qStride + hi * g.dh;
   const int64_t nMax = g.keys(i0 + R - 1);
-  rowsTimesTransposed<R>(q, g.qStride, m.kT, g, nMax, m.scores);
+  for (int r = 0; r < R; ++r)
+    padRow(q + r * g.qStride, g, m.qRows + r * g.dPad);
+  rowsTimesTransposed<R>(m.qRows, g.dPad, m.kT, g, nMax, m.scores);
   for (int r = 0; r < R; ++r) {
     float *row = m.scores + r * g.sPad;
     const int64_t n = g.keys(i0 + r);
     softmaxRow(row, n, roundUp(nMax, kBlock), g.scale);
 
     const int64_t base = g.probsRow(bi, hi, i0 + r);
-    float *probs = args.outs[1].f32() + base;
-    std::memcpy(probs, row, n * sizeof(float));
-    std::memset(probs + n, 0, (g.s - n) * sizeof(float));
+    T *probs = dataOf<T>(args.outs[1]) + base;
+    convert(row, probs, n);
+    zero(probs + n, g.s - n);
     if (g.mask.active) {
       // A local copy: read through g, the mask's fields might alias row and
       // would be reloaded for every element.
@@ -306,28 +247,41 @@ BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
   }
   weightedRowSums<R>(m.scores, m.vPad, g, nMax, m.out);
   for (int r = 0; r < R; ++r)
-    std::memcpy(o + r * g.qStride, m.out + r * g.dPad, g.dh * sizeof(float));
+    convert(m.out + r * g.dPad, o + r * g.qStride, g.dh);
 }
 
-BRAID_VECTOR_CLONES
-void attentionHead(const KernelArgs &args, const Geometry &g, int64_t bi,
-                   int64_t hi) {
+template <typename T>
+BRAID_INLINE void attentionHeadBody(const KernelArgs &args, const Geometry &g,
+                                    int64_t bi, int64_t hi) {
   const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
   const ForwardScratch m(g);
-  transposeHead(args.ins[1].f32() + kvOff, g.kvStride, g, m.staging, m.kT);
-  padHead(args.ins[2].f32() + kvOff, g.kvStride, g, m.vPad);
+  transposeHead(dataOf<T>(args.ins[1]) + kvOff, g.kvStride, g, m.staging,
+                m.kT);
+  padHead(dataOf<T>(args.ins[2]) + kvOff, g.kvStride, g, m.vPad);
   int64_t i = 0;
   for (; i + kRows <= g.s; i += kRows)
-    attentionRows<kRows>(args, g, m, bi, hi, i);
+    attentionRows<kRows, T>(args, g, m, bi, hi, i);
   for (; i < g.s; ++i)
-    attentionRows<1>(args, g, m, bi, hi, i);
+    attentionRows<1, T>(args, g, m, bi, hi, i);
 }
 
-void runAttention(const KernelArgs &args) {
+// One cloned function per storage type (the last argument only selects it).
+BRAID_VECTOR_CLONES
+void attentionHead(const KernelArgs &args, const Geometry &g, int64_t bi,
+                   int64_t hi, const float *) {
+  attentionHeadBody<float>(args, g, bi, hi);
+}
+BRAID_VECTOR_CLONES
+void attentionHead(const KernelArgs &args, const Geometry &g, int64_t bi,
+                   int64_t hi, const Bf16 *) {
+  attentionHeadBody<Bf16>(args, g, bi, hi);
+}
+
+template <typename T> void runAttention(const KernelArgs &args) {
   const Geometry g(args, *args.ins[0].desc);
   parallelFor(poolOf(args), g.b * g.h, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u)
-      attentionHead(args, g, u / g.h, u % g.h);
+      attentionHead(args, g, u / g.h, u % g.h, static_cast<const T *>(nullptr));
   });
 }
 
@@ -353,15 +307,17 @@ struct BackwardScratch {
 };
 
 // Backward of query rows i0 .. i0+R-1 of head (bi, hi); see attentionRows.
-template <int R>
+template <int R, typename T>
 BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
                                     const BackwardScratch &m, int64_t bi,
                                     int64_t hi, int64_t i0) {
   const int64_t qOff = (bi * g.s + i0) * g.qStride + hi * g.dh;
   const int64_t nMax = g.keys(i0 + R - 1);
   for (int r = 0; r < R; ++r) {
-    padRow(args.ins[0].f32() + qOff + r * g.qStride, g, m.doRows + r * g.dPad);
-    padRow(args.ins[1].f32() + qOff + r * g.qStride, g, m.qRows + r * g.dPad);
+    padRow(dataOf<T>(args.ins[0]) + qOff + r * g.qStride, g,
+           m.doRows + r * g.dPad);
+    padRow(dataOf<T>(args.ins[1]) + qOff + r * g.qStride, g,
+           m.qRows + r * g.dPad);
   }
   // dPd = do v^T; dP and the dropped probabilities Pd share the mask.
   rowsTimesTransposed<R>(m.doRows, g.dPad, m.vT, g, nMax, m.dP);
@@ -375,7 +331,7 @@ BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
     float *__restrict dP = m.dP + r * g.sPad;
     float *__restrict pd = m.pd + r * g.sPad;
     float *__restrict dSScaled = m.dSScaled + r * g.sPad;
-    std::memcpy(p, args.ins[4].f32() + base, n * sizeof(float));
+    convert(dataOf<T>(args.ins[4]) + base, p, n);
     std::memset(p + n, 0, (end - n) * sizeof(float));
     if (g.mask.active) {
       const DropoutMask mask = g.mask; // a local copy, as in attentionRows
@@ -406,9 +362,9 @@ BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
   addWeightedRows<R>(g.mask.active ? m.pd : m.p, m.doRows, g, nMax, m.dv);
   weightedRowSums<R>(m.dP, m.kPad, g, nMax, m.dqRows);
   for (int r = 0; r < R; ++r) {
-    float *dq = args.outs[0].f32() + qOff + r * g.qStride;
+    T *dq = dataOf<T>(args.outs[0]) + qOff + r * g.qStride;
     for (int64_t d = 0; d < g.dh; ++d)
-      dq[d] = m.dqRows[r * g.dPad + d] * g.scale;
+      store(dq, d, m.dqRows[r * g.dPad + d] * g.scale);
   }
   addWeightedRows<R>(m.dSScaled, m.qRows, g, nMax, m.dk);
 }
@@ -416,46 +372,62 @@ BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
 // The gradients of one (batch, kv head): dq for each query head of the
 // group, and dk, dv summed over those heads in order, in padded scratch rows
 // that are copied out at the end.
-BRAID_VECTOR_CLONES
-void attentionGradGroup(const KernelArgs &args, const Geometry &g, int64_t bi,
-                        int64_t hk) {
+template <typename T>
+BRAID_INLINE void attentionGradGroupBody(const KernelArgs &args,
+                                         const Geometry &g, int64_t bi,
+                                         int64_t hk) {
   const int64_t kvOff = bi * g.s * g.kvStride + hk * g.dh;
   const BackwardScratch m(g);
-  transposeHead(args.ins[3].f32() + kvOff, g.kvStride, g, m.staging, m.vT);
-  padHead(args.ins[2].f32() + kvOff, g.kvStride, g, m.kPad);
+  transposeHead(dataOf<T>(args.ins[3]) + kvOff, g.kvStride, g, m.staging,
+                m.vT);
+  padHead(dataOf<T>(args.ins[2]) + kvOff, g.kvStride, g, m.kPad);
   std::memset(m.dk, 0, 2 * g.s * g.dPad * sizeof(float));
   for (int64_t hi = hk * g.group; hi < (hk + 1) * g.group; ++hi) {
     int64_t i = 0;
     for (; i + kRows <= g.s; i += kRows)
-      attentionGradRows<kRows>(args, g, m, bi, hi, i);
+      attentionGradRows<kRows, T>(args, g, m, bi, hi, i);
     for (; i < g.s; ++i)
-      attentionGradRows<1>(args, g, m, bi, hi, i);
+      attentionGradRows<1, T>(args, g, m, bi, hi, i);
   }
   for (int64_t j = 0; j < g.s; ++j) {
-    std::memcpy(args.outs[1].f32() + kvOff + j * g.kvStride, m.dk + j * g.dPad,
-                g.dh * sizeof(float));
-    std::memcpy(args.outs[2].f32() + kvOff + j * g.kvStride, m.dv + j * g.dPad,
-                g.dh * sizeof(float));
+    convert(m.dk + j * g.dPad, dataOf<T>(args.outs[1]) + kvOff + j * g.kvStride,
+            g.dh);
+    convert(m.dv + j * g.dPad, dataOf<T>(args.outs[2]) + kvOff + j * g.kvStride,
+            g.dh);
   }
 }
 
-void runAttentionGradInput(const KernelArgs &args) {
+BRAID_VECTOR_CLONES
+void attentionGradGroup(const KernelArgs &args, const Geometry &g, int64_t bi,
+                        int64_t hk, const float *) {
+  attentionGradGroupBody<float>(args, g, bi, hk);
+}
+BRAID_VECTOR_CLONES
+void attentionGradGroup(const KernelArgs &args, const Geometry &g, int64_t bi,
+                        int64_t hk, const Bf16 *) {
+  attentionGradGroupBody<Bf16>(args, g, bi, hk);
+}
+
+template <typename T> void runAttentionGradInput(const KernelArgs &args) {
   const Geometry g(args, *args.ins[1].desc);
   parallelFor(poolOf(args), g.b * g.hkv, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u)
-      attentionGradGroup(args, g, u / g.hkv, u % g.hkv);
+      attentionGradGroup(args, g, u / g.hkv, u % g.hkv,
+                         static_cast<const T *>(nullptr));
   });
 }
 
 } // namespace
 
 absl::Status registerAttentionKernels(KernelRegistry &registry) {
-  return registerAll(
-      registry, {
-                    {"attention", Device::kCPU, checkAttention, runAttention},
-                    {"attention_grad_input", Device::kCPU,
-                     checkAttentionGradInput, runAttentionGradInput},
-                });
+  return registerAll(registry,
+                     {
+                         {"attention",
+                          byStorage<runAttention<float>, runAttention<Bf16>>},
+                         {"attention_grad_input",
+                          byStorage<runAttentionGradInput<float>,
+                                    runAttentionGradInput<Bf16>>},
+                     });
 }
 
 } // namespace braid::cpu

@@ -1,15 +1,23 @@
 #include "kernels/cpu/CpuKernels.h"
 
+#include "absl/strings/str_cat.h"
+#include "kernels/checks/KernelChecks.h"
+#include "kernels/checks/LaunchChecker.h"
 #include "kernels/cpu/KernelFamilies.h"
-#include "kernels/cpu/LaunchChecker.h"
 
 namespace braid {
 namespace cpu {
 
 absl::Status registerAll(KernelRegistry &registry,
-                         std::initializer_list<KernelDef> defs) {
-  for (const KernelDef &def : defs)
-    BRAID_KERNEL_TRY(registry.add(def));
+                         std::initializer_list<CpuKernel> kernels) {
+  for (const CpuKernel &k : kernels) {
+    KernelCheckFn check = kernelCheck(k.name);
+    if (!check)
+      return absl::InternalError(
+          absl::StrCat("CPU kernel '", checks::toAbsl(k.name),
+                       "' has no check in kernels/checks"));
+    BRAID_KERNEL_TRY(registry.add({k.name, Device::kCPU, check, k.run}));
+  }
   return absl::OkStatus();
 }
 
@@ -23,6 +31,7 @@ absl::Status registerCpuKernels(KernelRegistry &registry) {
   BRAID_KERNEL_TRY(cpu::registerRepeatKvKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerRopeKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerElementwiseKernels(registry));
+  BRAID_KERNEL_TRY(cpu::registerCastKernel(registry));
   BRAID_KERNEL_TRY(cpu::registerCrossEntropyKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerOptimizerKernels(registry));
   return absl::OkStatus();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "kernels/registry/Kernel.h"
@@ -15,11 +16,20 @@ absl::Status registerAttentionKernels(KernelRegistry &registry);
 absl::Status registerRepeatKvKernels(KernelRegistry &registry);
 absl::Status registerRopeKernels(KernelRegistry &registry);
 absl::Status registerElementwiseKernels(KernelRegistry &registry);
+absl::Status registerCastKernel(KernelRegistry &registry);
 absl::Status registerCrossEntropyKernels(KernelRegistry &registry);
 absl::Status registerOptimizerKernels(KernelRegistry &registry);
 
-// Adds `defs` in order, stopping at the first failure.
+// A CPU kernel: its name and run function. Its check is the device-
+// independent one of kernels/checks.
+struct CpuKernel {
+  std::string_view name;
+  void (*run)(const KernelArgs &args);
+};
+
+// Adds `kernels` in order, each with kernelCheck(name), stopping at the
+// first failure.
 absl::Status registerAll(KernelRegistry &registry,
-                         std::initializer_list<KernelDef> defs);
+                         std::initializer_list<CpuKernel> kernels);
 
 } // namespace braid::cpu

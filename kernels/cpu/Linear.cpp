@@ -2,18 +2,25 @@
 // gradients, on OpenBLAS's sgemm.
 //
 // OpenBLAS runs its own threads, so sgemm is called from the launching
-// thread only; the pool is used for the bias work around it.
+// thread only; the pool is used for the bias work and the conversions
+// around it. bf16 operands are widened to f32 scratch and bf16 results
+// computed in f32 scratch, then rounded: sgemm accumulates in f32 either
+// way. The scratch is bounded by cutting the GEMM into panels of output
+// rows (columns of dw), each computed by sgemm over the whole reduction, so
+// every element is summed as one f32 GEMM would sum it. f32 launches make
+// the single sgemm call they always made.
 #include <cblas.h>
 
-#include <climits>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
-#include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/Storage.h"
 
 namespace braid::cpu {
 namespace {
@@ -38,177 +45,226 @@ int64_t rowsOf(const TensorDesc &d) {
   return n;
 }
 
-// sgemm takes int sizes.
-absl::Status fitsBlas(const LaunchChecker &c, const Operand &op, int64_t rows) {
-  if (rows <= INT_MAX && op.lastDim() <= INT_MAX)
-    return absl::OkStatus();
-  return c.error(absl::StrCat(op.label, " has shape ", shapeString(op.shape()),
-                              "; the CPU GEMM takes at most ", INT_MAX,
-                              " rows and columns"));
+// The floats one panel buffer of a bf16 GEMM may hold (4 MiB).
+constexpr int64_t kPanelFloats = int64_t{1} << 20;
+
+// Panel rows when each row needs `floatsPerRow` floats of scratch.
+int64_t panelRows(int64_t floatsPerRow) {
+  return std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(1, floatsPerRow));
 }
 
-absl::Status checkLinear(const KernelSignature &sig) {
-  LaunchChecker c("linear", sig);
-  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "bias"}, 1));
-  BRAID_KERNEL_TRY(c.outputs({"y"}));
-  BRAID_KERNEL_TRY(c.allF32());
-  Operand x = c.in(0), w = c.in(1), y = c.out(0);
-  BRAID_KERNEL_TRY(c.minRank(x, 1, "[..., K]"));
-  BRAID_KERNEL_TRY(c.rank(w, 2, "[M, K]"));
-  const int64_t k = x.lastDim(), m = w.dim(0);
-  if (w.dim(1) != k)
-    return c.error(absl::StrCat(w.label, " has shape ", shapeString(w.shape()),
-                                ", expected [M, ", k,
-                                "] to match input 0's "
-                                "last dimension ",
-                                k));
-  if (c.numIns() == 3)
-    BRAID_KERNEL_TRY(
-        c.shape(c.in(2), {m}, "to match input 1 (weight)'s first dimension"));
-  BRAID_KERNEL_TRY(c.shape(y, withLastDim(*x.desc, m),
-                           "(x's leading dimensions, then weight's M)"));
-  BRAID_KERNEL_TRY(fitsBlas(c, x, rowsOf(*x.desc)));
-  return fitsBlas(c, w, m);
+// Scratch for widened operands and f32 results, held by the launching
+// thread for the whole launch. threadScratch would not do: chunk 0 of every
+// parallelFor runs on this thread and uses it meanwhile.
+float *gemmScratch(int slot, int64_t n) {
+  thread_local std::vector<float> buffers[4];
+  std::vector<float> &b = buffers[slot];
+  if (b.size() < static_cast<size_t>(n))
+    b.resize(n);
+  return b.data();
 }
+
+// A matrix as sgemm reads it.
+struct InPanel {
+  const float *data;
+  int64_t ld;
+};
+// A matrix as sgemm writes it.
+struct OutPanel {
+  float *data;
+  int64_t ld;
+};
+
+// `rows` x `cols` of the matrix at src (leading dimension ld) as f32: src
+// itself, or a widened copy in scratch `slot`.
+InPanel readPanel(ThreadPool *, const float *src, int64_t ld, int64_t,
+                  int64_t, int) {
+  return {src, ld};
+}
+InPanel readPanel(ThreadPool *pool, const Bf16 *src, int64_t ld, int64_t rows,
+                  int64_t cols, int slot) {
+  float *f = gemmScratch(slot, rows * cols);
+  widenMatrix(pool, src, ld, rows, cols, f);
+  return {f, cols};
+}
+
+// Where sgemm writes `rows` x `cols` of the matrix at dst: dst itself, or
+// f32 scratch in `slot` that holds the widened old values when the GEMM
+// adds into them (`keepOld`) and that flushPanel rounds into dst.
+OutPanel writePanel(ThreadPool *, float *dst, int64_t ld, int64_t, int64_t,
+                    bool, int) {
+  return {dst, ld};
+}
+OutPanel writePanel(ThreadPool *pool, Bf16 *dst, int64_t ld, int64_t rows,
+                    int64_t cols, bool keepOld, int slot) {
+  float *f = gemmScratch(slot, rows * cols);
+  if (keepOld)
+    widenMatrix(pool, dst, ld, rows, cols, f);
+  return {f, cols};
+}
+void flushPanel(ThreadPool *, OutPanel, float *, int64_t, int64_t, int64_t) {}
+void flushPanel(ThreadPool *pool, OutPanel p, Bf16 *dst, int64_t ld,
+                int64_t rows, int64_t cols) {
+  roundMatrix(pool, p.data, rows, cols, dst, ld);
+}
+
+// Scratch slots of one launch.
+enum Slot { kWholeOperand, kInPanel, kOutPanel, kBias };
 
 // Fills each of `rows` rows of y (length m) with b, or with zeros.
-void fillRows(ThreadPool *pool, float *y, const float *b, int64_t rows,
-              int64_t m) {
+template <typename T>
+void fillRows(ThreadPool *pool, T *y, const T *b, int64_t rows, int64_t m) {
   parallelFor(pool, rows, rowGrain(m), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       if (b)
-        std::memcpy(y + r * m, b, m * sizeof(float));
+        convert(b, y + r * m, m);
       else
-        std::memset(y + r * m, 0, m * sizeof(float));
+        zero(y + r * m, m);
     }
   });
 }
 
-void runLinear(const KernelArgs &args) {
+template <typename T> void runLinear(const KernelArgs &args) {
   const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
-  const float *bias = args.ins.size() == 3 ? args.ins[2].f32() : nullptr;
+  const T *bias = args.ins.size() == 3 ? dataOf<T>(args.ins[2]) : nullptr;
   const int64_t n = rowsOf(*x.desc), k = x.desc->lastDim();
   const int64_t m = w.desc->shape[0];
   if (n == 0 || m == 0)
     return;
-  // With a bias, y starts as the bias rows and sgemm adds into it (beta 1).
-  if (bias || k == 0)
-    fillRows(poolOf(args), y.f32(), bias, n, m);
-  if (k == 0)
-    return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, k, 1.0f, x.f32(),
-              k, w.f32(), k, bias ? 1.0f : 0.0f, y.f32(), m);
+  ThreadPool *pool = poolOf(args);
+  const InPanel wF = readPanel(pool, dataOf<T>(w), k, m, k, kWholeOperand);
+  const InPanel bF =
+      bias ? readPanel(pool, bias, m, 1, m, kBias) : InPanel{nullptr, 0};
+  const int64_t panel = std::is_same_v<T, float> ? n : panelRows(k + m);
+  for (int64_t r0 = 0; r0 < n; r0 += panel) {
+    const int64_t rows = std::min(panel, n - r0);
+    T *yRows = dataOf<T>(y) + r0 * m;
+    const OutPanel yF = writePanel(pool, yRows, m, rows, m, false, kOutPanel);
+    // With a bias, y starts as the bias rows and sgemm adds into it (beta 1).
+    if (bias || k == 0)
+      fillRows(pool, yF.data, bF.data, rows, m);
+    if (k > 0) {
+      const InPanel xF =
+          readPanel(pool, dataOf<T>(x) + r0 * k, k, rows, k, kInPanel);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, m, k, 1.0f,
+                  xF.data, xF.ld, wF.data, wF.ld, bias ? 1.0f : 0.0f, yF.data,
+                  yF.ld);
+    }
+    flushPanel(pool, yF, yRows, m, rows, m);
+  }
 }
 
-absl::Status checkLinearGradInput(const KernelSignature &sig) {
-  LaunchChecker c("linear_grad_input", sig);
-  BRAID_KERNEL_TRY(c.inputs({"dy", "weight"}));
-  BRAID_KERNEL_TRY(c.outputs({"dx"}));
-  BRAID_KERNEL_TRY(c.allF32());
-  BRAID_KERNEL_TRY(c.accumulateParam());
-  Operand dy = c.in(0), w = c.in(1), dx = c.out(0);
-  BRAID_KERNEL_TRY(c.minRank(dy, 1, "[..., M]"));
-  BRAID_KERNEL_TRY(c.rank(w, 2, "[M, K]"));
-  const int64_t m = dy.lastDim(), k = w.dim(1);
-  if (w.dim(0) != m)
-    return c.error(absl::StrCat(w.label, " has shape ", shapeString(w.shape()),
-                                ", expected [", m,
-                                ", K] to match input 0's "
-                                "last dimension ",
-                                m));
-  BRAID_KERNEL_TRY(c.shape(dx, withLastDim(*dy.desc, k),
-                           "(dy's leading dimensions, then weight's K)"));
-  BRAID_KERNEL_TRY(fitsBlas(c, dy, rowsOf(*dy.desc)));
-  return fitsBlas(c, w, m);
-}
-
-void runLinearGradInput(const KernelArgs &args) {
+template <typename T> void runLinearGradInput(const KernelArgs &args) {
   const TensorView &dy = args.ins[0], &w = args.ins[1], &dx = args.outs[0];
   const bool accumulate = accumulateOf(args);
   const int64_t n = rowsOf(*dy.desc), m = dy.desc->lastDim();
   const int64_t k = w.desc->shape[1];
   if (n == 0 || k == 0)
     return;
+  ThreadPool *pool = poolOf(args);
   if (m == 0) {
     if (!accumulate)
-      fillRows(poolOf(args), dx.f32(), nullptr, n, k);
+      fillRows<T>(pool, dataOf<T>(dx), nullptr, n, k);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, m, 1.0f,
-              dy.f32(), m, w.f32(), k, accumulate ? 1.0f : 0.0f, dx.f32(), k);
-}
-
-absl::Status checkLinearGradWeight(const KernelSignature &sig) {
-  LaunchChecker c("linear_grad_weight", sig);
-  BRAID_KERNEL_TRY(c.inputs({"dy", "x"}));
-  BRAID_KERNEL_TRY(c.outputs({"dweight", "dbias"}, 1));
-  BRAID_KERNEL_TRY(c.allF32());
-  BRAID_KERNEL_TRY(c.accumulateParam());
-  Operand dy = c.in(0), x = c.in(1);
-  BRAID_KERNEL_TRY(c.minRank(dy, 1, "[..., M]"));
-  BRAID_KERNEL_TRY(c.minRank(x, 1, "[..., K]"));
-  if (leadingDims(*x.desc) != leadingDims(*dy.desc))
-    return c.error(
-        absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
-                     ", expected the leading dimensions of input 0 (dy) ",
-                     shapeString(dy.shape())));
-  const int64_t m = dy.lastDim(), k = x.lastDim();
-  BRAID_KERNEL_TRY(c.shape(c.out(0), {m, k}, "([dy's M, x's K])"));
-  if (c.numOuts() == 2)
-    BRAID_KERNEL_TRY(c.shape(c.out(1), {m}, "(dy's last dimension)"));
-  BRAID_KERNEL_TRY(fitsBlas(c, dy, rowsOf(*dy.desc)));
-  return fitsBlas(c, x, rowsOf(*x.desc));
+  const InPanel wF = readPanel(pool, dataOf<T>(w), k, m, k, kWholeOperand);
+  const int64_t panel = std::is_same_v<T, float> ? n : panelRows(m + k);
+  for (int64_t r0 = 0; r0 < n; r0 += panel) {
+    const int64_t rows = std::min(panel, n - r0);
+    T *dxRows = dataOf<T>(dx) + r0 * k;
+    const InPanel dyF =
+        readPanel(pool, dataOf<T>(dy) + r0 * m, m, rows, m, kInPanel);
+    const OutPanel dxF =
+        writePanel(pool, dxRows, k, rows, k, accumulate, kOutPanel);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, k, m, 1.0f,
+                dyF.data, dyF.ld, wF.data, wF.ld, accumulate ? 1.0f : 0.0f,
+                dxF.data, dxF.ld);
+    flushPanel(pool, dxF, dxRows, k, rows, k);
+  }
 }
 
 // db[m] (+)= sum over rows of dy[r, m]. Each chunk owns a range of columns
 // and adds rows in order, so the bits do not depend on the thread count.
-void biasGrad(ThreadPool *pool, const float *dy, float *db, int64_t rows,
-              int64_t m, bool accumulate) {
+template <typename T, typename U>
+void biasGrad(ThreadPool *pool, const T *dy, U *db, int64_t rows, int64_t m,
+              bool accumulate) {
   parallelFor(pool, m, 64, [&](int64_t c0, int64_t c1) {
     const int64_t width = c1 - c0;
     float *acc = threadScratch(0, width);
     std::memset(acc, 0, width * sizeof(float));
     for (int64_t r = 0; r < rows; ++r) {
-      const float *__restrict src = dy + r * m + c0;
+      const T *__restrict src = dy + r * m + c0;
       for (int64_t j = 0; j < width; ++j)
-        acc[j] += src[j];
+        acc[j] += load(src, j);
     }
     for (int64_t j = 0; j < width; ++j)
-      db[c0 + j] = accumulate ? db[c0 + j] + acc[j] : acc[j];
+      store(db, c0 + j,
+            accumulate ? load(db, c0 + j) + acc[j] : acc[j]);
   });
 }
 
-void runLinearGradWeight(const KernelArgs &args) {
+// dw (+)= dy^T x, with dy and x of storage type T and dw of U (f32, or T).
+template <typename T, typename U>
+void weightGrad(ThreadPool *pool, const T *dy, const T *x, U *dw, int64_t n,
+                int64_t m, int64_t k, bool accumulate) {
+  if (n == 0) {
+    if (!accumulate)
+      fillRows<U>(pool, dw, nullptr, m, k);
+    return;
+  }
+  const InPanel xF = readPanel(pool, x, k, n, k, kWholeOperand);
+  // Panels of dw rows, that is of dy columns.
+  const bool f32 = std::is_same_v<T, float> && std::is_same_v<U, float>;
+  const int64_t panel = f32 ? m : panelRows(n + k);
+  for (int64_t m0 = 0; m0 < m; m0 += panel) {
+    const int64_t cols = std::min(panel, m - m0);
+    const InPanel dyF = readPanel(pool, dy + m0, m, n, cols, kInPanel);
+    const OutPanel dwF =
+        writePanel(pool, dw + m0 * k, k, cols, k, accumulate, kOutPanel);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, k, n, 1.0f,
+                dyF.data, dyF.ld, xF.data, xF.ld, accumulate ? 1.0f : 0.0f,
+                dwF.data, dwF.ld);
+    flushPanel(pool, dwF, dw + m0 * k, k, cols, k);
+  }
+}
+
+// The weight and bias gradients may each be f32 over bf16 inputs.
+template <typename T> void runLinearGradWeight(const KernelArgs &args) {
   const TensorView &dy = args.ins[0], &x = args.ins[1], &dw = args.outs[0];
   const bool accumulate = accumulateOf(args);
   const int64_t n = rowsOf(*dy.desc), m = dy.desc->lastDim();
   const int64_t k = x.desc->lastDim();
+  ThreadPool *pool = poolOf(args);
+  const T *dyT = dataOf<T>(dy);
   if (m == 0)
     return;
-  if (args.outs.size() == 2)
-    biasGrad(poolOf(args), dy.f32(), args.outs[1].f32(), n, m, accumulate);
+  if (args.outs.size() == 2) {
+    const TensorView &db = args.outs[1];
+    if (isBf16(db))
+      biasGrad(pool, dyT, db.bf16(), n, m, accumulate);
+    else
+      biasGrad(pool, dyT, db.f32(), n, m, accumulate);
+  }
   if (k == 0)
     return;
-  if (n == 0) {
-    if (!accumulate)
-      fillRows(poolOf(args), dw.f32(), nullptr, m, k);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, k, n, 1.0f, dy.f32(),
-              m, x.f32(), k, accumulate ? 1.0f : 0.0f, dw.f32(), k);
+  if (isBf16(dw))
+    weightGrad(pool, dyT, dataOf<T>(x), dw.bf16(), n, m, k, accumulate);
+  else
+    weightGrad(pool, dyT, dataOf<T>(x), dw.f32(), n, m, k, accumulate);
 }
 
 } // namespace
 
 absl::Status registerLinearKernels(KernelRegistry &registry) {
-  return registerAll(registry,
-                     {
-                         {"linear", Device::kCPU, checkLinear, runLinear},
-                         {"linear_grad_input", Device::kCPU,
-                          checkLinearGradInput, runLinearGradInput},
-                         {"linear_grad_weight", Device::kCPU,
-                          checkLinearGradWeight, runLinearGradWeight},
-                     });
+  return registerAll(
+      registry,
+      {
+          {"linear", byStorage<runLinear<float>, runLinear<Bf16>>},
+          {"linear_grad_input",
+           byStorage<runLinearGradInput<float>, runLinearGradInput<Bf16>>},
+          {"linear_grad_weight",
+           byStorage<runLinearGradWeight<float>, runLinearGradWeight<Bf16>>},
+      });
 }
 
 } // namespace braid::cpu

@@ -7,73 +7,16 @@
 // order, which keeps the bits independent of the thread count.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
-#include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
-
-absl::Status checkEps(const LaunchChecker &c) {
-  absl::StatusOr<double> eps = c.floatParam("eps");
-  if (!eps.ok())
-    return eps.status();
-  if (*eps <= 0)
-    return c.error(absl::StrCat("parameter 'eps' is ", *eps,
-                                ", expected a positive number"));
-  return absl::OkStatus();
-}
-
-// With x [..., D]: gamma-like operands are [D], statistics are x's leading
-// dimensions.
-absl::Status checkVector(const LaunchChecker &c, const Operand &op,
-                         const Operand &x) {
-  return c.shape(op, {x.lastDim()}, "([D], x's last dimension)");
-}
-absl::Status checkStats(const LaunchChecker &c, const Operand &op,
-                        const Operand &x) {
-  return c.shape(op, leadingDims(*x.desc), "(x's leading dimensions)");
-}
-
-absl::Status checkRows(const LaunchChecker &c, const Operand &x) {
-  BRAID_KERNEL_TRY(c.minRank(x, 1, "[..., D]"));
-  if (x.lastDim() == 0)
-    return c.error(absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
-                                "; the normalised dimension D must not be "
-                                "empty"));
-  return absl::OkStatus();
-}
-
-absl::Status checkNormForward(const KernelSignature &sig, bool layer) {
-  LaunchChecker c(layer ? "layer_norm" : "rms_norm", sig);
-  if (layer) {
-    BRAID_KERNEL_TRY(c.inputs({"x", "gamma", "beta"}));
-    BRAID_KERNEL_TRY(c.outputs({"y", "mean", "rstd"}));
-  } else {
-    BRAID_KERNEL_TRY(c.inputs({"x", "gamma"}));
-    BRAID_KERNEL_TRY(c.outputs({"y", "rstd"}));
-  }
-  BRAID_KERNEL_TRY(c.allF32());
-  Operand x = c.in(0);
-  BRAID_KERNEL_TRY(checkRows(c, x));
-  for (int i = 1; i < c.numIns(); ++i)
-    BRAID_KERNEL_TRY(checkVector(c, c.in(i), x));
-  BRAID_KERNEL_TRY(c.sameShape(c.out(0), x));
-  for (int i = 1; i < c.numOuts(); ++i)
-    BRAID_KERNEL_TRY(checkStats(c, c.out(i), x));
-  return checkEps(c);
-}
-
-absl::Status checkLayerNorm(const KernelSignature &sig) {
-  return checkNormForward(sig, true);
-}
-absl::Status checkRmsNorm(const KernelSignature &sig) {
-  return checkNormForward(sig, false);
-}
 
 // Sum of (x - m)^2 in fixed lanes.
 BRAID_INLINE float sumSqDiff(const float *__restrict x, float m, int64_t n) {
@@ -116,18 +59,30 @@ void layerNormRows(const float *__restrict x, const float *__restrict gamma,
   }
 }
 
-void runLayerNorm(const KernelArgs &args) {
-  const float *x = args.ins[0].f32(), *gamma = args.ins[1].f32(),
-              *beta = args.ins[2].f32();
-  float *y = args.outs[0].f32(), *mean = args.outs[1].f32(),
-        *rstd = args.outs[2].f32();
+template <typename T> void runLayerNorm(const KernelArgs &args) {
+  const T *x = dataOf<T>(args.ins[0]), *gamma = dataOf<T>(args.ins[1]),
+          *beta = dataOf<T>(args.ins[2]);
+  T *y = dataOf<T>(args.outs[0]);
+  float *mean = args.outs[1].f32(), *rstd = args.outs[2].f32();
   const int64_t d = args.ins[0].desc->lastDim(),
                 rows = args.ins[0].desc->rows();
   const float eps = static_cast<float>(paramsOf(args).floatOr("eps", 1e-5));
   if (d == 0)
     return;
   parallelFor(poolOf(args), rows, rowGrain(d), [&](int64_t r0, int64_t r1) {
-    layerNormRows(x, gamma, beta, eps, d, r0, r1, y, mean, rstd);
+    if constexpr (std::is_same_v<T, float>) {
+      layerNormRows(x, gamma, beta, eps, d, r0, r1, y, mean, rstd);
+    } else {
+      // bf16: each row widened, normalised by the f32 loop, rounded once.
+      const float *g = asF32(gamma, d, threadScratch(0, d));
+      const float *bt = asF32(beta, d, threadScratch(1, d));
+      float *xs = threadScratch(2, d), *ys = threadScratch(3, d);
+      for (int64_t r = r0; r < r1; ++r) {
+        convert(x + r * d, xs, d);
+        layerNormRows(xs, g, bt, eps, d, 0, 1, ys, mean + r, rstd + r);
+        convert(ys, y + r * d, d);
+      }
+    }
   });
 }
 
@@ -147,41 +102,28 @@ void rmsNormRows(const float *__restrict x, const float *__restrict gamma,
   }
 }
 
-void runRmsNorm(const KernelArgs &args) {
-  const float *x = args.ins[0].f32(), *gamma = args.ins[1].f32();
-  float *y = args.outs[0].f32(), *rstd = args.outs[1].f32();
+template <typename T> void runRmsNorm(const KernelArgs &args) {
+  const T *x = dataOf<T>(args.ins[0]), *gamma = dataOf<T>(args.ins[1]);
+  T *y = dataOf<T>(args.outs[0]);
+  float *rstd = args.outs[1].f32();
   const int64_t d = args.ins[0].desc->lastDim(),
                 rows = args.ins[0].desc->rows();
   const float eps = static_cast<float>(paramsOf(args).floatOr("eps", 1e-5));
   if (d == 0)
     return;
   parallelFor(poolOf(args), rows, rowGrain(d), [&](int64_t r0, int64_t r1) {
-    rmsNormRows(x, gamma, eps, d, r0, r1, y, rstd);
+    if constexpr (std::is_same_v<T, float>) {
+      rmsNormRows(x, gamma, eps, d, r0, r1, y, rstd);
+    } else {
+      const float *g = asF32(gamma, d, threadScratch(0, d));
+      float *xs = threadScratch(1, d), *ys = threadScratch(2, d);
+      for (int64_t r = r0; r < r1; ++r) {
+        convert(x + r * d, xs, d);
+        rmsNormRows(xs, g, eps, d, 0, 1, ys, rstd + r);
+        convert(ys, y + r * d, d);
+      }
+    }
   });
-}
-
-absl::Status checkNormGradInput(const KernelSignature &sig, bool layer) {
-  LaunchChecker c(layer ? "layer_norm_grad_input" : "rms_norm_grad_input", sig);
-  if (layer)
-    BRAID_KERNEL_TRY(c.inputs({"dy", "x", "gamma", "mean", "rstd"}));
-  else
-    BRAID_KERNEL_TRY(c.inputs({"dy", "x", "gamma", "rstd"}));
-  BRAID_KERNEL_TRY(c.outputs({"dx"}));
-  BRAID_KERNEL_TRY(c.allF32());
-  Operand dy = c.in(0), x = c.in(1);
-  BRAID_KERNEL_TRY(checkRows(c, x));
-  BRAID_KERNEL_TRY(c.sameShape(dy, x));
-  BRAID_KERNEL_TRY(checkVector(c, c.in(2), x));
-  for (int i = 3; i < c.numIns(); ++i)
-    BRAID_KERNEL_TRY(checkStats(c, c.in(i), x));
-  return c.sameShape(c.out(0), x);
-}
-
-absl::Status checkLayerNormGradInput(const KernelSignature &sig) {
-  return checkNormGradInput(sig, true);
-}
-absl::Status checkRmsNormGradInput(const KernelSignature &sig) {
-  return checkNormGradInput(sig, false);
 }
 
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma and
@@ -226,53 +168,60 @@ void normGradInputRows(const float *__restrict dy, const float *__restrict x,
   }
 }
 
-template <bool kLayer> void normGradInput(const KernelArgs &args) {
-  const float *dy = args.ins[0].f32(), *x = args.ins[1].f32(),
-              *gamma = args.ins[2].f32();
+template <bool kLayer, typename T>
+void normGradInput(const KernelArgs &args) {
+  const T *dy = dataOf<T>(args.ins[0]), *x = dataOf<T>(args.ins[1]),
+          *gamma = dataOf<T>(args.ins[2]);
   const float *mean = kLayer ? args.ins[3].f32() : nullptr;
   const float *rstd = args.ins[kLayer ? 4 : 3].f32();
-  float *dx = args.outs[0].f32();
+  T *dx = dataOf<T>(args.outs[0]);
   const int64_t d = args.ins[1].desc->lastDim(),
                 rows = args.ins[1].desc->rows();
   if (d == 0)
     return;
   parallelFor(poolOf(args), rows, rowGrain(d), [&](int64_t r0, int64_t r1) {
-    normGradInputRows(dy, x, gamma, mean, rstd, d, r0, r1, dx);
+    if constexpr (std::is_same_v<T, float>) {
+      normGradInputRows(dy, x, gamma, mean, rstd, d, r0, r1, dx);
+    } else {
+      const float *g = asF32(gamma, d, threadScratch(0, d));
+      float *dys = threadScratch(1, d), *xs = threadScratch(2, d),
+            *dxs = threadScratch(3, d);
+      for (int64_t r = r0; r < r1; ++r) {
+        convert(dy + r * d, dys, d);
+        convert(x + r * d, xs, d);
+        normGradInputRows(dys, xs, g, mean ? mean + r : nullptr, rstd + r, d,
+                          0, 1, dxs);
+        convert(dxs, dx + r * d, d);
+      }
+    }
   });
-}
-
-absl::Status checkNormGradWeight(const KernelSignature &sig, bool layer) {
-  LaunchChecker c(layer ? "layer_norm_grad_weight" : "rms_norm_grad_weight",
-                  sig);
-  if (layer) {
-    BRAID_KERNEL_TRY(c.inputs({"dy", "x", "mean", "rstd"}));
-    BRAID_KERNEL_TRY(c.outputs({"dgamma", "dbeta"}));
-  } else {
-    BRAID_KERNEL_TRY(c.inputs({"dy", "x", "rstd"}));
-    BRAID_KERNEL_TRY(c.outputs({"dgamma"}));
-  }
-  BRAID_KERNEL_TRY(c.allF32());
-  BRAID_KERNEL_TRY(c.accumulateParam());
-  Operand dy = c.in(0), x = c.in(1);
-  BRAID_KERNEL_TRY(checkRows(c, x));
-  BRAID_KERNEL_TRY(c.sameShape(dy, x));
-  for (int i = 2; i < c.numIns(); ++i)
-    BRAID_KERNEL_TRY(checkStats(c, c.in(i), x));
-  for (int i = 0; i < c.numOuts(); ++i)
-    BRAID_KERNEL_TRY(checkVector(c, c.out(i), x));
-  return absl::OkStatus();
-}
-
-absl::Status checkLayerNormGradWeight(const KernelSignature &sig) {
-  return checkNormGradWeight(sig, true);
-}
-absl::Status checkRmsNormGradWeight(const KernelSignature &sig) {
-  return checkNormGradWeight(sig, false);
 }
 
 // Columns [c0, c0 + w) of dgamma = sum over rows of dy * xhat and, for
 // layer_norm (mean not null), dbeta = sum over rows of dy, into accG and
 // accB; rows are added in order.
+template <typename T>
+BRAID_INLINE void normGradWeightBody(const T *__restrict dy,
+                                     const T *__restrict x,
+                                     const float *__restrict mean,
+                                     const float *__restrict rstd,
+                                     int64_t rows, int64_t d, int64_t c0,
+                                     int64_t w, float *__restrict accG,
+                                     float *__restrict accB) {
+  std::memset(accG, 0, w * sizeof(float));
+  std::memset(accB, 0, w * sizeof(float));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *dyr = dy + r * d + c0;
+    const T *xr = x + r * d + c0;
+    const float m = mean ? mean[r] : 0.0f, s = rstd[r];
+    for (int64_t j = 0; j < w; ++j)
+      accG[j] += load(dyr, j) * ((load(xr, j) - m) * s);
+    if (mean)
+      for (int64_t j = 0; j < w; ++j)
+        accB[j] += load(dyr, j);
+  }
+}
+
 BRAID_VECTOR_CLONES
 void normGradWeightColumns(const float *__restrict dy,
                            const float *__restrict x,
@@ -280,26 +229,32 @@ void normGradWeightColumns(const float *__restrict dy,
                            const float *__restrict rstd, int64_t rows,
                            int64_t d, int64_t c0, int64_t w,
                            float *__restrict accG, float *__restrict accB) {
-  std::memset(accG, 0, w * sizeof(float));
-  std::memset(accB, 0, w * sizeof(float));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *dyr = dy + r * d + c0;
-    const float *xr = x + r * d + c0;
-    const float m = mean ? mean[r] : 0.0f, s = rstd[r];
-    for (int64_t j = 0; j < w; ++j)
-      accG[j] += dyr[j] * ((xr[j] - m) * s);
-    if (mean)
-      for (int64_t j = 0; j < w; ++j)
-        accB[j] += dyr[j];
-  }
+  normGradWeightBody(dy, x, mean, rstd, rows, d, c0, w, accG, accB);
+}
+BRAID_VECTOR_CLONES
+void normGradWeightColumns(const Bf16 *__restrict dy, const Bf16 *__restrict x,
+                           const float *__restrict mean,
+                           const float *__restrict rstd, int64_t rows,
+                           int64_t d, int64_t c0, int64_t w,
+                           float *__restrict accG, float *__restrict accB) {
+  normGradWeightBody(dy, x, mean, rstd, rows, d, c0, w, accG, accB);
 }
 
-template <bool kLayer> void normGradWeight(const KernelArgs &args) {
-  const float *dy = args.ins[0].f32(), *x = args.ins[1].f32();
+// The sums of `w` columns into out[0, w): replacing or adding to what is
+// there, in out's storage type.
+template <typename U>
+void storeColumnSums(const float *acc, int64_t w, bool accumulate, U *out) {
+  for (int64_t j = 0; j < w; ++j)
+    store(out, j, accumulate ? load(out, j) + acc[j] : acc[j]);
+}
+
+template <bool kLayer, typename T, typename U>
+void normGradWeightAs(const KernelArgs &args) {
+  const T *dy = dataOf<T>(args.ins[0]), *x = dataOf<T>(args.ins[1]);
   const float *mean = kLayer ? args.ins[2].f32() : nullptr;
   const float *rstd = args.ins[kLayer ? 3 : 2].f32();
-  float *dgamma = args.outs[0].f32();
-  float *dbeta = kLayer ? args.outs[1].f32() : nullptr;
+  U *dgamma = dataOf<U>(args.outs[0]);
+  U *dbeta = kLayer ? dataOf<U>(args.outs[1]) : nullptr;
   const bool accumulate = accumulateOf(args);
   const int64_t d = args.ins[1].desc->lastDim(),
                 rows = args.ins[1].desc->rows();
@@ -308,30 +263,37 @@ template <bool kLayer> void normGradWeight(const KernelArgs &args) {
     float *accG = threadScratch(0, w);
     float *accB = threadScratch(1, w);
     normGradWeightColumns(dy, x, mean, rstd, rows, d, c0, w, accG, accB);
-    for (int64_t j = 0; j < w; ++j) {
-      dgamma[c0 + j] = accumulate ? dgamma[c0 + j] + accG[j] : accG[j];
-      if (kLayer)
-        dbeta[c0 + j] = accumulate ? dbeta[c0 + j] + accB[j] : accB[j];
-    }
+    storeColumnSums(accG, w, accumulate, dgamma + c0);
+    if (kLayer)
+      storeColumnSums(accB, w, accumulate, dbeta + c0);
   });
+}
+
+// Inputs f32 or bf16; the weight gradients f32, or bf16 over bf16 inputs.
+template <bool kLayer> void normGradWeight(const KernelArgs &args) {
+  if (!isBf16(args.ins[0]))
+    normGradWeightAs<kLayer, float, float>(args);
+  else if (isBf16(args.outs[0]))
+    normGradWeightAs<kLayer, Bf16, Bf16>(args);
+  else
+    normGradWeightAs<kLayer, Bf16, float>(args);
 }
 
 } // namespace
 
 absl::Status registerNormKernels(KernelRegistry &registry) {
   return registerAll(
-      registry, {
-                    {"layer_norm", Device::kCPU, checkLayerNorm, runLayerNorm},
-                    {"layer_norm_grad_input", Device::kCPU,
-                     checkLayerNormGradInput, normGradInput<true>},
-                    {"layer_norm_grad_weight", Device::kCPU,
-                     checkLayerNormGradWeight, normGradWeight<true>},
-                    {"rms_norm", Device::kCPU, checkRmsNorm, runRmsNorm},
-                    {"rms_norm_grad_input", Device::kCPU, checkRmsNormGradInput,
-                     normGradInput<false>},
-                    {"rms_norm_grad_weight", Device::kCPU,
-                     checkRmsNormGradWeight, normGradWeight<false>},
-                });
+      registry,
+      {
+          {"layer_norm", byStorage<runLayerNorm<float>, runLayerNorm<Bf16>>},
+          {"layer_norm_grad_input",
+           byStorage<normGradInput<true, float>, normGradInput<true, Bf16>>},
+          {"layer_norm_grad_weight", normGradWeight<true>},
+          {"rms_norm", byStorage<runRmsNorm<float>, runRmsNorm<Bf16>>},
+          {"rms_norm_grad_input",
+           byStorage<normGradInput<false, float>, normGradInput<false, Bf16>>},
+          {"rms_norm_grad_weight", normGradWeight<false>},
+      });
 }
 
 } // namespace braid::cpu

@@ -4,50 +4,14 @@
 #include <cstdint>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
-#include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
-
-absl::Status checkRepeatKvLaunch(const KernelSignature &sig, bool grad) {
-  LaunchChecker c(grad ? "repeat_kv_grad_input" : "repeat_kv", sig);
-  BRAID_KERNEL_TRY(c.inputs({grad ? "dy" : "x"}));
-  BRAID_KERNEL_TRY(c.outputs({grad ? "dx" : "y"}));
-  BRAID_KERNEL_TRY(c.allF32());
-  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
-  if (!h.ok())
-    return h.status();
-  absl::StatusOr<int64_t> hkv = c.intParam("num_kv_heads", 1, INT32_MAX);
-  if (!hkv.ok())
-    return hkv.status();
-  if (*h % *hkv != 0)
-    return c.error(absl::StrCat("num_kv_heads (", *hkv,
-                                ") does not divide num_heads (", *h, ")"));
-  // The narrow side is x (forward) or dx (backward).
-  Operand wide = grad ? c.in(0) : c.out(0);
-  Operand narrow = grad ? c.out(0) : c.in(0);
-  BRAID_KERNEL_TRY(c.rank(narrow, 3, "[B, S, num_kv_heads*Dh]"));
-  if (narrow.dim(2) % *hkv != 0)
-    return c.error(absl::StrCat(
-        narrow.label, " has shape ", shapeString(narrow.shape()),
-        "; its last dimension must be a multiple of num_kv_heads (", *hkv,
-        ")"));
-  const int64_t dh = narrow.dim(2) / *hkv;
-  return c.shape(wide, {narrow.dim(0), narrow.dim(1), *h * dh},
-                 absl::StrCat("([B, S, num_heads * Dh] with Dh = ", dh, ")"));
-}
-
-absl::Status checkRepeatKv(const KernelSignature &sig) {
-  return checkRepeatKvLaunch(sig, false);
-}
-absl::Status checkRepeatKvGradInput(const KernelSignature &sig) {
-  return checkRepeatKvLaunch(sig, true);
-}
 
 struct Heads {
   int64_t rows, h, hkv, dh;
@@ -59,18 +23,20 @@ struct Heads {
   }
 };
 
+// A copy of bits: the same for every storage type of `size` bytes.
 void runRepeatKv(const KernelArgs &args) {
   const Heads g(args, *args.ins[0].desc);
-  const float *x = args.ins[0].f32();
-  float *y = args.outs[0].f32();
+  const int64_t size = dtypeSize(args.ins[0].desc->dtype);
+  const char *x = static_cast<const char *>(args.ins[0].data);
+  char *y = static_cast<char *>(args.outs[0].data);
   const int64_t group = g.h / g.hkv;
   parallelFor(poolOf(args), g.rows, rowGrain(g.h * g.dh),
               [&](int64_t r0, int64_t r1) {
                 for (int64_t r = r0; r < r1; ++r)
                   for (int64_t hi = 0; hi < g.h; ++hi)
-                    std::memcpy(y + (r * g.h + hi) * g.dh,
-                                x + (r * g.hkv + hi / group) * g.dh,
-                                g.dh * sizeof(float));
+                    std::memcpy(y + (r * g.h + hi) * g.dh * size,
+                                x + (r * g.hkv + hi / group) * g.dh * size,
+                                g.dh * size);
               });
 }
 
@@ -91,10 +57,27 @@ void sumCopiesRows(const float *__restrict dy, Heads g, int64_t r0, int64_t r1,
     }
 }
 
-void runRepeatKvGradInput(const KernelArgs &args) {
+// bf16: the copies of one kv head are summed in f32 and rounded once.
+void sumCopiesRows(const Bf16 *dy, Heads g, int64_t r0, int64_t r1, Bf16 *dx) {
+  const int64_t group = g.h / g.hkv;
+  float *acc = threadScratch(0, g.dh), *copy = threadScratch(1, g.dh);
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t hk = 0; hk < g.hkv; ++hk) {
+      const Bf16 *src = dy + (r * g.h + hk * group) * g.dh;
+      convert(src, acc, g.dh);
+      for (int64_t c = 1; c < group; ++c) {
+        convert(src + c * g.dh, copy, g.dh);
+        for (int64_t d = 0; d < g.dh; ++d)
+          acc[d] += copy[d];
+      }
+      convert(acc, dx + (r * g.hkv + hk) * g.dh, g.dh);
+    }
+}
+
+template <typename T> void runRepeatKvGradInput(const KernelArgs &args) {
   const Heads g(args, *args.outs[0].desc);
-  const float *dy = args.ins[0].f32();
-  float *dx = args.outs[0].f32();
+  const T *dy = dataOf<T>(args.ins[0]);
+  T *dx = dataOf<T>(args.outs[0]);
   parallelFor(
       poolOf(args), g.rows, rowGrain(g.h * g.dh),
       [&](int64_t r0, int64_t r1) { sumCopiesRows(dy, g, r0, r1, dx); });
@@ -103,12 +86,13 @@ void runRepeatKvGradInput(const KernelArgs &args) {
 } // namespace
 
 absl::Status registerRepeatKvKernels(KernelRegistry &registry) {
-  return registerAll(
-      registry, {
-                    {"repeat_kv", Device::kCPU, checkRepeatKv, runRepeatKv},
-                    {"repeat_kv_grad_input", Device::kCPU,
-                     checkRepeatKvGradInput, runRepeatKvGradInput},
-                });
+  return registerAll(registry,
+                     {
+                         {"repeat_kv", runRepeatKv},
+                         {"repeat_kv_grad_input",
+                          byStorage<runRepeatKvGradInput<float>,
+                                    runRepeatKvGradInput<Bf16>>},
+                     });
 }
 
 } // namespace braid::cpu

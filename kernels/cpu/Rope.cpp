@@ -9,77 +9,55 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
-#include "kernels/cpu/LaunchChecker.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
 
-absl::Status checkRopeLaunch(const KernelSignature &sig, bool grad) {
-  LaunchChecker c(grad ? "rope_grad_input" : "rope", sig);
-  BRAID_KERNEL_TRY(c.inputs({grad ? "dy" : "x"}));
-  BRAID_KERNEL_TRY(c.outputs({grad ? "dx" : "y"}));
-  BRAID_KERNEL_TRY(c.allF32());
-  Operand x = c.in(0);
-  BRAID_KERNEL_TRY(c.rank(x, 3, "[B, S, H*Dh]"));
-  BRAID_KERNEL_TRY(c.sameShape(c.out(0), x));
-  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
-  if (!h.ok())
-    return h.status();
-  if (x.dim(2) % *h != 0)
-    return c.error(absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
-                                "; its last dimension is not a multiple of "
-                                "num_heads (",
-                                *h, ")"));
-  const int64_t dh = x.dim(2) / *h;
-  if (dh % 2 != 0 || dh == 0)
-    return c.error(absl::StrCat("head dimension ", x.dim(2), " / ", *h, " = ",
-                                dh,
-                                " is not a positive even number; rotate-half "
-                                "pairs element i with i + Dh/2"));
-  absl::StatusOr<double> theta = c.floatParam("theta");
-  if (!theta.ok())
-    return theta.status();
-  if (*theta <= 0)
-    return c.error(absl::StrCat("parameter 'theta' is ", *theta,
-                                ", expected a positive number"));
-  return absl::OkStatus();
-}
-
-absl::Status checkRope(const KernelSignature &sig) {
-  return checkRopeLaunch(sig, false);
-}
-absl::Status checkRopeGradInput(const KernelSignature &sig) {
-  return checkRopeLaunch(sig, true);
-}
-
 // Turns the pairs (i, i + half) of every head of the `rows` rows of `width`
-// floats at x (`stride` floats apart) by the angles whose cosines and sines
+// values at x (`stride` values apart) by the angles whose cosines and sines
 // are cosA[i] and sinA[i].
-BRAID_VECTOR_CLONES
-void rotateRows(const float *__restrict x, int64_t rows, int64_t stride,
-                int64_t width, int64_t half, const float *__restrict cosA,
-                const float *__restrict sinA, float *__restrict y) {
+template <typename T>
+BRAID_INLINE void rotateRowsBody(const T *__restrict x, int64_t rows,
+                                 int64_t stride, int64_t width, int64_t half,
+                                 const float *__restrict cosA,
+                                 const float *__restrict sinA,
+                                 T *__restrict y) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h0 = 0; h0 < width; h0 += 2 * half) {
-      const float *xa = x + r * stride + h0, *xb = xa + half;
-      float *ya = y + r * stride + h0, *yb = ya + half;
+      const T *xa = x + r * stride + h0, *xb = xa + half;
+      T *ya = y + r * stride + h0, *yb = ya + half;
       for (int64_t i = 0; i < half; ++i) {
-        ya[i] = xa[i] * cosA[i] - xb[i] * sinA[i];
-        yb[i] = xb[i] * cosA[i] + xa[i] * sinA[i];
+        const float a = load(xa, i), b = load(xb, i);
+        store(ya, i, a * cosA[i] - b * sinA[i]);
+        store(yb, i, b * cosA[i] + a * sinA[i]);
       }
     }
 }
 
+BRAID_VECTOR_CLONES
+void rotateRows(const float *__restrict x, int64_t rows, int64_t stride,
+                int64_t width, int64_t half, const float *__restrict cosA,
+                const float *__restrict sinA, float *__restrict y) {
+  rotateRowsBody(x, rows, stride, width, half, cosA, sinA, y);
+}
+BRAID_VECTOR_CLONES
+void rotateRows(const Bf16 *__restrict x, int64_t rows, int64_t stride,
+                int64_t width, int64_t half, const float *__restrict cosA,
+                const float *__restrict sinA, Bf16 *__restrict y) {
+  rotateRowsBody(x, rows, stride, width, half, cosA, sinA, y);
+}
+
 // Positions [s0, s1) of y = rotate(x, sign * a), for x [b, s, width] with
 // heads of 2 * half values.
-void rotatePositions(const float *x, int64_t b, int64_t s, int64_t width,
+template <typename T>
+void rotatePositions(const T *x, int64_t b, int64_t s, int64_t width,
                      int64_t half, double theta, int sign, int64_t s0,
-                     int64_t s1, float *y) {
+                     int64_t s1, T *y) {
   float *cosA = threadScratch(0, half);
   float *sinA = threadScratch(1, half);
   // The frequencies depend on i only: computed once per chunk rather than
@@ -100,10 +78,10 @@ void rotatePositions(const float *x, int64_t b, int64_t s, int64_t width,
   }
 }
 
-template <int kSign> void runRopeLaunch(const KernelArgs &args) {
+template <int kSign, typename T> void runRopeLaunch(const KernelArgs &args) {
   const TensorDesc &desc = *args.ins[0].desc;
-  const float *x = args.ins[0].f32();
-  float *y = args.outs[0].f32();
+  const T *x = dataOf<T>(args.ins[0]);
+  T *y = dataOf<T>(args.outs[0]);
   const int64_t b = desc.shape[0], s = desc.shape[1], width = desc.shape[2];
   const int64_t h = paramsOf(args).intOr("num_heads", 1);
   const double theta = paramsOf(args).floatOr("theta", 10000.0);
@@ -121,9 +99,11 @@ template <int kSign> void runRopeLaunch(const KernelArgs &args) {
 absl::Status registerRopeKernels(KernelRegistry &registry) {
   return registerAll(registry,
                      {
-                         {"rope", Device::kCPU, checkRope, runRopeLaunch<1>},
-                         {"rope_grad_input", Device::kCPU, checkRopeGradInput,
-                          runRopeLaunch<-1>},
+                         {"rope", byStorage<runRopeLaunch<1, float>,
+                                            runRopeLaunch<1, Bf16>>},
+                         {"rope_grad_input",
+                          byStorage<runRopeLaunch<-1, float>,
+                                    runRopeLaunch<-1, Bf16>>},
                      });
 }
 

@@ -65,3 +65,38 @@ module attributes {braid.model = {}, braid.train = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
 }
+
+// -----
+
+// A parameter's compute copy must be a global.
+module {
+  // expected-error @+1 {{info.compute_copy does not name a sched.global}}
+  sched.global @w "parameter" : memref<4xf32> offset(0) info {name = "w", init = "ones", grad = "w", exp_avg = "w", exp_avg_sq = "w", compute_copy = "w.bf16"}
+}
+
+// -----
+
+// ... and a weight copy of the parameter's shape.
+module {
+  // expected-error @+1 {{info.compute_copy names 'w.bf16', which is not a weight_copy global of the parameter's shape}}
+  sched.global @w "parameter" : memref<4xf32> offset(0) info {name = "w", init = "ones", grad = "w", exp_avg = "w", exp_avg_sq = "w", compute_copy = "w.bf16"}
+  sched.global @w.bf16 "weight_copy" : memref<2x2xbf16> offset(64) info {of = "w"}
+}
+
+// -----
+
+// ... not some other kind of buffer.
+module {
+  // expected-error @+1 {{info.compute_copy names 'w.grad', which is not a weight_copy global of the parameter's shape}}
+  sched.global @w "parameter" : memref<4xf32> offset(0) info {name = "w", init = "ones", grad = "w.grad", exp_avg = "w", exp_avg_sq = "w", compute_copy = "w.grad"}
+  sched.global @w.grad "gradient" : memref<4xf32> offset(64) info {of = "w"}
+}
+
+// -----
+
+// The precision is fp32 or bf16.
+// expected-error @+1 {{braid.train precision 'fp16' is neither fp32 nor bf16}}
+module attributes {braid.model = {}, braid.train = {precision = "fp16"}, sched.memory = {}} {
+  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+}

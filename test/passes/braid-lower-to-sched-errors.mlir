@@ -48,3 +48,25 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
     return %c, %w : tensor<f32>, tensor<4xf32>
   }
 }
+
+// -----
+
+// Parameters are the f32 masters; bf16 weights are casts of them.
+module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+  // expected-error @+1 {{parameter 'w' is 'bf16', but parameters are the f32 masters that AdamW updates; make it f32 and cast it to bf16 with braid.cast}}
+  func.func @train_step(%w: tensor<4xbf16> {braid.param = {name = "w", init = "ones"}}) -> (tensor<f32>, tensor<4xbf16>) {
+    %c = "test.loss"(%w) : (tensor<4xbf16>) -> tensor<f32>
+    return %c, %w : tensor<f32>, tensor<4xbf16>
+  }
+}
+
+// -----
+
+// A parameter has a name.
+module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+  // expected-error @+1 {{argument 0 has a braid.param without a name}}
+  func.func @train_step(%w: tensor<4xf32> {braid.param = {init = "ones"}}) -> (tensor<f32>, tensor<4xf32>) {
+    %c = "test.loss"(%w) : (tensor<4xf32>) -> tensor<f32>
+    return %c, %w : tensor<f32>, tensor<4xf32>
+  }
+}

@@ -36,9 +36,9 @@ func.func @f(%dy: tensor<2x4xf32>, %ids: tensor<2xi32>) {
 
 // -----
 
-// embedding_grad_weight: the table gradient has the gradient's element type.
+// embedding_grad_weight: the table gradient is f32 or has the gradient's element type.
 func.func @f(%dy: tensor<2x4xf32>, %ids: tensor<2xi32>) {
-  // expected-error @+1 {{'braid.embedding_grad_weight' op table gradient and gradient must have the same element type}}
+  // expected-error @+1 {{'braid.embedding_grad_weight' op table gradient must be f32 or have the element type of gradient}}
   %dt = braid.embedding_grad_weight %dy, %ids : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<16x4xbf16>
   return
 }

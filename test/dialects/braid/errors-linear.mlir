@@ -171,9 +171,9 @@ func.func @f(%dy: tensor<2x8xf32>, %x: tensor<2x4xf32>) {
 
 // -----
 
-// linear_grad_weight: the weight gradient has the gradient's element type.
+// linear_grad_weight: the weight gradient is f32 or has the gradient's element type.
 func.func @f(%dy: tensor<2x8xf32>, %x: tensor<2x4xf32>) {
-  // expected-error @+1 {{'braid.linear_grad_weight' op weight gradient and gradient must have the same element type}}
+  // expected-error @+1 {{'braid.linear_grad_weight' op weight gradient must be f32 or have the element type of gradient}}
   %dw = braid.linear_grad_weight %dy, %x : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<8x4xbf16>
   return
 }
@@ -189,9 +189,9 @@ func.func @f(%dy: tensor<2x8xf32>, %x: tensor<2x4xf32>) {
 
 // -----
 
-// linear_grad_weight: the bias gradient has the gradient's element type.
+// linear_grad_weight: the bias gradient is f32 or has the gradient's element type.
 func.func @f(%dy: tensor<2x8xf32>, %x: tensor<2x4xf32>) {
-  // expected-error @+1 {{'braid.linear_grad_weight' op bias gradient and gradient must have the same element type}}
+  // expected-error @+1 {{'braid.linear_grad_weight' op bias gradient must be f32 or have the element type of gradient}}
   %dw, %db = braid.linear_grad_weight %dy, %x : (tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<8x4xf32>, tensor<8xbf16>)
   return
 }

@@ -216,9 +216,9 @@ func.func @f(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %mean: tensor<2xf32>, %r
 
 // -----
 
-// layer_norm_grad_weight: the weight gradient has the input's element type.
+// layer_norm_grad_weight: the weight gradient is f32 or has the input's element type.
 func.func @f(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %mean: tensor<2xf32>, %rstd: tensor<2xf32>) {
-  // expected-error @+1 {{'braid.layer_norm_grad_weight' op weight gradient and input must have the same element type}}
+  // expected-error @+1 {{'braid.layer_norm_grad_weight' op weight gradient must be f32 or have the element type of input}}
   %dg, %db = braid.layer_norm_grad_weight %dy, %x, %mean, %rstd : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4xbf16>, tensor<4xf32>)
   return
 }
@@ -234,9 +234,9 @@ func.func @f(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %mean: tensor<2xf32>, %r
 
 // -----
 
-// layer_norm_grad_weight: the bias gradient has the input's element type.
+// layer_norm_grad_weight: the bias gradient is f32 or has the input's element type.
 func.func @f(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %mean: tensor<2xf32>, %rstd: tensor<2xf32>) {
-  // expected-error @+1 {{'braid.layer_norm_grad_weight' op bias gradient and input must have the same element type}}
+  // expected-error @+1 {{'braid.layer_norm_grad_weight' op bias gradient must be f32 or have the element type of input}}
   %dg, %db = braid.layer_norm_grad_weight %dy, %x, %mean, %rstd : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<4xbf16>)
   return
 }
@@ -423,9 +423,9 @@ func.func @f(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %rstd: tensor<1xf32>) {
 
 // -----
 
-// rms_norm_grad_weight: the weight gradient has the input's element type.
+// rms_norm_grad_weight: the weight gradient is f32 or has the input's element type.
 func.func @f(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %rstd: tensor<2xf32>) {
-  // expected-error @+1 {{'braid.rms_norm_grad_weight' op weight gradient and input must have the same element type}}
+  // expected-error @+1 {{'braid.rms_norm_grad_weight' op weight gradient must be f32 or have the element type of input}}
   %dg = braid.rms_norm_grad_weight %dy, %x, %rstd : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2xf32>) -> tensor<4xbf16>
   return
 }

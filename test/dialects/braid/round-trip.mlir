@@ -352,3 +352,34 @@ func.func @cross_entropy_grad_input(%l: tensor<2x3x16xf32>, %y: tensor<2x3xi32>,
   %dl = braid.cross_entropy_grad_input %l, %y, %lse {scale = 0.25 : f32} : (tensor<2x3x16xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<2x3x16xf32>
   return %dl : tensor<2x3x16xf32>
 }
+
+// Cast of an f32 parameter to the bf16 value compute reads, and back.
+// CHECK-LABEL: func.func @cast(
+// CHECK-SAME: %[[W:.+]]: tensor<8x4xf32>)
+// CHECK: %[[WB:.+]] = braid.cast %[[W]] : (tensor<8x4xf32>) -> tensor<8x4xbf16>
+// CHECK: %[[WF:.+]] = braid.cast %[[WB]] : (tensor<8x4xbf16>) -> tensor<8x4xf32>
+// CHECK: return %[[WB]], %[[WF]]
+func.func @cast(%w: tensor<8x4xf32>) -> (tensor<8x4xbf16>, tensor<8x4xf32>) {
+  %wb = braid.cast %w : (tensor<8x4xf32>) -> tensor<8x4xbf16>
+  %wf = braid.cast %wb : (tensor<8x4xbf16>) -> tensor<8x4xf32>
+  return %wb, %wf : tensor<8x4xbf16>, tensor<8x4xf32>
+}
+
+// Mixed precision: weight-gradient ops accumulate bf16 activations and
+// gradients into f32 parameter gradients.
+// CHECK-LABEL: func.func @f32_weight_grads_over_bf16(
+// CHECK: braid.embedding_grad_weight %{{.+}}, %{{.+}} : (tensor<2x3x4xbf16>, tensor<2x3xi32>) -> tensor<16x4xf32>
+// CHECK: braid.linear_grad_weight %{{.+}}, %{{.+}} : (tensor<2x3x8xbf16>, tensor<2x3x4xbf16>) -> (tensor<8x4xf32>, tensor<8xf32>)
+// CHECK: braid.linear_grad_weight %{{.+}}, %{{.+}} : (tensor<2x3x8xbf16>, tensor<2x3x4xbf16>) -> (tensor<8x4xbf16>, tensor<8xf32>)
+// CHECK: braid.layer_norm_grad_weight %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>, tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK: braid.rms_norm_grad_weight %{{.+}}, %{{.+}}, %{{.+}} : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>, tensor<2x3xf32>) -> tensor<4xf32>
+func.func @f32_weight_grads_over_bf16(%dy4: tensor<2x3x4xbf16>, %ids: tensor<2x3xi32>,
+                                      %dy8: tensor<2x3x8xbf16>, %x: tensor<2x3x4xbf16>,
+                                      %stat: tensor<2x3xf32>) {
+  %dt = braid.embedding_grad_weight %dy4, %ids : (tensor<2x3x4xbf16>, tensor<2x3xi32>) -> tensor<16x4xf32>
+  %dw, %db = braid.linear_grad_weight %dy8, %x : (tensor<2x3x8xbf16>, tensor<2x3x4xbf16>) -> (tensor<8x4xf32>, tensor<8xf32>)
+  %dw2, %db2 = braid.linear_grad_weight %dy8, %x : (tensor<2x3x8xbf16>, tensor<2x3x4xbf16>) -> (tensor<8x4xbf16>, tensor<8xf32>)
+  %dg, %dbeta = braid.layer_norm_grad_weight %dy4, %x, %stat, %stat : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>, tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %dr = braid.rms_norm_grad_weight %dy4, %x, %stat : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>, tensor<2x3xf32>) -> tensor<4xf32>
+  return
+}

@@ -1,7 +1,7 @@
 // RUN: braid-opt %s -split-input-file -verify-diagnostics
 
-// global: the kind is one of five.
-// expected-error @+1 {{'sched.global' op unknown kind 'weight'; expected parameter, gradient, optimizer_state, input or scalar}}
+// global: the kind is one of six.
+// expected-error @+1 {{'sched.global' op unknown kind 'weight'; expected parameter, gradient, optimizer_state, weight_copy, input or scalar}}
 sched.global @w "weight" : memref<4xf32> info {}
 
 // -----
@@ -21,6 +21,24 @@ sched.global @w "parameter" : memref<4xf32> info {name = "model.norm.weight"}
 // global: an initialisation outside normal, zeros and ones.
 // expected-error @+1 {{'sched.global' op parameter needs info.init = normal, zeros or ones}}
 sched.global @w "parameter" : memref<4xf32> info {name = "model.norm.weight", init = "uniform"}
+
+// -----
+
+// global: a parameter names its weight copy by a string.
+// expected-error @+1 {{'sched.global' op parameter info.compute_copy must be the string name of its weight_copy global}}
+sched.global @w "parameter" : memref<4xf32> info {name = "model.norm.weight", init = "ones", compute_copy = @w.bf16}
+
+// -----
+
+// global: a weight copy names its parameter.
+// expected-error @+1 {{'sched.global' op weight_copy needs a string 'of' in info naming its parameter}}
+sched.global @w.bf16 "weight_copy" : memref<4xbf16> info {}
+
+// -----
+
+// global: a weight copy holds floats.
+// expected-error @+1 {{'sched.global' op weight_copy must hold f32 or bf16 values, not 'i32'}}
+sched.global @w.i32 "weight_copy" : memref<4xi32> info {of = "w"}
 
 // -----
 

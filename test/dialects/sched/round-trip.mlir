@@ -22,6 +22,25 @@ sched.global @dw "gradient" : memref<8x4xf32> info {}
 // CHECK-LABEL: sched.global @m "optimizer_state" : memref<8x4xf32> offset(0) info {}
 sched.global @m "optimizer_state" : memref<8x4xf32> offset(0) info {}
 
+// A parameter of a BF16 plan names the weight copy that compute reads.
+// CHECK-LABEL: sched.global @q "parameter" : memref<8x4xf32> info {compute_copy = "q.bf16", init = "normal", name = "model.layers.0.self_attn.q_proj.weight"}
+sched.global @q "parameter" : memref<8x4xf32> info {name = "model.layers.0.self_attn.q_proj.weight", init = "normal", compute_copy = "q.bf16"}
+
+// The weight copy names its parameter.
+// CHECK-LABEL: sched.global @q.bf16 "weight_copy" : memref<8x4xbf16> offset(256) info {of = "q"}
+sched.global @q.bf16 "weight_copy" : memref<8x4xbf16> offset(256) info {of = "q"}
+
+// The init program casts the master into its copy.
+// CHECK-LABEL: sched.program @init {
+// CHECK: %[[Q:.+]] = sched.get_global @q : memref<8x4xf32>
+// CHECK: %[[QB:.+]] = sched.get_global @q.bf16 : memref<8x4xbf16>
+// CHECK: sched.launch "cast" on 0 ins(%[[Q]] : memref<8x4xf32>) outs(%[[QB]] : memref<8x4xbf16>)
+sched.program @init {
+  %q = sched.get_global @q : memref<8x4xf32>
+  %qb = sched.get_global @q.bf16 : memref<8x4xbf16>
+  sched.launch "cast" on 0 ins(%q : memref<8x4xf32>) outs(%qb : memref<8x4xbf16>)
+}
+
 // Token ids are an i32 input.
 // CHECK-LABEL: sched.global @tokens "input" : memref<2x3xi32> info {role = "tokens"}
 sched.global @tokens "input" : memref<2x3xi32> info {role = "tokens"}

@@ -58,8 +58,9 @@ TEST(LoadSpec, EveryShippedSpecLoads) {
       ++loaded;
     }
   }
-  // llama-tiny, gpt2-tiny, llama3-8b, gpt3-175b, cpu-small, cpu-medium.
-  EXPECT_GE(loaded, 6);
+  // llama-tiny, llama-tiny-bf16, gpt2-tiny, llama3-8b, gpt3-175b,
+  // cpu-small, cpu-medium.
+  EXPECT_GE(loaded, 7);
 }
 
 TEST(LoadSpec, TinySpecs) {
@@ -68,6 +69,11 @@ TEST(LoadSpec, TinySpecs) {
   EXPECT_EQ(llama.model().num_kv_heads(), 2);
   EXPECT_EQ(llama.train().global_batch_size(), 16);
   EXPECT_EQ(parameters(llama), 123712);
+  EXPECT_EQ(llama.train().precision(), spec::FP32);
+  spec::ModelSpec bf16 = mustLoad("models/llama-tiny-bf16.pbtxt");
+  EXPECT_EQ(bf16.name(), "llama-tiny-bf16");
+  EXPECT_EQ(bf16.train().precision(), spec::BF16);
+  EXPECT_EQ(parameters(bf16), 123712);
   spec::ModelSpec gpt2 = mustLoad("models/gpt2-tiny.pbtxt");
   EXPECT_EQ(gpt2.model().num_kv_heads(), 4);
   EXPECT_FLOAT_EQ(gpt2.train().hidden_dropout(), 0.1f);
@@ -180,6 +186,24 @@ TEST(LoadSpec, DefaultsAreFilledExplicitly) {
   EXPECT_EQ(t.lr_schedule().min_lr(), 0.0f);
   EXPECT_EQ(t.hidden_dropout(), 0.0f);
   EXPECT_EQ(t.attention_dropout(), 0.0f);
+  EXPECT_EQ(t.precision(), spec::FP32);
+}
+
+TEST(LoadSpec, PrecisionDefaultsToFp32) {
+  auto precisionOf = [](const std::string &text) {
+    absl::StatusOr<spec::ModelSpec> spec = loadSpecText(text, "t.pbtxt");
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return spec.ok() ? spec->train().precision()
+                     : spec::PRECISION_UNSPECIFIED;
+  };
+  EXPECT_EQ(precisionOf(std::string(kLlama)), spec::FP32);
+  EXPECT_EQ(precisionOf(edit(kLlama, "steps: 10",
+                             "steps: 10 precision: PRECISION_UNSPECIFIED")),
+            spec::FP32);
+  EXPECT_EQ(precisionOf(edit(kLlama, "steps: 10", "steps: 10 precision: 0")),
+            spec::FP32);
+  EXPECT_EQ(precisionOf(edit(kLlama, "steps: 10", "steps: 10 precision: BF16")),
+            spec::BF16);
 }
 
 TEST(LoadSpec, RopeThetaDefaultsForRope) {

@@ -132,6 +132,12 @@ TEST(TrainRules, UnknownDecayNumber) {
             "LRDecay; write COSINE or CONSTANT");
 }
 
+TEST(TrainRules, UnknownPrecisionNumber) {
+  EXPECT_EQ(errorOf(withTrain("precision: 3")),
+            "t.pbtxt:17:13: train.precision: 3 is not a valid Precision; "
+            "write FP32 or BF16");
+}
+
 TEST(TrainRules, MinLr) {
   EXPECT_EQ(errorOf(withTrain("lr_schedule { min_lr: -1e-4 }")),
             "t.pbtxt:17:27: train.lr_schedule.min_lr: -0.0001 is negative; "

@@ -1,11 +1,11 @@
-#include "kernels/cpu/LaunchChecker.h"
+#include "kernels/checks/LaunchChecker.h"
 
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 
-namespace braid::cpu {
+namespace braid::checks {
 namespace {
 
 const KernelParams &paramsOf(const KernelSignature &sig) {
@@ -153,21 +153,57 @@ absl::Status LaunchChecker::dtype(const Operand &op, DType want) const {
   DType have = op.desc->dtype;
   if (have == want)
     return absl::OkStatus();
-  if (have == DType::kBF16 && want == DType::kF32)
-    return error(absl::StrCat(
-        op.label,
-        " has dtype bf16, but the CPU kernels compute in f32 (bf16 is for "
-        "the GPU backend); make this tensor f32"));
   return error(absl::StrCat(op.label, " has dtype ", toAbsl(dtypeName(have)),
                             ", expected ", toAbsl(dtypeName(want))));
 }
 
-absl::Status LaunchChecker::allF32() const {
+absl::Status LaunchChecker::floatStorage(const Operand &op) const {
+  DType have = op.desc->dtype;
+  if (have == DType::kF32 || have == DType::kBF16)
+    return absl::OkStatus();
+  return error(absl::StrCat(op.label, " has dtype ", toAbsl(dtypeName(have)),
+                            ", expected f32 or bf16"));
+}
+
+absl::Status LaunchChecker::sameDtype(const Operand &op,
+                                      const Operand &like) const {
+  BRAID_KERNEL_TRY(floatStorage(op));
+  DType have = op.desc->dtype, want = like.desc->dtype;
+  if (have == want)
+    return absl::OkStatus();
+  return error(absl::StrCat(op.label, " has dtype ", toAbsl(dtypeName(have)),
+                            ", expected ", toAbsl(dtypeName(want)),
+                            ", the dtype of ", like.label));
+}
+
+absl::Status LaunchChecker::f32(const Operand &op,
+                                absl::string_view why) const {
+  DType have = op.desc->dtype;
+  if (have == DType::kF32)
+    return absl::OkStatus();
+  return error(absl::StrCat(op.label, " has dtype ", toAbsl(dtypeName(have)),
+                            ", expected f32: ", why));
+}
+
+absl::Status LaunchChecker::allF32(absl::string_view why) const {
   for (int i = 0; i < numIns(); ++i)
-    BRAID_KERNEL_TRY(dtype(in(i), DType::kF32));
+    BRAID_KERNEL_TRY(f32(in(i), why));
   for (int i = 0; i < numOuts(); ++i)
-    BRAID_KERNEL_TRY(dtype(out(i), DType::kF32));
+    BRAID_KERNEL_TRY(f32(out(i), why));
   return absl::OkStatus();
+}
+
+absl::Status LaunchChecker::gradWeightDtype(const Operand &op,
+                                            const Operand &like) const {
+  BRAID_KERNEL_TRY(floatStorage(op));
+  DType have = op.desc->dtype, input = like.desc->dtype;
+  if (have == DType::kF32 || have == input)
+    return absl::OkStatus();
+  return error(absl::StrCat(
+      op.label, " has dtype ", toAbsl(dtypeName(have)),
+      ", expected f32: a weight gradient is f32, or bf16 over bf16 inputs, "
+      "and ",
+      like.label, " is ", toAbsl(dtypeName(input))));
 }
 
 absl::Status LaunchChecker::rank(const Operand &op, int64_t want,
@@ -250,4 +286,4 @@ absl::Status LaunchChecker::accumulateParam() const {
   return intParamOr("accumulate", 0, 0, 1).status();
 }
 
-} // namespace braid::cpu
+} // namespace braid::checks

@@ -1,4 +1,4 @@
-// Validation helpers shared by the `check` functions of the CPU kernels.
+// Validation helpers shared by the kernels' load-time checks.
 //
 // Every message starts with the kernel name and names the offending operand
 // by position and role ("linear: input 1 (weight) has shape ..."), so that a
@@ -25,7 +25,7 @@
       return braidKernelStatus_;                                               \
   } while (false)
 
-namespace braid::cpu {
+namespace braid::checks {
 
 // This abseil build's string_view is its own type, not std::string_view.
 inline absl::string_view toAbsl(std::string_view s) {
@@ -70,11 +70,23 @@ public:
   Operand in(int i) const;
   Operand out(int i) const;
 
-  // Requires `dtype`; a bf16 operand where f32 is wanted gets a message
-  // saying that bf16 belongs to the GPU backend.
+  // Dtypes, by the rules of docs/kernels.md "Storage precision".
+  // Requires exactly `dtype` (ids are i32).
   absl::Status dtype(const Operand &op, DType dtype) const;
-  // dtype(op, kF32) for every input and output.
-  absl::Status allF32() const;
+  // Float storage: f32 or bf16.
+  absl::Status floatStorage(const Operand &op) const;
+  // Float storage with the dtype of `like`: operands that share a shape
+  // letter share their dtype.
+  absl::Status sameDtype(const Operand &op, const Operand &like) const;
+  // f32 whatever the plan's precision; `why` ends the message ("per-row
+  // statistics stay f32 in every plan").
+  absl::Status f32(const Operand &op, absl::string_view why) const;
+  // f32(op, why) for every input and output.
+  absl::Status allF32(absl::string_view why) const;
+  // The output of a *_grad_weight kernel: f32, or the dtype of its input
+  // `like`. A bf16 gradient over f32 inputs would lose what the f32 inputs
+  // carry, so it is refused.
+  absl::Status gradWeightDtype(const Operand &op, const Operand &like) const;
   absl::Status rank(const Operand &op, int64_t rank,
                     absl::string_view layout) const;
   absl::Status minRank(const Operand &op, int64_t rank,
@@ -117,4 +129,4 @@ private:
 std::vector<int64_t> leadingDims(const TensorDesc &d);
 std::vector<int64_t> withLastDim(const TensorDesc &d, int64_t last);
 
-} // namespace braid::cpu
+} // namespace braid::checks

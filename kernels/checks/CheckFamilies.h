@@ -1,0 +1,26 @@
+// The checks of each family of kernels; kernelCheck looks names up in all.
+#pragma once
+
+#include <string_view>
+
+#include "absl/types/span.h"
+#include "kernels/checks/KernelChecks.h"
+
+namespace braid::checks {
+
+struct NamedCheck {
+  std::string_view name;
+  KernelCheckFn check;
+};
+
+absl::Span<const NamedCheck> linearChecks();
+absl::Span<const NamedCheck> embeddingChecks();
+absl::Span<const NamedCheck> normChecks();
+absl::Span<const NamedCheck> attentionChecks();
+absl::Span<const NamedCheck> repeatKvChecks();
+absl::Span<const NamedCheck> ropeChecks();
+absl::Span<const NamedCheck> elementwiseChecks();
+absl::Span<const NamedCheck> crossEntropyChecks();
+absl::Span<const NamedCheck> optimizerChecks();
+
+} // namespace braid::checks

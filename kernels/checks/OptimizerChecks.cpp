@@ -1,0 +1,65 @@
+// Checks of grad_norm and adamw, which read and write f32 only: they work
+// on the gradients, parameters and moments, f32 in every plan.
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/checks/CheckFamilies.h"
+#include "kernels/checks/LaunchChecker.h"
+
+namespace braid::checks {
+namespace {
+
+absl::Status checkGradNorm(const KernelSignature &sig) {
+  LaunchChecker c("grad_norm", sig);
+  BRAID_KERNEL_TRY(c.variadicInputs("grad"));
+  BRAID_KERNEL_TRY(c.outputs({"norm"}));
+  BRAID_KERNEL_TRY(
+      c.allF32("gradients and their norm stay f32 in every plan"));
+  return c.shape(c.out(0), {}, "(a scalar)");
+}
+
+absl::Status checkRange(const LaunchChecker &c, absl::string_view name,
+                        double lo, bool loOpen, double hi, bool hiOpen) {
+  absl::StatusOr<double> v = c.floatParam(name);
+  if (!v.ok())
+    return v.status();
+  const bool tooLow = loOpen ? *v <= lo : *v < lo;
+  const bool tooHigh = hiOpen ? *v >= hi : *v > hi;
+  if (!tooLow && !tooHigh)
+    return absl::OkStatus();
+  std::string range = absl::StrCat(lo, loOpen ? " < " : " <= ", name);
+  if (std::isfinite(hi))
+    absl::StrAppend(&range, hiOpen ? " < " : " <= ", hi);
+  return c.error(
+      absl::StrCat("parameter '", name, "' is ", *v, ", expected ", range));
+}
+
+absl::Status checkAdamw(const KernelSignature &sig) {
+  LaunchChecker c("adamw", sig);
+  BRAID_KERNEL_TRY(c.inputs({"grad", "norm"}));
+  BRAID_KERNEL_TRY(c.outputs({"param", "exp_avg", "exp_avg_sq"}));
+  BRAID_KERNEL_TRY(c.allF32("gradients, parameters and AdamW moments stay "
+                            "f32 in every plan"));
+  BRAID_KERNEL_TRY(c.shape(c.in(1), {}, "(a scalar, from grad_norm)"));
+  for (int i = 0; i < 3; ++i)
+    BRAID_KERNEL_TRY(c.sameShape(c.out(i), c.in(0)));
+  const double kInf = INFINITY;
+  BRAID_KERNEL_TRY(checkRange(c, "beta1", 0, false, 1, true));
+  BRAID_KERNEL_TRY(checkRange(c, "beta2", 0, false, 1, true));
+  BRAID_KERNEL_TRY(checkRange(c, "eps", 0, true, kInf, false));
+  BRAID_KERNEL_TRY(checkRange(c, "weight_decay", 0, false, kInf, false));
+  return checkRange(c, "grad_clip", 0, false, kInf, false);
+}
+
+} // namespace
+
+absl::Span<const NamedCheck> optimizerChecks() {
+  static constexpr NamedCheck kChecks[] = {
+      {"grad_norm", checkGradNorm},
+      {"adamw", checkAdamw},
+  };
+  return kChecks;
+}
+
+} // namespace braid::checks

@@ -1,0 +1,164 @@
+#include "test/unit/kernels/ValidLaunches.h"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace braid::test {
+
+absl::Status Sig::check() const {
+  const KernelDef *def = defaultKernelRegistry().find(kernel, Device::kCPU);
+  if (!def)
+    return absl::NotFoundError(kernel);
+  return def->check(KernelSignature{ins, outs, &params});
+}
+
+constexpr DType kI32 = DType::kI32;
+
+// One valid launch of every kernel in the catalogue.
+std::map<std::string, Sig> validLaunches() {
+  std::map<std::string, Sig> m;
+  auto add = [&](const char *name) -> Sig & {
+    Sig &s = m[name];
+    s.kernel = name;
+    return s;
+  };
+  add("embedding").in({11, 4}).in({2, 3}, kI32).out({2, 3, 4});
+  add("embedding_grad_weight")
+      .in({2, 3, 4})
+      .in({2, 3}, kI32)
+      .out({11, 4})
+      .i("accumulate", 1);
+  add("linear").in({2, 3, 4}).in({5, 4}).in({5}).out({2, 3, 5});
+  add("linear_grad_input").in({2, 3, 5}).in({5, 4}).out({2, 3, 4});
+  add("linear_grad_weight").in({2, 3, 5}).in({2, 3, 4}).out({5, 4}).out({5});
+  add("layer_norm").in({2, 8}).in({8}).in({8}).out({2, 8}).out({2}).out({2});
+  m["layer_norm"].f("eps", 1e-5);
+  add("layer_norm_grad_input")
+      .in({2, 8})
+      .in({2, 8})
+      .in({8})
+      .in({2})
+      .in({2})
+      .out({2, 8});
+  add("layer_norm_grad_weight")
+      .in({2, 8})
+      .in({2, 8})
+      .in({2})
+      .in({2})
+      .out({8})
+      .out({8});
+  add("rms_norm").in({2, 8}).in({8}).out({2, 8}).out({2}).f("eps", 1e-6);
+  add("rms_norm_grad_input").in({2, 8}).in({2, 8}).in({8}).in({2}).out({2, 8});
+  add("rms_norm_grad_weight").in({2, 8}).in({2, 8}).in({2}).out({8});
+  auto attn = [](Sig &s) {
+    s.i("num_heads", 4).i("num_kv_heads", 2).i("causal", 1);
+    s.f("scale", 0.5).f("dropout", 0.1).i("rng_offset", 3);
+  };
+  attn(add("attention")
+           .in({2, 3, 16})
+           .in({2, 3, 8})
+           .in({2, 3, 8})
+           .out({2, 3, 16})
+           .out({2, 4, 3, 3}));
+  attn(add("attention_grad_input")
+           .in({2, 3, 16})
+           .in({2, 3, 16})
+           .in({2, 3, 8})
+           .in({2, 3, 8})
+           .in({2, 4, 3, 3})
+           .out({2, 3, 16})
+           .out({2, 3, 8})
+           .out({2, 3, 8}));
+  add("repeat_kv")
+      .in({2, 3, 8})
+      .out({2, 3, 16})
+      .i("num_heads", 4)
+      .i("num_kv_heads", 2);
+  add("repeat_kv_grad_input")
+      .in({2, 3, 16})
+      .out({2, 3, 8})
+      .i("num_heads", 4)
+      .i("num_kv_heads", 2);
+  add("rope").in({2, 3, 16}).out({2, 3, 16}).i("num_heads", 2).f("theta", 1e4);
+  add("rope_grad_input")
+      .in({2, 3, 16})
+      .out({2, 3, 16})
+      .i("num_heads", 2)
+      .f("theta", 1e4);
+  add("gelu").in({3, 5}).out({3, 5});
+  add("gelu_grad_input").in({3, 5}).in({3, 5}).out({3, 5});
+  add("swiglu").in({3, 5}).in({3, 5}).out({3, 5});
+  add("swiglu_grad_input")
+      .in({3, 5})
+      .in({3, 5})
+      .in({3, 5})
+      .out({3, 5})
+      .out({3, 5});
+  add("add").in({3, 5}).in({3, 5}).out({3, 5});
+  add("dropout").in({3, 5}).out({3, 5}).f("p", 0.1).i("rng_offset", 0);
+  add("dropout_grad_input")
+      .in({3, 5})
+      .out({3, 5})
+      .f("p", 0.1)
+      .i("rng_offset", 0);
+  add("split").in({2, 9}).out({2, 3}).out({2, 3}).out({2, 3});
+  add("split_grad_input").in({2, 3}).in({2, 3}).out({2, 6});
+  add("cross_entropy").in({2, 3, 7}).in({2, 3}, kI32).out({}).out({2, 3});
+  add("cross_entropy_grad_input")
+      .in({2, 3, 7})
+      .in({2, 3}, kI32)
+      .in({2, 3})
+      .out({2, 3, 7})
+      .f("scale", 1.0);
+  add("cast").in({3, 5}).out({3, 5}, DType::kBF16);
+  add("accumulate").in({4}).out({4});
+  add("fill").out({4}).f("value", 0.0);
+  add("grad_norm").in({4}).in({2, 3}).out({});
+  add("adamw")
+      .in({4, 2})
+      .in({})
+      .out({4, 2})
+      .out({4, 2})
+      .out({4, 2})
+      .f("beta1", 0.9)
+      .f("beta2", 0.999)
+      .f("eps", 1e-8)
+      .f("weight_decay", 0.1)
+      .f("grad_clip", 1.0);
+  return m;
+}
+
+
+std::optional<Sig> bf16Launch(const Sig &valid) {
+  Sig s = valid;
+  for (auto *ops : {&s.ins, &s.outs})
+    for (TensorDesc &d : *ops)
+      if (d.dtype == DType::kF32)
+        d.dtype = DType::kBF16;
+  // Each round either succeeds, fails for another reason, or turns one more
+  // operand back to f32: at most one round per operand.
+  for (size_t round = 0; round <= s.ins.size() + s.outs.size(); ++round) {
+    absl::Status st = s.check();
+    if (st.ok())
+      return s;
+    // "<kernel>: input 2 (mean) has dtype bf16, expected f32..."
+    const std::string msg(st.message());
+    const std::string prefix = s.kernel + ": ";
+    if (msg.rfind(prefix, 0) != 0 ||
+        msg.find("has dtype bf16, expected f32") == std::string::npos)
+      return std::nullopt;
+    std::string_view rest = std::string_view(msg).substr(prefix.size());
+    const bool input = rest.substr(0, 6) == "input ";
+    if (!input && rest.substr(0, 7) != "output ")
+      return std::nullopt;
+    const size_t index = std::strtoul(
+        std::string(rest.substr(input ? 6 : 7)).c_str(), nullptr, 10);
+    auto &ops = input ? s.ins : s.outs;
+    if (index >= ops.size() || ops[index].dtype != DType::kBF16)
+      return std::nullopt;
+    ops[index].dtype = DType::kF32;
+  }
+  return std::nullopt;
+}
+
+} // namespace braid::test
