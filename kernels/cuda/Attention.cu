@@ -1,0 +1,473 @@
+// attention and attention_grad_input on CUDA: the reference (unfused)
+// path, softmax(scale q k^T) v per head with grouped-query heads read in
+// place, an optional causal mask and optional dropout on the probabilities
+// (docs/kernels.md). Flash attention replaces it for speed; this path is
+// written for clarity and exact agreement with the CPU's definition.
+//
+// Every kernel works on one row of the [S, S] attention matrix at a time
+// (one block per row, grid-stride over rows) in two phases per chunk of up
+// to kChunk keys: warps compute the row's coefficients (dot products of
+// head vectors, one warp per key, reduced by a fixed butterfly) into shared
+// memory, then each thread owns head-dimension columns and adds the
+// chunk's weighted rows in key order. No float atomics: every sum has one
+// writer and a fixed order, so results are the same on every run.
+//
+// Forward, per (b, h, i): scores, max, sum of exp, probabilities (stored in
+// `probs`, zero beyond the causal limit, before dropout), dropout, o_i.
+// When a row has more than kChunk keys its scores are computed again in
+// each pass instead of being kept.
+//
+// Backward runs three kernels:
+//   A (one warp per query row): rowsum_i = sum_j dP_ij P_ij, with
+//     dP = dropout_backward(do_i . v_j). It is kept in the first 4 bytes of
+//     dq's slice for that row and head (dq is written last), so no
+//     workspace is needed. Where that slice is narrower than 4 bytes (bf16
+//     with Dh = 1) the other kernels recompute it instead.
+//   B (one block per key row (b, hk, j)): dk_j and dv_j summed over the
+//     group's query heads in head order, then query rows in order.
+//   C (one block per query row): dq_i = scale * sum_j dS_ij k_j.
+// Dropout masks come from rng::dropoutKey with the step values read from
+// device memory (GpuContext::stepValues), as in the CPU kernel.
+//
+// Workspace: none.
+#include <cmath>
+
+#include "kernels/common/Random.h"
+#include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/RowKernelUtil.cuh"
+
+namespace braid::cuda {
+namespace {
+
+using rows::Bf16;
+using rows::blockMax;
+using rows::blockSum;
+using rows::kBlock;
+using rows::kWarps;
+using rows::load;
+using rows::store;
+using rows::warpSum;
+
+// Keys (or query rows) whose coefficients sit in shared memory at once.
+constexpr int64_t kChunk = 2048;
+// Head-dimension columns a thread accumulates at once; a head wider than
+// kBlock * kColsPerThread is done in several passes.
+constexpr int kColsPerThread = 4;
+constexpr int64_t kDTile = int64_t{kBlock} * kColsPerThread;
+
+// The sizes and parameters of one launch.
+struct Geometry {
+  int64_t b, s, h, hkv, dh, group;
+  int64_t qStride, kvStride; // elements between consecutive positions
+  int32_t causal;
+  float scale;
+  // Dropout: kept iff the draw's 24 bits are >= threshold; kept values are
+  // multiplied by dropScale.
+  int32_t dropout;
+  uint64_t threshold;
+  float dropScale;
+  int64_t rngOffset;
+
+  __device__ int64_t keys(int64_t i) const { return causal ? i + 1 : s; }
+  // Element index of probs[bi, hi, i, 0], and of its dropout draws.
+  __device__ int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
+    return ((bi * h + hi) * s + i) * s;
+  }
+};
+
+__device__ __forceinline__ uint64_t maskKey(const Geometry &g,
+                                            const StepValues *steps) {
+  return steps ? rng::dropoutKey(steps->seed, g.rngOffset, steps->step,
+                                 steps->microBatch)
+               : rng::dropoutKey(0, g.rngOffset, 1, 0);
+}
+
+// The factor element n of the probabilities is multiplied by.
+__device__ __forceinline__ float dropFactor(const Geometry &g, uint64_t key,
+                                            int64_t n) {
+  if (!g.dropout)
+    return 1.0f;
+  return (rng::draw(key, static_cast<uint64_t>(n)) >> 40) >= g.threshold
+             ? g.dropScale
+             : 0.0f;
+}
+
+// a . b over dh values, lanes over d; every lane gets the result.
+template <typename T>
+__device__ __forceinline__ float warpDot(const T *__restrict__ a,
+                                         const T *__restrict__ b, int64_t dh) {
+  const int lane = threadIdx.x & 31;
+  float acc = 0.0f;
+  for (int64_t d = lane; d < dh; d += 32)
+    acc += load(a, d) * load(b, d);
+  return warpSum(acc);
+}
+
+// Row statistics stashed in dq's slice before dq is written: the f32 bits
+// in the first element (f32) or the first two elements (bf16).
+__device__ __forceinline__ void putStat(float *slot, float v) { slot[0] = v; }
+__device__ __forceinline__ void putStat(Bf16 *slot, float v) {
+  const uint32_t u = __float_as_uint(v);
+  slot[0] = static_cast<Bf16>(u & 0xffffu);
+  slot[1] = static_cast<Bf16>(u >> 16);
+}
+__device__ __forceinline__ float getStat(const float *slot) { return slot[0]; }
+__device__ __forceinline__ float getStat(const Bf16 *slot) {
+  return __uint_as_float(static_cast<uint32_t>(slot[0]) |
+                         (static_cast<uint32_t>(slot[1]) << 16));
+}
+
+// --- forward -----------------------------------------------------------------
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    attentionForward(const T *__restrict__ q, const T *__restrict__ k,
+                     const T *__restrict__ v, T *__restrict__ o,
+                     T *__restrict__ probs, Geometry g,
+                     const StepValues *__restrict__ steps) {
+  __shared__ float buf[kChunk];
+  __shared__ float red[kWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint64_t key = maskKey(g, steps);
+  const int64_t numRows = g.b * g.h * g.s;
+  for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
+    const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
+    const int64_t n = g.keys(i);
+    const bool resident = n <= kChunk;
+    const T *qRow = q + (bi * g.s + i) * g.qStride + hi * g.dh;
+    const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
+    const T *kHead = k + kvOff, *vHead = v + kvOff;
+    const int64_t base = g.probsRow(bi, hi, i);
+    T *probsRow = probs + base;
+    T *oRow = o + (bi * g.s + i) * g.qStride + hi * g.dh;
+
+    // buf[j - j0] = scale * (q_i . k_j) for j in [j0, j1).
+    auto scores = [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0 + warp; j < j1; j += kWarps) {
+        const float dot = warpDot(qRow, kHead + j * g.kvStride, g.dh);
+        if (lane == 0)
+          buf[j - j0] = dot * g.scale;
+      }
+      __syncthreads();
+    };
+
+    // The maximum score.
+    float m = -INFINITY;
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      const int64_t j1 = min(n, j0 + kChunk);
+      scores(j0, j1);
+      for (int64_t j = j0 + threadIdx.x; j < j1; j += kBlock)
+        m = fmaxf(m, buf[j - j0]);
+      if (!resident)
+        __syncthreads();
+    }
+    m = blockMax(m, red);
+    // The sum of exp(score - max); a resident row keeps the exponentials.
+    float acc = 0.0f;
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      const int64_t j1 = min(n, j0 + kChunk);
+      if (!resident)
+        scores(j0, j1);
+      for (int64_t j = j0 + threadIdx.x; j < j1; j += kBlock) {
+        const float e = expf(buf[j - j0] - m);
+        if (resident)
+          buf[j - j0] = e;
+        acc += e;
+      }
+      if (!resident)
+        __syncthreads();
+    }
+    const float inv = 1.0f / blockSum(acc, red);
+
+    // Probabilities, dropout, and o_i = sum_j Pd_ij v_j in key order.
+    for (int64_t dt0 = 0; dt0 < g.dh; dt0 += kDTile) {
+      float out[kColsPerThread] = {};
+      for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+        const int64_t j1 = min(n, j0 + kChunk);
+        if (!resident || dt0 == 0) {
+          if (!resident)
+            scores(j0, j1);
+          for (int64_t j = j0 + threadIdx.x; j < j1; j += kBlock) {
+            const float e = resident ? buf[j - j0] : expf(buf[j - j0] - m);
+            const float p = e * inv;
+            if (dt0 == 0)
+              store(probsRow, j, p);
+            buf[j - j0] = p * dropFactor(g, key, base + j);
+          }
+          __syncthreads();
+        }
+        for (int c = 0; c < kColsPerThread; ++c) {
+          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+          if (d < g.dh) {
+            float a = out[c];
+            for (int64_t j = j0; j < j1; ++j)
+              a += buf[j - j0] * load(vHead, j * g.kvStride + d);
+            out[c] = a;
+          }
+        }
+        __syncthreads();
+      }
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+        if (d < g.dh)
+          store(oRow, d, out[c]);
+      }
+    }
+    // Masked keys have probability 0.
+    for (int64_t j = n + threadIdx.x; j < g.s; j += kBlock)
+      store(probsRow, j, 0.0f);
+  }
+}
+
+// --- backward ----------------------------------------------------------------
+
+// rowsum_i = sum_j dP_ij P_ij for query row i of head (bi, hi), computed by
+// one warp over keys in order; every lane gets the result.
+template <typename T>
+__device__ float rowSumWarp(const T *__restrict__ dout,
+                            const T *__restrict__ v,
+                            const T *__restrict__ probs, const Geometry &g,
+                            uint64_t key, int64_t bi, int64_t hi, int64_t i) {
+  const int64_t n = g.keys(i);
+  const T *doRow = dout + (bi * g.s + i) * g.qStride + hi * g.dh;
+  const T *vHead = v + bi * g.s * g.kvStride + (hi / g.group) * g.dh;
+  const int64_t base = g.probsRow(bi, hi, i);
+  float acc = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    const float dP =
+        warpDot(doRow, vHead + j * g.kvStride, g.dh) * dropFactor(g, key, base + j);
+    acc += dP * load(probs, base + j);
+  }
+  return acc;
+}
+
+// Kernel A: one warp per query row; rowsum stashed in dq's slice.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    attentionRowSums(const T *__restrict__ dout, const T *__restrict__ v,
+                     const T *__restrict__ probs, T *__restrict__ dq,
+                     Geometry g, const StepValues *__restrict__ steps) {
+  const uint64_t key = maskKey(g, steps);
+  const int64_t numRows = g.b * g.h * g.s;
+  const int lane = threadIdx.x & 31;
+  for (int64_t u = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5);
+       u < numRows; u += int64_t{gridDim.x} * kWarps) {
+    const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
+    const float rs = rowSumWarp(dout, v, probs, g, key, bi, hi, i);
+    if (lane == 0)
+      putStat(dq + (bi * g.s + i) * g.qStride + hi * g.dh, rs);
+  }
+}
+
+// Kernel B: dk_j and dv_j of kv head (bi, hk), summed over the group's
+// query heads in order and over query rows i in order:
+//   dv_j = sum Pd_ij do_i,  dk_j = sum scale * dS_ij q_i,
+//   dS_ij = P_ij (dP_ij - rowsum_i).
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    attentionKeyGrads(const T *__restrict__ dout, const T *__restrict__ q,
+                      const T *__restrict__ v,
+                      const T *__restrict__ probs, const T *__restrict__ dq,
+                      T *__restrict__ dk, T *__restrict__ dv, Geometry g,
+                      bool stashed, const StepValues *__restrict__ steps) {
+  __shared__ float coefK[kChunk];
+  __shared__ float coefV[kChunk];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint64_t key = maskKey(g, steps);
+  const int64_t numRows = g.b * g.hkv * g.s;
+  for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
+    const int64_t j = u % g.s, hk = (u / g.s) % g.hkv, bi = u / (g.s * g.hkv);
+    const int64_t kvOff = (bi * g.s + j) * g.kvStride + hk * g.dh;
+    const T *vRow = v + kvOff;
+    const int64_t iStart = g.causal ? j : 0;
+    for (int64_t dt0 = 0; dt0 < g.dh; dt0 += kDTile) {
+      float accK[kColsPerThread] = {}, accV[kColsPerThread] = {};
+      for (int64_t hi = hk * g.group; hi < (hk + 1) * g.group; ++hi) {
+        for (int64_t i0 = iStart; i0 < g.s; i0 += kChunk) {
+          const int64_t i1 = min(g.s, i0 + kChunk);
+          for (int64_t i = i0 + warp; i < i1; i += kWarps) {
+            const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
+            const int64_t base = g.probsRow(bi, hi, i);
+            const float f = dropFactor(g, key, base + j);
+            const float dP = warpDot(dout + qOff, vRow, g.dh) * f;
+            const float rs = stashed
+                                 ? getStat(dq + qOff)
+                                 : rowSumWarp(dout, v, probs, g, key, bi, hi, i);
+            const float p = load(probs, base + j);
+            if (lane == 0) {
+              coefK[i - i0] = g.scale * (p * (dP - rs));
+              coefV[i - i0] = p * f;
+            }
+          }
+          __syncthreads();
+          for (int c = 0; c < kColsPerThread; ++c) {
+            const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+            if (d < g.dh) {
+              float ak = accK[c], av = accV[c];
+              for (int64_t i = i0; i < i1; ++i) {
+                const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
+                ak += coefK[i - i0] * load(q, qOff + d);
+                av += coefV[i - i0] * load(dout, qOff + d);
+              }
+              accK[c] = ak;
+              accV[c] = av;
+            }
+          }
+          __syncthreads();
+        }
+      }
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+        if (d < g.dh) {
+          store(dk, kvOff + d, accK[c]);
+          store(dv, kvOff + d, accV[c]);
+        }
+      }
+    }
+  }
+}
+
+// Kernel C: dq_i = scale * sum_j dS_ij k_j over keys in order. Reads the
+// stashed rowsum from its own slice before overwriting it.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    attentionQueryGrads(const T *__restrict__ dout, const T *__restrict__ k,
+                        const T *__restrict__ v, const T *__restrict__ probs,
+                        T *__restrict__ dq, Geometry g, bool stashed,
+                        const StepValues *__restrict__ steps) {
+  __shared__ float buf[kChunk];
+  __shared__ float rowSum;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint64_t key = maskKey(g, steps);
+  const int64_t numRows = g.b * g.h * g.s;
+  for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
+    const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
+    const int64_t n = g.keys(i);
+    const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
+    const T *doRow = dout + qOff;
+    const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
+    const T *kHead = k + kvOff, *vHead = v + kvOff;
+    const int64_t base = g.probsRow(bi, hi, i);
+    if (stashed) {
+      if (threadIdx.x == 0)
+        rowSum = getStat(dq + qOff);
+    } else if (warp == 0) {
+      const float rs = rowSumWarp(dout, v, probs, g, key, bi, hi, i);
+      if (lane == 0)
+        rowSum = rs;
+    }
+    __syncthreads();
+    const float rs = rowSum;
+    for (int64_t dt0 = 0; dt0 < g.dh; dt0 += kDTile) {
+      float acc[kColsPerThread] = {};
+      for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+        const int64_t j1 = min(n, j0 + kChunk);
+        for (int64_t j = j0 + warp; j < j1; j += kWarps) {
+          const float dP = warpDot(doRow, vHead + j * g.kvStride, g.dh) *
+                           dropFactor(g, key, base + j);
+          if (lane == 0)
+            buf[j - j0] = load(probs, base + j) * (dP - rs);
+        }
+        __syncthreads();
+        for (int c = 0; c < kColsPerThread; ++c) {
+          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+          if (d < g.dh) {
+            float a = acc[c];
+            for (int64_t j = j0; j < j1; ++j)
+              a += buf[j - j0] * load(kHead, j * g.kvStride + d);
+            acc[c] = a;
+          }
+        }
+        __syncthreads();
+      }
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+        if (d < g.dh)
+          store(dq + qOff, d, acc[c] * g.scale);
+      }
+    }
+    // rowSum is read again by the next row of this block.
+    __syncthreads();
+  }
+}
+
+// --- host side ---------------------------------------------------------------
+
+Geometry geometryOf(const KernelArgs &args, const TensorDesc &q) {
+  const KernelParams &p = rows::paramsOf(args);
+  Geometry g{};
+  g.b = q.shape[0];
+  g.s = q.shape[1];
+  g.h = p.intOr("num_heads", 1);
+  g.hkv = p.intOr("num_kv_heads", 1);
+  g.dh = g.h > 0 ? q.shape[2] / g.h : 0;
+  g.group = g.hkv > 0 ? g.h / g.hkv : 1;
+  g.qStride = g.h * g.dh;
+  g.kvStride = g.hkv * g.dh;
+  g.causal = p.intOr("causal", 0) != 0;
+  g.scale = static_cast<float>(p.floatOr("scale", 1.0));
+  const double drop = p.floatOr("dropout", 0.0);
+  g.dropout = drop > 0;
+  g.threshold = static_cast<uint64_t>(std::ceil(drop * 16777216.0));
+  g.dropScale = 1.0f / (1.0f - static_cast<float>(drop));
+  g.rngOffset = p.intOr("rng_offset", 0);
+  return g;
+}
+
+template <typename T> void runAttention(const KernelArgs &args) {
+  const Geometry g = geometryOf(args, *args.ins[0].desc);
+  const int64_t numRows = g.b * g.h * g.s;
+  if (numRows == 0 || g.dh == 0)
+    return;
+  attentionForward<T><<<rows::gridFor(numRows, 1), kBlock, 0,
+                        rows::streamOf(args)>>>(
+      rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.ins[1]),
+      rows::dataOf<T>(args.ins[2]), rows::dataOf<T>(args.outs[0]),
+      rows::dataOf<T>(args.outs[1]), g, rows::stepValuesOf(args));
+}
+
+template <typename T> void runAttentionGradInput(const KernelArgs &args) {
+  const Geometry g = geometryOf(args, *args.ins[1].desc);
+  const int64_t queryRows = g.b * g.h * g.s, keyRows = g.b * g.hkv * g.s;
+  if (queryRows == 0 || g.dh == 0)
+    return;
+  cudaStream_t stream = rows::streamOf(args);
+  const StepValues *steps = rows::stepValuesOf(args);
+  const T *dout = rows::dataOf<T>(args.ins[0]), *q = rows::dataOf<T>(args.ins[1]),
+          *k = rows::dataOf<T>(args.ins[2]), *v = rows::dataOf<T>(args.ins[3]),
+          *probs = rows::dataOf<T>(args.ins[4]);
+  T *dq = rows::dataOf<T>(args.outs[0]), *dk = rows::dataOf<T>(args.outs[1]),
+    *dv = rows::dataOf<T>(args.outs[2]);
+  // Room for an f32 in each (row, head) slice of dq.
+  const bool stashed = g.dh * static_cast<int64_t>(sizeof(T)) >= 4;
+  if (stashed)
+    attentionRowSums<T><<<rows::gridFor(queryRows, kWarps), kBlock, 0,
+                          stream>>>(dout, v, probs, dq, g, steps);
+  attentionKeyGrads<T><<<rows::gridFor(keyRows, 1), kBlock, 0, stream>>>(
+      dout, q, v, probs, dq, dk, dv, g, stashed, steps);
+  attentionQueryGrads<T><<<rows::gridFor(queryRows, 1), kBlock, 0, stream>>>(
+      dout, k, v, probs, dq, g, stashed, steps);
+}
+
+template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
+void byStorage(const KernelArgs &args) {
+  if (rows::isBf16(args.ins[0]))
+    BF16(args);
+  else
+    F32(args);
+}
+
+} // namespace
+
+absl::Status registerAttentionKernels(KernelRegistry &registry) {
+  return rows::registerEntries(
+      registry,
+      {
+          {"attention", byStorage<runAttention<float>, runAttention<Bf16>>},
+          {"attention_grad_input",
+           byStorage<runAttentionGradInput<float>,
+                     runAttentionGradInput<Bf16>>},
+      });
+}
+
+} // namespace braid::cuda

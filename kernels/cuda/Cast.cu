@@ -1,0 +1,142 @@
+// cast, fill and accumulate (docs/kernels.md): element-wise, f32 or bf16.
+//
+// cast rounds f32 to bf16 to nearest even (NaN stays a quiet NaN with its
+// sign and upper payload, as on the CPU), widens bf16 exactly, and copies
+// when both dtypes agree. accumulate adds exactly (y += x in f32, rounded
+// once when y is bf16). fill rounds its value to the storage type once.
+// Every element is independent: results equal the CPU's bit for bit.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/CudaKernels.h"
+#include "kernels/cuda/LaunchPlan.h"
+
+namespace braid::cuda {
+namespace {
+
+__device__ __forceinline__ float widenBf16(uint16_t b) {
+  return __uint_as_float(static_cast<uint32_t>(b) << 16);
+}
+
+__device__ __forceinline__ uint16_t roundBf16(float f) {
+  const uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// The same rounding on the host, for fill's value.
+uint16_t roundBf16Host(float f) {
+  uint32_t u;
+  static_assert(sizeof(u) == sizeof(f));
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+__device__ __forceinline__ float loadAs(const float *p, int64_t i) {
+  return p[i];
+}
+__device__ __forceinline__ float loadAs(const uint16_t *p, int64_t i) {
+  return widenBf16(p[i]);
+}
+__device__ __forceinline__ void storeAs(float *p, int64_t i, float v) {
+  p[i] = v;
+}
+__device__ __forceinline__ void storeAs(uint16_t *p, int64_t i, float v) {
+  p[i] = roundBf16(v);
+}
+
+cudaStream_t streamOf(const KernelArgs &args) {
+  return static_cast<cudaStream_t>(args.ctx->gpu->stream);
+}
+
+unsigned gridFor(int64_t n) {
+  return static_cast<unsigned>(blocksFor(n, kThreads));
+}
+
+#define GRID_STRIDE(i, n)                                                     \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n);  \
+       i += int64_t{gridDim.x} * blockDim.x)
+
+__global__ void widenKernel(const uint16_t *__restrict x,
+                            float *__restrict y, int64_t n) {
+  GRID_STRIDE(i, n) { y[i] = widenBf16(x[i]); }
+}
+
+__global__ void roundKernel(const float *__restrict x,
+                            uint16_t *__restrict y, int64_t n) {
+  GRID_STRIDE(i, n) { y[i] = roundBf16(x[i]); }
+}
+
+template <typename T>
+__global__ void accumulateKernel(const T *__restrict x, T *__restrict y,
+                                 int64_t n) {
+  GRID_STRIDE(i, n) { storeAs(y, i, __fadd_rn(loadAs(y, i), loadAs(x, i))); }
+}
+
+template <typename T>
+__global__ void fillKernel(T *__restrict y, T value, int64_t n) {
+  GRID_STRIDE(i, n) { y[i] = value; }
+}
+
+void runCast(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &y = args.outs[0];
+  const int64_t n = x.numel();
+  if (n == 0)
+    return;
+  const DType from = x.desc->dtype, to = y.desc->dtype;
+  if (from == to) {
+    cudaMemcpyAsync(y.data, x.data, static_cast<size_t>(n * dtypeSize(from)),
+                    cudaMemcpyDeviceToDevice, streamOf(args));
+  } else if (from == DType::kBF16) {
+    widenKernel<<<gridFor(n), kThreads, 0, streamOf(args)>>>(x.bf16(),
+                                                             y.f32(), n);
+  } else {
+    roundKernel<<<gridFor(n), kThreads, 0, streamOf(args)>>>(x.f32(),
+                                                             y.bf16(), n);
+  }
+}
+
+void runAccumulate(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &y = args.outs[0];
+  const int64_t n = x.numel();
+  if (n == 0)
+    return;
+  if (x.desc->dtype == DType::kBF16)
+    accumulateKernel<<<gridFor(n), kThreads, 0, streamOf(args)>>>(
+        x.bf16(), y.bf16(), n);
+  else
+    accumulateKernel<<<gridFor(n), kThreads, 0, streamOf(args)>>>(
+        x.f32(), y.f32(), n);
+}
+
+void runFill(const KernelArgs &args) {
+  const TensorView &y = args.outs[0];
+  const int64_t n = y.numel();
+  if (n == 0)
+    return;
+  const float value = static_cast<float>(
+      args.params != nullptr ? args.params->floatOr("value", 0) : 0.0);
+  if (y.desc->dtype == DType::kBF16)
+    fillKernel<uint16_t><<<gridFor(n), kThreads, 0, streamOf(args)>>>(
+        y.bf16(), roundBf16Host(value), n);
+  else
+    fillKernel<float><<<gridFor(n), kThreads, 0, streamOf(args)>>>(y.f32(),
+                                                                   value, n);
+}
+
+}  // namespace
+
+absl::Status registerCastKernels(KernelRegistry &registry) {
+  return addCudaKernels(registry, {
+                                      {"cast", runCast},
+                                      {"fill", runFill},
+                                      {"accumulate", runAccumulate},
+                                  });
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,83 @@
+// rope and rope_grad_input on CUDA: rotary position embedding in Hugging
+// Face's rotate-half layout (docs/kernels.md). Pair (i, i + Dh/2) of every
+// head at position s turns by a = s * theta^(-2i/Dh), the angle computed in
+// double and rounded to float; the gradient turns by -a.
+//
+// One thread per (position, pair index i): it computes the angle's cosine
+// and sine once and applies them to every batch row and head. cos and sin
+// of the float angle are evaluated in double and rounded once, which gives
+// the correctly rounded float values the CPU's cosf and sinf return in
+// practically every case.
+#include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/RowKernelUtil.cuh"
+
+namespace braid::cuda {
+namespace {
+
+using rows::Bf16;
+using rows::kBlock;
+using rows::load;
+using rows::store;
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    ropeKernel(const T *__restrict__ x, T *__restrict__ y, int64_t batch,
+               int64_t seq, int64_t width, int64_t half, double theta,
+               float sign) {
+  const int64_t pairs = seq * half;
+  for (int64_t t = blockIdx.x * int64_t{kBlock} + threadIdx.x; t < pairs;
+       t += int64_t{gridDim.x} * kBlock) {
+    const int64_t pos = t / half, i = t - pos * half;
+    const double freq = pow(theta, -2.0 * static_cast<double>(i) /
+                                       static_cast<double>(2 * half));
+    const float a = static_cast<float>(static_cast<double>(pos) * freq);
+    const float c = static_cast<float>(cos(static_cast<double>(a)));
+    const float s = sign * static_cast<float>(sin(static_cast<double>(a)));
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t row = (b * seq + pos) * width;
+      for (int64_t h0 = 0; h0 < width; h0 += 2 * half) {
+        const int64_t ia = row + h0 + i, ib = ia + half;
+        const float va = load(x, ia), vb = load(x, ib);
+        store(y, ia, va * c - vb * s);
+        store(y, ib, vb * c + va * s);
+      }
+    }
+  }
+}
+
+template <int kSign, typename T> void runRope(const KernelArgs &args) {
+  const TensorDesc &desc = *args.ins[0].desc;
+  const int64_t batch = desc.shape[0], seq = desc.shape[1],
+                width = desc.shape[2];
+  const KernelParams &params = rows::paramsOf(args);
+  const int64_t heads = params.intOr("num_heads", 1);
+  const double theta = params.floatOr("theta", 10000.0);
+  const int64_t half = heads > 0 ? width / heads / 2 : 0;
+  if (batch == 0 || seq == 0 || half == 0)
+    return;
+  ropeKernel<T><<<rows::gridFor(seq * half, kBlock), kBlock, 0,
+                  rows::streamOf(args)>>>(
+      rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), batch, seq,
+      width, half, theta, static_cast<float>(kSign));
+}
+
+template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
+void byStorage(const KernelArgs &args) {
+  if (rows::isBf16(args.ins[0]))
+    BF16(args);
+  else
+    F32(args);
+}
+
+} // namespace
+
+absl::Status registerRopeKernels(KernelRegistry &registry) {
+  return rows::registerEntries(
+      registry,
+      {
+          {"rope", byStorage<runRope<1, float>, runRope<1, Bf16>>},
+          {"rope_grad_input", byStorage<runRope<-1, float>, runRope<-1, Bf16>>},
+      });
+}
+
+} // namespace braid::cuda

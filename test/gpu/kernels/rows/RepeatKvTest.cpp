@@ -1,0 +1,53 @@
+// repeat_kv and repeat_kv_grad_input on CUDA against the CPU.
+//
+// Tolerances: repeat_kv copies storage bits: exact. The gradient adds the
+// H / Hkv copies in head order in f32 on both sides: exact in f32; in bf16
+// the single rounding of that same f32 sum is exact too, but an allowance
+// of one rounding flip (rtol 2^-7) is kept in case the CPU's bf16 path adds
+// in another order.
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/CudaFamilies.h"
+#include "test/gpu/kernels/rows/RowTestUtil.h"
+
+namespace braid::gpu_test::rows_test {
+namespace {
+
+TwinHarness &harness() {
+  static TwinHarness h({cuda::registerRepeatKvKernels});
+  return h;
+}
+
+TEST(CudaRepeatKvKernels, MatchCpu) {
+  struct Case {
+    int64_t b, s, h, hkv, dh;
+  };
+  const std::vector<Case> cases = {
+      {2, 11, 8, 2, 16}, {1, 5, 6, 6, 3}, {3, 4, 12, 1, 5}};
+  uint64_t seed = 1;
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(::testing::Message() << dtypeLabel(dt) << " H=" << c.h
+                                        << " Hkv=" << c.hkv);
+      const std::vector<int64_t> narrow = {c.b, c.s, c.hkv * c.dh},
+                                 wide = {c.b, c.s, c.h * c.dh};
+      KernelParams p;
+      p.setInt("num_heads", c.h);
+      p.setInt("num_kv_heads", c.hkv);
+      EXPECT_TRUE(twins(harness(),
+                        launchOf("repeat_kv", {randomTensor(narrow, dt, ++seed)},
+                                 {zeros(wide, dt)}, p),
+                        {kExact}));
+      const Tolerance gradTol =
+          dt == DType::kBF16 ? Tolerance{kBf16Rtol, 0} : kExact;
+      EXPECT_TRUE(twins(harness(),
+                        launchOf("repeat_kv_grad_input",
+                                 {randomTensor(wide, dt, ++seed)},
+                                 {zeros(narrow, dt)}, p),
+                        {gradTol}));
+    }
+}
+
+} // namespace
+} // namespace braid::gpu_test::rows_test
