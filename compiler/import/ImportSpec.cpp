@@ -151,8 +151,9 @@ private:
   Value attention(Value q, Value k, Value v, int64_t layer) {
     int64_t heads = arch_.num_heads();
     int64_t headDim = arch_.hidden_size() / heads;
+    // The probabilities are activations: bf16 in BF16 plans.
     auto probsType =
-        RankedTensorType::get({batch_, heads, seq_, seq_}, f32_);
+        RankedTensorType::get({batch_, heads, seq_, seq_}, compute_);
     auto op = AttentionOp::create(
         b_, loc_, act(heads * headDim), probsType, q, k, v,
         b_.getI64IntegerAttr(heads), b_.getI64IntegerAttr(heads),

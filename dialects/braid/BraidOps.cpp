@@ -167,6 +167,8 @@ LogicalResult verifyAttention(Operation *op, const AttentionShapes &a) {
     return op->emitOpError("query and key batch sizes differ");
   if (a.causal && k[1] != q[1])
     return op->emitOpError("causal attention needs equal query and key lengths");
+  if (failed(expectSameElementType(op, a.probs, a.query, "probs", "query")))
+    return failure();
   return expectShape(op, a.probs, {q[0], a.numHeads, q[1], k[1]}, "probs");
 }
 

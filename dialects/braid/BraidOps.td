@@ -199,7 +199,9 @@ def Braid_AttentionOp : Braid_PureOp<"attention"> {
     Heads are packed in the last dimension: q is [B, S, H*Dh], k and v are
     [B, S, Hkv*Dh] with Hkv dividing H (query head h reads kv head
     h / (H/Hkv)). Returns the output [B, S, H*Dh] and the softmax
-    probabilities [B, H, S, S] (before dropout), which backward consumes; the
+    probabilities [B, H, S, S] (before dropout, in the element type of the
+    activations: bf16 halves the largest saved tensor), which backward
+    consumes; the
     dropout mask is regenerated from (seed, rng_offset, step, micro-batch).
 
     ```mlir
@@ -213,7 +215,7 @@ def Braid_AttentionOp : Braid_PureOp<"attention"> {
                        Braid_FloatTensor:$value, I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
                        F32Attr:$dropout, I64Attr:$rng_offset);
-  let results = (outs Braid_FloatTensor:$result, Braid_StatTensor:$probs);
+  let results = (outs Braid_FloatTensor:$result, Braid_FloatTensor:$probs);
 }
 
 def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
@@ -231,7 +233,7 @@ def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
   }];
   let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$query,
                        Braid_FloatTensor:$key, Braid_FloatTensor:$value,
-                       Braid_StatTensor:$probs, I64Attr:$num_heads,
+                       Braid_FloatTensor:$probs, I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
                        F32Attr:$dropout, I64Attr:$rng_offset);
   let results = (outs Braid_FloatTensor:$query_grad, Braid_FloatTensor:$key_grad,

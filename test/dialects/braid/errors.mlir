@@ -57,10 +57,11 @@ func.func @bf16_stat(%x: tensor<2x4xbf16>, %g: tensor<4xbf16>) {
 
 // -----
 
-// Attention probabilities are a saved statistic too.
-func.func @bf16_probs(%q: tensor<1x2x4xbf16>) {
-  // expected-error @+1 {{'braid.attention' op result #1 must be statically shaped tensor of 32-bit float values, but got 'tensor<1x2x2x2xbf16>'}}
-  %o, %p = braid.attention %q, %q, %q {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x2x4xbf16>, tensor<1x2x4xbf16>, tensor<1x2x4xbf16>) -> (tensor<1x2x4xbf16>, tensor<1x2x2x2xbf16>)
+// Attention probabilities are activations: stored in the element type of
+// the query, never mixed.
+func.func @mixed_probs(%q: tensor<1x2x4xbf16>) {
+  // expected-error @+1 {{'braid.attention' op probs and query must have the same element type}}
+  %o, %p = braid.attention %q, %q, %q {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x2x4xbf16>, tensor<1x2x4xbf16>, tensor<1x2x4xbf16>) -> (tensor<1x2x4xbf16>, tensor<1x2x2x2xf32>)
   return
 }
 
