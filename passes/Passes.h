@@ -25,12 +25,19 @@ struct TrainingPipelineOptions
   Option<bool> reportMemory{*this, "report-memory",
                             llvm::cl::desc("Print the memory report"),
                             llvm::cl::init(false)};
+  Option<std::string> fusion{
+      *this, "fusion",
+      llvm::cl::desc("Fusions to apply: all, none, or a comma-separated "
+                     "list (docs/fusion.md)"),
+      llvm::cl::init("none")};
 };
 
-// import -> autodiff -> lower-to-sched -> plan-memory. Emission is left to
-// the caller (braidc writes MLIR, a plan or a binary).
-void buildTrainingPipeline(mlir::OpPassManager &pm,
-                           const TrainingPipelineOptions &options);
+// import -> autodiff -> graph fusions -> lower-to-sched -> sched fusions ->
+// plan-memory. Emission is left to the caller (braidc writes MLIR, a plan
+// or a binary). Fails, with a sentence in `error`, on a bad fusion list.
+mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
+                                          const TrainingPipelineOptions &options,
+                                          std::string &error);
 
 // Registers every pass (registerBraidPasses, generated) and the
 // `braid-training-pipeline` pipeline.

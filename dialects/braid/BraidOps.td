@@ -478,4 +478,9 @@ def Braid_CrossEntropyGradInputOp : Braid_PureOp<"cross_entropy_grad_input"> {
   let results = (outs Braid_FloatTensor:$logits_grad);
 }
 
+// Fused ops, one file per group of fusions (docs/fusion.md).
+include "FusedElementwiseOps.td"
+include "FusedAttentionOps.td"
+include "FusedLossOps.td"
+
 #endif // BRAID_OPS_TD

@@ -22,5 +22,9 @@ absl::Span<const NamedCheck> ropeChecks();
 absl::Span<const NamedCheck> elementwiseChecks();
 absl::Span<const NamedCheck> crossEntropyChecks();
 absl::Span<const NamedCheck> optimizerChecks();
+// Fused kernels (docs/fusion.md).
+absl::Span<const NamedCheck> fusedElementwiseChecks();
+absl::Span<const NamedCheck> fusedAttentionChecks();
+absl::Span<const NamedCheck> fusedLossChecks();
 
 } // namespace braid::checks

@@ -10,7 +10,9 @@ KernelCheckFn kernelCheck(std::string_view name) {
   using namespace checks;
   for (auto family : {linearChecks, embeddingChecks, normChecks,
                       attentionChecks, repeatKvChecks, ropeChecks,
-                      elementwiseChecks, crossEntropyChecks, optimizerChecks})
+                      elementwiseChecks, crossEntropyChecks, optimizerChecks,
+                      fusedElementwiseChecks, fusedAttentionChecks,
+                      fusedLossChecks})
     for (const NamedCheck &c : family())
       if (c.name == name)
         return c.check;

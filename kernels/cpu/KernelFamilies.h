@@ -19,6 +19,10 @@ absl::Status registerElementwiseKernels(KernelRegistry &registry);
 absl::Status registerCastKernel(KernelRegistry &registry);
 absl::Status registerCrossEntropyKernels(KernelRegistry &registry);
 absl::Status registerOptimizerKernels(KernelRegistry &registry);
+// Fused kernels (docs/fusion.md).
+absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);
+absl::Status registerFusedAttentionKernels(KernelRegistry &registry);
+absl::Status registerFusedLossKernels(KernelRegistry &registry);
 
 // A CPU kernel: its name and run function. Its check is the device-
 // independent one of kernels/checks.

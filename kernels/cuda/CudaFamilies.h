@@ -23,4 +23,9 @@ absl::Status registerRepeatKvKernels(KernelRegistry &registry);   // repeat_kv*
 absl::Status registerAttentionKernels(KernelRegistry &registry);  // attention*
 absl::Status registerCrossEntropyKernels(KernelRegistry &registry); // cross_entropy*
 
+// Fused kernels (docs/fusion.md).
+absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);
+absl::Status registerFusedAttentionKernels(KernelRegistry &registry);
+absl::Status registerFusedLossKernels(KernelRegistry &registry);
+
 } // namespace braid::cuda

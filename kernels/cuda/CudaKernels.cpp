@@ -16,6 +16,9 @@ absl::Status registerCudaKernels(KernelRegistry &registry) {
       cuda::registerNormKernels,        cuda::registerElementwiseKernels,
       cuda::registerRopeKernels,        cuda::registerRepeatKvKernels,
       cuda::registerAttentionKernels,   cuda::registerCrossEntropyKernels,
+      cuda::registerFusedElementwiseKernels,
+      cuda::registerFusedAttentionKernels,
+      cuda::registerFusedLossKernels,
   };
   for (Family family : kFamilies)
     if (absl::Status s = family(registry); !s.ok())

@@ -130,7 +130,9 @@ int main(int argc, char **argv) {
   braid::TrainingPipelineOptions options;
   options.spec = specPath;
   options.reportMemory = reportMemory;
-  braid::buildTrainingPipeline(pm, options);
+  std::string pipelineError;
+  if (mlir::failed(braid::buildTrainingPipeline(pm, options, pipelineError)))
+    return fail(pipelineError);
   if (mlir::failed(pm.run(*module)))
     return fail("compilation failed");
 

@@ -1,0 +1,7 @@
+//===- FusedElementwiseOps.cpp - verifiers of the fused elementwise ops -----------===//
+#include "dialects/braid/BraidOps.h"
+#include "dialects/braid/VerifyUtils.h"
+
+using namespace mlir;
+using namespace braid;
+using namespace braid::verify;

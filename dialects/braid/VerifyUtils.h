@@ -1,0 +1,215 @@
+//===- VerifyUtils.h - shape and dtype checks of braid ops ------*- C++ -*-===//
+//
+// The building blocks of the op verifiers, shared by every file that defines
+// braid ops (BraidOps.cpp, the fused ops).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+
+#include "llvm/ADT/STLExtras.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+namespace braid::verify {
+
+using namespace mlir;
+
+inline RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+inline ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
+
+inline int64_t lastDim(Value v) { return shapeOf(v).back(); }
+
+// All dimensions but the last.
+inline SmallVector<int64_t> leading(Value v) {
+  auto s = shapeOf(v);
+  return SmallVector<int64_t>(s.drop_back());
+}
+
+inline std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "x" : "") +
+         (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d));
+  return s + "]";
+}
+
+inline LogicalResult expectShape(Operation *op, Value v, ArrayRef<int64_t> expected,
+                          StringRef what) {
+  if (shapeOf(v) == expected)
+    return success();
+  return op->emitOpError() << what << " has shape " << shapeStr(shapeOf(v))
+                           << ", expected " << shapeStr(expected);
+}
+
+inline LogicalResult expectSameElementType(Operation *op, Value a, Value b,
+                                    StringRef whatA, StringRef whatB) {
+  if (tensorOf(a).getElementType() == tensorOf(b).getElementType())
+    return success();
+  return op->emitOpError() << whatA << " and " << whatB
+                           << " must have the same element type";
+}
+
+inline LogicalResult expectMinRank(Operation *op, Value v, int64_t rank,
+                            StringRef what) {
+  if (tensorOf(v).getRank() >= rank)
+    return success();
+  return op->emitOpError() << what << " must have rank >= " << rank;
+}
+
+inline LogicalResult expectRank(Operation *op, Value v, int64_t rank, StringRef what) {
+  if (tensorOf(v).getRank() == rank)
+    return success();
+  return op->emitOpError() << what << " must have rank " << rank;
+}
+
+inline SmallVector<int64_t> append(ArrayRef<int64_t> prefix, int64_t last) {
+  SmallVector<int64_t> s(prefix);
+  s.push_back(last);
+  return s;
+}
+
+// Checks that `v` has the shape of `like` and its element type.
+inline LogicalResult expectLike(Operation *op, Value v, Value like, StringRef what,
+                         StringRef likeWhat) {
+  if (failed(expectShape(op, v, shapeOf(like), what)))
+    return failure();
+  return expectSameElementType(op, v, like, what, likeWhat);
+}
+
+// A weight-gradient result has the element type of the gradient it is
+// computed from, or f32: weight-gradient kernels may accumulate bf16 inputs
+// into f32 gradients (docs/kernels.md, "Storage precision").
+inline LogicalResult expectWeightGradType(Operation *op, Value result, Value grad,
+                                   StringRef what, StringRef gradWhat) {
+  Type r = tensorOf(result).getElementType();
+  if (r.isF32() || r == tensorOf(grad).getElementType())
+    return success();
+  return op->emitOpError() << what << " must be f32 or have the element type "
+                           << "of " << gradWhat;
+}
+
+// The gradient of a norm's weight (or bias): a vector over the normalised
+// dimension of `input`.
+inline LogicalResult verifyNormVectorGrad(Operation *op, Value input, Value vecGrad,
+                                   StringRef what) {
+  if (failed(expectWeightGradType(op, vecGrad, input, what, "input")))
+    return failure();
+  return expectShape(op, vecGrad, {lastDim(input)}, what);
+}
+
+// A norm's weight (and bias) are vectors over the normalised dimension.
+inline LogicalResult verifyNormVector(Operation *op, Value input, Value vec,
+                               StringRef what) {
+  if (failed(expectSameElementType(op, vec, input, what, "input")))
+    return failure();
+  return expectShape(op, vec, {lastDim(input)}, what);
+}
+
+inline LogicalResult verifyPositive(Operation *op, double v, StringRef what) {
+  if (v > 0)
+    return success();
+  return op->emitOpError() << what << " must be positive";
+}
+
+inline LogicalResult verifyProbability(Operation *op, double p, StringRef what) {
+  if (p >= 0 && p < 1)
+    return success();
+  return op->emitOpError() << what << " must be in [0, 1)";
+}
+
+// Head packing shared by attention, repeat_kv and rope.
+inline LogicalResult verifyHeads(Operation *op, int64_t numHeads, int64_t numKVHeads) {
+  if (numHeads <= 0 || numKVHeads <= 0)
+    return op->emitOpError("num_heads and num_kv_heads must be positive");
+  if (numHeads % numKVHeads != 0)
+    return op->emitOpError() << "num_kv_heads (" << numKVHeads
+                             << ") must divide num_heads (" << numHeads << ")";
+  return success();
+}
+
+inline LogicalResult verifyHeadPacking(Operation *op, Value v, int64_t heads,
+                                StringRef what) {
+  if (lastDim(v) % heads != 0)
+    return op->emitOpError() << what << " last dimension " << lastDim(v)
+                             << " is not a multiple of " << heads << " heads";
+  return success();
+}
+
+struct AttentionShapes {
+  Value query, key, value, probs;
+  int64_t numHeads, numKVHeads;
+  bool causal;
+  double scale, dropout;
+};
+
+inline LogicalResult verifyAttention(Operation *op, const AttentionShapes &a) {
+  if (failed(verifyHeads(op, a.numHeads, a.numKVHeads)) ||
+      failed(expectRank(op, a.query, 3, "query")) ||
+      failed(expectRank(op, a.key, 3, "key")) ||
+      failed(verifyHeadPacking(op, a.query, a.numHeads, "query")) ||
+      failed(verifyHeadPacking(op, a.key, a.numKVHeads, "key")) ||
+      failed(expectLike(op, a.value, a.key, "value", "key")) ||
+      failed(expectSameElementType(op, a.key, a.query, "key", "query")) ||
+      failed(verifyPositive(op, a.scale, "scale")) ||
+      failed(verifyProbability(op, a.dropout, "dropout")))
+    return failure();
+  auto q = shapeOf(a.query), k = shapeOf(a.key);
+  int64_t headDim = q[2] / a.numHeads;
+  if (k[2] / a.numKVHeads != headDim)
+    return op->emitOpError() << "query head dim " << headDim
+                             << " differs from key head dim "
+                             << k[2] / a.numKVHeads;
+  if (k[0] != q[0])
+    return op->emitOpError("query and key batch sizes differ");
+  if (a.causal && k[1] != q[1])
+    return op->emitOpError("causal attention needs equal query and key lengths");
+  if (failed(expectSameElementType(op, a.probs, a.query, "probs", "query")))
+    return failure();
+  return expectShape(op, a.probs, {q[0], a.numHeads, q[1], k[1]}, "probs");
+}
+
+// `narrow` holds num_kv_heads heads, `wide` num_heads heads.
+inline LogicalResult verifyRepeatKV(Operation *op, Value narrow, Value wide,
+                             int64_t numHeads, int64_t numKVHeads,
+                             StringRef narrowWhat, StringRef wideWhat) {
+  if (failed(verifyHeads(op, numHeads, numKVHeads)) ||
+      failed(expectMinRank(op, narrow, 1, narrowWhat)) ||
+      failed(verifyHeadPacking(op, narrow, numKVHeads, narrowWhat)) ||
+      failed(expectSameElementType(op, wide, narrow, wideWhat, narrowWhat)))
+    return failure();
+  int64_t headDim = lastDim(narrow) / numKVHeads;
+  return expectShape(op, wide, append(leading(narrow), headDim * numHeads),
+                     wideWhat);
+}
+
+inline LogicalResult verifyRoPE(Operation *op, Value input, Value result,
+                         int64_t numHeads, double theta, StringRef inputWhat,
+                         StringRef resultWhat) {
+  if (failed(expectRank(op, input, 3, inputWhat)))
+    return failure();
+  if (numHeads <= 0)
+    return op->emitOpError("num_heads must be positive");
+  if (failed(verifyHeadPacking(op, input, numHeads, inputWhat)) ||
+      failed(verifyPositive(op, theta, "theta")) ||
+      failed(expectLike(op, result, input, resultWhat, inputWhat)))
+    return failure();
+  if ((lastDim(input) / numHeads) % 2 != 0)
+    return op->emitOpError("rope needs an even head dim");
+  return success();
+}
+
+inline LogicalResult verifyLabels(Operation *op, Value logits, Value labels,
+                           Value lse) {
+  if (failed(expectMinRank(op, logits, 2, "logits")) ||
+      failed(expectShape(op, labels, leading(logits), "labels")))
+    return failure();
+  return expectShape(op, lse, leading(logits), "lse");
+}
+
+
+} // namespace braid::verify

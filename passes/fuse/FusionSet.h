@@ -1,0 +1,47 @@
+//===- FusionSet.h - which fusions a compilation applies --------*- C++ -*-===//
+//
+// The fusions of docs/fusion.md by the names `braidc --fusion` and the spec
+// use, each with the pass that performs it. A fusion list is "all", "none"
+// or names separated by commas.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/LLVM.h"
+
+namespace braid {
+
+// Where in the pipeline a fusion runs: on the braid graph after autodiff,
+// or on the sched programs after lowering.
+enum class FusionStage { kGraph, kSched };
+
+struct Fusion {
+  llvm::StringRef name;  // as written in --fusion, e.g. "add-norm"
+  llvm::StringRef pass;  // the pass argument, e.g. "braid-fuse-add-norm"
+  FusionStage stage;
+};
+
+// Every fusion, in the order the pipeline applies them.
+llvm::ArrayRef<Fusion> allFusions();
+
+// The fusions `text` names, in pipeline order; on a bad list, a sentence
+// naming the unknown entry and the valid names.
+mlir::FailureOr<llvm::SmallVector<const Fusion *>>
+parseFusionList(llvm::StringRef text, std::string &error);
+
+// Adds the passes of the `stage` fusions in `fusions` to `pm`. Fails, with a
+// sentence in `error`, if this build lacks one of them.
+mlir::LogicalResult addFusionPasses(mlir::OpPassManager &pm,
+                                    llvm::ArrayRef<const Fusion *> fusions,
+                                    FusionStage stage, std::string &error);
+
+// The fusion passes' registration with the pass registry (braid-opt).
+void registerFusionPasses();
+
+} // namespace braid
