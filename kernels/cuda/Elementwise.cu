@@ -7,11 +7,19 @@
 // Dropout draws its mask from rng::dropoutKey(seed, rng_offset, step,
 // micro_batch) with the step values read from device memory
 // (GpuContext::stepValues), so a captured CUDA graph draws each step's mask.
+//
+// This file is compiled with --fmad=false (CMakeLists.txt) and takes exp
+// from ExpFloat.h: every formula is the CPU's sequence of correctly rounded
+// f32 operations, so the results are the CPU's bit for bit. That matters
+// for gelu and swiglu, whose formulas cancel terms (1 + tanh(u) for u far
+// below 0): a last-place difference in exp there becomes a relative error
+// of 1e-2 in the result.
 #include <cmath>
 #include <cstdint>
 
 #include "kernels/common/Random.h"
 #include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/ExpFloat.h"
 #include "kernels/cuda/RowKernelUtil.cuh"
 
 namespace braid::cuda {
@@ -39,11 +47,11 @@ inline unsigned elementGrid(int64_t n) {
 
 // tanh(u) = 1 - 2 / (exp(2u) + 1), as on the CPU: exact limits at both ends.
 __device__ __forceinline__ float tanhViaExp(float u) {
-  return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f);
+  return 1.0f - 2.0f / (expf32::expFloat(2.0f * u) + 1.0f);
 }
 
 __device__ __forceinline__ float sigmoid(float g) {
-  return 1.0f / (1.0f + expf(-g));
+  return 1.0f / (1.0f + expf32::expFloat(-g));
 }
 
 // --- the element-wise map --------------------------------------------------

@@ -6,9 +6,21 @@
 // (i, j) at i + j * ld, op = transpose when the flag is set) and comparing
 // with the row-major definitions of docs/kernels.md. Exact: both sum the
 // same small integers.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
+// The CPU kernels' vector helpers pass 64-byte vectors by value (see
+// kernels/CMakeLists.txt on -Wno-psabi); only expFloat is used here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#include "kernels/cpu/VecMath.h"
+#pragma GCC diagnostic pop
+#include "kernels/cuda/ExpFloat.h"
 #include "kernels/cuda/GemmProblem.h"
 #include "kernels/cuda/LaunchPlan.h"
 
@@ -120,6 +132,147 @@ TEST(GemmProblemTest, ValidateRefusesMismatches) {
   q.epilogue = GemmEpilogue::kBias;
   q.batch = 2;
   EXPECT_FALSE(validateGemm(q).ok());
+}
+
+// rowMajorProduct for every transposition, padded leading dimensions and a
+// strided batch: the cuBLASLt reading of the problem equals the row-major
+// product c = alpha op(a) op(b) + beta c of each batch.
+TEST(GemmProblemTest, RowMajorProductEveryTranspositionBatched) {
+  const int64_t M = 3, N = 4, K = 5;
+  const int32_t batch = 2;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (float beta : {0.0f, 1.0f}) {
+        // Stored shapes (transposed operands are stored K x M, N x K), each
+        // row padded by 2 elements, each batch by 3.
+        const int64_t aRows = ta ? K : M, aCols = ta ? M : K;
+        const int64_t bRows = tb ? N : K, bCols = tb ? K : N;
+        const RowMajor a{DType::kBF16, aRows, aCols, aCols + 2,
+                         aRows * (aCols + 2) + 3, ta};
+        const RowMajor b{DType::kBF16, bRows, bCols, bCols + 2,
+                         bRows * (bCols + 2) + 3, tb};
+        const RowMajor c{DType::kF32, M, N, N + 2, M * (N + 2) + 3, false};
+        const GemmProblem p = rowMajorProduct(a, b, c, batch, 0.5f, beta);
+        ASSERT_TRUE(validateGemm(p).ok()) << validateGemm(p);
+        EXPECT_EQ(p.batch, batch);
+        EXPECT_EQ(p.a.batchStride, b.batchStride);
+        EXPECT_EQ(p.b.batchStride, a.batchStride);
+        EXPECT_EQ(p.c.batchStride, c.batchStride);
+        const std::vector<double> av = sequence(batch * a.batchStride, 9),
+                                  bv = sequence(batch * b.batchStride, 10);
+        std::vector<double> cv = sequence(batch * c.batchStride, 11);
+        const std::vector<double> old = cv;
+        for (int32_t bt = 0; bt < batch; ++bt) {
+          // One batch through the column-major reading, on shifted copies.
+          GemmProblem one = p;
+          one.batch = 1;
+          const std::vector<double> ab(av.begin() + bt * p.b.batchStride,
+                                       av.end());
+          const std::vector<double> bb(bv.begin() + bt * p.a.batchStride,
+                                       bv.end());
+          std::vector<double> cb(cv.begin() + bt * p.c.batchStride,
+                                 cv.end());
+          // cuBLASLt's A is our b, its B our a.
+          hostGemm(one, /*A=*/bb, /*B=*/ab, cb);
+          std::copy(cb.begin(), cb.end(), cv.begin() + bt * p.c.batchStride);
+        }
+        for (int32_t bt = 0; bt < batch; ++bt)
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double sum = 0;
+              for (int64_t l = 0; l < K; ++l) {
+                const double x = av[bt * a.batchStride +
+                                    (ta ? l * a.ld + i : i * a.ld + l)];
+                const double y = bv[bt * b.batchStride +
+                                    (tb ? j * b.ld + l : l * b.ld + j)];
+                sum += x * y;
+              }
+              const int64_t ci = bt * c.batchStride + i * c.ld + j;
+              EXPECT_EQ(cv[ci], 0.5 * sum + beta * old[ci])
+                  << "ta " << ta << " tb " << tb << " batch " << bt << " ("
+                  << i << ", " << j << ")";
+            }
+        // The padding between rows and batches is never written.
+        for (int32_t bt = 0; bt < batch; ++bt)
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = N; j < c.ld; ++j)
+              EXPECT_EQ(cv[bt * c.batchStride + i * c.ld + j],
+                        old[bt * c.batchStride + i * c.ld + j]);
+      }
+}
+
+TEST(GemmProblemTest, ValidateTakesMixedOutputsOnly) {
+  // bf16 operands may write f32 (weight gradients) or bf16.
+  EXPECT_TRUE(validateGemm(linearGradWeight(kN, kM, kK, DType::kBF16,
+                                            DType::kBF16, DType::kF32, true))
+                  .ok());
+  EXPECT_TRUE(validateGemm(linearForward(kN, kM, kK, DType::kBF16,
+                                         DType::kBF16, DType::kBF16))
+                  .ok());
+  GemmProblem p =
+      linearForward(kN, kM, kK, DType::kI32, DType::kI32, DType::kF32);
+  EXPECT_FALSE(validateGemm(p).ok());
+}
+
+TEST(LaunchPlanTest, AttentionWorkspaceSplitIsAligned) {
+  for (size_t ws : {size_t{0}, size_t{1000}, size_t{1} << 20,
+                    (size_t{64} << 20) + 100}) {
+    const WorkspaceSplit s = splitAttentionWorkspace(ws);
+    EXPECT_EQ(s.gemmBytes % 256, 0u);
+    EXPECT_EQ(s.scratchOffset % 256, 0u);
+    EXPECT_EQ(s.scratchBytes % 256, 0u);
+    EXPECT_LE(s.gemmBytes, kAttentionGemmWorkspace);
+    EXPECT_LE(s.scratchOffset + s.scratchBytes, ws);
+    EXPECT_GE(s.scratchOffset, s.gemmBytes);
+  }
+}
+
+TEST(LaunchPlanTest, ColumnSplitWithTwoOutputs) {
+  // layer_norm's dgamma and dbeta: two partials per column and chunk.
+  const ColumnSplit s = planColumnSplit(10000, 72, 2, size_t{64} << 20);
+  EXPECT_GT(s.chunks, 1);
+  EXPECT_LE(s.chunks, kMaxChunks);
+  EXPECT_LT((s.chunks - 1) * s.rowsPerChunk, 10000);
+  EXPECT_EQ(s.workspaceBytes, s.chunks * 72 * 2 * 4);
+  EXPECT_GE(s.chunks * s.rowsPerChunk, 10000);
+  // Room for exactly three chunks of partials.
+  const ColumnSplit t = planColumnSplit(10000, 72, 2, 3 * 72 * 2 * 4 + 7);
+  EXPECT_EQ(t.chunks, 3);
+  EXPECT_LE(t.workspaceBytes, 3 * 72 * 2 * 4);
+}
+
+// The element-wise CUDA kernels evaluate the CPU's exp with the same
+// operations (ExpFloat.h); on the host the two must agree bit for bit,
+// over a sweep of every exponent and many mantissas, both signs, and the
+// special values.
+TEST(ExpFloatTest, MatchesTheCpuKernelsExpBitForBit) {
+  auto same = [](float x) {
+    const float want = cpu::expFloat(x), got = expf32::expFloat(x);
+    uint32_t a, b;
+    std::memcpy(&a, &want, 4);
+    std::memcpy(&b, &got, 4);
+    return a == b || (std::isnan(want) && std::isnan(got));
+  };
+  int64_t bad = 0;
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4099) {
+    const uint32_t bitsValue = static_cast<uint32_t>(u);
+    float x;
+    std::memcpy(&x, &bitsValue, 4);
+    if (!same(x) && ++bad <= 5)
+      ADD_FAILURE() << "exp(" << x << ") differs";
+  }
+  for (float x : {0.0f, -0.0f, 1.0f, -1.0f, 88.7f, 88.8f, 89.0f, -87.3f,
+                  -87.4f, -103.0f, -200.0f,
+                  std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()})
+    EXPECT_TRUE(same(x)) << "exp(" << x << ")";
+  EXPECT_EQ(bad, 0);
+  // And it is exp: within a few ulp of the library's in the normal range.
+  for (float x = -80.0f; x < 80.0f; x += 0.37f) {
+    const double want = std::exp(static_cast<double>(x));
+    EXPECT_NEAR(expf32::expFloat(x), want, want * 1e-6) << x;
+  }
 }
 
 TEST(LaunchPlanTest, BlocksFor) {

@@ -23,8 +23,10 @@ namespace braid::gpu_test::rows_test {
 namespace {
 
 TwinHarness &harness() {
-  static TwinHarness h({cuda::registerNormKernels});
-  return h;
+  // Never destroyed: its CUDA objects must not be released after the CUDA
+  // runtime has shut down at exit.
+  static TwinHarness *h = new TwinHarness({cuda::registerNormKernels});
+  return *h;
 }
 
 struct NormCase {

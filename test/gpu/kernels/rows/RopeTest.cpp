@@ -16,8 +16,10 @@ namespace braid::gpu_test::rows_test {
 namespace {
 
 TwinHarness &harness() {
-  static TwinHarness h({cuda::registerRopeKernels});
-  return h;
+  // Never destroyed: its CUDA objects must not be released after the CUDA
+  // runtime has shut down at exit.
+  static TwinHarness *h = new TwinHarness({cuda::registerRopeKernels});
+  return *h;
 }
 
 struct RopeCase {
