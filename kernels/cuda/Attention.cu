@@ -449,14 +449,6 @@ template <typename T> void runAttentionGradInput(const KernelArgs &args) {
       dout, k, v, probs, dq, g, stashed, steps);
 }
 
-template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
-void byStorage(const KernelArgs &args) {
-  if (rows::isBf16(args.ins[0]))
-    BF16(args);
-  else
-    F32(args);
-}
-
 } // namespace
 
 absl::Status registerAttentionKernels(KernelRegistry &registry) {

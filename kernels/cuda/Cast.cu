@@ -10,45 +10,12 @@
 #include <cstdint>
 
 #include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/Storage.cuh"
 #include "kernels/cuda/CudaKernels.h"
 #include "kernels/cuda/LaunchPlan.h"
 
 namespace braid::cuda {
 namespace {
-
-__device__ __forceinline__ float widenBf16(uint16_t b) {
-  return __uint_as_float(static_cast<uint32_t>(b) << 16);
-}
-
-__device__ __forceinline__ uint16_t roundBf16(float f) {
-  const uint32_t u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-// The same rounding on the host, for fill's value.
-uint16_t roundBf16Host(float f) {
-  uint32_t u;
-  static_assert(sizeof(u) == sizeof(f));
-  __builtin_memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-__device__ __forceinline__ float loadAs(const float *p, int64_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float loadAs(const uint16_t *p, int64_t i) {
-  return widenBf16(p[i]);
-}
-__device__ __forceinline__ void storeAs(float *p, int64_t i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void storeAs(uint16_t *p, int64_t i, float v) {
-  p[i] = roundBf16(v);
-}
 
 cudaStream_t streamOf(const KernelArgs &args) {
   return static_cast<cudaStream_t>(args.ctx->gpu->stream);
@@ -64,18 +31,18 @@ unsigned gridFor(int64_t n) {
 
 __global__ void widenKernel(const uint16_t *__restrict x,
                             float *__restrict y, int64_t n) {
-  GRID_STRIDE(i, n) { y[i] = widenBf16(x[i]); }
+  GRID_STRIDE(i, n) { y[i] = widen(x[i]); }
 }
 
 __global__ void roundKernel(const float *__restrict x,
                             uint16_t *__restrict y, int64_t n) {
-  GRID_STRIDE(i, n) { y[i] = roundBf16(x[i]); }
+  GRID_STRIDE(i, n) { y[i] = roundToBf16(x[i]); }
 }
 
 template <typename T>
 __global__ void accumulateKernel(const T *__restrict x, T *__restrict y,
                                  int64_t n) {
-  GRID_STRIDE(i, n) { storeAs(y, i, __fadd_rn(loadAs(y, i), loadAs(x, i))); }
+  GRID_STRIDE(i, n) { store(y, i, __fadd_rn(load(y, i), load(x, i))); }
 }
 
 template <typename T>
@@ -123,7 +90,7 @@ void runFill(const KernelArgs &args) {
       args.params != nullptr ? args.params->floatOr("value", 0) : 0.0);
   if (y.desc->dtype == DType::kBF16)
     fillKernel<uint16_t><<<gridFor(n), kThreads, 0, streamOf(args)>>>(
-        y.bf16(), roundBf16Host(value), n);
+        y.bf16(), roundToBf16(value), n);
   else
     fillKernel<float><<<gridFor(n), kThreads, 0, streamOf(args)>>>(y.f32(),
                                                                    value, n);

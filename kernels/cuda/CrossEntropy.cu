@@ -114,14 +114,6 @@ template <typename T> void runCrossEntropyGradInput(const KernelArgs &args) {
       numRows, v, factor, rows::dataOf<T>(args.outs[0]));
 }
 
-template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
-void byStorage(const KernelArgs &args) {
-  if (rows::isBf16(args.ins[0]))
-    BF16(args);
-  else
-    F32(args);
-}
-
 } // namespace
 
 absl::Status registerCrossEntropyKernels(KernelRegistry &registry) {

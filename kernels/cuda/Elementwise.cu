@@ -314,14 +314,6 @@ template <typename T> void runSplitGradInput(const KernelArgs &args) {
             parts * k, p * k, numRows, k);
 }
 
-template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
-void byStorage(const KernelArgs &args) {
-  if (rows::isBf16(args.ins[0]))
-    BF16(args);
-  else
-    F32(args);
-}
-
 } // namespace
 
 absl::Status registerElementwiseKernels(KernelRegistry &registry) {

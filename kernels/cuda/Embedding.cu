@@ -18,35 +18,12 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/Storage.cuh"
 #include "kernels/cuda/CudaKernels.h"
 #include "kernels/cuda/LaunchPlan.h"
 
 namespace braid::cuda {
 namespace {
-
-__device__ __forceinline__ float widenBf16(uint16_t b) {
-  return __uint_as_float(static_cast<uint32_t>(b) << 16);
-}
-
-__device__ __forceinline__ uint16_t roundBf16(float f) {
-  const uint32_t u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-__device__ __forceinline__ float loadAs(const float *p, int64_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float loadAs(const uint16_t *p, int64_t i) {
-  return widenBf16(p[i]);
-}
-__device__ __forceinline__ void storeAs(float *p, int64_t i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void storeAs(uint16_t *p, int64_t i, float v) {
-  p[i] = roundBf16(v);
-}
 
 const GpuContext &gpuOf(const KernelArgs &args) { return *args.ctx->gpu; }
 
@@ -120,11 +97,11 @@ __global__ void sumBuckets(const T *__restrict dy,
     if (key >= v || (pos > 0 && keys[pos - 1] == key))
       continue;
     for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-      float acc = loadAs(dy, int64_t{order[pos]} * d + c);
+      float acc = load(dy, int64_t{order[pos]} * d + c);
       for (int64_t q = pos + 1; q < rows && keys[q] == key; ++q)
-        acc = __fadd_rn(acc, loadAs(dy, int64_t{order[q]} * d + c));
+        acc = __fadd_rn(acc, load(dy, int64_t{order[q]} * d + c));
       const int64_t o = int64_t{key} * d + c;
-      storeAs(dtable, o, accumulate ? __fadd_rn(loadAs(dtable, o), acc) : acc);
+      store(dtable, o, accumulate ? __fadd_rn(load(dtable, o), acc) : acc);
     }
   }
 }
@@ -146,12 +123,12 @@ __global__ void sumByScan(const T *__restrict dy,
     if (__syncthreads_or(seen))
       continue;
     for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-      float acc = loadAs(dy, r * d + c);
+      float acc = load(dy, r * d + c);
       for (int64_t q = r + 1; q < rows; ++q)
         if (ids[q] == id)
-          acc = __fadd_rn(acc, loadAs(dy, q * d + c));
+          acc = __fadd_rn(acc, load(dy, q * d + c));
       const int64_t o = int64_t{id} * d + c;
-      storeAs(dtable, o, accumulate ? __fadd_rn(loadAs(dtable, o), acc) : acc);
+      store(dtable, o, accumulate ? __fadd_rn(load(dtable, o), acc) : acc);
     }
   }
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/Storage.cuh"
 #include "kernels/cuda/CudaKernels.h"
 #include "kernels/cuda/GemmProblem.h"
 #include "kernels/cuda/LaunchPlan.h"
@@ -26,41 +27,16 @@ namespace {
 
 // --- storage ----------------------------------------------------------------
 
-__device__ __forceinline__ float widenBf16(uint16_t b) {
-  return __uint_as_float(static_cast<uint32_t>(b) << 16);
-}
-
-// Round to nearest even, NaN kept quiet: the CPU's roundToBf16.
-__device__ __forceinline__ uint16_t roundBf16(float f) {
-  const uint32_t u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-__device__ __forceinline__ float loadAs(const float *p, int64_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float loadAs(const uint16_t *p, int64_t i) {
-  return widenBf16(p[i]);
-}
-__device__ __forceinline__ void storeAs(float *p, int64_t i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void storeAs(uint16_t *p, int64_t i, float v) {
-  p[i] = roundBf16(v);
-}
-
 // An operand whose dtype is known at run time only (the fallback GEMM).
 __device__ __forceinline__ float loadDyn(const void *p, bool bf16,
                                          int64_t i) {
-  return bf16 ? widenBf16(static_cast<const uint16_t *>(p)[i])
+  return bf16 ? widen(static_cast<const uint16_t *>(p)[i])
               : static_cast<const float *>(p)[i];
 }
 __device__ __forceinline__ void storeDyn(void *p, bool bf16, int64_t i,
                                          float v) {
   if (bf16)
-    static_cast<uint16_t *>(p)[i] = roundBf16(v);
+    static_cast<uint16_t *>(p)[i] = roundToBf16(v);
   else
     static_cast<float *>(p)[i] = v;
 }
@@ -140,11 +116,11 @@ __global__ void columnSumChunks(const T *__restrict dy, int64_t rows,
        c += int64_t{gridDim.x} * blockDim.x) {
     float acc = 0.0f;
     for (int64_t r = r0; r < r1; ++r)
-      acc += loadAs(dy, r * cols + c);
+      acc += load(dy, r * cols + c);
     if (partial != nullptr)
       partial[chunk * cols + c] = acc;
     else
-      storeAs(out, c, accumulate ? loadAs(out, c) + acc : acc);
+      store(out, c, accumulate ? load(out, c) + acc : acc);
   }
 }
 
@@ -158,7 +134,7 @@ __global__ void columnSumPartials(const float *__restrict partial,
     float acc = 0.0f;
     for (int64_t ch = 0; ch < chunks; ++ch)
       acc += partial[ch * cols + c];
-    storeAs(out, c, accumulate ? loadAs(out, c) + acc : acc);
+    store(out, c, accumulate ? load(out, c) + acc : acc);
   }
 }
 

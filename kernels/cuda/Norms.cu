@@ -231,14 +231,6 @@ template <bool kLayer> void runGradWeight(const KernelArgs &args) {
     runGradWeightTyped<Bf16, float, kLayer>(args);
 }
 
-template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
-void byStorage(const KernelArgs &args) {
-  if (rows::isBf16(args.ins[0]))
-    BF16(args);
-  else
-    F32(args);
-}
-
 } // namespace
 
 absl::Status registerNormKernels(KernelRegistry &registry) {

@@ -80,14 +80,6 @@ template <typename T> void runRepeatKvGradInput(const KernelArgs &args) {
       g.h / g.hkv, g.dh);
 }
 
-template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
-void byStorage(const KernelArgs &args) {
-  if (rows::isBf16(args.ins[0]))
-    BF16(args);
-  else
-    F32(args);
-}
-
 } // namespace
 
 absl::Status registerRepeatKvKernels(KernelRegistry &registry) {

@@ -61,14 +61,6 @@ template <int kSign, typename T> void runRope(const KernelArgs &args) {
       width, half, theta, static_cast<float>(kSign));
 }
 
-template <void (*F32)(const KernelArgs &), void (*BF16)(const KernelArgs &)>
-void byStorage(const KernelArgs &args) {
-  if (rows::isBf16(args.ins[0]))
-    BF16(args);
-  else
-    F32(args);
-}
-
 } // namespace
 
 absl::Status registerRopeKernels(KernelRegistry &registry) {

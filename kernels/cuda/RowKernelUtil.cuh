@@ -8,40 +8,19 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/Storage.cuh"
 #include "kernels/registry/Kernel.h"
 
 namespace braid::cuda::rows {
 
-// A bf16 value as its 16-bit pattern, as in TensorView::bf16.
-using Bf16 = uint16_t;
-
-// Widening is exact: the bf16 bits are the upper half of an f32.
-__device__ __forceinline__ float widen(Bf16 b) {
-  return __uint_as_float(static_cast<uint32_t>(b) << 16);
-}
-
-// Round to nearest, ties to even; NaN stays NaN with the quiet bit set.
-// Bit for bit the CPU's roundToBf16 (kernels/cpu/Storage.h).
-__device__ __forceinline__ Bf16 roundToBf16(float f) {
-  const uint32_t u = __float_as_uint(f);
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quietNan = (u >> 16) | 0x40u;
-  return static_cast<Bf16>((u & 0x7fffffffu) > 0x7f800000u ? quietNan
-                                                            : rounded);
-}
-
-__device__ __forceinline__ float load(const float *p, int64_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float load(const Bf16 *p, int64_t i) {
-  return widen(p[i]);
-}
-__device__ __forceinline__ void store(float *p, int64_t i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void store(Bf16 *p, int64_t i, float v) {
-  p[i] = roundToBf16(v);
-}
+// Storage (Storage.cuh), under the names these kernels use.
+using cuda::Bf16;
+using cuda::dataOf;
+using cuda::isBf16;
+using cuda::load;
+using cuda::roundToBf16;
+using cuda::store;
+using cuda::widen;
 
 // Threads per block of these kernels, and the largest grid they launch
 // (the kernels loop over their work with grid-stride loops).
@@ -71,14 +50,6 @@ inline const StepValues *stepValuesOf(const KernelArgs &args) {
 inline const KernelParams &paramsOf(const KernelArgs &args) {
   static const KernelParams kEmpty;
   return args.params ? *args.params : kEmpty;
-}
-
-inline bool isBf16(const TensorView &v) {
-  return v.desc->dtype == DType::kBF16;
-}
-
-template <typename T> T *dataOf(const TensorView &v) {
-  return static_cast<T *>(v.data);
 }
 
 // Warp-wide sum and maximum by a fixed butterfly: every lane ends with the
