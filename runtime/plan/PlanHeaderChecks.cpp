@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
 
@@ -102,6 +103,12 @@ absl::Status checkTrainConfig(const plan::Plan &plan) {
   if (t.decay() != "cosine" && t.decay() != "constant")
     return refuse(absl::StrCat("plan.train.decay is \"", t.decay(),
                                "\": it must be \"cosine\" or \"constant\""));
+  // Plans written before precision existed leave it empty: fp32.
+  if (!t.precision().empty() && t.precision() != "fp32" &&
+      t.precision() != "bf16")
+    return refuse(absl::StrCat("plan.train.precision is \"",
+                               absl::CEscape(t.precision()),
+                               "\": it must be \"fp32\" or \"bf16\""));
   return absl::OkStatus();
 }
 

@@ -60,6 +60,11 @@ struct LoadedPlan {
   std::optional<uint32_t> positions;
   // Ids of the PARAMETER tensors, in plan order.
   std::vector<uint32_t> parameters;
+  // Ids of the WEIGHT_COPY tensors, in plan order (BF16 plans; empty in FP32
+  // plans). Each is the param.compute_copy of exactly one parameter.
+  std::vector<uint32_t> weightCopies;
+  // train.precision is "bf16" (an empty precision reads as "fp32").
+  bool bf16 = false;
 
   // Null when the plan has no program of that name.
   const LoadedProgram *findProgram(std::string_view name) const;

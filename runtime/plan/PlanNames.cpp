@@ -30,6 +30,8 @@ const char *tensorKindName(plan::TensorKind kind) {
     return "ACTIVATION";
   case plan::SCALAR:
     return "SCALAR";
+  case plan::WEIGHT_COPY:
+    return "WEIGHT_COPY";
   default:
     return "UNSPECIFIED";
   }

@@ -188,6 +188,14 @@ absl::Status checkPrograms(const plan::Plan &plan,
       return refuse(absl::StrCat("the plan has no program named \"", required,
                                  "\": it is required"));
   }
+  // The weight copies start as zeros: "init" must fill them before the
+  // first micro-batch reads them.
+  if (!loaded.weightCopies.empty() && !names.contains("init"))
+    return refuse(absl::StrCat(
+        "the plan has ", loaded.weightCopies.size(),
+        " WEIGHT_COPY tensors but no program named \"init\": one is "
+        "required to fill them from the parameters before the first "
+        "micro-batch"));
   return absl::OkStatus();
 }
 

@@ -117,8 +117,65 @@ absl::Status checkCompanion(const plan::Plan &plan, uint32_t param, uint32_t id,
   return absl::OkStatus();
 }
 
+// param.compute_copy of parameter `param`: 0 (none), or a WEIGHT_COPY of
+// bf16 and the parameter's shape that no other parameter claims.
+absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
+                              absl::flat_hash_map<uint32_t, uint32_t> &owner) {
+  const uint32_t id = plan.tensors(param).param().compute_copy();
+  if (id == 0)
+    return absl::OkStatus();
+  std::string where = absl::StrCat(tensorRef(plan, param), ": param.compute_copy");
+  if (id >= static_cast<uint32_t>(plan.tensors_size()))
+    return refuse(absl::StrCat(where, " is ", id, " but the plan has ",
+                               plan.tensors_size(), " tensors"));
+  const plan::Tensor &p = plan.tensors(param);
+  const plan::Tensor &t = plan.tensors(id);
+  if (t.kind() != plan::WEIGHT_COPY)
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
+                               " of kind ", tensorKindName(t.kind()),
+                               ": it must be WEIGHT_COPY"));
+  if (t.dtype() != plan::BF16 || !sameShape(p, t))
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id), ", ",
+                               planDTypeName(t.dtype()), " ", shapeString(t),
+                               ": it must be bf16 ", shapeString(p),
+                               " like the parameter"));
+  auto [it, inserted] = owner.emplace(id, param);
+  if (!inserted)
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
+                               ", which is already the copy of ",
+                               tensorRef(plan, it->second),
+                               ": each parameter needs its own weight copy"));
+  return absl::OkStatus();
+}
+
+// Every WEIGHT_COPY belongs to one parameter, and only BF16 plans have them.
+absl::Status checkWeightCopies(
+    const plan::Plan &plan,
+    const absl::flat_hash_map<uint32_t, uint32_t> &owner, LoadedPlan &loaded) {
+  loaded.bf16 = plan.train().precision() == "bf16";
+  for (int i = 0; i < plan.tensors_size(); ++i) {
+    const uint32_t id = static_cast<uint32_t>(i);
+    if (plan.tensors(i).kind() != plan::WEIGHT_COPY)
+      continue;
+    if (!loaded.bf16)
+      return refuse(absl::StrCat(
+          tensorRef(plan, id), " is a WEIGHT_COPY but plan.train.precision "
+          "is \"", plan.train().precision().empty() ? "" : "fp32",
+          plan.train().precision().empty() ? "\" (fp32)" : "\"",
+          ": only bf16 plans have weight copies"));
+    if (!owner.contains(id))
+      return refuse(absl::StrCat(
+          tensorRef(plan, id),
+          " is a WEIGHT_COPY that no parameter names as its "
+          "param.compute_copy: nothing would ever write it"));
+    loaded.weightCopies.push_back(id);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status checkParameters(const plan::Plan &plan, LoadedPlan &loaded) {
   absl::flat_hash_map<uint32_t, uint32_t> owner;
+  absl::flat_hash_map<uint32_t, uint32_t> copyOwner;
   absl::flat_hash_set<std::string> aliases;
   for (int i = 0; i < plan.tensors_size(); ++i) {
     const plan::Tensor &t = plan.tensors(i);
@@ -174,12 +231,14 @@ absl::Status checkParameters(const plan::Plan &plan, LoadedPlan &loaded) {
                                    absl::CEscape(info.tied_alias()),
                                    "\" is the alias of another parameter too"));
     }
+    if (absl::Status s = checkComputeCopy(plan, id, copyOwner); !s.ok())
+      return s;
     loaded.parameters.push_back(id);
   }
   if (loaded.parameters.empty())
     return refuse(
         "the plan has no PARAMETER tensors: there is nothing to train");
-  return absl::OkStatus();
+  return checkWeightCopies(plan, copyOwner, loaded);
 }
 
 } // namespace

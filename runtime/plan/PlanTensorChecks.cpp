@@ -15,7 +15,7 @@ bool knownDType(plan::DType d) {
 }
 
 bool knownKind(plan::TensorKind k) {
-  return k >= plan::PARAMETER && k <= plan::SCALAR;
+  return k >= plan::PARAMETER && k <= plan::WEIGHT_COPY;
 }
 
 DType kernelDType(plan::DType d) {
@@ -76,7 +76,8 @@ absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
     if (!knownKind(t.kind()))
       return refuse(absl::StrCat(ref, " has kind ", static_cast<int>(t.kind()),
                                  ": it must be one of PARAMETER, GRADIENT, "
-                                 "OPTIMIZER_STATE, INPUT, ACTIVATION, SCALAR"));
+                                 "OPTIMIZER_STATE, INPUT, ACTIVATION, SCALAR, "
+                                 "WEIGHT_COPY"));
 
     // numel * dtype size, refusing anything that would overflow 63 bits.
     const int64_t elemSize = planDTypeSize(t.dtype());

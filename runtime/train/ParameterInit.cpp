@@ -17,32 +17,37 @@ void fillNormal(float *out, int64_t begin, int64_t end, uint64_t key,
 
 } // namespace
 
-void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool) {
-  const uint64_t seed = plan.proto.train().seed();
-  for (uint32_t id : plan.parameters) {
-    const plan::Tensor &t = plan.proto.tensors(id);
-    auto *out = reinterpret_cast<float *>(arena + t.offset());
-    const int64_t n = plan.descs[id].numel();
-    switch (t.param().init()) {
-    case plan::ZEROS:
-      std::fill(out, out + n, 0.0f);
-      break;
-    case plan::ONES:
-      std::fill(out, out + n, 1.0f);
-      break;
-    default: {
-      const uint64_t key = rng::parameterKey(seed, t.name());
-      const double stddev = t.param().init_std();
-      if (pool != nullptr)
-        pool->parallelFor(n, 4096, [&](int64_t begin, int64_t end) {
-          fillNormal(out, begin, end, key, stddev);
-        });
-      else
-        fillNormal(out, 0, n, key, stddev);
-      break;
-    }
-    }
+void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
+                   ThreadPool *pool) {
+  const plan::Tensor &t = plan.proto.tensors(id);
+  const int64_t n = plan.descs[id].numel();
+  switch (t.param().init()) {
+  case plan::ZEROS:
+    std::fill(out, out + n, 0.0f);
+    break;
+  case plan::ONES:
+    std::fill(out, out + n, 1.0f);
+    break;
+  default: {
+    const uint64_t key = rng::parameterKey(plan.proto.train().seed(), t.name());
+    const double stddev = t.param().init_std();
+    if (pool != nullptr)
+      pool->parallelFor(n, 4096, [&](int64_t begin, int64_t end) {
+        fillNormal(out, begin, end, key, stddev);
+      });
+    else
+      fillNormal(out, 0, n, key, stddev);
+    break;
   }
+  }
+}
+
+void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool) {
+  for (uint32_t id : plan.parameters)
+    initParameter(plan, id,
+                  reinterpret_cast<float *>(arena +
+                                            plan.proto.tensors(id).offset()),
+                  pool);
 }
 
 } // namespace braid

@@ -16,4 +16,9 @@ class ThreadPool;
 // the work over `pool` when given.
 void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool);
 
+// Writes the initial value of PARAMETER `id` into `out` (its numel floats),
+// for arenas that are not host memory.
+void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
+                   ThreadPool *pool);
+
 } // namespace braid

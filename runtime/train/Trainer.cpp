@@ -1,10 +1,15 @@
 #include "runtime/train/Trainer.h"
 
+#include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
+
+#include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/ckpt/Checkpoint.h"
+#include "runtime/device/DeviceFactory.h"
 #include "runtime/train/ParameterInit.h"
 
 namespace braid {
@@ -45,20 +50,42 @@ Trainer::create(LoadedPlan plan, TokenData data,
       std::move(data), train.seq_len(), train.seed(), options.shuffle);
   if (!loader.ok())
     return loader.status();
-  absl::StatusOr<CpuArena> arena =
-      CpuArena::create(plan.proto.memory().arena_bytes());
-  if (!arena.ok())
-    return arena.status();
   std::unique_ptr<Trainer> trainer(
       new Trainer(std::move(plan), std::move(*loader), options, total));
-  trainer->arena_ = std::move(*arena);
-  absl::StatusOr<std::unique_ptr<Executor>> executor = Executor::create(
-      trainer->plan_, trainer->arena_.data(), trainer->arena_.size());
-  if (!executor.ok())
-    return executor.status();
-  trainer->executor_ = std::move(*executor);
-  initParameters(trainer->plan_, trainer->arena_.data(), &trainer->pool_);
+  DeviceOptions deviceOptions;
+  deviceOptions.cudaGraphs = options.cudaGraphs;
+  absl::StatusOr<std::unique_ptr<DeviceBackend>> device =
+      createDevice(trainer->plan_, &trainer->pool_, deviceOptions);
+  if (!device.ok())
+    return device.status();
+  trainer->device_ = std::move(*device);
+  if (absl::Status s = trainer->initialise(); !s.ok())
+    return s;
   return trainer;
+}
+
+absl::Status Trainer::initialise() {
+  if (uint8_t *arena = device_->hostArena()) {
+    initParameters(plan_, arena, &pool_);
+  } else {
+    std::vector<float> host;
+    for (uint32_t id : plan_.parameters) {
+      const plan::Tensor &t = plan_.proto.tensors(id);
+      host.resize(static_cast<size_t>(plan_.descs[id].numel()));
+      initParameter(plan_, id, host.data(), &pool_);
+      if (absl::Status s = device_->write(t.offset(), host.data(),
+                                          t.size_bytes());
+          !s.ok())
+        return s;
+    }
+  }
+  return runInit();
+}
+
+absl::Status Trainer::runInit() {
+  if (plan_.findProgram("init") == nullptr)
+    return absl::OkStatus();
+  return device_->run("init", values(stepsDone_ + 1, 0));
 }
 
 int64_t Trainer::tokensPerStep() const {
@@ -66,36 +93,46 @@ int64_t Trainer::tokensPerStep() const {
   return t.micro_batch_size() * t.num_micro_batches() * t.seq_len();
 }
 
-KernelContext Trainer::context(int64_t step, int64_t microBatch) {
-  KernelContext ctx;
-  ctx.step = step;
-  ctx.microBatch = microBatch;
-  ctx.lr = schedule_.at(step);
-  ctx.seed = plan_.proto.train().seed();
-  ctx.pool = &pool_;
-  return ctx;
+StepValues Trainer::values(int64_t step, int64_t microBatch) const {
+  StepValues v;
+  v.step = step;
+  v.microBatch = microBatch;
+  v.lr = schedule_.at(step);
+  v.seed = plan_.proto.train().seed();
+  return v;
 }
 
-void Trainer::fillInputs(int64_t firstSample) {
+absl::Status Trainer::fillInputs(int64_t firstSample) {
   const plan::TrainConfig &t = plan_.proto.train();
-  auto at = [&](uint32_t id) {
-    return reinterpret_cast<int32_t *>(arena_.data() +
-                                       plan_.proto.tensors(id).offset());
-  };
-  data_.fill(firstSample, t.micro_batch_size(), at(plan_.tokens),
-             at(plan_.labels));
+  absl::StatusOr<absl::Span<uint8_t>> tokens = device_->stageInput(plan_.tokens);
+  if (!tokens.ok())
+    return tokens.status();
+  absl::StatusOr<absl::Span<uint8_t>> labels = device_->stageInput(plan_.labels);
+  if (!labels.ok())
+    return labels.status();
+  data_.fill(firstSample, t.micro_batch_size(),
+             reinterpret_cast<int32_t *>(tokens->data()),
+             reinterpret_cast<int32_t *>(labels->data()));
   if (plan_.positions) {
-    int32_t *pos = at(*plan_.positions);
+    absl::StatusOr<absl::Span<uint8_t>> staged =
+        device_->stageInput(*plan_.positions);
+    if (!staged.ok())
+      return staged.status();
+    int32_t *pos = reinterpret_cast<int32_t *>(staged->data());
     for (int64_t b = 0; b < t.micro_batch_size(); ++b)
       for (int64_t s = 0; s < t.seq_len(); ++s)
         pos[b * t.seq_len() + s] = static_cast<int32_t>(s);
   }
+  return absl::OkStatus();
 }
 
-float Trainer::readScalar(uint32_t id) const {
-  float v;
-  std::memcpy(&v, arena_.data() + plan_.proto.tensors(id).offset(), sizeof v);
-  return v;
+absl::StatusOr<float> Trainer::readScalar(uint32_t id) {
+  if (absl::Status s = device_->requestScalar(id); !s.ok())
+    return s;
+  absl::StatusOr<std::vector<float>> v = device_->collectScalars();
+  if (!v.ok())
+    return v.status();
+  return v->back();
 }
 
 absl::StatusOr<double> Trainer::runMicroBatches() {
@@ -109,14 +146,24 @@ absl::StatusOr<double> Trainer::runMicroBatches() {
                      " steps are done"));
   const plan::TrainConfig &t = plan_.proto.train();
   const int64_t step = stepsDone_ + 1;
-  double sum = 0;
+  // Each loss is asked for after its run and all are collected at the end,
+  // so a GPU never waits between micro-batches.
   for (int64_t m = 0; m < t.num_micro_batches(); ++m) {
-    fillInputs(cursor_ + m * t.micro_batch_size());
-    KernelContext ctx = context(step, m);
-    if (absl::Status s = executor_->run("micro_batch", ctx); !s.ok())
+    if (absl::Status s = fillInputs(cursor_ + m * t.micro_batch_size());
+        !s.ok())
       return s;
-    sum += readScalar(plan_.proto.loss_tensor());
+    if (absl::Status s = device_->run("micro_batch", values(step, m)); !s.ok())
+      return s;
+    if (absl::Status s = device_->requestScalar(plan_.proto.loss_tensor());
+        !s.ok())
+      return s;
   }
+  absl::StatusOr<std::vector<float>> losses = device_->collectScalars();
+  if (!losses.ok())
+    return losses.status();
+  double sum = 0;
+  for (float loss : *losses)
+    sum += loss;
   gradientsPending_ = true;
   return sum / static_cast<double>(t.num_micro_batches());
 }
@@ -127,13 +174,16 @@ absl::StatusOr<float> Trainer::optimizerStep() {
         absl::StrCat("there are no gradients for step ", stepsDone_ + 1,
                      ": call runMicroBatches() first"));
   const plan::TrainConfig &t = plan_.proto.train();
-  KernelContext ctx = context(stepsDone_ + 1, 0);
-  if (absl::Status s = executor_->run("optimizer", ctx); !s.ok())
+  if (absl::Status s = device_->run("optimizer", values(stepsDone_ + 1, 0));
+      !s.ok())
     return s;
+  absl::StatusOr<float> norm = readScalar(plan_.proto.grad_norm_tensor());
+  if (!norm.ok())
+    return norm.status();
   gradientsPending_ = false;
   ++stepsDone_;
   cursor_ += t.num_micro_batches() * t.micro_batch_size();
-  return readScalar(plan_.proto.grad_norm_tensor());
+  return *norm;
 }
 
 absl::StatusOr<StepResult> Trainer::trainStep() {
@@ -158,8 +208,13 @@ Trainer::tensorBytes(std::string_view name) {
     return absl::NotFoundError(
         absl::StrCat("the plan has no tensor named \"",
                      absl::string_view(name.data(), name.size()), "\""));
+  uint8_t *arena = device_->hostArena();
+  if (arena == nullptr)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the arena is in ", device_->info().name,
+        " memory, not host memory: read tensors with readTensor"));
   const plan::Tensor &t = plan_.proto.tensors(*id);
-  return absl::Span<uint8_t>(arena_.data() + t.offset(), t.size_bytes());
+  return absl::Span<uint8_t>(arena + t.offset(), t.size_bytes());
 }
 
 absl::StatusOr<absl::Span<float>> Trainer::f32Tensor(std::string_view name) {
@@ -175,8 +230,79 @@ absl::StatusOr<absl::Span<float>> Trainer::f32Tensor(std::string_view name) {
                            bytes->size() / sizeof(float));
 }
 
+absl::StatusOr<std::vector<uint8_t>>
+Trainer::readTensor(std::string_view name) {
+  std::optional<uint32_t> id = plan_.findTensor(name);
+  if (!id)
+    return absl::NotFoundError(
+        absl::StrCat("the plan has no tensor named \"",
+                     absl::string_view(name.data(), name.size()), "\""));
+  const plan::Tensor &t = plan_.proto.tensors(*id);
+  std::vector<uint8_t> out(t.size_bytes());
+  if (absl::Status s = device_->read(t.offset(), out.data(), out.size());
+      !s.ok())
+    return s;
+  return out;
+}
+
+absl::Status Trainer::copyCheckpointTensors(uint8_t *image, bool toDevice) {
+  auto copy = [&](uint32_t id) {
+    const plan::Tensor &t = plan_.proto.tensors(id);
+    return toDevice ? device_->write(t.offset(), image + t.offset(),
+                                     t.size_bytes())
+                    : device_->read(t.offset(), image + t.offset(),
+                                    t.size_bytes());
+  };
+  for (uint32_t id : plan_.parameters) {
+    const plan::ParameterInfo &info = plan_.proto.tensors(id).param();
+    for (uint32_t t : {id, info.exp_avg(), info.exp_avg_sq()})
+      if (absl::Status s = copy(t); !s.ok())
+        return s;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// A host image of the arena for a device whose arena is elsewhere. Mapped
+// without reserving swap, so only the pages of the checkpointed tensors are
+// ever backed by memory, however large the arena.
+class ArenaImage {
+public:
+  static absl::StatusOr<ArenaImage> create(uint64_t bytes) {
+    ArenaImage image;
+    image.size_ = bytes > 0 ? bytes : 1;
+    void *p = mmap(nullptr, image.size_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot map ", bytes,
+                       " bytes of host memory for the checkpoint image: ",
+                       std::strerror(errno)));
+    image.data_ = static_cast<uint8_t *>(p);
+    return image;
+  }
+  ArenaImage(ArenaImage &&other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(other.size_) {}
+  ArenaImage(const ArenaImage &) = delete;
+  ArenaImage &operator=(const ArenaImage &) = delete;
+  ArenaImage &operator=(ArenaImage &&) = delete;
+  ~ArenaImage() {
+    if (data_ != nullptr)
+      munmap(data_, size_);
+  }
+  uint8_t *data() const { return data_; }
+
+private:
+  ArenaImage() = default;
+  uint8_t *data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+} // namespace
+
 absl::StatusOr<std::string>
-Trainer::saveCheckpoint(const std::string &rootDir) const {
+Trainer::saveCheckpoint(const std::string &rootDir) {
   if (gradientsPending_)
     return absl::FailedPreconditionError(
         "cannot save in the middle of a step: call optimizerStep() first");
@@ -187,7 +313,17 @@ Trainer::saveCheckpoint(const std::string &rootDir) const {
   state.totalSteps = totalSteps_;
   state.shuffle = shuffle_;
   state.planName = plan_.proto.name();
-  return braid::saveCheckpoint(rootDir, plan_, arena_.data(), state);
+  // Only the fp32 masters and moments are saved: weight copies are cast
+  // from the masters again by "init" on resume.
+  if (const uint8_t *arena = device_->hostArena())
+    return braid::saveCheckpoint(rootDir, plan_, arena, state);
+  absl::StatusOr<ArenaImage> image =
+      ArenaImage::create(plan_.proto.memory().arena_bytes());
+  if (!image.ok())
+    return image.status();
+  if (absl::Status s = copyCheckpointTensors(image->data(), false); !s.ok())
+    return s;
+  return braid::saveCheckpoint(rootDir, plan_, image->data(), state);
 }
 
 absl::StatusOr<std::string> Trainer::resume(const std::string &dir) {
@@ -206,19 +342,33 @@ absl::StatusOr<std::string> Trainer::resume(const std::string &dir) {
   const int64_t total = explicitTotal_ ? totalSteps_ : state.totalSteps;
   if (absl::Status s = checkRunLength(plan_.proto.train(), total); !s.ok())
     return s;
-  ckpt->copyInto(plan_, arena_.data());
+  if (uint8_t *arena = device_->hostArena()) {
+    ckpt->copyInto(plan_, arena);
+  } else {
+    absl::StatusOr<ArenaImage> image =
+        ArenaImage::create(plan_.proto.memory().arena_bytes());
+    if (!image.ok())
+      return image.status();
+    ckpt->copyInto(plan_, image->data());
+    if (absl::Status s = copyCheckpointTensors(image->data(), true); !s.ok())
+      return s;
+  }
   // Gradients are zero between steps; a step interrupted before its
   // optimizer update leaves them partly accumulated.
   for (uint32_t id : plan_.parameters) {
     const plan::Tensor &g =
         plan_.proto.tensors(plan_.proto.tensors(id).param().grad());
-    std::memset(arena_.data() + g.offset(), 0, g.size_bytes());
+    if (absl::Status s = device_->zero(g.offset(), g.size_bytes()); !s.ok())
+      return s;
   }
   gradientsPending_ = false;
   stepsDone_ = state.step;
   cursor_ = state.dataCursor;
   totalSteps_ = total;
   schedule_ = LrSchedule(plan_.proto.train(), total);
+  // The weight copies follow the restored masters.
+  if (absl::Status s = runInit(); !s.ok())
+    return s;
   return *found;
 }
 

@@ -1,24 +1,31 @@
-// Training a loaded plan in-process: the arena, the executor, the data and
-// the optimizer-step bookkeeping, without any printing. braid-run drives it
-// through runTraining (TrainingLoop.h); tests drive it directly.
+// Training a loaded plan in-process: the device (its arena and programs), the
+// data and the optimizer-step bookkeeping, without any printing. braid-run
+// drives it through runTraining (TrainingLoop.h); tests drive it directly.
 //
 // One optimizer step t (1-based) is: for each micro-batch m, fill the INPUT
 // tensors with samples cursor + m * B .. cursor + m * B + B - 1, run
-// "micro_batch" with KernelContext{t, m, lr(t), seed} and read the loss; then
-// run "optimizer" with the same context and read the gradient norm.
+// "micro_batch" with StepValues{t, m, lr(t), seed} and read the loss; then
+// run "optimizer" with the same values and read the gradient norm. A plan
+// with an "init" program (BF16 plans: it casts the masters to their weight
+// copies) has it run once after the parameters are initialised, and again
+// after every resume.
+//
+// Every byte goes through the DeviceBackend (runtime/device), so the same
+// code trains on the CPU and on a GPU; the plan's device (LoadedPlan::device)
+// chooses which.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/cpu/ThreadPool.h"
 #include "runtime/data/DataLoader.h"
-#include "runtime/device/cpu/CpuArena.h"
-#include "runtime/executor/Executor.h"
+#include "runtime/device/DeviceBackend.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/train/LrSchedule.h"
 
@@ -32,6 +39,8 @@ struct TrainerOptions {
   bool shuffle = false;
   // Kernel threads; 0: ThreadPool::defaultThreadCount().
   int numThreads = 0;
+  // CUDA plans: replay programs as CUDA graphs after their first run.
+  bool cudaGraphs = true;
 };
 
 struct StepResult {
@@ -43,10 +52,11 @@ struct StepResult {
 
 class Trainer {
 public:
-  // Allocates the arena, binds the executor, and initialises the parameters
-  // (docs/numerics.md). The plan's kernel registry must outlive the trainer.
-  // Fails when the arena cannot be allocated or the data is too short for
-  // one window.
+  // Creates the device of plan.device (allocating the arena and binding the
+  // programs), initialises the parameters (docs/numerics.md) and runs the
+  // "init" program when the plan has one. The plan's kernel registry must
+  // outlive the trainer. Fails when the device or the arena is unavailable
+  // or the data is too short for one window.
   static absl::StatusOr<std::unique_ptr<Trainer>>
   create(LoadedPlan plan, TokenData data, const TrainerOptions &options);
 
@@ -62,9 +72,11 @@ public:
   double learningRate(int64_t step) const { return schedule_.at(step); }
   int numThreads() const { return pool_.size(); }
   const DataLoader &data() const { return data_; }
+  DeviceBackend &device() { return *device_; }
+  const DeviceInfo &deviceInfo() const { return device_->info(); }
 
   // Times every kernel launch into `profile` from now on (null to stop).
-  void setProfile(KernelProfile *profile) { executor_->setProfile(profile); }
+  void setProfile(KernelProfile *profile) { device_->setProfile(profile); }
 
   // Forward and backward of every micro-batch of the next step, leaving the
   // accumulated gradients in the arena; returns the mean loss.
@@ -77,15 +89,19 @@ public:
   // runMicroBatches() then optimizerStep().
   absl::StatusOr<StepResult> trainStep();
 
-  // The bytes of the tensor called `name`; NotFound when the plan has none.
+  // The bytes of the tensor called `name`, in place; NotFound when the plan
+  // has none, FailedPrecondition when the arena is not host memory (a GPU:
+  // use readTensor).
   absl::StatusOr<absl::Span<uint8_t>> tensorBytes(std::string_view name);
   // The same for an f32 tensor; InvalidArgument for another dtype.
   absl::StatusOr<absl::Span<float>> f32Tensor(std::string_view name);
+  // A copy of the bytes of the tensor called `name`, on any device.
+  absl::StatusOr<std::vector<uint8_t>> readTensor(std::string_view name);
 
   // Saves the state after stepsDone() steps under `rootDir` and returns the
   // checkpoint directory. FailedPrecondition between runMicroBatches() and
   // optimizerStep().
-  absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir) const;
+  absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir);
   // Restores the state saved in `dir` (a checkpoint directory, or a
   // directory of them, whose latest is used) and returns the checkpoint
   // directory read. Refuses a checkpoint of another plan or seed, or one
@@ -95,15 +111,21 @@ public:
 private:
   Trainer(LoadedPlan plan, DataLoader data, const TrainerOptions &options,
           int64_t totalSteps);
-  KernelContext context(int64_t step, int64_t microBatch);
-  void fillInputs(int64_t firstSample);
-  float readScalar(uint32_t id) const;
+  StepValues values(int64_t step, int64_t microBatch) const;
+  absl::Status fillInputs(int64_t firstSample);
+  absl::StatusOr<float> readScalar(uint32_t id);
+  // Writes the initial parameters and runs "init".
+  absl::Status initialise();
+  // Runs "init" when the plan has it (after initialisation or a restore).
+  absl::Status runInit();
+  // The persistent tensors a checkpoint holds, copied into (or out of) a
+  // host image of the arena laid out like it; only those bytes are valid.
+  absl::Status copyCheckpointTensors(uint8_t *image, bool toDevice);
 
   LoadedPlan plan_;
   DataLoader data_;
   ThreadPool pool_;
-  CpuArena arena_;
-  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<DeviceBackend> device_;
   bool explicitTotal_;
   bool shuffle_;
   int64_t totalSteps_;

@@ -27,11 +27,24 @@ using File = std::unique_ptr<FILE, int (*)(FILE *)>;
 
 // The measurement MFU is computed against, printed so that a reader knows
 // what "100%" means.
-double peakGflops(const RunOptions &options) {
+double peakGflops(const Trainer &trainer, const RunOptions &options) {
   if (options.peakGflops > 0) {
     std::fprintf(options.out, "peak: %.1f GFLOP/s (from --peak-gflops)\n",
                  options.peakGflops);
     return options.peakGflops;
+  }
+  const DeviceInfo &device = trainer.deviceInfo();
+  if (device.kind == Device::kCUDA) {
+    if (!device.peakGflops) {
+      std::fprintf(options.out,
+                   "peak: unknown for %s (pass --peak-gflops for MFU)\n",
+                   device.name.c_str());
+      return 0;
+    }
+    std::fprintf(options.out,
+                 "peak: %.1f GFLOP/s (dense bf16 datasheet figure of %s)\n",
+                 *device.peakGflops, device.name.c_str());
+    return *device.peakGflops;
   }
   PeakMeasurement m = measureSgemmPeak(0.3);
   std::fprintf(options.out,
@@ -44,15 +57,23 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
   const plan::Plan &plan = trainer.plan().proto;
   const plan::TrainConfig &t = plan.train();
   const DataLoader &data = trainer.data();
+  const DeviceInfo &device = trainer.deviceInfo();
+  std::string where =
+      device.kind == Device::kCUDA
+          ? absl::StrFormat("%s (%s), CUDA graphs %s", device.name,
+                            humanBytes(device.memoryBytes),
+                            device.cudaGraphs ? "on" : "off")
+          : absl::StrFormat("%d threads", trainer.numThreads());
   std::string text = absl::StrFormat(
       "plan %s: %s, %s parameters, %d stream%s | batch %d x %d micro-batches "
-      "x %d tokens | %d threads\n",
+      "x %d tokens | %s\n",
       plan.name(), plan.model().family(),
       humanCount(static_cast<double>(plan.model().num_parameters())),
       plan.num_streams(), plan.num_streams() == 1 ? "" : "s",
-      t.micro_batch_size(), t.num_micro_batches(), t.seq_len(),
-      trainer.numThreads());
-  absl::StrAppend(&text, formatMemoryReport(plan.memory()), "\n");
+      t.micro_batch_size(), t.num_micro_batches(), t.seq_len(), where);
+  absl::StrAppend(&text,
+                  formatMemoryReport(plan.memory(), plan.train().precision()),
+                  "\n");
   absl::StrAppend(
       &text, absl::StrFormat(
                  "data: '%s' (%s), %d tokens, %d windows of %d%s\n",
@@ -80,7 +101,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
   double peak = 0;
   if (!options.quiet) {
     printStartup(trainer, options);
-    peak = peakGflops(options);
+    peak = peakGflops(trainer, options);
     std::fflush(options.out);
   }
   // A checkpoint directory that cannot be made is an error now, not after
@@ -162,6 +183,15 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     std::fprintf(options.out, "kernel profile over %lld steps:\n%s",
                  static_cast<long long>(trainer.stepsDone() - firstStep),
                  profile.format(trainer.stepsDone() - firstStep).c_str());
+  }
+  if (trainer.deviceInfo().kind == Device::kCUDA && !options.quiet) {
+    const DeviceStats stats = trainer.device().stats();
+    std::fprintf(options.out,
+                 "program runs: %lld eager, %lld captured into CUDA graphs, "
+                 "%lld graph replays\n",
+                 static_cast<long long>(stats.eagerRuns),
+                 static_cast<long long>(stats.graphCaptures),
+                 static_cast<long long>(stats.graphReplays));
   }
   if (!options.saveDir.empty() && !savedLast &&
       trainer.stepsDone() > firstStep) {

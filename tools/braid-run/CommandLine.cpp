@@ -90,6 +90,14 @@ const ValueFlag kValueFlags[] = {
        cl.device = v;
        return absl::OkStatus();
      }},
+    {"--cuda-graphs",
+     [](const std::string &v, CommandLine &cl) {
+       if (v != "on" && v != "off")
+         return bad(
+             absl::StrCat("--cuda-graphs must be on or off, not \"", v, "\""));
+       cl.cudaGraphs = v == "on";
+       return absl::OkStatus();
+     }},
     {"--peak-gflops",
      [](const std::string &v, CommandLine &cl) {
        double x;
@@ -198,6 +206,8 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "                       under DIR)\n"
       "  --threads N          kernel threads (default: all cores)\n"
       "  --device D           cpu (default) or cuda\n"
+      "  --cuda-graphs on|off replay each program as a CUDA graph after its\n"
+      "                       first run (default on; --device=cuda only)\n"
       "  --peak-gflops X      peak for MFU instead of measuring sgemm\n"
       "  --quiet              no start-up report or progress lines\n"
       "  --profile            print the time spent in each kernel at the end\n"

@@ -24,6 +24,7 @@ struct CommandLine {
   std::string resumeDir;
   int threads = 0; // 0: the default thread count
   std::string device = "cpu";
+  bool cudaGraphs = true; // --cuda-graphs=on|off (CUDA only)
   double peakGflops = 0; // 0: measure
   bool quiet = false;
   bool profile = false;

@@ -1,4 +1,5 @@
-// braid-run: trains the model of a plan on the CPU. See docs/braid-run.md.
+// braid-run: trains the model of a plan on the CPU or an NVIDIA GPU. See
+// docs/braid-run.md.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "kernels/registry/Kernel.h"
 #include "runtime/data/TokenData.h"
 #include "runtime/data/TokenFormat.h"
+#include "runtime/device/DeviceFactory.h"
 #include "runtime/plan/EmbeddedPlan.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/train/StopSignal.h"
@@ -34,10 +36,10 @@ int fail(const absl::Status &status) {
 absl::StatusOr<std::unique_ptr<Trainer>>
 buildTrainer(const CommandLine &cl,
              const std::optional<std::string> &embedded) {
+  const Device device = cl.device == "cuda" ? Device::kCUDA : Device::kCPU;
   absl::StatusOr<LoadedPlan> plan =
-      embedded
-          ? loadPlan(*embedded, defaultKernelRegistry(), Device::kCPU)
-          : loadPlanFile(cl.planPath, defaultKernelRegistry(), Device::kCPU);
+      embedded ? loadPlan(*embedded, defaultKernelRegistry(), device)
+               : loadPlanFile(cl.planPath, defaultKernelRegistry(), device);
   if (!plan.ok())
     return embedded ? absl::InvalidArgumentError(absl::StrCat(
                           "the embedded plan: ", plan.status().message()))
@@ -54,6 +56,7 @@ buildTrainer(const CommandLine &cl,
   options.totalSteps = cl.steps;
   options.shuffle = cl.shuffle;
   options.numThreads = cl.threads;
+  options.cudaGraphs = cl.cudaGraphs;
   return Trainer::create(std::move(*plan), std::move(*data), options);
 }
 
@@ -82,9 +85,13 @@ absl::StatusOr<bool> resume(const CommandLine &cl, Trainer &trainer) {
 }
 
 int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
-  if (cl.device == "cuda")
-    return fail(absl::UnimplementedError(
-        "this build has no CUDA backend: use --device cpu"));
+  if (cl.device == "cuda") {
+    // Refused before the plan is read: without the backend nothing else
+    // about the run matters.
+    if (absl::Status s = probeDevice(Device::kCUDA); !s.ok())
+      return fail(absl::Status(s.code(),
+                               absl::StrCat("--device=cuda: ", s.message())));
+  }
   absl::StatusOr<std::unique_ptr<Trainer>> trainer = buildTrainer(cl, embedded);
   if (!trainer.ok())
     return fail(trainer.status());

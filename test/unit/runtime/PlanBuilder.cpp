@@ -186,6 +186,9 @@ plan::Plan PlanBuilder::build() {
     case plan::INPUT:
       r->set_input_bytes(r->input_bytes() + t.size_bytes());
       break;
+    case plan::WEIGHT_COPY:
+      r->set_weight_copy_bytes(r->weight_copy_bytes() + t.size_bytes());
+      break;
     case plan::ACTIVATION:
       activationBegin = std::min(activationBegin, t.offset());
       activationEnd = std::max(activationEnd, t.offset() + t.size_bytes());

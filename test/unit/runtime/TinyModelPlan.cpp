@@ -87,6 +87,18 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   }
   for (uint32_t p : {embed, norm, head})
     b.launch(opt, 0, "fill", {}, {b.grad(p)}, {floatAttr("value", 0)});
+  if (o.weightCopies) {
+    t.set_precision("bf16");
+    for (uint32_t p : {embed, head}) {
+      const plan::Tensor &pt = b.plan().tensors(p);
+      std::vector<int64_t> shape(pt.shape().begin(), pt.shape().end());
+      uint32_t copy = b.tensor(pt.name() + ".bf16", shape, plan::BF16,
+                               plan::WEIGHT_COPY);
+      b.plan().mutable_tensors(p)->mutable_param()->set_compute_copy(copy);
+      b.launch("init", 0, "cast", {p}, {copy});
+      b.launch(opt, 0, "cast", {p}, {copy});
+    }
+  }
   return b.build();
 }
 

@@ -23,6 +23,11 @@ struct TinyModelOptions {
   // Also save the embedding under this name (tied weights).
   std::string embeddingAlias;
   bool positions = false;
+  // A BF16 plan (train.precision "bf16") in which the embedding and the LM
+  // head get bf16 WEIGHT_COPY tensors ("<name>.bf16"), cast from the
+  // masters by an "init" program and again after each AdamW step. Compute
+  // still reads the f32 masters, so the losses equal the FP32 plan's.
+  bool weightCopies = false;
 };
 
 plan::Plan tinyModelPlan(const TinyModelOptions &options = {});

@@ -1,0 +1,99 @@
+// The device a rank trains on, as the Trainer sees it: one arena holding every
+// tensor of the plan, and the plan's programs run over it. The Trainer goes
+// through this interface for every byte it puts into or takes out of the
+// arena, so the same training code drives the CPU (cpu/CpuDevice.h: the arena
+// is host memory, programs run on worker threads) and a GPU
+// (cuda/CudaDevice.h: the arena is device memory, programs run on CUDA
+// streams, optionally as CUDA graphs).
+//
+// Ordering: calls are made from one thread. Work a call starts (a run, an
+// input copy, a scalar copy) may still be in flight on return; every later
+// call observes it as finished. Errors of in-flight work surface at the next
+// call that waits for it (collectScalars, read, or a staging buffer reuse).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/registry/Kernel.h"
+#include "runtime/profile/KernelProfile.h"
+
+namespace braid {
+
+// What a device says about itself, for reports.
+struct DeviceInfo {
+  Device kind = Device::kCPU;
+  // "CPU", or the GPU's name as the driver reports it ("NVIDIA H200").
+  std::string name;
+  // Memory of the GPU; 0 for the CPU, whose arena is ordinary host memory.
+  uint64_t memoryBytes = 0;
+  // CPU kernel threads; 0 on a GPU.
+  int threads = 0;
+  // The GPU's dense bf16 peak when this build knows the model (GpuPeaks.h).
+  std::optional<double> peakGflops;
+  // Whether programs are captured into CUDA graphs after their first run.
+  bool cudaGraphs = false;
+};
+
+// How the programs ran so far (CUDA graphs on a GPU; all eager on a CPU).
+struct DeviceStats {
+  int64_t eagerRuns = 0;    // runs that launched every kernel from the host
+  int64_t graphCaptures = 0; // runs that captured a graph, then launched it
+  int64_t graphReplays = 0;  // runs that launched an existing graph
+};
+
+class DeviceBackend {
+public:
+  virtual ~DeviceBackend() = default;
+
+  virtual const DeviceInfo &info() const = 0;
+
+  // The arena when it is host memory (the CPU), so that callers may read and
+  // write tensors in place; null when it lives in device memory.
+  virtual uint8_t *hostArena() = 0;
+
+  // Copies `bytes` bytes at arena offset `offset` out to `out` / in from
+  // `in`, after all work started so far, and returns once the copy is
+  // complete. The range must lie within the arena (callers take it from a
+  // validated plan).
+  virtual absl::Status read(uint64_t offset, void *out, uint64_t bytes) = 0;
+  virtual absl::Status write(uint64_t offset, const void *in,
+                             uint64_t bytes) = 0;
+  // Sets `bytes` bytes at `offset` to zero, ordered after all work so far.
+  virtual absl::Status zero(uint64_t offset, uint64_t bytes) = 0;
+
+  // Host memory of the size of INPUT tensor `tensor`, for the values the
+  // next run() reads. On the CPU it is the tensor itself; on a GPU a pinned
+  // staging buffer that run() copies to the device before the program.
+  // Valid until the next run(). May wait for an earlier copy out of the same
+  // buffer to finish.
+  virtual absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor) = 0;
+
+  // Runs the program called `program` with `values` (the kernels' step,
+  // micro-batch, learning rate and seed), after copying the inputs staged
+  // since the previous run. NotFound when the plan has no such program.
+  virtual absl::Status run(std::string_view program,
+                           const StepValues &values) = 0;
+
+  // Asks for the value of the f32 scalar tensor `tensor` as the work started
+  // so far leaves it; collectScalars() returns it. Lets a GPU copy scalars
+  // back without waiting after every run.
+  virtual absl::Status requestScalar(uint32_t tensor) = 0;
+  // Waits for the work started so far and returns the requested scalars in
+  // the order they were asked for, forgetting them.
+  virtual absl::StatusOr<std::vector<float>> collectScalars() = 0;
+
+  // While set, the time of every kernel launch on stream 0 is added to
+  // `profile` (null to stop). On a GPU, profiled runs are eager.
+  virtual void setProfile(KernelProfile *profile) = 0;
+
+  virtual DeviceStats stats() const = 0;
+};
+
+} // namespace braid

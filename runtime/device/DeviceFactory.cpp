@@ -1,0 +1,51 @@
+#include "runtime/device/DeviceFactory.h"
+
+#include "runtime/device/cpu/CpuDevice.h"
+#if BRAID_HAVE_CUDA
+#include "runtime/device/cuda/CudaDevice.h"
+#include "runtime/device/cuda/CudaProbe.h"
+#endif
+
+namespace braid {
+
+bool haveCudaBackend() {
+#if BRAID_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+absl::Status probeDevice(Device device) {
+  if (device == Device::kCPU)
+    return absl::OkStatus();
+#if BRAID_HAVE_CUDA
+  absl::StatusOr<CudaGpu> gpu = probeCudaGpu();
+  return gpu.ok() ? absl::OkStatus() : gpu.status();
+#else
+  return absl::FailedPreconditionError(
+      "this braid-run was built without the CUDA backend (no nvcc at build "
+      "time); use --device=cpu, or rebuild where the CUDA toolkit is "
+      "installed");
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<DeviceBackend>>
+createDevice(const LoadedPlan &plan, ThreadPool *pool,
+             const DeviceOptions &options) {
+  if (plan.device == Device::kCPU) {
+    absl::StatusOr<std::unique_ptr<CpuDevice>> cpu =
+        CpuDevice::create(plan, pool);
+    if (!cpu.ok())
+      return cpu.status();
+    return std::unique_ptr<DeviceBackend>(std::move(*cpu));
+  }
+#if BRAID_HAVE_CUDA
+  return createCudaDevice(plan, options.cudaGraphs);
+#else
+  (void)options;
+  return probeDevice(Device::kCUDA);
+#endif
+}
+
+} // namespace braid

@@ -1,0 +1,54 @@
+// The CPU as a device: the arena is host memory (CpuArena), programs run on
+// the Executor (stream 0 on the calling thread, other streams on worker
+// threads), and kernels split their work over a ThreadPool. Everything a
+// call starts has finished when it returns, so staging an input is writing
+// the tensor itself and a requested scalar is read at once.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/ThreadPool.h"
+#include "runtime/device/DeviceBackend.h"
+#include "runtime/device/cpu/CpuArena.h"
+#include "runtime/executor/Executor.h"
+#include "runtime/plan/PlanLoader.h"
+
+namespace braid {
+
+class CpuDevice final : public DeviceBackend {
+public:
+  // Allocates the zero-filled arena of `plan` and binds its programs. The
+  // plan (loaded for Device::kCPU), its kernel registry and `pool` must
+  // outlive the device. ResourceExhausted, naming the size, when the arena
+  // cannot be allocated.
+  static absl::StatusOr<std::unique_ptr<CpuDevice>>
+  create(const LoadedPlan &plan, ThreadPool *pool);
+
+  const DeviceInfo &info() const override { return info_; }
+  uint8_t *hostArena() override { return arena_.data(); }
+  absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
+  absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
+  absl::Status zero(uint64_t offset, uint64_t bytes) override;
+  absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor) override;
+  absl::Status run(std::string_view program, const StepValues &values) override;
+  absl::Status requestScalar(uint32_t tensor) override;
+  absl::StatusOr<std::vector<float>> collectScalars() override;
+  void setProfile(KernelProfile *profile) override {
+    executor_->setProfile(profile);
+  }
+  DeviceStats stats() const override { return stats_; }
+
+private:
+  CpuDevice(const LoadedPlan &plan, ThreadPool *pool);
+
+  const LoadedPlan &plan_;
+  ThreadPool *pool_;
+  DeviceInfo info_;
+  CpuArena arena_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<float> scalars_;
+  DeviceStats stats_;
+};
+
+} // namespace braid

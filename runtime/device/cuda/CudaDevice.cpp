@@ -1,0 +1,539 @@
+#include "runtime/device/cuda/CudaDevice.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/CublasLtApi.h"
+#include "runtime/device/GpuPeaks.h"
+#include "runtime/device/cuda/CudaHandles.h"
+#include "runtime/device/cuda/CudaProbe.h"
+#include "runtime/device/cuda/CudaStatus.h"
+#include "runtime/device/cuda/GraphPolicy.h"
+#include "runtime/device/cuda/StreamSchedule.h"
+
+namespace braid {
+namespace {
+
+// Alignment of the regions after the arena in the single allocation.
+constexpr uint64_t kRegionAlignment = 256;
+// cuBLASLt scratch per stream: what NVIDIA recommends for Hopper.
+constexpr uint64_t kWorkspaceBytes = 32ull << 20;
+// Pinned step-value slots: a slot is reused only after the copy out of it
+// has run, which the ring makes rare (one wait per kStepSlots runs at most).
+constexpr int kStepSlots = 64;
+// Pinned scalar slots between two collectScalars() calls.
+constexpr size_t kScalarSlots = 4096;
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct BlasLtRelease {
+  const cuda::CublasLtApi *api = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  ~BlasLtRelease() {
+    if (api && handle)
+      cuda::destroyHandle(*api, handle);
+  }
+};
+
+class CudaDevice final : public DeviceBackend {
+public:
+  CudaDevice(const LoadedPlan &plan, bool cudaGraphs)
+      : plan_(plan), cudaGraphs_(cudaGraphs) {}
+  ~CudaDevice() override;
+
+  absl::Status init(const CudaGpu &gpu);
+
+  const DeviceInfo &info() const override { return info_; }
+  uint8_t *hostArena() override { return nullptr; }
+  absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
+  absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
+  absl::Status zero(uint64_t offset, uint64_t bytes) override;
+  absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor) override;
+  absl::Status run(std::string_view program, const StepValues &values) override;
+  absl::Status requestScalar(uint32_t tensor) override;
+  absl::StatusOr<std::vector<float>> collectScalars() override;
+  void setProfile(KernelProfile *profile) override { profile_ = profile; }
+  DeviceStats stats() const override { return stats_; }
+
+private:
+  // One instruction of a program, bound to device memory.
+  struct Op {
+    LoadedInstruction::Kind kind = LoadedInstruction::Kind::kLaunch;
+    uint32_t stream = 0;
+    const KernelDef *kernel = nullptr;
+    std::vector<TensorView> ins;
+    std::vector<TensorView> outs;
+    const KernelParams *params = nullptr;
+    // kRecord: the slot to record (or none); kWait: the slots to wait for.
+    std::optional<uint32_t> recordSlot;
+    std::vector<uint32_t> waitSlots;
+  };
+  struct Program {
+    std::string name;
+    std::vector<Op> ops;
+    std::vector<uint32_t> streams; // ascending, 0 first
+    std::vector<CudaEvent> slots;
+    GraphPolicy policy{false, std::nullopt};
+    CudaGraphExec graph;
+  };
+  struct StagedInput {
+    uint32_t tensor = 0;
+    PinnedMemory host;
+    CudaEvent copied; // recorded after the copy out of `host`
+    bool pending = false; // copied has been recorded and not yet waited on
+    bool staged = false;  // stageInput handed it out since the last run
+  };
+
+  uint8_t *at(uint64_t offset) const {
+    return static_cast<uint8_t *>(memory_.get()) + offset;
+  }
+  cudaStream_t stream(uint32_t s) const { return streams_[s].get(); }
+  absl::Status bindPrograms();
+  absl::Status enqueue(Program &program, const KernelContext *contexts,
+                       bool profiling);
+  absl::Status copyIn(const StepValues &values);
+
+  const LoadedPlan &plan_;
+  const bool cudaGraphs_;
+  DeviceInfo info_;
+  const cuda::CublasLtApi *blasApi_ = nullptr;
+  BlasLtRelease blasLt_;
+  // arena | step values | workspace per stream
+  DeviceMemory memory_;
+  uint64_t stepValuesOffset_ = 0;
+  uint64_t workspaceOffset_ = 0;
+  std::vector<CudaStream> streams_;
+  CudaEvent fork_;
+  std::vector<CudaEvent> joins_;
+  std::vector<GpuContext> gpuContexts_;
+  std::vector<Program> programs_;
+  std::vector<StagedInput> inputs_;
+  // Pinned ring of step values and the event after each slot's copy.
+  PinnedMemory stepHost_;
+  std::vector<CudaEvent> stepCopied_;
+  std::vector<bool> stepPending_;
+  int nextStepSlot_ = 0;
+  // Pinned scalar slots, filled by copies on stream 0.
+  PinnedMemory scalarHost_;
+  size_t scalarsRequested_ = 0;
+  // Profiling: one start/stop pair per timed launch of a run.
+  std::vector<std::pair<CudaEvent, CudaEvent>> timers_;
+  KernelProfile *profile_ = nullptr;
+  DeviceStats stats_;
+};
+
+CudaDevice::~CudaDevice() {
+  // Nothing may still run over the memory released below.
+  if (!streams_.empty())
+    (void)cudaDeviceSynchronize();
+}
+
+absl::Status CudaDevice::init(const CudaGpu &gpu) {
+  BRAID_CUDA_TRY(cudaSetDevice(gpu.ordinal));
+  info_.kind = Device::kCUDA;
+  info_.name = gpu.name;
+  info_.memoryBytes = gpu.memoryBytes;
+  if (std::optional<double> tflops = bf16DensePeakTflops(gpu.name))
+    info_.peakGflops = *tflops * 1000.0;
+  info_.cudaGraphs = cudaGraphs_;
+
+  absl::StatusOr<const cuda::CublasLtApi *> api = cuda::loadCublasLt();
+  if (!api.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot use a GPU: ", api.status().message()));
+  blasApi_ = *api;
+  absl::StatusOr<cublasLtHandle_t> handle = cuda::createHandle(*blasApi_);
+  if (!handle.ok())
+    return handle.status();
+  blasLt_.api = blasApi_;
+  blasLt_.handle = *handle;
+
+  const uint32_t numStreams = plan_.proto.num_streams();
+  const uint64_t arenaBytes = plan_.proto.memory().arena_bytes();
+  stepValuesOffset_ = alignUp(arenaBytes, kRegionAlignment);
+  workspaceOffset_ =
+      alignUp(stepValuesOffset_ + sizeof(StepValues), kRegionAlignment);
+  const uint64_t total = workspaceOffset_ + numStreams * kWorkspaceBytes;
+  void *memory = nullptr;
+  if (cudaError_t err = cudaMalloc(&memory, total); err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate the arena on ", gpu.name, ": ", total,
+        " bytes (arena ", arenaBytes, " + step values + cuBLASLt workspaces) "
+        "asked for, ", cudaGetErrorString(err)));
+  }
+  memory_ = DeviceMemory(memory);
+  // On the legacy default stream, which the non-blocking streams below do
+  // not order against: finish it before anything else touches the arena.
+  BRAID_CUDA_TRY(cudaMemset(memory, 0, total));
+  BRAID_CUDA_TRY(cudaDeviceSynchronize());
+
+  for (uint32_t s = 0; s < numStreams; ++s) {
+    cudaStream_t st = nullptr;
+    BRAID_CUDA_TRY(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    streams_.emplace_back(st);
+  }
+  auto newEvent = [](CudaEvent &out) -> absl::Status {
+    cudaEvent_t e = nullptr;
+    BRAID_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    out = CudaEvent(e);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = newEvent(fork_); !s.ok())
+    return s;
+  joins_.resize(numStreams);
+  for (CudaEvent &e : joins_)
+    if (absl::Status s = newEvent(e); !s.ok())
+      return s;
+
+  const auto *stepValues =
+      reinterpret_cast<const StepValues *>(at(stepValuesOffset_));
+  gpuContexts_.resize(numStreams);
+  for (uint32_t s = 0; s < numStreams; ++s) {
+    GpuContext &g = gpuContexts_[s];
+    g.stream = stream(s);
+    g.blasLt = blasLt_.handle;
+    g.workspace = at(workspaceOffset_ + s * kWorkspaceBytes);
+    g.workspaceBytes = kWorkspaceBytes;
+    g.api = blasApi_;
+    g.stepValues = stepValues;
+  }
+
+  // Pinned staging: the inputs, the step-value ring and the scalars.
+  for (uint32_t id : {plan_.tokens, plan_.labels}) {
+    inputs_.emplace_back();
+    inputs_.back().tensor = id;
+  }
+  if (plan_.positions) {
+    inputs_.emplace_back();
+    inputs_.back().tensor = *plan_.positions;
+  }
+  for (StagedInput &in : inputs_) {
+    void *host = nullptr;
+    BRAID_CUDA_TRY(cudaMallocHost(
+        &host, std::max<uint64_t>(1, plan_.proto.tensors(in.tensor).size_bytes())));
+    in.host = PinnedMemory(host);
+    if (absl::Status s = newEvent(in.copied); !s.ok())
+      return s;
+  }
+  void *stepHost = nullptr;
+  BRAID_CUDA_TRY(cudaMallocHost(&stepHost, kStepSlots * sizeof(StepValues)));
+  stepHost_ = PinnedMemory(stepHost);
+  stepCopied_.resize(kStepSlots);
+  stepPending_.assign(kStepSlots, false);
+  for (CudaEvent &e : stepCopied_)
+    if (absl::Status s = newEvent(e); !s.ok())
+      return s;
+  void *scalarHost = nullptr;
+  BRAID_CUDA_TRY(cudaMallocHost(&scalarHost, kScalarSlots * sizeof(float)));
+  scalarHost_ = PinnedMemory(scalarHost);
+  return bindPrograms();
+}
+
+absl::Status CudaDevice::bindPrograms() {
+  const uint32_t numStreams = plan_.proto.num_streams();
+  auto view = [&](uint32_t id) {
+    return TensorView{at(plan_.proto.tensors(id).offset()), &plan_.descs[id]};
+  };
+  programs_.reserve(plan_.programs.size());
+  for (size_t p = 0; p < plan_.programs.size(); ++p) {
+    const LoadedProgram &loaded = plan_.programs[p];
+    StreamSchedule schedule =
+        scheduleProgram(loaded, static_cast<int>(p), numStreams);
+    Program &program = programs_.emplace_back();
+    program.name = loaded.name;
+    program.streams = schedule.streams;
+    program.policy = GraphPolicy(cudaGraphs_, schedule.graphRefusal);
+    if (cudaGraphs_ && schedule.graphRefusal)
+      std::fprintf(stderr, "braid-run: note: %s\n",
+                   schedule.graphRefusal->c_str());
+    for (uint32_t i = 0; i < schedule.numSlots; ++i) {
+      cudaEvent_t e = nullptr;
+      BRAID_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      program.slots.emplace_back(e);
+    }
+    // Event work by instruction index; launches are bound directly.
+    std::vector<const EventOp *> eventOf(loaded.instructions.size(), nullptr);
+    for (const EventOp &e : schedule.eventOps)
+      eventOf[e.instruction] = &e;
+    for (size_t i = 0; i < loaded.instructions.size(); ++i) {
+      const LoadedInstruction &inst = loaded.instructions[i];
+      Op op;
+      op.kind = inst.kind;
+      op.stream = inst.stream;
+      if (inst.kind == LoadedInstruction::Kind::kLaunch) {
+        op.kernel = inst.kernel;
+        op.params = &inst.params;
+        for (uint32_t id : inst.inputs)
+          op.ins.push_back(view(id));
+        for (uint32_t id : inst.outputs)
+          op.outs.push_back(view(id));
+      } else {
+        const EventOp *e = eventOf[i];
+        if (e == nullptr)
+          continue; // a record no wait needs, or a wait with nothing to wait for
+        if (e->kind == EventOp::Kind::kRecord)
+          op.recordSlot = e->slot;
+        else
+          op.waitSlots = e->waitSlots;
+      }
+      program.ops.push_back(std::move(op));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::read(uint64_t offset, void *out, uint64_t bytes) {
+  if (bytes == 0)
+    return absl::OkStatus();
+  BRAID_CUDA_TRY(cudaMemcpyAsync(out, at(offset), bytes, cudaMemcpyDeviceToHost,
+                                 stream(0)));
+  BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::write(uint64_t offset, const void *in,
+                               uint64_t bytes) {
+  if (bytes == 0)
+    return absl::OkStatus();
+  BRAID_CUDA_TRY(cudaMemcpyAsync(at(offset), in, bytes, cudaMemcpyHostToDevice,
+                                 stream(0)));
+  // `in` is the caller's memory, valid only until this call returns.
+  BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::zero(uint64_t offset, uint64_t bytes) {
+  if (bytes == 0)
+    return absl::OkStatus();
+  BRAID_CUDA_TRY(cudaMemsetAsync(at(offset), 0, bytes, stream(0)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Span<uint8_t>> CudaDevice::stageInput(uint32_t tensor) {
+  for (StagedInput &in : inputs_) {
+    if (in.tensor != tensor)
+      continue;
+    // The previous run's copy must have read the buffer before it is
+    // refilled.
+    if (in.pending) {
+      BRAID_CUDA_TRY(cudaEventSynchronize(in.copied.get()));
+      in.pending = false;
+    }
+    in.staged = true;
+    return absl::Span<uint8_t>(static_cast<uint8_t *>(in.host.get()),
+                               plan_.proto.tensors(tensor).size_bytes());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("tensor ", tensor, " is not an INPUT of the plan"));
+}
+
+// Stream 0, before the program: the staged inputs and this run's step
+// values, from pinned memory.
+absl::Status CudaDevice::copyIn(const StepValues &values) {
+  for (StagedInput &in : inputs_) {
+    if (!in.staged)
+      continue;
+    const plan::Tensor &t = plan_.proto.tensors(in.tensor);
+    BRAID_CUDA_TRY(cudaMemcpyAsync(at(t.offset()), in.host.get(),
+                                   t.size_bytes(), cudaMemcpyHostToDevice,
+                                   stream(0)));
+    BRAID_CUDA_TRY(cudaEventRecord(in.copied.get(), stream(0)));
+    in.pending = true;
+    in.staged = false;
+  }
+  const int slot = nextStepSlot_;
+  nextStepSlot_ = (nextStepSlot_ + 1) % kStepSlots;
+  if (stepPending_[slot])
+    BRAID_CUDA_TRY(cudaEventSynchronize(stepCopied_[slot].get()));
+  StepValues *host = static_cast<StepValues *>(stepHost_.get()) + slot;
+  *host = values;
+  BRAID_CUDA_TRY(cudaMemcpyAsync(at(stepValuesOffset_), host,
+                                 sizeof(StepValues), cudaMemcpyHostToDevice,
+                                 stream(0)));
+  BRAID_CUDA_TRY(cudaEventRecord(stepCopied_[slot].get(), stream(0)));
+  stepPending_[slot] = true;
+  return absl::OkStatus();
+}
+
+// Fork from stream 0, the program's instructions, join back into stream 0.
+// Eager or under capture alike: nothing here may synchronise with the host.
+absl::Status CudaDevice::enqueue(Program &program,
+                                 const KernelContext *contexts,
+                                 bool profiling) {
+  BRAID_CUDA_TRY(cudaEventRecord(fork_.get(), stream(0)));
+  for (uint32_t s : program.streams)
+    if (s != 0)
+      BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(s), fork_.get(), 0));
+  size_t timed = 0;
+  for (const Op &op : program.ops) {
+    switch (op.kind) {
+    case LoadedInstruction::Kind::kLaunch: {
+      const bool time = profiling && op.stream == 0;
+      if (time) {
+        if (timed == timers_.size()) {
+          cudaEvent_t a = nullptr, b = nullptr;
+          BRAID_CUDA_TRY(cudaEventCreate(&a));
+          BRAID_CUDA_TRY(cudaEventCreate(&b));
+          timers_.emplace_back(CudaEvent(a), CudaEvent(b));
+        }
+        BRAID_CUDA_TRY(cudaEventRecord(timers_[timed].first.get(), stream(0)));
+      }
+      op.kernel->run(KernelArgs{op.ins, op.outs, op.params,
+                                &contexts[op.stream]});
+      if (time)
+        BRAID_CUDA_TRY(
+            cudaEventRecord(timers_[timed++].second.get(), stream(0)));
+      break;
+    }
+    case LoadedInstruction::Kind::kRecord:
+      BRAID_CUDA_TRY(cudaEventRecord(program.slots[*op.recordSlot].get(),
+                                     stream(op.stream)));
+      break;
+    case LoadedInstruction::Kind::kWait:
+      for (uint32_t slot : op.waitSlots)
+        BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(op.stream),
+                                           program.slots[slot].get(), 0));
+      break;
+    }
+  }
+  for (uint32_t s : program.streams) {
+    if (s == 0)
+      continue;
+    BRAID_CUDA_TRY(cudaEventRecord(joins_[s].get(), stream(s)));
+    BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(0), joins_[s].get(), 0));
+  }
+  BRAID_CUDA_TRY(cudaGetLastError());
+  if (profiling && timed > 0) {
+    BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+    size_t k = 0;
+    for (const Op &op : program.ops) {
+      if (op.kind != LoadedInstruction::Kind::kLaunch || op.stream != 0)
+        continue;
+      float ms = 0;
+      BRAID_CUDA_TRY(cudaEventElapsedTime(&ms, timers_[k].first.get(),
+                                          timers_[k].second.get()));
+      profile_->add(op.kernel->name, ms / 1000.0);
+      ++k;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
+  Program *program = nullptr;
+  for (Program &p : programs_)
+    if (p.name == name)
+      program = &p;
+  if (program == nullptr)
+    return absl::NotFoundError(
+        absl::StrCat("the plan has no program named \"",
+                     absl::string_view(name.data(), name.size()), "\""));
+  if (absl::Status s = copyIn(values); !s.ok())
+    return s;
+
+  // Kernels read the per-run values from gpu->stepValues; the host copies
+  // below serve kernels that only size their launches from them.
+  std::vector<KernelContext> contexts(gpuContexts_.size());
+  for (size_t s = 0; s < contexts.size(); ++s) {
+    contexts[s].step = values.step;
+    contexts[s].microBatch = values.microBatch;
+    contexts[s].lr = values.lr;
+    contexts[s].seed = values.seed;
+    contexts[s].gpu = &gpuContexts_[s];
+  }
+
+  // The arena is allocated once, so every graph stays valid: epoch 0.
+  constexpr uint64_t kEpoch = 0;
+  const bool profiling = profile_ != nullptr;
+  const GraphPolicy::Action action = program->policy.next(kEpoch, profiling);
+  absl::Status status;
+  switch (action) {
+  case GraphPolicy::Action::kEager:
+    status = enqueue(*program, contexts.data(), profiling);
+    if (status.ok())
+      ++stats_.eagerRuns;
+    break;
+  case GraphPolicy::Action::kCapture: {
+    BRAID_CUDA_TRY(
+        cudaStreamBeginCapture(stream(0), cudaStreamCaptureModeThreadLocal));
+    absl::Status enqueued = enqueue(*program, contexts.data(), false);
+    cudaGraph_t graph = nullptr;
+    cudaError_t ended = cudaStreamEndCapture(stream(0), &graph);
+    CudaGraph owned(graph);
+    if (!enqueued.ok())
+      return absl::Status(
+          enqueued.code(),
+          absl::StrCat("capturing program \"", program->name,
+                       "\" into a CUDA graph: ", enqueued.message(),
+                       " (run with --cuda-graphs=off to avoid graphs)"));
+    if (absl::Status s = cudaStatus(ended, "cudaStreamEndCapture"); !s.ok())
+      return absl::Status(
+          s.code(), absl::StrCat("capturing program \"", program->name,
+                                 "\" into a CUDA graph: ", s.message(),
+                                 " (a kernel synchronised or allocated during "
+                                 "capture; run with --cuda-graphs=off)"));
+    cudaGraphExec_t exec = nullptr;
+    BRAID_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+    program->graph = CudaGraphExec(exec);
+    BRAID_CUDA_TRY(cudaGraphLaunch(exec, stream(0)));
+    ++stats_.graphCaptures;
+    status = absl::OkStatus();
+    break;
+  }
+  case GraphPolicy::Action::kReplay:
+    BRAID_CUDA_TRY(cudaGraphLaunch(program->graph.get(), stream(0)));
+    ++stats_.graphReplays;
+    status = absl::OkStatus();
+    break;
+  }
+  program->policy.ran(action, kEpoch, status.ok());
+  return status;
+}
+
+absl::Status CudaDevice::requestScalar(uint32_t tensor) {
+  if (scalarsRequested_ == kScalarSlots)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("more than ", kScalarSlots,
+                     " scalars requested without collectScalars()"));
+  float *slot = static_cast<float *>(scalarHost_.get()) + scalarsRequested_++;
+  BRAID_CUDA_TRY(cudaMemcpyAsync(slot, at(plan_.proto.tensors(tensor).offset()),
+                                 sizeof(float), cudaMemcpyDeviceToHost,
+                                 stream(0)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> CudaDevice::collectScalars() {
+  BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+  const float *host = static_cast<const float *>(scalarHost_.get());
+  std::vector<float> out(host, host + scalarsRequested_);
+  scalarsRequested_ = 0;
+  return out;
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceBackend>>
+createCudaDevice(const LoadedPlan &plan, bool cudaGraphs) {
+  if (plan.device != Device::kCUDA)
+    return absl::InvalidArgumentError(
+        "the plan was loaded for the CPU; load it for Device::kCUDA to run "
+        "it on a GPU");
+  absl::StatusOr<CudaGpu> gpu = probeCudaGpu();
+  if (!gpu.ok())
+    return gpu.status();
+  auto device = std::make_unique<CudaDevice>(plan, cudaGraphs);
+  if (absl::Status s = device->init(*gpu); !s.ok())
+    return s;
+  return std::unique_ptr<DeviceBackend>(std::move(device));
+}
+
+} // namespace braid

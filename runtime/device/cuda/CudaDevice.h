@@ -1,0 +1,39 @@
+// An NVIDIA GPU as a device (docs/gpu-backend.md).
+//
+// One cudaMalloc holds the plan's arena, the step values the kernels read
+// (StepValues, refreshed from pinned host memory before each run) and one
+// cuBLASLt workspace per plan stream. Each plan stream is a CUDA stream; the
+// plan's counter events become CUDA events (StreamSchedule.h). A run is
+// enqueued from the calling thread in program order:
+//
+//   stream 0: copy staged inputs and step values in, record "fork"
+//   stream s: wait "fork", its instructions, record "join s"
+//   stream 0: wait every "join s"
+//
+// so every run starts and ends on stream 0 and the next one (or a copy the
+// runtime orders on stream 0) sees it finished. The part between fork and
+// join is what a CUDA graph captures (GraphPolicy.h decides when); the
+// copies stay outside the graph, and the kernels read everything that changes
+// per run from the step-values buffer, so replaying the graph is the same as
+// running the program eagerly.
+//
+// This header is free of CUDA so that the device factory compiles without
+// the toolkit's headers.
+#pragma once
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runtime/device/DeviceBackend.h"
+#include "runtime/plan/PlanLoader.h"
+
+namespace braid {
+
+// Probes the GPU (CudaProbe.h), loads cuBLASLt, allocates and zero-fills the
+// arena and binds the programs of `plan`, which must have been loaded for
+// Device::kCUDA and must outlive the device. `cudaGraphs`: capture programs
+// into CUDA graphs after their first run and replay them.
+absl::StatusOr<std::unique_ptr<DeviceBackend>>
+createCudaDevice(const LoadedPlan &plan, bool cudaGraphs);
+
+} // namespace braid
