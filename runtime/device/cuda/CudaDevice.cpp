@@ -99,11 +99,21 @@ private:
   absl::Status bindPrograms();
   absl::Status enqueue(Program &program, const KernelContext *contexts,
                        bool profiling);
+  // Captures the program into a graph and launches it. On failure nothing
+  // of the program has run and no stream is left capturing, unless the
+  // returned status says otherwise (`recoverable` false).
+  absl::Status capture(Program &program, const KernelContext *contexts,
+                       bool *recoverable);
   absl::Status copyIn(const StepValues &values);
+  // The error of a kernel launch of `program`, as a sentence.
+  absl::Status launchError(const Program &program, cudaError_t err) const;
+  // `what` failed while waiting for work started earlier.
+  absl::Status waitError(std::string_view what, cudaError_t err) const;
 
   const LoadedPlan &plan_;
   const bool cudaGraphs_;
   DeviceInfo info_;
+  int ccMajor_ = 0, ccMinor_ = 0; // compute capability
   const cuda::CublasLtApi *blasApi_ = nullptr;
   BlasLtRelease blasLt_;
   // arena | step values | workspace per stream
@@ -144,6 +154,8 @@ absl::Status CudaDevice::init(const CudaGpu &gpu) {
   if (std::optional<double> tflops = bf16DensePeakTflops(gpu.name))
     info_.peakGflops = *tflops * 1000.0;
   info_.cudaGraphs = cudaGraphs_;
+  ccMajor_ = gpu.major;
+  ccMinor_ = gpu.minor;
 
   absl::StatusOr<const cuda::CublasLtApi *> api = cuda::loadCublasLt();
   if (!api.ok())
@@ -296,7 +308,8 @@ absl::Status CudaDevice::read(uint64_t offset, void *out, uint64_t bytes) {
     return absl::OkStatus();
   BRAID_CUDA_TRY(cudaMemcpyAsync(out, at(offset), bytes, cudaMemcpyDeviceToHost,
                                  stream(0)));
-  BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
+    return waitError("cudaStreamSynchronize", err);
   return absl::OkStatus();
 }
 
@@ -307,7 +320,8 @@ absl::Status CudaDevice::write(uint64_t offset, const void *in,
   BRAID_CUDA_TRY(cudaMemcpyAsync(at(offset), in, bytes, cudaMemcpyHostToDevice,
                                  stream(0)));
   // `in` is the caller's memory, valid only until this call returns.
-  BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
+    return waitError("cudaStreamSynchronize", err);
   return absl::OkStatus();
 }
 
@@ -325,7 +339,9 @@ absl::StatusOr<absl::Span<uint8_t>> CudaDevice::stageInput(uint32_t tensor) {
     // The previous run's copy must have read the buffer before it is
     // refilled.
     if (in.pending) {
-      BRAID_CUDA_TRY(cudaEventSynchronize(in.copied.get()));
+      if (cudaError_t err = cudaEventSynchronize(in.copied.get());
+          err != cudaSuccess)
+        return waitError("cudaEventSynchronize", err);
       in.pending = false;
     }
     in.staged = true;
@@ -352,8 +368,11 @@ absl::Status CudaDevice::copyIn(const StepValues &values) {
   }
   const int slot = nextStepSlot_;
   nextStepSlot_ = (nextStepSlot_ + 1) % kStepSlots;
-  if (stepPending_[slot])
-    BRAID_CUDA_TRY(cudaEventSynchronize(stepCopied_[slot].get()));
+  if (stepPending_[slot]) {
+    if (cudaError_t err = cudaEventSynchronize(stepCopied_[slot].get());
+        err != cudaSuccess)
+      return waitError("cudaEventSynchronize", err);
+  }
   StepValues *host = static_cast<StepValues *>(stepHost_.get()) + slot;
   *host = values;
   BRAID_CUDA_TRY(cudaMemcpyAsync(at(stepValuesOffset_), host,
@@ -369,6 +388,9 @@ absl::Status CudaDevice::copyIn(const StepValues &values) {
 absl::Status CudaDevice::enqueue(Program &program,
                                  const KernelContext *contexts,
                                  bool profiling) {
+  // Kernel launches report errors only through cudaGetLastError: start from
+  // a clean slate, so that the check below sees this program's launches.
+  (void)cudaGetLastError();
   BRAID_CUDA_TRY(cudaEventRecord(fork_.get(), stream(0)));
   for (uint32_t s : program.streams)
     if (s != 0)
@@ -411,9 +433,11 @@ absl::Status CudaDevice::enqueue(Program &program,
     BRAID_CUDA_TRY(cudaEventRecord(joins_[s].get(), stream(s)));
     BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(0), joins_[s].get(), 0));
   }
-  BRAID_CUDA_TRY(cudaGetLastError());
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+    return launchError(program, err);
   if (profiling && timed > 0) {
-    BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+    if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
+      return waitError("cudaStreamSynchronize", err);
     size_t k = 0;
     for (const Op &op : program.ops) {
       if (op.kind != LoadedInstruction::Kind::kLaunch || op.stream != 0)
@@ -454,7 +478,7 @@ absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
   // The arena is allocated once, so every graph stays valid: epoch 0.
   constexpr uint64_t kEpoch = 0;
   const bool profiling = profile_ != nullptr;
-  const GraphPolicy::Action action = program->policy.next(kEpoch, profiling);
+  GraphPolicy::Action action = program->policy.next(kEpoch, profiling);
   absl::Status status;
   switch (action) {
   case GraphPolicy::Action::kEager:
@@ -463,30 +487,29 @@ absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
       ++stats_.eagerRuns;
     break;
   case GraphPolicy::Action::kCapture: {
-    BRAID_CUDA_TRY(
-        cudaStreamBeginCapture(stream(0), cudaStreamCaptureModeThreadLocal));
-    absl::Status enqueued = enqueue(*program, contexts.data(), false);
-    cudaGraph_t graph = nullptr;
-    cudaError_t ended = cudaStreamEndCapture(stream(0), &graph);
-    CudaGraph owned(graph);
-    if (!enqueued.ok())
+    bool recoverable = true;
+    status = capture(*program, contexts.data(), &recoverable);
+    if (status.ok()) {
+      ++stats_.graphCaptures;
+      break;
+    }
+    const std::string why =
+        absl::StrCat("capturing program \"", program->name,
+                     "\" into a CUDA graph failed: ", status.message());
+    if (!recoverable)
       return absl::Status(
-          enqueued.code(),
-          absl::StrCat("capturing program \"", program->name,
-                       "\" into a CUDA graph: ", enqueued.message(),
-                       " (run with --cuda-graphs=off to avoid graphs)"));
-    if (absl::Status s = cudaStatus(ended, "cudaStreamEndCapture"); !s.ok())
-      return absl::Status(
-          s.code(), absl::StrCat("capturing program \"", program->name,
-                                 "\" into a CUDA graph: ", s.message(),
-                                 " (a kernel synchronised or allocated during "
-                                 "capture; run with --cuda-graphs=off)"));
-    cudaGraphExec_t exec = nullptr;
-    BRAID_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
-    program->graph = CudaGraphExec(exec);
-    BRAID_CUDA_TRY(cudaGraphLaunch(exec, stream(0)));
-    ++stats_.graphCaptures;
-    status = absl::OkStatus();
+          status.code(),
+          absl::StrCat(why, "; a stream was left capturing, so nothing more "
+                            "can run (run with --cuda-graphs=off)"));
+    // Nothing of the program ran: run it eagerly now, and from now on.
+    std::fprintf(stderr,
+                 "braid-run: note: %s; the program runs without a graph\n",
+                 why.c_str());
+    program->policy.refuse(why);
+    action = GraphPolicy::Action::kEager;
+    status = enqueue(*program, contexts.data(), false);
+    if (status.ok())
+      ++stats_.eagerRuns;
     break;
   }
   case GraphPolicy::Action::kReplay:
@@ -497,6 +520,74 @@ absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
   }
   program->policy.ran(action, kEpoch, status.ok());
   return status;
+}
+
+absl::Status CudaDevice::capture(Program &program,
+                                 const KernelContext *contexts,
+                                 bool *recoverable) {
+  *recoverable = true;
+  BRAID_CUDA_TRY(
+      cudaStreamBeginCapture(stream(0), cudaStreamCaptureModeThreadLocal));
+  absl::Status enqueued = enqueue(program, contexts, /*profiling=*/false);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream(0), &graph);
+  CudaGraph owned(graph);
+  // Ending the capture on its origin ends it for every stream that joined;
+  // a stream still capturing would swallow whatever is enqueued next.
+  for (uint32_t s : program.streams) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream(s), &capturing) != cudaSuccess ||
+        capturing != cudaStreamCaptureStatusNone)
+      *recoverable = false;
+  }
+  // A failed capture leaves its error behind; it has been taken into
+  // `enqueued` or `ended`.
+  (void)cudaGetLastError();
+  if (!enqueued.ok())
+    return enqueued;
+  if (ended != cudaSuccess) {
+    const absl::Status s = cudaStatus(ended, "cudaStreamEndCapture");
+    return absl::Status(
+        s.code(), absl::StrCat(s.message(),
+                               " (a kernel synchronised, allocated or used "
+                               "the legacy default stream while it was "
+                               "captured)"));
+  }
+  cudaGraphExec_t exec = nullptr;
+  BRAID_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+  CudaGraphExec ownedExec(exec);
+  BRAID_CUDA_TRY(cudaGraphLaunch(exec, stream(0)));
+  program.graph = std::move(ownedExec);
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::launchError(const Program &program,
+                                     cudaError_t err) const {
+  std::string message = absl::StrCat(
+      "launching the kernels of program \"", program.name, "\" on ",
+      info_.name, " failed: ", cudaGetErrorString(err), " (",
+      cudaGetErrorName(err), ")");
+  if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidPtx ||
+      err == cudaErrorUnsupportedPtxVersion)
+    absl::StrAppend(&message,
+                    "; this build's CUDA kernels do not run on compute "
+                    "capability ",
+                    ccMajor_, ".", ccMinor_,
+                    " (rebuild with -DCMAKE_CUDA_ARCHITECTURES=", ccMajor_,
+                    ccMinor_, ")");
+  return absl::InternalError(std::move(message));
+}
+
+absl::Status CudaDevice::waitError(std::string_view what,
+                                   cudaError_t err) const {
+  const absl::Status s = cudaStatus(err, what);
+  return absl::Status(
+      s.code(),
+      absl::StrCat("waiting for the work started on ", info_.name, ": ",
+                   s.message(),
+                   "; a kernel launched since the last wait may be the "
+                   "cause (run with --cuda-graphs=off and "
+                   "CUDA_LAUNCH_BLOCKING=1 to find it)"));
 }
 
 absl::Status CudaDevice::requestScalar(uint32_t tensor) {
@@ -512,7 +603,10 @@ absl::Status CudaDevice::requestScalar(uint32_t tensor) {
 }
 
 absl::StatusOr<std::vector<float>> CudaDevice::collectScalars() {
-  BRAID_CUDA_TRY(cudaStreamSynchronize(stream(0)));
+  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess) {
+    scalarsRequested_ = 0;
+    return waitError("cudaStreamSynchronize", err);
+  }
   const float *host = static_cast<const float *>(scalarHost_.get());
   std::vector<float> out(host, host + scalarsRequested_);
   scalarsRequested_ = 0;

@@ -15,7 +15,9 @@
 // join is what a CUDA graph captures (GraphPolicy.h decides when); the
 // copies stay outside the graph, and the kernels read everything that changes
 // per run from the step-values buffer, so replaying the graph is the same as
-// running the program eagerly.
+// running the program eagerly. A capture that fails has run nothing: the
+// program then runs eagerly, with a note on stderr, and is not captured
+// again.
 //
 // This header is free of CUDA so that the device factory compiles without
 // the toolkit's headers.

@@ -31,6 +31,11 @@ void GraphPolicy::ran(Action action, uint64_t arenaEpoch, bool succeeded) {
   }
 }
 
+void GraphPolicy::refuse(std::string why) {
+  refusal_ = std::move(why);
+  graphEpoch_.reset();
+}
+
 const char *graphActionName(GraphPolicy::Action action) {
   switch (action) {
   case GraphPolicy::Action::kEager:

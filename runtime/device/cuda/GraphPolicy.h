@@ -11,8 +11,9 @@
 // buffer, so a replay is the same as an eager run. A graph is re-captured
 // when the memory it was captured over changes (a new arena epoch), and
 // never made when graphs are off or the program's order cannot be expressed
-// as a graph (StreamSchedule's refusal). While a profile is attached, runs
-// are eager so that each launch can be timed; the graph is kept.
+// as a graph (StreamSchedule's refusal), and no longer tried once a capture
+// has failed (refuse()). While a profile is attached, runs are eager so that
+// each launch can be timed; the graph is kept.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,9 @@ public:
   // Reports how a run of `action` went. A failed run changes nothing, so the
   // same action is chosen again.
   void ran(Action action, uint64_t arenaEpoch, bool succeeded);
+  // Stops capturing for good: a capture failed for `why` (a sentence). Runs
+  // are eager from then on, and any graph is forgotten.
+  void refuse(std::string why);
 
   // Whether the program may ever be captured, and if not, why (nullopt when
   // graphs are merely switched off).
