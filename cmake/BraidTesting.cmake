@@ -18,7 +18,8 @@ endfunction()
 function(braid_add_gpu_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/test/gpu/GpuTestMain.cpp)
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest CUDA::cudart_static)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} braid_cuda_kernels GTest::gtest
+    CUDA::cudart_static)
   target_compile_definitions(${name} PRIVATE
     BRAID_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     BRAID_BINARY_DIR="${PROJECT_BINARY_DIR}"

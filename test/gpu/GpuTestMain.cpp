@@ -1,11 +1,13 @@
-// main() of every GPU test: runs the tests when a CUDA device is usable and
-// otherwise exits with 77, which ctest reports as a skipped test, so the
-// suite stays green on machines without a GPU.
+// main() of every GPU test: runs the tests when a CUDA device and cuBLASLt
+// are usable and otherwise exits with 77, which ctest reports as a skipped
+// test, so the suite stays green on machines without a GPU.
 #include <cstdio>
+#include <string>
 
 #include <cuda_runtime.h>
 
 #include "gtest/gtest.h"
+#include "kernels/cuda/CublasLtApi.h"
 
 int main(int argc, char **argv) {
   int devices = 0;
@@ -13,6 +15,11 @@ int main(int argc, char **argv) {
   if (err != cudaSuccess || devices == 0) {
     std::printf("no usable CUDA device (%s): skipping\n",
                 err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    return 77;
+  }
+  if (auto api = braid::cuda::loadCublasLt(); !api.ok()) {
+    std::printf("cuBLASLt is not usable (%s): skipping\n",
+                std::string(api.status().message()).c_str());
     return 77;
   }
   ::testing::InitGoogleTest(&argc, argv);
