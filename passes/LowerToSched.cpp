@@ -11,7 +11,11 @@
 //    the micro-batch: it becomes the persistent weight copy `@NAME.bf16`,
 //    written by a `cast` launch in `@init` and again at the end of
 //    `@optimizer`, after AdamW has changed the master. The micro-batch reads
-//    the copy, so each weight is rounded once per step, not once per use.
+//    the copy, so each weight is rounded once per step, not once per use;
+//  * the fused LM head and cross-entropy (braid-fuse-linear-cross-entropy)
+//    lowers like the ops it replaces: its weight-gradient op accumulates as
+//    linear_grad_weight does, and both of its backward ops get the
+//    1/num_micro_batches scale of cross_entropy_grad_input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -252,7 +256,8 @@ void Lowering::planGradientSinks() {
   for (auto &[v, sink] : gradSink_) {
     Operation *def = v.getDefiningOp();
     if (!def || !isa<LinearGradWeightOp, LayerNormGradWeightOp,
-                     RMSNormGradWeightOp, EmbeddingGradWeightOp>(def))
+                     RMSNormGradWeightOp, EmbeddingGradWeightOp,
+                     LinearCrossEntropyGradWeightOp>(def))
       continue;
     if (llvm::all_of(def->getResults(), [&](Value r) {
           return gradSink_.count(r) && r.hasOneUse();
@@ -336,7 +341,8 @@ LogicalResult Lowering::lowerMicroBatch() {
     SmallVector<NamedAttribute> extra;
     if (accumulate)
       extra.push_back(b_.getNamedAttr("accumulate", b_.getI64IntegerAttr(1)));
-    if (isa<CrossEntropyGradInputOp>(op))
+    if (isa<CrossEntropyGradInputOp, LinearCrossEntropyGradInputOp,
+            LinearCrossEntropyGradWeightOp>(op))
       extra.push_back(
           b_.getNamedAttr("scale", b_.getF64FloatAttr(1.0 / numMicro)));
     StringRef kernel = op.getName().stripDialect();

@@ -14,9 +14,12 @@
 #include <algorithm>
 #include <numeric>
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include "dialects/sched/SchedOps.h"
 #include "passes/analysis/Liveness.h"
@@ -108,19 +111,22 @@ int64_t placeTransients(std::vector<LiveRange> &ranges, int64_t base) {
   return peak;
 }
 
+// The index of the first backward launch; -1 when there is none.
+int64_t backwardBoundary(const std::vector<sched::LaunchOp> &launches) {
+  for (size_t i = 0; i < launches.size(); ++i) {
+    sched::LaunchOp launch = launches[i];
+    StringRef k = launch.getKernel();
+    if (k.ends_with("_grad_input") || k.ends_with("_grad_weight"))
+      return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
 // Bytes live across the forward/backward boundary: what the forward pass
 // saves for the backward pass.
 int64_t savedAcrossBoundary(const std::vector<LiveRange> &ranges,
                             const std::vector<sched::LaunchOp> &launches) {
-  int64_t boundary = -1;
-  for (size_t i = 0; i < launches.size(); ++i) {
-    sched::LaunchOp launch = launches[i];
-    StringRef k = launch.getKernel();
-    if (k.ends_with("_grad_input") || k.ends_with("_grad_weight")) {
-      boundary = static_cast<int64_t>(i);
-      break;
-    }
-  }
+  int64_t boundary = backwardBoundary(launches);
   if (boundary < 0)
     return 0;
   int64_t saved = 0;
@@ -128,6 +134,95 @@ int64_t savedAcrossBoundary(const std::vector<LiveRange> &ranges,
     if (r.begin < boundary && r.end >= boundary)
       saved += r.bytes;
   return saved;
+}
+
+// The transformer layer a global belongs to: the first dot-separated part
+// of its name that is a number ("model.layers.3.mlp.up_proj.weight" and its
+// ".grad" and ".bf16" relatives are layer 3); -1 for globals outside the
+// layers (embeddings, final norm, head, inputs, scalars).
+int64_t layerOfGlobal(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  for (StringRef part : parts) {
+    int64_t index;
+    if (!part.empty() && llvm::all_of(part, llvm::isDigit) &&
+        !part.getAsInteger(10, index))
+      return index;
+  }
+  return -1;
+}
+
+// Transient bytes attributed to one layer of one micro-batch.
+struct LayerBytes {
+  int64_t forward = 0;  // buffers first written by the layer's forward
+  int64_t saved = 0;    // of those, the ones alive into backward
+  int64_t backward = 0; // buffers first written by the layer's backward
+  bool operator==(const LayerBytes &o) const {
+    return forward == o.forward && saved == o.saved && backward == o.backward;
+  }
+};
+
+// Attributes each launch of @micro_batch to a layer: the layer of the
+// parameters (or their gradients and copies) it reads or writes. A launch
+// that touches none belongs with its neighbour in the direction the layers
+// run: in forward the launch before it (a residual add after its
+// projection), in backward the launch after it (a dropout gradient before
+// the projection's gradients). Launches touching only globals outside the
+// layers count for no layer. Each transient buffer's bytes go to the layer
+// of the launch that first writes it.
+std::vector<LayerBytes>
+activationsPerLayer(const std::vector<LiveRange> &ranges,
+                    const std::vector<sched::LaunchOp> &launches,
+                    int64_t boundary) {
+  const int64_t n = static_cast<int64_t>(launches.size());
+  const int64_t split = boundary < 0 ? n : boundary;
+  // -2: touches no parameter; -1: only parameters outside the layers.
+  std::vector<int64_t> layerOf(n, -2);
+  for (int64_t i = 0; i < n; ++i) {
+    for (Value v : launches[i]->getOperands()) {
+      auto get = v.getDefiningOp<sched::GetGlobalOp>();
+      if (!get)
+        continue;
+      auto global = SymbolTable::lookupNearestSymbolFrom<sched::GlobalOp>(
+          get, get.getGlobalAttr());
+      if (!global)
+        continue;
+      StringRef kind = global.getKind();
+      if (kind != "parameter" && kind != "gradient" && kind != "weight_copy")
+        continue;
+      layerOf[i] = std::max<int64_t>(
+          std::max<int64_t>(layerOf[i], -1),
+          layerOfGlobal(global.getSymName()));
+    }
+  }
+  int64_t current = -1;
+  for (int64_t i = 0; i < split; ++i)
+    layerOf[i] = current = layerOf[i] == -2 ? current : layerOf[i];
+  current = -1;
+  for (int64_t i = n - 1; i >= split; --i)
+    layerOf[i] = current = layerOf[i] == -2 ? current : layerOf[i];
+  int64_t numLayers = 0;
+  for (int64_t l : layerOf)
+    numLayers = std::max(numLayers, l + 1);
+  // Numbers in names that are not layer indices (more layers than
+  // launches): no per-layer figures rather than a vector that size.
+  if (numLayers > n)
+    return {};
+  std::vector<LayerBytes> perLayer(numLayers);
+  for (const LiveRange &r : ranges) {
+    int64_t layer = layerOf[r.begin];
+    if (layer < 0)
+      continue;
+    LayerBytes &l = perLayer[layer];
+    if (boundary < 0 || r.begin < boundary) {
+      l.forward += r.bytes;
+      if (boundary >= 0 && r.end >= boundary)
+        l.saved += r.bytes;
+    } else {
+      l.backward += r.bytes;
+    }
+  }
+  return perLayer;
 }
 
 std::string humanBytes(int64_t bytes) {
@@ -183,6 +278,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     if (failed(checkAddressable(module)))
       return signalPassFailure();
     MemoryTotals totals;
+    std::vector<LayerBytes> perLayer;
     int64_t transientBase = alignUp(placeGlobals(module, totals));
 
     for (auto program : module.getOps<sched::ProgramOp>()) {
@@ -191,8 +287,11 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       numTransient += ranges.size();
       int64_t peak = placeTransients(ranges, transientBase);
       totals.activationPeak = std::max(totals.activationPeak, peak);
-      if (program.getSymName() == "micro_batch")
+      if (program.getSymName() == "micro_batch") {
         totals.savedActivations = savedAcrossBoundary(ranges, launches);
+        perLayer = activationsPerLayer(ranges, launches,
+                                       backwardBoundary(launches));
+      }
     }
     totals.arena = transientBase + totals.activationPeak;
 
@@ -230,6 +329,27 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       line("activations (peak)", totals.activationPeak);
       line("  saved for backward", totals.savedActivations);
       line("arena", totals.arena);
+      // Transient bytes per layer and micro-batch, runs of equal layers on
+      // one line: what fusion and recompute change.
+      if (!perLayer.empty()) {
+        os << llvm::format("  %-22s %14s %14s %14s\n",
+                           "activations per layer", "forward", "saved",
+                           "backward");
+        for (size_t i = 0; i < perLayer.size();) {
+          size_t j = i;
+          while (j + 1 < perLayer.size() && perLayer[j + 1] == perLayer[i])
+            ++j;
+          std::string label =
+              i == j ? "layer " + std::to_string(i)
+                     : "layers " + std::to_string(i) + "-" + std::to_string(j);
+          os << llvm::format("    %-20s %14lld %14lld %14lld\n",
+                             label.c_str(),
+                             static_cast<long long>(perLayer[i].forward),
+                             static_cast<long long>(perLayer[i].saved),
+                             static_cast<long long>(perLayer[i].backward));
+          i = j + 1;
+        }
+      }
     }
   }
 };

@@ -113,6 +113,7 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
                     "micro_batch_size, seq_len, steps and adamw { lr }");
   if (spec.has_model() && spec.has_train())
     checkSequence(spec, counting);
+  validateCompile(spec.compile(), counting);
   // Sizes are only meaningful once every one of them is valid.
   if (counting.count() == 0)
     validateSizes(spec, counting);

@@ -2,6 +2,9 @@
 // with its message; test/unit/spec covers each one.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "compiler/spec/RuleChecks.h"
 #include "compiler/spec/spec.pb.h"
 
@@ -21,6 +24,13 @@ void validateArchitecture(const spec::Architecture &model, RuleSink &sink);
 // TrainingRules.cpp: batch, sequence, optimizer, schedule, dropout and
 // precision.
 void validateTraining(const spec::Training &train, RuleSink &sink);
+
+// CompileRules.cpp: the `compile` settings (the fusion list).
+void validateCompile(const spec::Compile &compile, RuleSink &sink);
+
+// The fusion names a spec's compile.fusion may list, in pipeline order (the
+// fusions of passes/fuse/FusionSet.cpp).
+const std::vector<std::string> &knownFusionNames();
 
 // SpecSizes.cpp: sizes whose products overflow 64-bit integers. Assumes the
 // other rules passed.

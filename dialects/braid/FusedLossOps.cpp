@@ -5,3 +5,52 @@
 using namespace mlir;
 using namespace braid;
 using namespace braid::verify;
+
+namespace {
+
+// x [..., D], w [V, D] of one element type, labels [...], lse [...] and a
+// positive chunk.
+LogicalResult verifyHead(Operation *op, Value x, Value w, Value labels,
+                         Value lse, int64_t chunk) {
+  if (failed(expectRank(op, w, 2, "weight")) ||
+      failed(expectMinRank(op, x, 1, "input")) ||
+      failed(expectSameElementType(op, w, x, "weight", "input")))
+    return failure();
+  if (lastDim(x) != shapeOf(w)[1])
+    return op->emitOpError() << "input features " << lastDim(x)
+                             << " do not match weight in-features "
+                             << shapeOf(w)[1];
+  if (shapeOf(w)[0] == 0)
+    return op->emitOpError("the vocabulary (weight rows) must not be empty");
+  if (failed(expectShape(op, labels, leading(x), "labels")) ||
+      failed(expectShape(op, lse, leading(x), "lse")))
+    return failure();
+  if (chunk <= 0)
+    return op->emitOpError("chunk must be positive");
+  return success();
+}
+
+} // namespace
+
+LogicalResult LinearCrossEntropyOp::verify() {
+  return verifyHead(*this, getInput(), getWeight(), getLabels(), getLse(),
+                    getChunk());
+}
+
+LogicalResult LinearCrossEntropyGradInputOp::verify() {
+  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(), getLse(),
+                        getChunk())))
+    return failure();
+  return expectLike(*this, getInputGrad(), getInput(), "input gradient",
+                    "input");
+}
+
+LogicalResult LinearCrossEntropyGradWeightOp::verify() {
+  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(), getLse(),
+                        getChunk())) ||
+      failed(expectShape(*this, getWeightGrad(), shapeOf(getWeight()),
+                         "weight gradient")))
+    return failure();
+  return expectWeightGradType(*this, getWeightGrad(), getInput(),
+                              "weight gradient", "input");
+}

@@ -1,11 +1,142 @@
 // Checks of the LM head fused with cross-entropy, and multi-tensor AdamW (docs/fusion.md).
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
 #include "kernels/checks/LaunchChecker.h"
 
 namespace braid::checks {
+namespace {
+
+constexpr absl::string_view kStatistics =
+    "per-row statistics stay f32 in every plan";
+
+// x [..., D], weight [V, D], labels [...] and, from input `lseIn` on, lse
+// [...]: what the three linear_cross_entropy kernels share. `chunk` is
+// optional and positive.
+absl::Status checkHead(const LaunchChecker &c, int lseIn) {
+  Operand x = c.in(0), w = c.in(1), labels = c.in(2);
+  BRAID_KERNEL_TRY(c.floatStorage(x));
+  BRAID_KERNEL_TRY(c.sameDtype(w, x));
+  BRAID_KERNEL_TRY(c.dtype(labels, DType::kI32));
+  BRAID_KERNEL_TRY(c.minRank(x, 1, "[..., D]"));
+  BRAID_KERNEL_TRY(c.rank(w, 2, "[V, D]"));
+  const int64_t d = x.lastDim(), v = w.dim(0);
+  if (w.dim(1) != d)
+    return c.error(absl::StrCat(w.label, " has shape ", shapeString(w.shape()),
+                                ", expected [V, ", d,
+                                "] to match input 0's last dimension ", d));
+  if (v == 0)
+    return c.error(absl::StrCat(w.label, " has shape ", shapeString(w.shape()),
+                                "; the vocabulary V must not be empty"));
+  const std::vector<int64_t> rows = leadingDims(*x.desc);
+  int64_t n = 1;
+  for (int64_t r : rows)
+    n *= r;
+  if (n == 0)
+    return c.error(absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
+                                " with no rows; the mean loss of no tokens is "
+                                "undefined"));
+  if (n > INT_MAX || v > INT_MAX || d > INT_MAX)
+    return c.error(absl::StrCat(
+        "the CPU GEMM takes at most ", INT_MAX, " rows and columns; ",
+        x.label, " has shape ", shapeString(x.shape()), " and ", w.label,
+        " has shape ", shapeString(w.shape())));
+  BRAID_KERNEL_TRY(
+      c.shape(labels, rows, "(the leading dimensions of input 0)"));
+  if (lseIn >= 0) {
+    BRAID_KERNEL_TRY(c.f32(c.in(lseIn), kStatistics));
+    BRAID_KERNEL_TRY(
+        c.shape(c.in(lseIn), rows, "(the leading dimensions of input 0)"));
+  }
+  return c.intParamOr("chunk", 1, 1, INT64_MAX).status();
+}
+
+absl::Status checkLinearCrossEntropy(const KernelSignature &sig) {
+  LaunchChecker c("linear_cross_entropy", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels"}));
+  BRAID_KERNEL_TRY(c.outputs({"loss", "lse"}));
+  BRAID_KERNEL_TRY(checkHead(c, -1));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), "the loss stays f32 in every plan"));
+  BRAID_KERNEL_TRY(c.f32(c.out(1), kStatistics));
+  BRAID_KERNEL_TRY(c.shape(c.out(0), {}, "(a scalar)"));
+  return c.shape(c.out(1), leadingDims(*c.in(0).desc),
+                 "(the leading dimensions of input 0)");
+}
+
+absl::Status checkLinearCrossEntropyGradInput(const KernelSignature &sig) {
+  LaunchChecker c("linear_cross_entropy_grad_input", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels", "lse"}));
+  BRAID_KERNEL_TRY(c.outputs({"dx"}));
+  BRAID_KERNEL_TRY(checkHead(c, 3));
+  BRAID_KERNEL_TRY(c.sameDtype(c.out(0), c.in(0)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(0)));
+  return c.floatParam("scale").status();
+}
+
+absl::Status checkLinearCrossEntropyGradWeight(const KernelSignature &sig) {
+  LaunchChecker c("linear_cross_entropy_grad_weight", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels", "lse"}));
+  BRAID_KERNEL_TRY(c.outputs({"dweight"}));
+  BRAID_KERNEL_TRY(checkHead(c, 3));
+  BRAID_KERNEL_TRY(c.gradWeightDtype(c.out(0), c.in(0)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(1)));
+  BRAID_KERNEL_TRY(c.accumulateParam());
+  return c.floatParam("scale").status();
+}
+
+absl::Status checkRange(const LaunchChecker &c, absl::string_view name,
+                        double lo, bool loOpen) {
+  absl::StatusOr<double> v = c.floatParam(name);
+  if (!v.ok())
+    return v.status();
+  if (loOpen ? *v > lo : *v >= lo)
+    return absl::OkStatus();
+  return c.error(absl::StrCat("parameter '", name, "' is ", *v, ", expected ",
+                              lo, loOpen ? " < " : " <= ", name));
+}
+
+absl::Status checkMultiAdamw(const KernelSignature &sig) {
+  LaunchChecker c("multi_adamw", sig);
+  const int n = c.numIns() - 1;
+  if (n < 1 || c.numOuts() != 3 * n)
+    return c.error(absl::StrCat(
+        "expected n gradients and the norm as inputs and n parameters, n "
+        "exp_avg and n exp_avg_sq as outputs (n >= 1); got ",
+        c.numIns(), " inputs and ", c.numOuts(), " outputs"));
+  BRAID_KERNEL_TRY(c.variadicInputs("grad or norm"));
+  BRAID_KERNEL_TRY(c.variadicOutputs("param, exp_avg or exp_avg_sq"));
+  BRAID_KERNEL_TRY(c.allF32("gradients, parameters and AdamW moments stay "
+                            "f32 in every plan"));
+  BRAID_KERNEL_TRY(c.shape(c.in(n), {}, "(a scalar, from grad_norm)"));
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 3; ++k)
+      BRAID_KERNEL_TRY(c.sameShape(c.out(k * n + i), c.in(i)));
+  BRAID_KERNEL_TRY(checkRange(c, "beta1", 0, false));
+  BRAID_KERNEL_TRY(checkRange(c, "beta2", 0, false));
+  for (absl::string_view beta : {"beta1", "beta2"})
+    if (*c.floatParam(beta) >= 1)
+      return c.error(absl::StrCat("parameter '", beta, "' is ",
+                                  *c.floatParam(beta), ", expected 0 <= ",
+                                  beta, " < 1"));
+  BRAID_KERNEL_TRY(checkRange(c, "eps", 0, true));
+  BRAID_KERNEL_TRY(checkRange(c, "weight_decay", 0, false));
+  BRAID_KERNEL_TRY(checkRange(c, "grad_clip", 0, false));
+  return c.intParam("decayed", 0, n).status();
+}
+
+} // namespace
 
 absl::Span<const NamedCheck> fusedLossChecks() {
-  return {};
+  static constexpr NamedCheck kChecks[] = {
+      {"linear_cross_entropy", checkLinearCrossEntropy},
+      {"linear_cross_entropy_grad_input", checkLinearCrossEntropyGradInput},
+      {"linear_cross_entropy_grad_weight", checkLinearCrossEntropyGradWeight},
+      {"multi_adamw", checkMultiAdamw},
+  };
+  return kChecks;
 }
 
 } // namespace braid::checks

@@ -1,11 +1,446 @@
-// Flash attention on CUDA (docs/fusion.md).
+// flash_attention and flash_attention_grad_input on CUDA (docs/fusion.md,
+// "Attention"): attention without the [B, H, S, S] probabilities. Forward
+// keeps, per query row, a running maximum m, a running sum l of
+// exp(x - m) and an unnormalised output, rescaled by exp(m_old - m_new)
+// whenever a chunk of keys raises the maximum (online softmax), and saves
+// lse = m + log(l). Backward recomputes P = exp(x - lse).
+//
+// Layout of the work as in Attention.cu (one block per row of the [S, S]
+// matrix, warps over keys for the dot products, threads over head-dimension
+// columns for the weighted sums, chunks of kChunk coefficients in shared
+// memory), with no float atomics: every sum has one writer and a fixed
+// order, so results are the same on every run.
+//
+// Masks: key j is visible from query i iff (!causal || j <= i || j < prefix)
+// and, with segment ids, seg[b, i] == seg[b, j]. Dropout draws are those of
+// the reference: element ((b * H + h) * S + i) * S + j of dropoutKey(seed,
+// rng_offset, step, micro_batch), the step values read from device memory.
+//
+// Backward runs three kernels:
+//   A (one warp per query row): D_i = do_i . o_i, which equals
+//     rowsum(dP * P), kept in the first 4 bytes of dq's slice for the row
+//     and head (dq is written last); recomputed where the slice is
+//     narrower (bf16 with Dh = 1).
+//   B (one block per key row (b, hk, j)): dk_j and dv_j summed over the
+//     group's query heads in order, then query rows in order.
+//   C (one block per query row): dq_i = scale * sum_j dS_ij k_j.
+//
+// Workspace: none.
+#include <cmath>
+
+#include "kernels/common/Random.h"
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/CudaKernels.h"
+#include "kernels/cuda/RowKernelUtil.cuh"
 
 namespace braid::cuda {
+namespace {
+
+using rows::Bf16;
+using rows::blockMax;
+using rows::blockSum;
+using rows::kBlock;
+using rows::kWarps;
+using rows::load;
+using rows::store;
+using rows::warpSum;
+
+// Keys (or query rows) whose coefficients sit in shared memory at once.
+constexpr int64_t kChunk = 1024;
+// Head-dimension columns a thread accumulates; wider heads take several
+// passes.
+constexpr int kColsPerThread = 4;
+constexpr int64_t kDTile = int64_t{kBlock} * kColsPerThread;
+
+struct Geometry {
+  int64_t b, s, h, hkv, dh, group;
+  int64_t qStride, kvStride;
+  int32_t causal;
+  int64_t prefix;
+  float scale;
+  int32_t dropout;
+  uint64_t threshold;
+  float dropScale;
+  int64_t rngOffset;
+  const int32_t *seg; // [B, S] or null
+
+  // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
+  __device__ int64_t rowEnd(int64_t i) const {
+    return causal ? max(i + 1, prefix) : s;
+  }
+  __device__ int64_t firstRowSeeing(int64_t j) const {
+    return !causal || j < prefix ? 0 : j;
+  }
+  __device__ bool visible(int64_t bi, int64_t i, int64_t j) const {
+    if (j >= rowEnd(i))
+      return false;
+    return !seg || seg[bi * s + i] == seg[bi * s + j];
+  }
+  __device__ int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
+    return ((bi * h + hi) * s + i) * s;
+  }
+};
+
+__device__ __forceinline__ uint64_t maskKey(const Geometry &g,
+                                            const StepValues *steps) {
+  return steps ? rng::dropoutKey(steps->seed, g.rngOffset, steps->step,
+                                 steps->microBatch)
+               : rng::dropoutKey(0, g.rngOffset, 1, 0);
+}
+
+__device__ __forceinline__ float dropFactor(const Geometry &g, uint64_t key,
+                                            int64_t n) {
+  if (!g.dropout)
+    return 1.0f;
+  return (rng::draw(key, static_cast<uint64_t>(n)) >> 40) >= g.threshold
+             ? g.dropScale
+             : 0.0f;
+}
+
+template <typename T>
+__device__ __forceinline__ float warpDot(const T *__restrict__ a,
+                                         const T *__restrict__ b, int64_t dh) {
+  const int lane = threadIdx.x & 31;
+  float acc = 0.0f;
+  for (int64_t d = lane; d < dh; d += 32)
+    acc += load(a, d) * load(b, d);
+  return warpSum(acc);
+}
+
+__device__ __forceinline__ void putStat(float *slot, float v) { slot[0] = v; }
+__device__ __forceinline__ void putStat(Bf16 *slot, float v) {
+  const uint32_t u = __float_as_uint(v);
+  slot[0] = static_cast<Bf16>(u & 0xffffu);
+  slot[1] = static_cast<Bf16>(u >> 16);
+}
+__device__ __forceinline__ float getStat(const float *slot) { return slot[0]; }
+__device__ __forceinline__ float getStat(const Bf16 *slot) {
+  return __uint_as_float(static_cast<uint32_t>(slot[0]) |
+                         (static_cast<uint32_t>(slot[1]) << 16));
+}
+
+// --- forward -----------------------------------------------------------------
+
+// One block per query row (b, h, i); chunks of keys in order. Each chunk:
+// scores into shared memory (masked ones -inf), the chunk's maximum, the
+// new running maximum, exp(x - m), the running sum, and the output
+// columns rescaled and extended by the chunk's weighted value rows.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    flashForward(const T *__restrict__ q, const T *__restrict__ k,
+                 const T *__restrict__ v, T *__restrict__ o,
+                 float *__restrict__ lse, Geometry g,
+                 const StepValues *__restrict__ steps) {
+  __shared__ float buf[kChunk];
+  __shared__ float red[kWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint64_t key = maskKey(g, steps);
+  const int64_t numRows = g.b * g.h * g.s;
+  for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
+    const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
+    const int64_t n = g.rowEnd(i);
+    const T *qRow = q + (bi * g.s + i) * g.qStride + hi * g.dh;
+    const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
+    const T *kHead = k + kvOff, *vHead = v + kvOff;
+    const int64_t base = g.probsRow(bi, hi, i);
+    T *oRow = o + (bi * g.s + i) * g.qStride + hi * g.dh;
+    // Each head-dimension tile walks the keys again; the statistics of the
+    // first walk are the ones saved (later walks compute the same values).
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t dt0 = 0; dt0 < g.dh; dt0 += kDTile) {
+      float out[kColsPerThread] = {};
+      m = -INFINITY;
+      l = 0.0f;
+      for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+        const int64_t j1 = min(n, j0 + kChunk);
+        for (int64_t j = j0 + warp; j < j1; j += kWarps) {
+          const float dot = warpDot(qRow, kHead + j * g.kvStride, g.dh);
+          if (lane == 0)
+            buf[j - j0] = g.visible(bi, i, j) ? dot * g.scale : -INFINITY;
+        }
+        __syncthreads();
+        float cm = -INFINITY;
+        for (int64_t j = j0 + threadIdx.x; j < j1; j += kBlock)
+          cm = fmaxf(cm, buf[j - j0]);
+        cm = blockMax(cm, red);
+        if (cm == -INFINITY) // nothing visible in this chunk
+          continue;
+        const float mNew = fmaxf(m, cm);
+        const float alpha = expf(m - mNew); // 0 on the first visible chunk
+        float part = 0.0f;
+        for (int64_t j = j0 + threadIdx.x; j < j1; j += kBlock) {
+          const float e = expf(buf[j - j0] - mNew);
+          part += e;
+          buf[j - j0] = e * dropFactor(g, key, base + j);
+        }
+        l = l * alpha + blockSum(part, red);
+        m = mNew;
+        for (int c = 0; c < kColsPerThread; ++c) {
+          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+          if (d < g.dh) {
+            float a = out[c] * alpha;
+            for (int64_t j = j0; j < j1; ++j)
+              a += buf[j - j0] * load(vHead, j * g.kvStride + d);
+            out[c] = a;
+          }
+        }
+        __syncthreads();
+      }
+      const float inv = 1.0f / l;
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+        if (d < g.dh)
+          store(oRow, d, out[c] * inv);
+      }
+    }
+    if (threadIdx.x == 0)
+      lse[(bi * g.h + hi) * g.s + i] = m + logf(l);
+  }
+}
+
+// --- backward ----------------------------------------------------------------
+
+// Kernel A: D_i = do_i . o_i, one warp per query row, stashed in dq.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    flashRowDeltas(const T *__restrict__ dout, const T *__restrict__ o,
+                   T *__restrict__ dq, Geometry g) {
+  const int64_t numRows = g.b * g.h * g.s;
+  const int lane = threadIdx.x & 31;
+  for (int64_t u = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5);
+       u < numRows; u += int64_t{gridDim.x} * kWarps) {
+    const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
+    const int64_t off = (bi * g.s + i) * g.qStride + hi * g.dh;
+    const float dlt = warpDot(dout + off, o + off, g.dh);
+    if (lane == 0)
+      putStat(dq + off, dlt);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ float rowDelta(const T *dout, const T *o,
+                                          const T *dq, int64_t off,
+                                          const Geometry &g, bool stashed) {
+  return stashed ? getStat(dq + off) : warpDot(dout + off, o + off, g.dh);
+}
+
+// Kernel B: dk_j and dv_j of kv head (bi, hk), over the group's query heads
+// in order and their rows in order:
+//   P_ij = exp(scale q_i . k_j - lse_i), dP_ij = (do_i . v_j) f_ij,
+//   dS_ij = P_ij (dP_ij - D_i), dv_j = sum P_ij f_ij do_i,
+//   dk_j = sum scale dS_ij q_i.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    flashKeyGrads(const T *__restrict__ dout, const T *__restrict__ q,
+                  const T *__restrict__ k, const T *__restrict__ v,
+                  const T *__restrict__ o, const float *__restrict__ lse,
+                  const T *__restrict__ dq, T *__restrict__ dk,
+                  T *__restrict__ dv, Geometry g, bool stashed,
+                  const StepValues *__restrict__ steps) {
+  __shared__ float coefK[kChunk];
+  __shared__ float coefV[kChunk];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint64_t key = maskKey(g, steps);
+  const int64_t numRows = g.b * g.hkv * g.s;
+  for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
+    const int64_t j = u % g.s, hk = (u / g.s) % g.hkv, bi = u / (g.s * g.hkv);
+    const int64_t kvOff = (bi * g.s + j) * g.kvStride + hk * g.dh;
+    const T *kRow = k + kvOff, *vRow = v + kvOff;
+    const int64_t iStart = g.firstRowSeeing(j);
+    for (int64_t dt0 = 0; dt0 < g.dh; dt0 += kDTile) {
+      float accK[kColsPerThread] = {}, accV[kColsPerThread] = {};
+      for (int64_t hi = hk * g.group; hi < (hk + 1) * g.group; ++hi) {
+        for (int64_t i0 = iStart; i0 < g.s; i0 += kChunk) {
+          const int64_t i1 = min(g.s, i0 + kChunk);
+          for (int64_t i = i0 + warp; i < i1; i += kWarps) {
+            const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
+            float ck = 0.0f, cv = 0.0f;
+            if (g.visible(bi, i, j)) {
+              const float x = warpDot(q + qOff, kRow, g.dh) * g.scale;
+              const float p = expf(x - lse[(bi * g.h + hi) * g.s + i]);
+              const float f = dropFactor(g, key, g.probsRow(bi, hi, i) + j);
+              const float dP = warpDot(dout + qOff, vRow, g.dh) * f;
+              const float dlt = rowDelta(dout, o, dq, qOff, g, stashed);
+              ck = g.scale * (p * (dP - dlt));
+              cv = p * f;
+            }
+            if (lane == 0) {
+              coefK[i - i0] = ck;
+              coefV[i - i0] = cv;
+            }
+          }
+          __syncthreads();
+          for (int c = 0; c < kColsPerThread; ++c) {
+            const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+            if (d < g.dh) {
+              float ak = accK[c], av = accV[c];
+              for (int64_t i = i0; i < i1; ++i) {
+                const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
+                ak += coefK[i - i0] * load(q, qOff + d);
+                av += coefV[i - i0] * load(dout, qOff + d);
+              }
+              accK[c] = ak;
+              accV[c] = av;
+            }
+          }
+          __syncthreads();
+        }
+      }
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+        if (d < g.dh) {
+          store(dk, kvOff + d, accK[c]);
+          store(dv, kvOff + d, accV[c]);
+        }
+      }
+    }
+  }
+}
+
+// Kernel C: dq_i = scale * sum_j dS_ij k_j over keys in order. Reads the
+// stashed D_i from its own slice before overwriting it.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    flashQueryGrads(const T *__restrict__ dout, const T *__restrict__ q,
+                    const T *__restrict__ k, const T *__restrict__ v,
+                    const T *__restrict__ o, const float *__restrict__ lse,
+                    T *__restrict__ dq, Geometry g, bool stashed,
+                    const StepValues *__restrict__ steps) {
+  __shared__ float buf[kChunk];
+  __shared__ float delta;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint64_t key = maskKey(g, steps);
+  const int64_t numRows = g.b * g.h * g.s;
+  for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
+    const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
+    const int64_t n = g.rowEnd(i);
+    const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
+    const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
+    const T *kHead = k + kvOff, *vHead = v + kvOff;
+    const int64_t base = g.probsRow(bi, hi, i);
+    const float rowLse = lse[(bi * g.h + hi) * g.s + i];
+    if (warp == 0) {
+      const float dlt = rowDelta(dout, o, dq, qOff, g, stashed);
+      if (lane == 0)
+        delta = dlt;
+    }
+    __syncthreads();
+    const float dlt = delta;
+    for (int64_t dt0 = 0; dt0 < g.dh; dt0 += kDTile) {
+      float acc[kColsPerThread] = {};
+      for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+        const int64_t j1 = min(n, j0 + kChunk);
+        for (int64_t j = j0 + warp; j < j1; j += kWarps) {
+          float dS = 0.0f;
+          if (g.visible(bi, i, j)) {
+            const float x =
+                warpDot(q + qOff, kHead + j * g.kvStride, g.dh) * g.scale;
+            const float p = expf(x - rowLse);
+            const float dP =
+                warpDot(dout + qOff, vHead + j * g.kvStride, g.dh) *
+                dropFactor(g, key, base + j);
+            dS = p * (dP - dlt);
+          }
+          if (lane == 0)
+            buf[j - j0] = dS;
+        }
+        __syncthreads();
+        for (int c = 0; c < kColsPerThread; ++c) {
+          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+          if (d < g.dh) {
+            float a = acc[c];
+            for (int64_t j = j0; j < j1; ++j)
+              a += buf[j - j0] * load(kHead, j * g.kvStride + d);
+            acc[c] = a;
+          }
+        }
+        __syncthreads();
+      }
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
+        if (d < g.dh)
+          store(dq + qOff, d, acc[c] * g.scale);
+      }
+    }
+    // delta is read again by the next row of this block.
+    __syncthreads();
+  }
+}
+
+// --- host side ---------------------------------------------------------------
+
+Geometry geometryOf(const KernelArgs &args, const TensorDesc &q, int segInput) {
+  const KernelParams &p = rows::paramsOf(args);
+  Geometry g{};
+  g.b = q.shape[0];
+  g.s = q.shape[1];
+  g.h = p.intOr("num_heads", 1);
+  g.hkv = p.intOr("num_kv_heads", 1);
+  g.dh = g.h > 0 ? q.shape[2] / g.h : 0;
+  g.group = g.hkv > 0 ? g.h / g.hkv : 1;
+  g.qStride = g.h * g.dh;
+  g.kvStride = g.hkv * g.dh;
+  g.causal = p.intOr("causal", 0) != 0;
+  g.prefix = g.causal ? p.intOr("prefix", 0) : 0;
+  g.scale = static_cast<float>(p.floatOr("scale", 1.0));
+  const double drop = p.floatOr("dropout", 0.0);
+  g.dropout = drop > 0;
+  g.threshold = static_cast<uint64_t>(std::ceil(drop * 16777216.0));
+  g.dropScale = 1.0f / (1.0f - static_cast<float>(drop));
+  g.rngOffset = p.intOr("rng_offset", 0);
+  g.seg = static_cast<int>(args.ins.size()) > segInput
+              ? args.ins[segInput].i32()
+              : nullptr;
+  return g;
+}
+
+template <typename T> void runFlashAttention(const KernelArgs &args) {
+  const Geometry g = geometryOf(args, *args.ins[0].desc, 3);
+  const int64_t numRows = g.b * g.h * g.s;
+  if (numRows == 0 || g.dh == 0)
+    return;
+  flashForward<T>
+      <<<rows::gridFor(numRows, 1), kBlock, 0, rows::streamOf(args)>>>(
+          rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.ins[1]),
+          rows::dataOf<T>(args.ins[2]), rows::dataOf<T>(args.outs[0]),
+          args.outs[1].f32(), g, rows::stepValuesOf(args));
+}
+
+template <typename T> void runFlashAttentionGradInput(const KernelArgs &args) {
+  const Geometry g = geometryOf(args, *args.ins[1].desc, 6);
+  const int64_t queryRows = g.b * g.h * g.s, keyRows = g.b * g.hkv * g.s;
+  if (queryRows == 0 || g.dh == 0)
+    return;
+  cudaStream_t stream = rows::streamOf(args);
+  const StepValues *steps = rows::stepValuesOf(args);
+  const T *dout = rows::dataOf<T>(args.ins[0]),
+          *q = rows::dataOf<T>(args.ins[1]), *k = rows::dataOf<T>(args.ins[2]),
+          *v = rows::dataOf<T>(args.ins[3]), *o = rows::dataOf<T>(args.ins[4]);
+  const float *lse = args.ins[5].f32();
+  T *dq = rows::dataOf<T>(args.outs[0]), *dk = rows::dataOf<T>(args.outs[1]),
+    *dv = rows::dataOf<T>(args.outs[2]);
+  const bool stashed = g.dh * static_cast<int64_t>(sizeof(T)) >= 4;
+  if (stashed)
+    flashRowDeltas<T><<<rows::gridFor(queryRows, kWarps), kBlock, 0, stream>>>(
+        dout, o, dq, g);
+  flashKeyGrads<T><<<rows::gridFor(keyRows, 1), kBlock, 0, stream>>>(
+      dout, q, k, v, o, lse, dq, dk, dv, g, stashed, steps);
+  flashQueryGrads<T><<<rows::gridFor(queryRows, 1), kBlock, 0, stream>>>(
+      dout, q, k, v, o, lse, dq, g, stashed, steps);
+}
+
+} // namespace
 
 absl::Status registerFusedAttentionKernels(KernelRegistry &registry) {
-  return addCudaKernels(registry, {});
+  return rows::registerEntries(
+      registry,
+      {
+          {"flash_attention",
+           byStorage<runFlashAttention<float>, runFlashAttention<Bf16>>},
+          {"flash_attention_grad_input",
+           byStorage<runFlashAttentionGradInput<float>,
+                     runFlashAttentionGradInput<Bf16>>},
+      });
 }
 
 } // namespace braid::cuda

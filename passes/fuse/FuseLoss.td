@@ -9,4 +9,41 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseLinearCrossEntropyPass
+    : Pass<"braid-fuse-linear-cross-entropy", "mlir::ModuleOp"> {
+  let summary = "Chunk the LM head with cross-entropy so logits never exist";
+  let description = [{
+    Rewrites `braid.linear %x, %w` (no bias) whose only readers are a
+    `braid.cross_entropy` and its `braid.cross_entropy_grad_input`, whose
+    logits gradient in turn feeds only `linear_grad_input` (of `%w`) and
+    `linear_grad_weight` (of `%x`, no bias gradient):
+      * the cross-entropy becomes `braid.linear_cross_entropy` (loss, lse);
+      * `linear_grad_input` becomes `braid.linear_cross_entropy_grad_input`;
+      * `linear_grad_weight` becomes `braid.linear_cross_entropy_grad_weight`,
+        a weight-gradient op that accumulates into the gradient global as
+        `linear_grad_weight` did (tied embeddings included).
+    Each fused op takes the place of the op it replaces, so gradients are
+    summed in the same order. Any other shape of the group is left alone.
+  }];
+  let dependentDialects = ["::braid::BraidDialect"];
+  let options = [
+    Option<"chunk", "chunk", "int64_t", /*default=*/"1048576",
+           "Logits elements a kernel holds at a time (at least one row or "
+           "vocabulary entry)">,
+  ];
+}
+
+def FuseAdamwPass : Pass<"braid-fuse-adamw", "mlir::ModuleOp"> {
+  let summary = "One multi-tensor AdamW launch instead of one per parameter";
+  let description = [{
+    In `@optimizer`, the `adamw` launches that share `beta1`, `beta2`,
+    `eps`, `grad_clip` and the norm buffer, and whose `weight_decay` is 0
+    or one common value, become one `multi_adamw` launch at the place of the
+    first: decayed tensors first (parameter `decayed` counts them), then the
+    others, each in launch order. The arithmetic per element is that of
+    `adamw`, so results are bit for bit the same.
+  }];
+  let dependentDialects = ["::braid::sched::SchedDialect"];
+}
+
 #endif // BRAID_FUSE_LOSS_TD

@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
 #include "dialects/braid/BraidDialect.h"
@@ -10,10 +11,14 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace braid {
+// The declarations (create*Pass) that the registrations call.
+#define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "passes/fuse/FuseAttention.h.inc"
+#define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "passes/fuse/FuseElementwise.h.inc"
+#define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "passes/fuse/FuseLoss.h.inc"
 } // namespace braid
@@ -81,6 +86,10 @@ parseFusionList(StringRef text, std::string &error) {
 LogicalResult addFusionPasses(OpPassManager &pm,
                               ArrayRef<const Fusion *> fusions,
                               FusionStage stage, std::string &error) {
+  // Tools that build the pipeline without registering every pass (braidc)
+  // find the fusion passes too. Registering a pass again is a no-op.
+  static const bool registered = (registerFusionPasses(), true);
+  (void)registered;
   for (const Fusion *f : fusions) {
     if (f->stage != stage)
       continue;

@@ -59,6 +59,7 @@ void BM_TrainStep(benchmark::State &state, std::string planPath) {
   }
   const plan::Plan &p = plan->proto;
   const double flopsPerToken = p.model().flops_per_token();
+  const uint64_t activationPeak = p.memory().activation_peak_bytes();
   TrainerOptions options;
   options.numThreads = gThreads;
   options.totalSteps = 1 << 20;
@@ -88,6 +89,10 @@ void BM_TrainStep(benchmark::State &state, std::string planPath) {
   state.counters["model_flops"] = benchmark::Counter(
       tokens * flopsPerToken, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = (*trainer)->numThreads();
+  state.counters["steps_per_s"] =
+      benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["activation_peak_bytes"] =
+      static_cast<double>(activationPeak);
 }
 
 }  // namespace

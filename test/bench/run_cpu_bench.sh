@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The CPU training-step benchmark: Braid against PyTorch eager on the
-# identical models (test/bench/specs/cpu-{small,medium}.pbtxt), with the
-# sgemm rate of the same run as the MFU peak. Prints tokens/s, MFU and the
-# Braid/PyTorch ratio per configuration. Ratios, measured side by side, are
-# the result; absolute times on a shared machine are noise.
+# The CPU training-step benchmark: Braid, fused (--fusion=all) and unfused
+# (--fusion=none), against PyTorch eager on the identical models
+# (test/bench/specs/cpu-{small,medium}.pbtxt), with the sgemm rate of the
+# same run as the MFU peak; and llama-tiny at sequence 2048
+# (llama-tiny-seq2048.pbtxt), fused and unfused, for step time and peak
+# activation memory. Prints tokens/s, MFU and the ratios. Ratios, measured
+# side by side, are the result; absolute times on a shared machine are
+# noise.
 #
 #   test/bench/run_cpu_bench.sh [--threads N] [--rounds R] [--out DIR]
 #
@@ -32,10 +35,15 @@ torch_python=/usr/bin/python3
 mkdir -p "$out"
 configs=(small medium)
 plan_args=()
+compile() { # NAME SPEC: NAME (fused) and NAME-unfused
+  "$build/bin/braidc" "$2" --fusion=all -o "$out/$1.plan"
+  "$build/bin/braidc" "$2" --fusion=none -o "$out/$1-unfused.plan"
+  plan_args+=("--plan=$1=$out/$1.plan" "--plan=$1-unfused=$out/$1-unfused.plan")
+}
 for c in "${configs[@]}"; do
-  "$build/bin/braidc" "$root/test/bench/specs/cpu-$c.pbtxt" -o "$out/cpu-$c.plan"
-  plan_args+=("--plan=$c=$out/cpu-$c.plan")
+  compile "$c" "$root/test/bench/specs/cpu-$c.pbtxt"
 done
+compile long "$root/test/bench/specs/llama-tiny-seq2048.pbtxt"
 
 # Rounds alternate Braid and PyTorch so that both see the same machine;
 # the report takes each side's best round. Both get the same BLAS settings:

@@ -1,7 +1,8 @@
 //===- braidc.cpp - compile a model spec into a plan or a binary ----------===//
 //
 //   braidc SPEC [-o OUT] [--emit=plan|mlir|binary] [--plan-format=binary|text]
-//               [--report-memory] [--runtime=BRAID_RUN] [MLIR pass options]
+//               [--report-memory] [--fusion=all|none|LIST]
+//               [--runtime=BRAID_RUN] [MLIR pass options]
 //
 // Runs the training pipeline (docs/passes.md) and writes the result. Every
 // MLIR pass-manager option works, e.g. --mlir-print-ir-after-all.
@@ -52,6 +53,12 @@ static cl::opt<std::string>
 static cl::opt<bool> reportMemory("report-memory",
                                   cl::desc("Print the memory report"),
                                   cl::init(false));
+static cl::opt<std::string>
+    fusion("fusion",
+           cl::desc("Fusions to apply: all, none, or names separated by "
+                    "commas (docs/fusion.md); overrides the spec's "
+                    "compile.fusion, whose default is none"),
+           cl::value_desc("list"));
 static cl::opt<std::string>
     runtimePath("runtime",
                 cl::desc("braid-run executable to embed the plan into "
@@ -130,6 +137,13 @@ int main(int argc, char **argv) {
   braid::TrainingPipelineOptions options;
   options.spec = specPath;
   options.reportMemory = reportMemory;
+  // The flag wins over the spec; neither means no fusion.
+  if (fusion.getNumOccurrences() > 0)
+    options.fusion = fusion;
+  else if (!spec->compile().fusion().empty())
+    options.fusion = spec->compile().fusion();
+  else
+    options.fusion = "none";
   std::string pipelineError;
   if (mlir::failed(braid::buildTrainingPipeline(pm, options, pipelineError)))
     return fail(pipelineError);

@@ -34,7 +34,7 @@ TEST(Check, EveryKernelHasAValidLaunch) {
 // Kernels that keep f32 storage in every plan (docs/gpu-backend.md): the
 // optimizer reads f32 masters, gradients and moments.
 bool f32Only(const std::string &name) {
-  return name == "adamw" || name == "grad_norm";
+  return name == "adamw" || name == "multi_adamw" || name == "grad_norm";
 }
 
 int countBf16(const Sig &s) {

@@ -69,6 +69,27 @@ std::map<std::string, Sig> validLaunches() {
            .out({2, 3, 16})
            .out({2, 3, 8})
            .out({2, 3, 8}));
+  auto flash = [](Sig &s) {
+    s.i("num_heads", 4).i("num_kv_heads", 2).i("causal", 1).i("prefix", 1);
+    s.f("scale", 0.5).f("dropout", 0.1).i("rng_offset", 3);
+  };
+  flash(add("flash_attention")
+            .in({2, 3, 16})
+            .in({2, 3, 8})
+            .in({2, 3, 8})
+            .out({2, 3, 16})
+            .out({2, 4, 3}));
+  flash(add("flash_attention_grad_input")
+            .in({2, 3, 16})
+            .in({2, 3, 16})
+            .in({2, 3, 8})
+            .in({2, 3, 8})
+            .in({2, 3, 16})
+            .in({2, 4, 3})
+            .in({2, 3}, kI32)
+            .out({2, 3, 16})
+            .out({2, 3, 8})
+            .out({2, 3, 8}));
   add("repeat_kv")
       .in({2, 3, 8})
       .out({2, 3, 16})
@@ -125,6 +146,57 @@ std::map<std::string, Sig> validLaunches() {
       .f("eps", 1e-8)
       .f("weight_decay", 0.1)
       .f("grad_clip", 1.0);
+  // Fused norm, activation and dropout kernels (docs/fusion.md).
+  add("fused_add_layer_norm")
+      .in({2, 8}).in({2, 8}).in({8}).in({8})
+      .out({2, 8}).out({2, 8}).out({2}).out({2})
+      .f("eps", 1e-5).f("p", 0.1).i("rng_offset", 2);
+  add("fused_add_layer_norm_grad_input")
+      .in({2, 8}).in({2, 8}).in({8}).in({2}).in({2}).in({2, 8})
+      .out({2, 8});
+  add("fused_add_rms_norm")
+      .in({2, 8}).in({2, 8}).in({8})
+      .out({2, 8}).out({2, 8}).out({2})
+      .f("eps", 1e-5).f("p", 0.0).i("rng_offset", 0);
+  add("fused_add_rms_norm_grad_input")
+      .in({2, 8}).in({2, 8}).in({8}).in({2}).in({2, 8})
+      .out({2, 8});
+  add("fused_bias_gelu").in({3, 5}).in({5}).out({3, 5});
+  add("fused_bias_swiglu").in({3, 5}).in({3, 5}).in({5}).in({5}).out({3, 5});
+  add("fused_bias_swiglu_grad_input")
+      .in({3, 5}).in({3, 5}).in({3, 5}).in({5}).in({5})
+      .out({3, 5}).out({3, 5});
+  add("fused_linear_rope")
+      .in({2, 3, 4}).in({16, 4}).in({16})
+      .out({2, 3, 16})
+      .i("num_heads", 2).f("theta", 1e4);
+  add("fused_linear_rope_grad_input")
+      .in({2, 3, 16}).in({16, 4})
+      .out({2, 3, 4}).out({2, 3, 16})
+      .i("num_heads", 2).f("theta", 1e4);
+  add("fused_bias_gelu_grad_input").in({3, 5}).in({3, 5}).in({5}).out({3, 5});
+  add("fused_bias_dropout_add")
+      .in({3, 5}).in({5}).in({3, 5})
+      .out({3, 5})
+      .f("p", 0.1).i("rng_offset", 3);
+  // The LM head fused with cross-entropy, and multi-tensor AdamW.
+  add("linear_cross_entropy")
+      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32)
+      .out({}).out({2, 3})
+      .i("chunk", 14);
+  add("linear_cross_entropy_grad_input")
+      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32).in({2, 3})
+      .out({2, 3, 4})
+      .f("scale", 0.5).i("chunk", 14);
+  add("linear_cross_entropy_grad_weight")
+      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32).in({2, 3})
+      .out({7, 4})
+      .f("scale", 0.5).i("chunk", 14).i("accumulate", 1);
+  add("multi_adamw")
+      .in({4, 2}).in({3}).in({})
+      .out({4, 2}).out({3}).out({4, 2}).out({3}).out({4, 2}).out({3})
+      .f("beta1", 0.9).f("beta2", 0.999).f("eps", 1e-8)
+      .f("weight_decay", 0.1).f("grad_clip", 1.0).i("decayed", 1);
   return m;
 }
 

@@ -37,8 +37,8 @@ TEST(SyntaxErrors, UnknownFieldListsTheKnownOnes) {
 TEST(SyntaxErrors, UnknownTopLevelField) {
   EXPECT_EQ(errorOf(std::string("version: 2\n") + std::string(kLlama)),
             "t.pbtxt:1:1: version: no field named version in the top level; "
-            "the fields of the top level are name, model, parallel and "
-            "train");
+            "the fields of the top level are name, model, parallel, train "
+            "and compile");
 }
 
 TEST(SyntaxErrors, AllUnknownFieldsAreReportedTogether) {

@@ -184,5 +184,26 @@ TEST(TrainRules, TokensOfRunOverflow) {
             "steps");
 }
 
+// compile.fusion: "all", "none", empty or known names separated by commas.
+TEST(CompileRules, FusionList) {
+  const std::string spec(kLlama);
+  for (const char *ok : {"all", "none", "", "add-norm", " add-norm , bias-gelu",
+                         "rope-qkv,add-norm,bias-gelu,bias-swiglu,"
+                         "bias-dropout-add"})
+    EXPECT_EQ(errorOf(spec + "compile { fusion: \"" + ok + "\" }\n"),
+              "(loaded)")
+        << ok;
+  EXPECT_EQ(errorOf(spec + "compile { fusion: \"add-norm,bias-gleu\" }\n"),
+            "t.pbtxt:20:11: compile.fusion: \"bias-gleu\" is not a fusion; "
+            "write \"all\", \"none\" or names separated by commas from: gqa, "
+            "flash-attention, rope-qkv, add-norm, bias-gelu, bias-swiglu, "
+            "bias-dropout-add, linear-cross-entropy, adamw");
+  EXPECT_EQ(errorOf(spec + "compile {\n  fusion: \"add-norm,,bias-gelu\"\n}\n"),
+            "t.pbtxt:21:3: compile.fusion: an empty name is not a fusion; "
+            "write \"all\", \"none\" or names separated by commas from: gqa, "
+            "flash-attention, rope-qkv, add-norm, bias-gelu, bias-swiglu, "
+            "bias-dropout-add, linear-cross-entropy, adamw");
+}
+
 } // namespace
 } // namespace braid::test

@@ -1,0 +1,86 @@
+//===- FuseFlashAttention.cpp - attention without stored probabilities ----===//
+//
+// %o, %p = attention(q, k, v); %dq, %dk, %dv = attention_grad_input(do, q,
+// k, v, %p) becomes %o, %lse = flash_attention(q, k, v) and
+// flash_attention_grad_input(do, q, k, v, %o, %lse). The probabilities are
+// then never stored: backward recomputes them from the lse.
+//
+// Only an attention whose probs are read by nothing but backward ops of the
+// same q, k, v and attributes is rewritten: another reader would need the
+// [B, H, S, S] tensor that no longer exists.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/braid/BraidOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "passes/fuse/FusionSet.h"
+
+namespace braid {
+#define GEN_PASS_DEF_FUSEFLASHATTENTIONPASS
+#include "passes/fuse/FuseAttention.h.inc"
+} // namespace braid
+
+using namespace mlir;
+
+namespace braid {
+namespace {
+
+bool matches(AttentionOp a, AttentionGradInputOp g) {
+  return g.getProbs() == a.getProbs() && g.getQuery() == a.getQuery() &&
+         g.getKey() == a.getKey() && g.getValue() == a.getValue() &&
+         a.getNumHeads() == g.getNumHeads() &&
+         a.getNumKvHeads() == g.getNumKvHeads() &&
+         a.getCausal() == g.getCausal() && a.getScale() == g.getScale() &&
+         a.getDropout() == g.getDropout() &&
+         a.getRngOffset() == g.getRngOffset();
+}
+
+bool fuse(AttentionOp at) {
+  SmallVector<AttentionGradInputOp> backward;
+  for (Operation *user : at.getProbs().getUsers()) {
+    auto g = dyn_cast<AttentionGradInputOp>(user);
+    if (!g || !matches(at, g))
+      return false;
+    backward.push_back(g);
+  }
+  auto q = cast<RankedTensorType>(at.getQuery().getType());
+  const int64_t h = at.getNumHeads();
+  auto lseType = RankedTensorType::get({q.getDimSize(0), h, q.getDimSize(1)},
+                                       Float32Type::get(at.getContext()));
+  OpBuilder b(at);
+  IntegerAttr noPrefix = b.getI64IntegerAttr(0);
+  auto fwd = FlashAttentionOp::create(
+      b, at.getLoc(), at.getResult().getType(), lseType, at.getQuery(),
+      at.getKey(), at.getValue(), /*segment_ids=*/Value(), at.getNumHeadsAttr(),
+      at.getNumKvHeadsAttr(), at.getCausalAttr(), noPrefix, at.getScaleAttr(),
+      at.getDropoutAttr(), at.getRngOffsetAttr());
+  at.getResult().replaceAllUsesWith(fwd.getResult());
+  for (AttentionGradInputOp g : backward) {
+    b.setInsertionPoint(g);
+    auto ng = FlashAttentionGradInputOp::create(
+        b, g.getLoc(), g.getQueryGrad().getType(), g.getKeyGrad().getType(),
+        g.getValueGrad().getType(), g.getGrad(), g.getQuery(), g.getKey(),
+        g.getValue(), fwd.getResult(), fwd.getLse(), /*segment_ids=*/Value(),
+        g.getNumHeadsAttr(), g.getNumKvHeadsAttr(), g.getCausalAttr(), noPrefix,
+        g.getScaleAttr(), g.getDropoutAttr(), g.getRngOffsetAttr());
+    g.replaceAllUsesWith(ng.getResults());
+    g.erase();
+  }
+  at.erase();
+  return true;
+}
+
+struct FuseFlashAttentionPass
+    : impl::FuseFlashAttentionPassBase<FuseFlashAttentionPass> {
+  void runOnOperation() override {
+    SmallVector<AttentionOp> candidates;
+    getOperation().walk([&](AttentionOp at) { candidates.push_back(at); });
+    for (AttentionOp at : candidates)
+      fuse(at);
+  }
+};
+
+} // namespace
+} // namespace braid

@@ -1,0 +1,139 @@
+//===- FuseLinearCrossEntropy.cpp - LM head chunked with cross-entropy ----===//
+//
+// braid-fuse-linear-cross-entropy (FuseLoss.td). The group it matches, in
+// the graph autodiff produces:
+//
+//   %logits = braid.linear %x, %w                       (no bias)
+//   %loss, %lse = braid.cross_entropy %logits, %labels
+//   %dl = braid.cross_entropy_grad_input %logits, %labels, %lse
+//   %dx = braid.linear_grad_input %dl, %w               (optional)
+//   %dw = braid.linear_grad_weight %dl, %x              (optional, no bias)
+//
+// %logits must have no other reader and %dl no reader outside the group;
+// otherwise the logits would still have to exist and nothing is gained.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "dialects/braid/BraidDialect.h"
+#include "dialects/braid/BraidOps.h"
+
+namespace braid {
+#define GEN_PASS_DECL_FUSELINEARCROSSENTROPYPASS
+#define GEN_PASS_DEF_FUSELINEARCROSSENTROPYPASS
+#include "passes/fuse/FuseLoss.h.inc"
+} // namespace braid
+
+using namespace mlir;
+
+namespace braid {
+namespace {
+
+struct Group {
+  LinearOp linear;
+  CrossEntropyOp ce;
+  CrossEntropyGradInputOp ceGrad;           // may be null
+  LinearGradInputOp gradInput;              // may be null
+  LinearGradWeightOp gradWeight;            // may be null
+};
+
+// The group around a cross_entropy, or nothing when it does not match.
+std::optional<Group> match(CrossEntropyOp ce) {
+  Group g;
+  g.ce = ce;
+  g.linear = ce.getLogits().getDefiningOp<LinearOp>();
+  if (!g.linear || g.linear.getBias())
+    return std::nullopt;
+  Value logits = g.linear.getResult();
+  Value x = g.linear.getInput(), w = g.linear.getWeight();
+  for (Operation *user : logits.getUsers()) {
+    if (user == ce.getOperation())
+      continue;
+    auto grad = dyn_cast<CrossEntropyGradInputOp>(user);
+    if (!grad || g.ceGrad || grad.getLogits() != logits ||
+        grad.getLabels() != ce.getLabels() || grad.getLse() != ce.getLse())
+      return std::nullopt;
+    g.ceGrad = grad;
+  }
+  // Only the backward reads the lse.
+  for (Operation *user : ce.getLse().getUsers())
+    if (user != g.ceGrad.getOperation())
+      return std::nullopt;
+  if (!g.ceGrad)
+    return g;
+  Value dl = g.ceGrad.getLogitsGrad();
+  for (Operation *user : dl.getUsers()) {
+    if (auto gi = dyn_cast<LinearGradInputOp>(user)) {
+      if (g.gradInput || gi.getGrad() != dl || gi.getWeight() != w)
+        return std::nullopt;
+      g.gradInput = gi;
+    } else if (auto gw = dyn_cast<LinearGradWeightOp>(user)) {
+      if (g.gradWeight || gw.getGrad() != dl || gw.getInput() != x ||
+          gw.getBiasGrad())
+        return std::nullopt;
+      g.gradWeight = gw;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return g;
+}
+
+void rewrite(Group g, int64_t chunk) {
+  OpBuilder b(g.ce);
+  Value x = g.linear.getInput(), w = g.linear.getWeight();
+  Value labels = g.ce.getLabels();
+  auto chunkAttr = b.getI64IntegerAttr(chunk);
+  auto fwd = LinearCrossEntropyOp::create(
+      b, g.ce.getLoc(), g.ce.getLoss().getType(), g.ce.getLse().getType(), x,
+      w, labels, chunkAttr);
+  g.ce.getLoss().replaceAllUsesWith(fwd.getLoss());
+  Value lse = fwd.getLse();
+  if (g.gradInput) {
+    b.setInsertionPoint(g.gradInput);
+    auto dx = LinearCrossEntropyGradInputOp::create(
+        b, g.gradInput.getLoc(), g.gradInput.getInputGrad().getType(), x, w,
+        labels, lse, g.ceGrad.getScaleAttr(), chunkAttr);
+    g.gradInput.getInputGrad().replaceAllUsesWith(dx.getInputGrad());
+    g.gradInput.erase();
+  }
+  if (g.gradWeight) {
+    b.setInsertionPoint(g.gradWeight);
+    auto dw = LinearCrossEntropyGradWeightOp::create(
+        b, g.gradWeight.getLoc(), g.gradWeight.getWeightGrad().getType(), x,
+        w, labels, lse, g.ceGrad.getScaleAttr(), chunkAttr);
+    g.gradWeight.getWeightGrad().replaceAllUsesWith(dw.getWeightGrad());
+    g.gradWeight.erase();
+  }
+  if (g.ceGrad)
+    g.ceGrad.erase();
+  g.ce.erase();
+  g.linear.erase();
+}
+
+struct FuseLinearCrossEntropyPass
+    : impl::FuseLinearCrossEntropyPassBase<FuseLinearCrossEntropyPass> {
+  using FuseLinearCrossEntropyPassBase::FuseLinearCrossEntropyPassBase;
+
+  void runOnOperation() override {
+    if (chunk <= 0) {
+      getOperation().emitError("braid-fuse-linear-cross-entropy: chunk must "
+                               "be positive");
+      return signalPassFailure();
+    }
+    SmallVector<Group> groups;
+    getOperation().walk([&](CrossEntropyOp ce) {
+      if (std::optional<Group> g = match(ce))
+        groups.push_back(*g);
+    });
+    for (Group &g : groups)
+      rewrite(g, chunk);
+  }
+};
+
+} // namespace
+} // namespace braid

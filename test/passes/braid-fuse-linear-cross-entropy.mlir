@@ -1,0 +1,157 @@
+// RUN: braid-opt %s --split-input-file --braid-fuse-linear-cross-entropy="chunk=64" | FileCheck %s
+// RUN: braid-opt /dev/null --braid-training-pipeline="spec=%models/gpt2-tiny.pbtxt fusion=linear-cross-entropy" | FileCheck %s --check-prefix=SCHED
+
+// A tied table: the LM head reads the embedding table, whose gradient sums
+// the head's and the embedding's contributions.
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: braid.linear
+// CHECK-NOT: braid.cross_entropy
+// CHECK: %[[X:.+]] = braid.embedding %arg2, %arg0
+// CHECK: %[[LOSS:.+]], %[[LSE:.+]] = braid.linear_cross_entropy %[[X]], %arg2, %arg1 {chunk = 64 : i64} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+// CHECK: %[[DX:.+]] = braid.linear_cross_entropy_grad_input %[[X]], %arg2, %arg1, %[[LSE]] {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[DW:.+]] = braid.linear_cross_entropy_grad_weight %[[X]], %arg2, %arg1, %[[LSE]] {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<16x8xf32>
+// CHECK: %[[DT:.+]] = braid.embedding_grad_weight %[[DX]], %arg0
+// CHECK: %[[SUM:.+]] = braid.add %[[DW]], %[[DT]]
+// CHECK: return %[[LOSS]], %[[SUM]]
+
+// gpt2-tiny (tied, 2 micro-batches), lowered: neither the head's linear
+// (the only one without a bias) nor the cross-entropy launches are left;
+// the weight gradient accumulates into the tied table's gradient like
+// linear_grad_weight, and both backward ops get 1/num_micro_batches.
+// SCHED-LABEL: sched.program @micro_batch
+// SCHED-NOT: "linear" on 0 ins(%{{[0-9]+}}, %{{[0-9]+}} : memref
+// SCHED-NOT: "cross_entropy
+// SCHED: sched.launch "linear_cross_entropy" on 0 ins({{.+}} : memref<8x64x64xf32>, memref<256x64xf32>, memref<8x64xi32>) outs({{.+}} : memref<f32>, memref<8x64xf32>) params {chunk = 1048576 : i64}
+// SCHED-NOT: "cross_entropy
+// SCHED: sched.launch "linear_cross_entropy_grad_input" {{.+}} outs(%{{.+}} : memref<8x64x64xf32>) params {chunk = 1048576 : i64, scale = 5.000000e-01 : f64}
+// SCHED: %[[TG:.+]] = sched.get_global @transformer.wte.weight.grad
+// SCHED: sched.launch "linear_cross_entropy_grad_weight" on 0 ins({{.+}}) outs(%[[TG]] : memref<256x64xf32>) params {accumulate = 1 : i64, chunk = 1048576 : i64, scale = 5.000000e-01 : f64}
+// SCHED-NOT: "linear_grad_weight" on 0 ins(%{{.+}} : memref<8x64x256xf32>, memref<8x64x64xf32>) outs(%{{.+}} : memref<256x64xf32>)
+// SCHED: %[[TG2:.+]] = sched.get_global @transformer.wte.weight.grad
+// SCHED: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<256x64xf32>) params {accumulate = 1 : i64}
+// SCHED-LABEL: sched.program @optimizer
+
+module attributes {braid.train = {num_micro_batches = 4 : i64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, grad_clip = 1.0 : f64}} {
+  func.func @train_step(%tokens: tensor<2x4xi32> {braid.input = "tokens"},
+                        %labels: tensor<2x4xi32> {braid.input = "labels"},
+                        %table: tensor<16x8xf32> {braid.param = {name = "table", weight_decay = true}})
+      -> (tensor<f32> {braid.loss}, tensor<16x8xf32>) {
+    %x = braid.embedding %table, %tokens : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+    %logits = braid.linear %x, %table : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+    %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x16xf32>
+    %dx = braid.linear_grad_input %dl, %table : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %dw = braid.linear_grad_weight %dl, %x : (tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+    %dt = braid.embedding_grad_weight %dx, %tokens : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<16x8xf32>
+    %g = braid.add %dw, %dt : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+    return %loss, %g : tensor<f32>, tensor<16x8xf32>
+  }
+}
+
+// -----
+
+// bf16 storage: the weight gradient stays f32 over bf16 operands.
+// CHECK-LABEL: func.func @bf16
+// CHECK: braid.linear_cross_entropy %arg0, %arg1, %arg2 {chunk = 64 : i64} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+// CHECK: braid.linear_cross_entropy_grad_input {{.+}} -> tensor<2x4x8xbf16>
+// CHECK: braid.linear_cross_entropy_grad_weight {{.+}} -> tensor<16x8xf32>
+func.func @bf16(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %labels: tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xbf16>, tensor<16x8xf32>) {
+  %logits = braid.linear %x, %w : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xbf16>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+  %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32} : (tensor<2x4x16xbf16>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x16xbf16>
+  %dx = braid.linear_grad_input %dl, %w : (tensor<2x4x16xbf16>, tensor<16x8xbf16>) -> tensor<2x4x8xbf16>
+  %dw = braid.linear_grad_weight %dl, %x : (tensor<2x4x16xbf16>, tensor<2x4x8xbf16>) -> tensor<16x8xf32>
+  return %loss, %dx, %dw : tensor<f32>, tensor<2x4x8xbf16>, tensor<16x8xf32>
+}
+
+// -----
+
+// Forward only (no backward in the graph): the forward alone is fused.
+// CHECK-LABEL: func.func @forward_only
+// CHECK-NEXT: %{{.+}}, %{{.+}} = braid.linear_cross_entropy %arg0, %arg1, %arg2
+// CHECK-NEXT: return
+func.func @forward_only(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
+  %logits = braid.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// The logits have another reader: nothing changes.
+// CHECK-LABEL: func.func @logits_used_elsewhere
+// CHECK: braid.linear
+// CHECK: braid.cross_entropy
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @logits_used_elsewhere(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>) -> (tensor<f32>, tensor<4x16xf32>) {
+  %logits = braid.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  return %loss, %logits : tensor<f32>, tensor<4x16xf32>
+}
+
+// -----
+
+// A biased head is not fused.
+// CHECK-LABEL: func.func @bias
+// CHECK: braid.linear %arg0, %arg1, %arg3
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @bias(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>, %b: tensor<16xf32>) -> tensor<f32> {
+  %logits = braid.linear %x, %w, %b : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// The cross-entropy does not read a linear's result.
+// CHECK-LABEL: func.func @no_linear
+// CHECK: braid.cross_entropy %arg0
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @no_linear(%logits: tensor<4x16xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// The logits gradient has a reader outside the group (it is returned): the
+// dlogits must exist, so nothing changes.
+// CHECK-LABEL: func.func @dlogits_used_elsewhere
+// CHECK: braid.linear
+// CHECK: braid.cross_entropy_grad_input
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @dlogits_used_elsewhere(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>) -> (tensor<f32>, tensor<4x16xf32>, tensor<4x8xf32>) {
+  %logits = braid.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32} : (tensor<4x16xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %dx = braid.linear_grad_input %dl, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %loss, %dl, %dx : tensor<f32>, tensor<4x16xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The backward multiplies the logits gradient with another weight of the
+// same shape: not the head's gradient, so nothing changes.
+// CHECK-LABEL: func.func @other_weight
+// CHECK: braid.linear_grad_input %{{.+}}, %arg3
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @other_weight(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>, %w2: tensor<16x8xf32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %logits = braid.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32} : (tensor<4x16xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %dx = braid.linear_grad_input %dl, %w2 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %loss, %dx : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The cross-entropy's gradient reads other labels than the forward.
+// CHECK-LABEL: func.func @other_labels
+// CHECK: braid.cross_entropy_grad_input %{{.+}}, %arg3
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @other_labels(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>, %labels2: tensor<4xi32>) -> (tensor<f32>, tensor<4x16xf32>) {
+  %logits = braid.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  %dl = braid.cross_entropy_grad_input %logits, %labels2, %lse {scale = 1.0 : f32} : (tensor<4x16xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x16xf32>
+  return %loss, %dl : tensor<f32>, tensor<4x16xf32>
+}

@@ -1,0 +1,421 @@
+// The fused loss and optimizer kernels against the unfused kernels they
+// replace (docs/fusion.md, "Loss and optimizer"):
+//  * linear_cross_entropy and its two gradients against linear +
+//    cross_entropy + cross_entropy_grad_input + linear_grad_input /
+//    linear_grad_weight, for chunks of one row or vocabulary entry up to the
+//    whole problem. In f32 the logits, lse, dlogits and every output element
+//    are formed by the same reductions as the unfused kernels', so results
+//    are compared bit for bit. In bf16 storage the fused kernels compute in
+//    f32 and round only dx: their results are those of the fused f32 run on
+//    the same (widened) inputs, bit for bit, dx rounded once. The unfused
+//    bf16 group also rounds the logits and dlogits it stores. Each stored
+//    logit l moves by up to 2^-9 |l|, so with L the largest |lse| (which
+//    bounds the logits that matter) a probability moves by a factor of up
+//    to exp(2^-8 L), about 1 + 2^-8 L, and each dlogit by 2^-9 more; dx and
+//    dW sum such terms. The bound used, 2^-8 (1 + L) of the output's
+//    largest magnitude, is what that gives per term; measured differences
+//    are 4 to 10 times smaller.
+//  * multi_adamw against one adamw per tensor: bit for bit, with weight
+//    decay on some tensors, over three steps with clipping active.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/ThreadPool.h"
+#include "kernels/registry/Kernel.h"
+#include "test/unit/kernels/KernelHarness.h"
+#include "gtest/gtest.h"
+
+namespace braid::test {
+namespace {
+
+uint16_t roundBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float widenBf16(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// One operand in its storage type.
+struct Tensor {
+  TensorDesc desc;
+  std::vector<float> f;
+  std::vector<uint16_t> b;
+  std::vector<int32_t> ids;
+
+  static Tensor of(std::vector<int64_t> shape, DType dtype,
+                   const std::vector<float> &values) {
+    Tensor t;
+    t.desc = {std::move(shape), dtype};
+    const int64_t n = t.desc.numel();
+    if (dtype == DType::kBF16)
+      for (int64_t i = 0; i < n; ++i)
+        t.b.push_back(roundBf16(values[i]));
+    else
+      t.f.assign(values.begin(), values.begin() + n);
+    return t;
+  }
+  static Tensor zeros(std::vector<int64_t> shape, DType dtype) {
+    TensorDesc d{shape, dtype};
+    return of(shape, dtype, std::vector<float>(d.numel(), 0.0f));
+  }
+  static Tensor labels(std::vector<int64_t> shape, std::vector<int32_t> v) {
+    Tensor t;
+    t.desc = {std::move(shape), DType::kI32};
+    t.ids = std::move(v);
+    return t;
+  }
+  void *data() {
+    if (desc.dtype == DType::kI32)
+      return ids.data();
+    return desc.dtype == DType::kBF16 ? static_cast<void *>(b.data())
+                                      : static_cast<void *>(f.data());
+  }
+  std::vector<float> values() const {
+    if (desc.dtype != DType::kBF16)
+      return f;
+    std::vector<float> out;
+    for (uint16_t v : b)
+      out.push_back(widenBf16(v));
+    return out;
+  }
+};
+
+// Checks and runs `kernel` on the tensors, outputs in place.
+void run(const std::string &kernel, std::vector<Tensor *> ins,
+         std::vector<Tensor *> outs, const KernelParams &params, int threads,
+         int64_t step = 1, double lr = 0) {
+  const KernelDef *def = defaultKernelRegistry().find(kernel, Device::kCPU);
+  ASSERT_NE(def, nullptr) << kernel;
+  std::vector<TensorDesc> inDescs, outDescs;
+  for (Tensor *t : ins)
+    inDescs.push_back(t->desc);
+  for (Tensor *t : outs)
+    outDescs.push_back(t->desc);
+  absl::Status s = def->check(KernelSignature{inDescs, outDescs, &params});
+  ASSERT_TRUE(s.ok()) << s;
+  std::vector<TensorView> inViews, outViews;
+  for (Tensor *t : ins)
+    inViews.push_back({t->data(), &t->desc});
+  for (Tensor *t : outs)
+    outViews.push_back({t->data(), &t->desc});
+  KernelContext ctx;
+  ctx.step = step;
+  ctx.lr = lr;
+  ctx.pool = threads > 0 ? &testPool(threads) : nullptr;
+  def->run(KernelArgs{inViews, outViews, &params, &ctx});
+}
+
+void expectSameBits(const Tensor &got, const Tensor &want,
+                    const std::string &what) {
+  const std::vector<float> g = got.values(), w = want.values();
+  ASSERT_EQ(g.size(), w.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (std::memcmp(&g[i], &w[i], sizeof(float)) != 0 && reported++ < 5)
+      ADD_FAILURE() << what << "[" << i << "] = " << g[i] << ", unfused "
+                    << w[i];
+}
+
+// The problem: x [2, rows/2, d], w [v, d], labels with one outside [0, v)
+// (it contributes no target logit, fused or not).
+struct Problem {
+  int64_t rows, d, v;
+  DType dtype;
+  Tensor x, w, labels;
+  std::vector<int64_t> lead() const { return {2, rows / 2}; }
+};
+
+Problem makeProblem(int64_t rows, int64_t d, int64_t v, DType dtype) {
+  Problem p{rows, d, v, dtype, {}, {}, {}};
+  p.x = Tensor::of({2, rows / 2, d}, dtype, randomVector(rows * d, 7, -2, 2));
+  p.w = Tensor::of({v, d}, dtype, randomVector(v * d, 8, -1, 1));
+  std::vector<int32_t> labels = randomIds(rows, 9, static_cast<int32_t>(v));
+  labels[3] = static_cast<int32_t>(v);
+  p.labels = Tensor::labels(p.lead(), labels);
+  return p;
+}
+
+// The unfused group's results.
+struct Unfused {
+  Tensor loss, lse, dx, dw;
+};
+
+Unfused unfused(Problem &p, double scale, const Tensor &dw0,
+                bool accumulate) {
+  Unfused u;
+  Tensor logits = Tensor::zeros({2, p.rows / 2, p.v}, p.dtype);
+  KernelParams none;
+  run("linear", {&p.x, &p.w}, {&logits}, none, 2);
+  u.loss = Tensor::zeros({}, DType::kF32);
+  u.lse = Tensor::zeros(p.lead(), DType::kF32);
+  run("cross_entropy", {&logits, &p.labels}, {&u.loss, &u.lse}, none, 2);
+  Tensor dl = Tensor::zeros({2, p.rows / 2, p.v}, p.dtype);
+  KernelParams s;
+  s.setFloat("scale", scale);
+  run("cross_entropy_grad_input", {&logits, &p.labels, &u.lse}, {&dl}, s, 2);
+  u.dx = Tensor::zeros({2, p.rows / 2, p.d}, p.dtype);
+  run("linear_grad_input", {&dl, &p.w}, {&u.dx}, none, 2);
+  u.dw = dw0;
+  KernelParams acc;
+  acc.setInt("accumulate", accumulate ? 1 : 0);
+  run("linear_grad_weight", {&dl, &p.x}, {&u.dw}, acc, 2);
+  return u;
+}
+
+// The fused results.
+struct Fused {
+  Tensor loss, lse, dx, dw;
+};
+
+Fused fused(Problem &p, double scale, const Tensor &dw0, bool accumulate,
+            int64_t chunk, int threads) {
+  Fused f;
+  KernelParams fwd;
+  fwd.setInt("chunk", chunk);
+  f.loss = Tensor::zeros({}, DType::kF32);
+  f.lse = Tensor::zeros(p.lead(), DType::kF32);
+  run("linear_cross_entropy", {&p.x, &p.w, &p.labels}, {&f.loss, &f.lse}, fwd,
+      threads);
+  KernelParams bwd = fwd;
+  bwd.setFloat("scale", scale);
+  f.dx = Tensor::zeros({2, p.rows / 2, p.d}, p.dtype);
+  run("linear_cross_entropy_grad_input", {&p.x, &p.w, &p.labels, &f.lse},
+      {&f.dx}, bwd, threads);
+  bwd.setInt("accumulate", accumulate ? 1 : 0);
+  f.dw = dw0;
+  run("linear_cross_entropy_grad_weight", {&p.x, &p.w, &p.labels, &f.lse},
+      {&f.dw}, bwd, threads);
+  return f;
+}
+
+// |got - want| <= 2^-8 (1 + logitScale) of the output's largest magnitude,
+// see the file comment.
+void expectNearUnfused(const Tensor &got, const Tensor &want,
+                       double logitScale, const std::string &what) {
+  const std::vector<float> g = got.values(), w = want.values();
+  ASSERT_EQ(g.size(), w.size()) << what;
+  double largest = 0, worst = 0;
+  for (float v : w)
+    largest = std::max(largest, std::fabs(static_cast<double>(v)));
+  for (size_t i = 0; i < g.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(g[i]) - w[i]));
+  std::printf("%s: largest %.3g, worst difference from unfused bf16 %.3g "
+              "(%.3g of largest)\n",
+              what.c_str(), largest, worst, worst / largest);
+  EXPECT_LE(worst, std::ldexp(largest * (1 + logitScale), -8)) << what;
+}
+
+void compareFused(int64_t rows, int64_t d, int64_t v, DType dtype,
+                  int64_t chunk, bool accumulate, int threads) {
+  SCOPED_TRACE("rows " + std::to_string(rows) + " d " + std::to_string(d) +
+               " v " + std::to_string(v) + " chunk " + std::to_string(chunk) +
+               (dtype == DType::kBF16 ? " bf16" : " f32") +
+               (accumulate ? " accumulate" : "") + " threads " +
+               std::to_string(threads));
+  Problem p = makeProblem(rows, d, v, dtype);
+  const double scale = 0.5;
+  // The weight gradient is f32 over either storage, as the plans make it.
+  const Tensor dw0 =
+      accumulate ? Tensor::of({v, d}, DType::kF32, randomVector(v * d, 10))
+                 : Tensor::zeros({v, d}, DType::kF32);
+  Unfused want = unfused(p, scale, dw0, accumulate);
+  Fused got = fused(p, scale, dw0, accumulate, chunk, threads);
+  if (dtype == DType::kF32) {
+    expectSameBits(got.loss, want.loss, "loss");
+    expectSameBits(got.lse, want.lse, "lse");
+    expectSameBits(got.dx, want.dx, "dx");
+    expectSameBits(got.dw, want.dw, "dw");
+    return;
+  }
+  // The f32 twin: the same values, widened.
+  Problem wide = p;
+  wide.dtype = DType::kF32;
+  wide.x = Tensor::of(p.x.desc.shape, DType::kF32, p.x.values());
+  wide.w = Tensor::of(p.w.desc.shape, DType::kF32, p.w.values());
+  Fused f32 = fused(wide, scale, dw0, accumulate, chunk, threads);
+  expectSameBits(got.loss, f32.loss, "loss");
+  expectSameBits(got.lse, f32.lse, "lse");
+  expectSameBits(got.dx, Tensor::of(f32.dx.desc.shape, DType::kBF16,
+                                    f32.dx.values()),
+                 "dx");
+  expectSameBits(got.dw, f32.dw, "dw");
+  double scaleOfLogits = 0;
+  for (float l : want.lse.values())
+    scaleOfLogits = std::max(scaleOfLogits, std::fabs(static_cast<double>(l)));
+  expectNearUnfused(got.loss, want.loss, scaleOfLogits, "loss");
+  expectNearUnfused(got.lse, want.lse, scaleOfLogits, "lse");
+  expectNearUnfused(got.dx, want.dx, scaleOfLogits, "dx");
+  expectNearUnfused(got.dw, want.dw, scaleOfLogits, "dw");
+}
+
+TEST(LinearCrossEntropy, MatchesTheUnfusedKernelsInF32) {
+  // One row (or vocabulary entry) per chunk, a few, and all at once.
+  for (int64_t chunk : {int64_t{1}, int64_t{3 * 50}, int64_t{1} << 20})
+    compareFused(74, 24, 50, DType::kF32, chunk, false, 2);
+  compareFused(74, 24, 50, DType::kF32, 7 * 50 + 3, true, 3);
+}
+
+TEST(LinearCrossEntropy, Bf16IsTheF32ComputationRoundedOnce) {
+  for (int64_t chunk : {int64_t{1}, int64_t{5 * 50}, int64_t{1} << 20})
+    compareFused(74, 24, 50, DType::kBF16, chunk, false, 2);
+  compareFused(74, 24, 50, DType::kBF16, 300, true, 1);
+}
+
+TEST(LinearCrossEntropy, LargerShapesAndNoPool) {
+  compareFused(256, 64, 300, DType::kF32, 4096, true, 0);
+  compareFused(256, 64, 300, DType::kBF16, 4096, false, 3);
+}
+
+TEST(LinearCrossEntropy, ResultsDoNotDependOnThreads) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    std::vector<std::vector<float>> first;
+    for (int threads = 0; threads <= 3; ++threads) {
+      Problem p = makeProblem(40, 16, 33, dtype);
+      KernelParams params;
+      params.setInt("chunk", 100);
+      params.setFloat("scale", 1.0);
+      Tensor loss = Tensor::zeros({}, DType::kF32);
+      Tensor lse = Tensor::zeros(p.lead(), DType::kF32);
+      run("linear_cross_entropy", {&p.x, &p.w, &p.labels}, {&loss, &lse},
+          params, threads);
+      Tensor dx = Tensor::zeros({2, 20, 16}, dtype);
+      run("linear_cross_entropy_grad_input", {&p.x, &p.w, &p.labels, &lse},
+          {&dx}, params, threads);
+      Tensor dw = Tensor::zeros({33, 16}, DType::kF32);
+      run("linear_cross_entropy_grad_weight", {&p.x, &p.w, &p.labels, &lse},
+          {&dw}, params, threads);
+      std::vector<std::vector<float>> got = {loss.values(), lse.values(),
+                                             dx.values(), dw.values()};
+      if (threads == 0) {
+        first = got;
+        continue;
+      }
+      for (size_t o = 0; o < got.size(); ++o)
+        EXPECT_EQ(0, std::memcmp(got[o].data(), first[o].data(),
+                                 got[o].size() * sizeof(float)))
+            << "output " << o << " with " << threads << " threads";
+    }
+  }
+}
+
+TEST(LinearCrossEntropy, ChecksRefuseMismatchedShapes) {
+  const KernelDef *def =
+      defaultKernelRegistry().find("linear_cross_entropy", Device::kCPU);
+  ASSERT_NE(def, nullptr);
+  KernelParams params;
+  std::vector<TensorDesc> ins = {{{4, 8}, DType::kF32},
+                                 {{16, 6}, DType::kF32},
+                                 {{4}, DType::kI32}};
+  std::vector<TensorDesc> outs = {{{}, DType::kF32}, {{4}, DType::kF32}};
+  absl::Status s = def->check(KernelSignature{ins, outs, &params});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("linear_cross_entropy: "),
+            std::string::npos)
+      << s;
+  ins[1].shape = {16, 8};
+  EXPECT_TRUE(def->check(KernelSignature{ins, outs, &params}).ok());
+  params.setInt("chunk", 0);
+  EXPECT_FALSE(def->check(KernelSignature{ins, outs, &params}).ok());
+}
+
+// --- multi_adamw -------------------------------------------------------
+
+TEST(MultiAdamw, MatchesPerTensorAdamwBitForBit) {
+  // Sizes across the kernel's block of 16384 elements, and a scalar-sized
+  // tensor; the first two decay.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {130, 257}, {3, 5}, {40000}, {1}, {16384}};
+  const int64_t n = static_cast<int64_t>(shapes.size()), decayed = 2;
+  std::vector<Tensor> grads, pa, ma, va, pb, mb, vb;
+  for (int64_t i = 0; i < n; ++i) {
+    TensorDesc d{shapes[i], DType::kF32};
+    Tensor p = Tensor::of(shapes[i], DType::kF32,
+                          randomVector(d.numel(), 20 + i));
+    pa.push_back(p);
+    pb.push_back(p);
+    ma.push_back(Tensor::zeros(shapes[i], DType::kF32));
+    va.push_back(Tensor::zeros(shapes[i], DType::kF32));
+    mb.push_back(ma.back());
+    vb.push_back(va.back());
+    grads.push_back(Tensor::zeros(shapes[i], DType::kF32));
+  }
+  KernelParams common;
+  common.setFloat("beta1", 0.9);
+  common.setFloat("beta2", 0.95);
+  common.setFloat("eps", 1e-8);
+  common.setFloat("grad_clip", 1.0);
+  for (int64_t t = 1; t <= 3; ++t) {
+    const double lr = 1e-3 * static_cast<double>(t);
+    for (int64_t i = 0; i < n; ++i)
+      grads[i] = Tensor::of(shapes[i], DType::kF32,
+                            randomVector(grads[i].desc.numel(),
+                                         100 * t + i, -3, 3));
+    Tensor norm = Tensor::zeros({}, DType::kF32);
+    std::vector<Tensor *> g;
+    for (Tensor &x : grads)
+      g.push_back(&x);
+    run("grad_norm", g, {&norm}, KernelParams(), 2);
+    ASSERT_GT(norm.f[0], 1.0f); // clipping is active
+
+    for (int64_t i = 0; i < n; ++i) {
+      KernelParams p = common;
+      p.setFloat("weight_decay", i < decayed ? 0.1 : 0.0);
+      run("adamw", {&grads[i], &norm}, {&pa[i], &ma[i], &va[i]}, p, 2, t, lr);
+    }
+    KernelParams p = common;
+    p.setFloat("weight_decay", 0.1);
+    p.setInt("decayed", decayed);
+    std::vector<Tensor *> ins = g, outs;
+    ins.push_back(&norm);
+    for (auto *part : {&pb, &mb, &vb})
+      for (Tensor &x : *part)
+        outs.push_back(&x);
+    run("multi_adamw", ins, outs, p, 3, t, lr);
+    for (int64_t i = 0; i < n; ++i) {
+      SCOPED_TRACE("step " + std::to_string(t) + " tensor " +
+                   std::to_string(i));
+      expectSameBits(pb[i], pa[i], "param");
+      expectSameBits(mb[i], ma[i], "exp_avg");
+      expectSameBits(vb[i], va[i], "exp_avg_sq");
+    }
+  }
+}
+
+TEST(MultiAdamw, ChecksCountOperands) {
+  const KernelDef *def =
+      defaultKernelRegistry().find("multi_adamw", Device::kCPU);
+  ASSERT_NE(def, nullptr);
+  KernelParams params;
+  params.setFloat("beta1", 0.9);
+  params.setFloat("beta2", 0.95);
+  params.setFloat("eps", 1e-8);
+  params.setFloat("grad_clip", 1.0);
+  params.setFloat("weight_decay", 0.1);
+  params.setInt("decayed", 1);
+  std::vector<TensorDesc> ins = {{{4}, DType::kF32}, {{2, 3}, DType::kF32},
+                                 {{}, DType::kF32}};
+  std::vector<TensorDesc> outs = {{{4}, DType::kF32}, {{2, 3}, DType::kF32},
+                                  {{4}, DType::kF32}, {{2, 3}, DType::kF32},
+                                  {{4}, DType::kF32}, {{2, 3}, DType::kF32}};
+  EXPECT_TRUE(def->check(KernelSignature{ins, outs, &params}).ok());
+  outs.pop_back();
+  EXPECT_FALSE(def->check(KernelSignature{ins, outs, &params}).ok());
+  outs.push_back({{3, 2}, DType::kF32});
+  EXPECT_FALSE(def->check(KernelSignature{ins, outs, &params}).ok());
+  outs.back().shape = {2, 3};
+  params.setInt("decayed", 3);
+  EXPECT_FALSE(def->check(KernelSignature{ins, outs, &params}).ok());
+}
+
+} // namespace
+} // namespace braid::test
