@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
 #include "kernels/checks/LaunchChecker.h"
+#include "kernels/checks/SharedChecks.h"
 
 namespace braid::checks {
 namespace {
@@ -23,9 +24,6 @@ absl::Status checkLogitsAndLabels(const LaunchChecker &c, const Operand &logits,
   return c.shape(labels, leadingDims(*logits.desc),
                  "(the leading dimensions of logits)");
 }
-
-constexpr absl::string_view kStatistics =
-    "per-row statistics stay f32 in every plan";
 
 absl::Status checkCrossEntropy(const KernelSignature &sig) {
   LaunchChecker c("cross_entropy", sig);

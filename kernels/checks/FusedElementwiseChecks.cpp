@@ -3,12 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
 #include "kernels/checks/LaunchChecker.h"
+#include "kernels/checks/SharedChecks.h"
 
 namespace braid::checks {
 namespace {
-
-constexpr absl::string_view kStatistics =
-    "per-row statistics stay f32 in every plan";
 
 // The optional dropout of a fused kernel: `p` in [0, 1), default 0, and
 // `rng_offset` required when p is above 0.
@@ -24,36 +22,10 @@ absl::Status checkDropoutParams(const LaunchChecker &c) {
   return c.intParamOr("rng_offset", 0, 0, INT64_MAX).status();
 }
 
-absl::Status checkEps(const LaunchChecker &c) {
-  absl::StatusOr<double> eps = c.floatParam("eps");
-  if (!eps.ok())
-    return eps.status();
-  if (*eps <= 0)
-    return c.error(absl::StrCat("parameter 'eps' is ", *eps,
-                                ", expected a positive number"));
-  return absl::OkStatus();
-}
-
-// x [..., D] with a non-empty D.
-absl::Status checkRows(const LaunchChecker &c, const Operand &x) {
-  BRAID_KERNEL_TRY(c.minRank(x, 1, "[..., D]"));
-  if (x.lastDim() == 0)
-    return c.error(absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
-                                "; the normalised dimension D must not be "
-                                "empty"));
-  return absl::OkStatus();
-}
-
 absl::Status checkVector(const LaunchChecker &c, const Operand &op,
                          const Operand &x) {
   BRAID_KERNEL_TRY(c.sameDtype(op, x));
-  return c.shape(op, {x.lastDim()}, "([D], x's last dimension)");
-}
-
-absl::Status checkStats(const LaunchChecker &c, const Operand &op,
-                        const Operand &x) {
-  BRAID_KERNEL_TRY(c.f32(op, kStatistics));
-  return c.shape(op, leadingDims(*x.desc), "(x's leading dimensions)");
+  return checkNormVector(c, op, x);
 }
 
 // `op` has the dtype and the shape of `like`.
@@ -183,27 +155,7 @@ absl::Status checkFusedBiasSwigluGradInput(const KernelSignature &sig) {
 // num_heads and theta of a RoPE over `y` [B, S, H*Dh], as rope checks them.
 absl::Status checkRopeParams(const LaunchChecker &c, const Operand &y) {
   BRAID_KERNEL_TRY(c.rank(y, 3, "[B, S, H*Dh]"));
-  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
-  if (!h.ok())
-    return h.status();
-  if (y.dim(2) % *h != 0)
-    return c.error(absl::StrCat(y.label, " has shape ", shapeString(y.shape()),
-                                "; its last dimension is not a multiple of "
-                                "num_heads (",
-                                *h, ")"));
-  const int64_t dh = y.dim(2) / *h;
-  if (dh % 2 != 0 || dh == 0)
-    return c.error(absl::StrCat("head dimension ", y.dim(2), " / ", *h, " = ",
-                                dh,
-                                " is not a positive even number; rotate-half "
-                                "pairs element i with i + Dh/2"));
-  absl::StatusOr<double> theta = c.floatParam("theta");
-  if (!theta.ok())
-    return theta.status();
-  if (*theta <= 0)
-    return c.error(absl::StrCat("parameter 'theta' is ", *theta,
-                                ", expected a positive number"));
-  return absl::OkStatus();
+  return checkRopeHeads(c, y);
 }
 
 absl::Status checkFusedLinearRope(const KernelSignature &sig) {

@@ -6,12 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
 #include "kernels/checks/LaunchChecker.h"
+#include "kernels/checks/SharedChecks.h"
 
 namespace braid::checks {
 namespace {
-
-constexpr absl::string_view kStatistics =
-    "per-row statistics stay f32 in every plan";
 
 // x [..., D], weight [V, D], labels [...] and, from input `lseIn` on, lse
 // [...]: what the three linear_cross_entropy kernels share. `chunk` is

@@ -2,44 +2,10 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
 #include "kernels/checks/LaunchChecker.h"
+#include "kernels/checks/SharedChecks.h"
 
 namespace braid::checks {
 namespace {
-
-constexpr absl::string_view kStatistics =
-    "per-row statistics stay f32 in every plan";
-
-absl::Status checkEps(const LaunchChecker &c) {
-  absl::StatusOr<double> eps = c.floatParam("eps");
-  if (!eps.ok())
-    return eps.status();
-  if (*eps <= 0)
-    return c.error(absl::StrCat("parameter 'eps' is ", *eps,
-                                ", expected a positive number"));
-  return absl::OkStatus();
-}
-
-// With x [..., D]: gamma-like operands are [D], statistics are x's leading
-// dimensions.
-absl::Status checkVector(const LaunchChecker &c, const Operand &op,
-                         const Operand &x) {
-  return c.shape(op, {x.lastDim()}, "([D], x's last dimension)");
-}
-// Statistics are f32 in every plan.
-absl::Status checkStats(const LaunchChecker &c, const Operand &op,
-                        const Operand &x) {
-  BRAID_KERNEL_TRY(c.f32(op, kStatistics));
-  return c.shape(op, leadingDims(*x.desc), "(x's leading dimensions)");
-}
-
-absl::Status checkRows(const LaunchChecker &c, const Operand &x) {
-  BRAID_KERNEL_TRY(c.minRank(x, 1, "[..., D]"));
-  if (x.lastDim() == 0)
-    return c.error(absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
-                                "; the normalised dimension D must not be "
-                                "empty"));
-  return absl::OkStatus();
-}
 
 absl::Status checkNormForward(const KernelSignature &sig, bool layer) {
   LaunchChecker c(layer ? "layer_norm" : "rms_norm", sig);
@@ -57,7 +23,7 @@ absl::Status checkNormForward(const KernelSignature &sig, bool layer) {
   BRAID_KERNEL_TRY(c.sameDtype(c.out(0), x));
   BRAID_KERNEL_TRY(checkRows(c, x));
   for (int i = 1; i < c.numIns(); ++i)
-    BRAID_KERNEL_TRY(checkVector(c, c.in(i), x));
+    BRAID_KERNEL_TRY(checkNormVector(c, c.in(i), x));
   BRAID_KERNEL_TRY(c.sameShape(c.out(0), x));
   for (int i = 1; i < c.numOuts(); ++i)
     BRAID_KERNEL_TRY(checkStats(c, c.out(i), x));
@@ -85,7 +51,7 @@ absl::Status checkNormGradInput(const KernelSignature &sig, bool layer) {
   BRAID_KERNEL_TRY(c.sameDtype(c.out(0), dy));
   BRAID_KERNEL_TRY(checkRows(c, x));
   BRAID_KERNEL_TRY(c.sameShape(dy, x));
-  BRAID_KERNEL_TRY(checkVector(c, c.in(2), x));
+  BRAID_KERNEL_TRY(checkNormVector(c, c.in(2), x));
   for (int i = 3; i < c.numIns(); ++i)
     BRAID_KERNEL_TRY(checkStats(c, c.in(i), x));
   return c.sameShape(c.out(0), x);
@@ -119,7 +85,7 @@ absl::Status checkNormGradWeight(const KernelSignature &sig, bool layer) {
   for (int i = 2; i < c.numIns(); ++i)
     BRAID_KERNEL_TRY(checkStats(c, c.in(i), x));
   for (int i = 0; i < c.numOuts(); ++i)
-    BRAID_KERNEL_TRY(checkVector(c, c.out(i), x));
+    BRAID_KERNEL_TRY(checkNormVector(c, c.out(i), x));
   return absl::OkStatus();
 }
 

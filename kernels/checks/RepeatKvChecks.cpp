@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
 #include "kernels/checks/LaunchChecker.h"
+#include "kernels/checks/SharedChecks.h"
 
 namespace braid::checks {
 namespace {
@@ -12,26 +13,20 @@ absl::Status checkRepeatKvLaunch(const KernelSignature &sig, bool grad) {
   BRAID_KERNEL_TRY(c.outputs({grad ? "dx" : "y"}));
   BRAID_KERNEL_TRY(c.floatStorage(c.in(0)));
   BRAID_KERNEL_TRY(c.sameDtype(c.out(0), c.in(0)));
-  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
-  if (!h.ok())
-    return h.status();
-  absl::StatusOr<int64_t> hkv = c.intParam("num_kv_heads", 1, INT32_MAX);
-  if (!hkv.ok())
-    return hkv.status();
-  if (*h % *hkv != 0)
-    return c.error(absl::StrCat("num_kv_heads (", *hkv,
-                                ") does not divide num_heads (", *h, ")"));
+  absl::StatusOr<HeadCounts> heads = checkHeadCounts(c);
+  if (!heads.ok())
+    return heads.status();
+  const int64_t h = heads->heads, hkv = heads->kvHeads;
   // The narrow side is x (forward) or dx (backward).
   Operand wide = grad ? c.in(0) : c.out(0);
   Operand narrow = grad ? c.out(0) : c.in(0);
   BRAID_KERNEL_TRY(c.rank(narrow, 3, "[B, S, num_kv_heads*Dh]"));
-  if (narrow.dim(2) % *hkv != 0)
+  if (narrow.dim(2) % hkv != 0)
     return c.error(absl::StrCat(
         narrow.label, " has shape ", shapeString(narrow.shape()),
-        "; its last dimension must be a multiple of num_kv_heads (", *hkv,
-        ")"));
-  const int64_t dh = narrow.dim(2) / *hkv;
-  return c.shape(wide, {narrow.dim(0), narrow.dim(1), *h * dh},
+        "; its last dimension must be a multiple of num_kv_heads (", hkv, ")"));
+  const int64_t dh = narrow.dim(2) / hkv;
+  return c.shape(wide, {narrow.dim(0), narrow.dim(1), h * dh},
                  absl::StrCat("([B, S, num_heads * Dh] with Dh = ", dh, ")"));
 }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/AttentionGeometry.h"
 #include "kernels/cpu/DropoutMask.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
@@ -27,41 +28,11 @@ namespace {
 // Keys (and head-dimension columns) handled together in registers.
 constexpr int64_t kBlock = kLanes;
 
-int64_t roundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-
-// The sizes and parameters of one launch, read once.
-struct Geometry {
-  int64_t b, s, h, hkv, dh, group;
-  int64_t qStride, kvStride; // floats between consecutive positions
-  int64_t sPad;              // s rounded up to kBlock
-  int64_t dPad;              // dh rounded up to kBlock
-  bool causal;
-  float scale;
-  DropoutMask mask;
-
-  Geometry(const KernelArgs &args, const TensorDesc &q) {
-    const KernelParams &p = paramsOf(args);
-    b = q.shape[0];
-    s = q.shape[1];
-    h = p.intOr("num_heads", 1);
-    hkv = p.intOr("num_kv_heads", 1);
-    dh = q.shape[2] / h;
-    group = h / hkv;
-    qStride = h * dh;
-    kvStride = hkv * dh;
-    sPad = roundUp(s, kBlock);
-    dPad = roundUp(dh, kBlock);
-    causal = p.intOr("causal", 0) != 0;
-    scale = static_cast<float>(p.floatOr("scale", 1.0));
-    mask = DropoutMask::make(p.floatOr("dropout", 0.0),
-                             p.intOr("rng_offset", 0), contextOf(args));
-  }
+// The sizes and parameters of one launch, read once (sPad and dPad are
+// multiples of kBlock).
+struct Geometry : AttentionGeometry {
+  using AttentionGeometry::AttentionGeometry;
   int64_t keys(int64_t i) const { return causal ? i + 1 : s; }
-  // Element index of probs[b, h, i, 0] and of its dropout draw.
-  int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
-    return ((bi * h + hi) * s + i) * s;
-  }
 };
 
 // Copies the s rows of one head (stride `stride`, dh values each) into
@@ -81,14 +52,6 @@ BRAID_INLINE void transposeHead(const T *src, int64_t stride, const Geometry &g,
   for (int64_t j = 0; j < g.s; ++j)
     for (int64_t d = 0; d < g.dh; ++d)
       t[d * g.sPad + j] = staging[j * g.dh + d];
-}
-
-// Copies dh values to `out` and zeroes it up to dPad.
-template <typename T>
-BRAID_INLINE void padRow(const T *src, const Geometry &g, float *out) {
-  convert(src, out, g.dh);
-  for (int64_t d = g.dh; d < g.dPad; ++d)
-    out[d] = 0.0f;
 }
 
 // Copies the s rows of one head into rows of dPad floats.

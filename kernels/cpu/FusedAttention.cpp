@@ -39,6 +39,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/cpu/AttentionGeometry.h"
 #include "kernels/cpu/DropoutMask.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
@@ -58,36 +59,15 @@ constexpr int64_t kQueryBlock = 64; // query rows per forward / dq work item
 constexpr int kRows = 8;            // query rows sharing each load of K, V
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
-int64_t roundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 int64_t ceilDiv(int64_t n, int64_t m) { return (n + m - 1) / m; }
 
-struct Geometry {
-  int64_t b, s, h, hkv, dh, group;
-  int64_t qStride, kvStride;
-  int64_t sPad, dPad;
-  bool causal;
+struct Geometry : AttentionGeometry {
   int64_t prefix;
-  float scale;
-  DropoutMask mask;
   const int32_t *seg = nullptr; // [B, S] or null
 
-  Geometry(const KernelArgs &args, const TensorDesc &q, int segInput) {
-    const KernelParams &p = paramsOf(args);
-    b = q.shape[0];
-    s = q.shape[1];
-    h = p.intOr("num_heads", 1);
-    hkv = p.intOr("num_kv_heads", 1);
-    dh = q.shape[2] / h;
-    group = h / hkv;
-    qStride = h * dh;
-    kvStride = hkv * dh;
-    sPad = roundUp(s, kLanes);
-    dPad = roundUp(dh, kLanes);
-    causal = p.intOr("causal", 0) != 0;
-    prefix = causal ? p.intOr("prefix", 0) : 0;
-    scale = static_cast<float>(p.floatOr("scale", 1.0));
-    mask = DropoutMask::make(p.floatOr("dropout", 0.0),
-                             p.intOr("rng_offset", 0), contextOf(args));
+  Geometry(const KernelArgs &args, const TensorDesc &q, int segInput)
+      : AttentionGeometry(args, q) {
+    prefix = causal ? paramsOf(args).intOr("prefix", 0) : 0;
     if (static_cast<int>(args.ins.size()) > segInput)
       seg = args.ins[segInput].i32();
   }
@@ -100,9 +80,6 @@ struct Geometry {
   // The first query row that may see key j.
   int64_t firstRowSeeing(int64_t j) const {
     return !causal || j < prefix ? 0 : j;
-  }
-  int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
-    return ((bi * h + hi) * s + i) * s;
   }
   int64_t kvHead(int64_t bi, int64_t hk) const { return bi * hkv + hk; }
 };
@@ -165,13 +142,6 @@ Layouts layOut(const KernelArgs &args, const Geometry &g, const T *k,
     }
   });
   return l;
-}
-
-template <typename T>
-BRAID_INLINE void padRow(const T *src, const Geometry &g, float *out) {
-  convert(src, out, g.dh);
-  for (int64_t d = g.dh; d < g.dPad; ++d)
-    out[d] = 0.0f;
 }
 
 // out[r * W + j] = sum over d < dh of a[r * dPad + d] * t[d * sPad + j]

@@ -22,6 +22,7 @@
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/SharedLoops.h"
 #include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
@@ -82,21 +83,6 @@ void addDroppedRow(DropoutMask mask, const float *__restrict a,
     c[i] = a[i] + b[i] * mask.factor(first + i);
 }
 
-BRAID_INLINE float sumSqDiff(const float *__restrict x, float m, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      float t = x[i + l] - m;
-      acc[l] += t * t;
-    }
-  for (int l = 0; i < n; ++i, ++l) {
-    float t = x[i] - m;
-    acc[l] += t * t;
-  }
-  return sumLanes(acc);
-}
-
 BRAID_VECTOR_CLONES
 void layerNormRow(const float *__restrict x, const float *__restrict gamma,
                   const float *__restrict beta, float eps, int64_t d,
@@ -122,8 +108,8 @@ void rmsNormRow(const float *__restrict x, const float *__restrict gamma,
 }
 
 // dx = dres + rstd * (g - mean(g) - xhat * mean(g * xhat)) for one row
-// (mean null for RMSNorm), the reductions' lanes as in Norms.cpp: element j
-// in lane j % kLanes.
+// (mean null for RMSNorm), its means those of layer_norm_grad_input
+// (normGradMeans).
 BRAID_VECTOR_CLONES
 void addNormGradRow(const float *__restrict dy, const float *__restrict x,
                     const float *__restrict gamma, const float *__restrict mean,
@@ -131,24 +117,9 @@ void addNormGradRow(const float *__restrict dy, const float *__restrict x,
                     float *__restrict dx) {
   const float invD = 1.0f / static_cast<float>(d);
   const float m = mean ? *mean : 0.0f, s = rstd;
-  Vec16 vG = {}, vGX = {};
-  int64_t j = 0;
-  for (; j + kLanes <= d; j += kLanes) {
-    const Vec16 g = load16(dy + j) * load16(gamma + j);
-    vG += g;
-    vGX += g * ((load16(x + j) - m) * s);
-  }
-  float accG[kLanes], accGX[kLanes];
-  store16(accG, vG);
-  store16(accGX, vGX);
-  for (int l = 0; j < d; ++j, ++l) {
-    float g = dy[j] * gamma[j];
-    accG[l] += g;
-    accGX[l] += g * ((x[j] - m) * s);
-  }
-  const float meanG = mean ? sumLanes(accG) * invD : 0.0f;
-  const float meanGX = sumLanes(accGX) * invD;
-  for (j = 0; j < d; ++j) {
+  float meanG, meanGX;
+  normGradMeans(dy, x, gamma, m, s, mean != nullptr, d, invD, &meanG, &meanGX);
+  for (int64_t j = 0; j < d; ++j) {
     const float xhat = (x[j] - m) * s;
     dx[j] = dres[j] + s * (dy[j] * gamma[j] - meanG - xhat * meanGX);
   }

@@ -32,6 +32,7 @@
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/SharedLoops.h"
 #include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
@@ -260,27 +261,8 @@ void runLinearCrossEntropyGradWeight(const KernelArgs &args) {
 
 // --- multi_adamw ---------------------------------------------------------
 
-// As adamw (Optimizer.cpp): scalars in double rounded once, the element
-// loop in f32, operation for operation.
-struct AdamwCoefficients {
-  float clip, decay, b1, c1, b2, c2, bc2Sqrt, stepSize, eps;
-};
-
-BRAID_VECTOR_CLONES
-void adamwRange(AdamwCoefficients k, const float *__restrict grad,
-                float *__restrict param, float *__restrict m,
-                float *__restrict v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i] * k.clip;
-    const float mi = k.b1 * m[i] + k.c1 * g;
-    const float vi = k.b2 * v[i] + k.c2 * (g * g);
-    const float denom = std::sqrt(vi) / k.bc2Sqrt + k.eps;
-    m[i] = mi;
-    v[i] = vi;
-    param[i] = param[i] * k.decay - k.stepSize * (mi / denom);
-  }
-}
-
+// As adamw (Optimizer.cpp): the same scalars and the same element loop
+// (SharedLoops.h).
 constexpr int64_t kAdamwBlock = 16384;
 
 void runMultiAdamw(const KernelArgs &args) {
@@ -323,7 +305,7 @@ void runMultiAdamw(const KernelArgs &args) {
       const int64_t begin = (b - firstBlock[i]) * kAdamwBlock;
       const int64_t len =
           std::min(kAdamwBlock, args.ins[i].numel() - begin);
-      adamwRange(i < decayed ? withDecay : withoutDecay,
+      adamwUpdate(i < decayed ? withDecay : withoutDecay,
                  args.ins[i].f32() + begin, args.outs[i].f32() + begin,
                  args.outs[n + i].f32() + begin,
                  args.outs[2 * n + i].f32() + begin, len);

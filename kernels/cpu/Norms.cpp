@@ -12,27 +12,12 @@
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/SharedLoops.h"
 #include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
 namespace {
-
-// Sum of (x - m)^2 in fixed lanes.
-BRAID_INLINE float sumSqDiff(const float *__restrict x, float m, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      float t = x[i + l] - m;
-      acc[l] += t * t;
-    }
-  for (int l = 0; i < n; ++i, ++l) {
-    float t = x[i] - m;
-    acc[l] += t * t;
-  }
-  return sumLanes(acc);
-}
 
 // The row loops of the kernels below sit in cloned functions that take
 // restrict pointers and scalars by value, so that they vectorise at the
@@ -141,27 +126,10 @@ void normGradInputRows(const float *__restrict dy, const float *__restrict x,
     const float *xr = x + r * d;
     float *dxr = dx + r * d;
     const float m = mean ? mean[r] : 0.0f, s = rstd[r];
-    // Element j goes to lane j % kLanes, as in VecMath's reductions. Written
-    // with Vec16: in this cloned function the vectoriser otherwise picks an
-    // outer-loop form that ran 3x slower than the plain SSE loop.
-    Vec16 vG = {}, vGX = {};
-    int64_t j = 0;
-    for (; j + kLanes <= d; j += kLanes) {
-      const Vec16 g = load16(dyr + j) * load16(gamma + j);
-      vG += g;
-      vGX += g * ((load16(xr + j) - m) * s);
-    }
-    float accG[kLanes], accGX[kLanes];
-    store16(accG, vG);
-    store16(accGX, vGX);
-    for (int l = 0; j < d; ++j, ++l) {
-      float g = dyr[j] * gamma[j];
-      accG[l] += g;
-      accGX[l] += g * ((xr[j] - m) * s);
-    }
-    const float meanG = mean ? sumLanes(accG) * invD : 0.0f;
-    const float meanGX = sumLanes(accGX) * invD;
-    for (j = 0; j < d; ++j) {
+    float meanG, meanGX;
+    normGradMeans(dyr, xr, gamma, m, s, mean != nullptr, d, invD, &meanG,
+                  &meanGX);
+    for (int64_t j = 0; j < d; ++j) {
       float xhat = (xr[j] - m) * s;
       dxr[j] = s * (dyr[j] * gamma[j] - meanG - xhat * meanGX);
     }

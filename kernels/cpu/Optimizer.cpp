@@ -8,6 +8,7 @@
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/SharedLoops.h"
 #include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
@@ -71,12 +72,6 @@ void runGradNorm(const KernelArgs &args) {
 
 // --- adamw --------------------------------------------------------------
 
-// Scalars are computed in double and rounded once; the element-wise update
-// runs in fp32, in the order of docs/kernels.md.
-struct AdamwCoefficients {
-  float clip, decay, b1, c1, b2, c2, bc2Sqrt, stepSize, eps;
-};
-
 // One contiguous range. Coefficients arrive by value and the arrays as
 // restrict pointers so that the loop vectorises; the arithmetic is the
 // formula of docs/kernels.md, operation for operation.
@@ -128,6 +123,11 @@ void runAdamw(const KernelArgs &args) {
 }
 
 } // namespace
+
+void adamwUpdate(AdamwCoefficients k, const float *grad, float *param, float *m,
+                 float *v, int64_t n) {
+  adamwRange(k, grad, param, m, v, n);
+}
 
 absl::Status registerOptimizerKernels(KernelRegistry &registry) {
   return registerAll(

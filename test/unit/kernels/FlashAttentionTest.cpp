@@ -33,25 +33,11 @@
 namespace braid {
 namespace {
 
-uint16_t roundBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-float widenBf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using test::roundBf16;
+using test::widenBf16;
 
 // One operand in host memory, f32, bf16 or i32.
-struct Operand {
-  TensorDesc desc;
-  std::vector<float> f;
-  std::vector<uint16_t> b;
-  std::vector<int32_t> ids;
-
+struct Operand : test::HostTensor {
   static Operand floats(std::vector<int64_t> shape, std::vector<float> v,
                         DType t = DType::kF32) {
     Operand o;
@@ -73,20 +59,6 @@ struct Operand {
     o.desc = {{b, s}, DType::kI32};
     o.ids = std::move(v);
     return o;
-  }
-  void *data() {
-    if (desc.dtype == DType::kI32)
-      return ids.data();
-    return desc.dtype == DType::kBF16 ? static_cast<void *>(b.data())
-                                      : static_cast<void *>(f.data());
-  }
-  std::vector<float> values() const {
-    if (desc.dtype != DType::kBF16)
-      return f;
-    std::vector<float> out;
-    for (uint16_t x : b)
-      out.push_back(widenBf16(x));
-    return out;
   }
 };
 

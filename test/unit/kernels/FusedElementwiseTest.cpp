@@ -23,24 +23,11 @@
 namespace braid {
 namespace {
 
-uint16_t roundBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-float widenBf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using test::roundBf16;
+using test::widenBf16;
 
 // A host tensor in f32 or bf16 storage.
-struct Tensor {
-  TensorDesc desc;
-  std::vector<float> f;
-  std::vector<uint16_t> b;
-
+struct Tensor : test::HostTensor {
   Tensor(std::vector<int64_t> shape, DType dtype,
          const std::vector<float> &values = {}) {
     desc.shape = std::move(shape);
@@ -74,14 +61,6 @@ struct Tensor {
         out.push_back(u);
       }
     }
-    return out;
-  }
-  std::vector<float> values() const {
-    if (desc.dtype != DType::kBF16)
-      return f;
-    std::vector<float> out;
-    for (uint16_t v : b)
-      out.push_back(widenBf16(v));
     return out;
   }
 };

@@ -33,25 +33,8 @@
 namespace braid::test {
 namespace {
 
-uint16_t roundBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-float widenBf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 // One operand in its storage type.
-struct Tensor {
-  TensorDesc desc;
-  std::vector<float> f;
-  std::vector<uint16_t> b;
-  std::vector<int32_t> ids;
-
+struct Tensor : HostTensor {
   static Tensor of(std::vector<int64_t> shape, DType dtype,
                    const std::vector<float> &values) {
     Tensor t;
@@ -73,20 +56,6 @@ struct Tensor {
     t.desc = {std::move(shape), DType::kI32};
     t.ids = std::move(v);
     return t;
-  }
-  void *data() {
-    if (desc.dtype == DType::kI32)
-      return ids.data();
-    return desc.dtype == DType::kBF16 ? static_cast<void *>(b.data())
-                                      : static_cast<void *>(f.data());
-  }
-  std::vector<float> values() const {
-    if (desc.dtype != DType::kBF16)
-      return f;
-    std::vector<float> out;
-    for (uint16_t v : b)
-      out.push_back(widenBf16(v));
-    return out;
   }
 };
 

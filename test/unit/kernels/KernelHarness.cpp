@@ -7,6 +7,18 @@
 
 namespace braid::test {
 
+uint16_t roundBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float widenBf16(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 std::vector<float> randomVector(int64_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

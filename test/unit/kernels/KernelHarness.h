@@ -85,6 +85,35 @@ void expectGradientMatches(
     const std::vector<float> &x, const std::vector<float> &grad, double h,
     double rtol, double atol, uint32_t seed, const std::string &what);
 
+// bf16 bits of `f`, rounded to nearest even; and the exact widening back.
+uint16_t roundBf16(float f);
+float widenBf16(uint16_t b);
+
+// One host operand in its storage type: f32 values in `f`, bf16 bits in `b`,
+// i32 ids in `ids`.
+struct HostTensor {
+  TensorDesc desc;
+  std::vector<float> f;
+  std::vector<uint16_t> b;
+  std::vector<int32_t> ids;
+
+  void *data() {
+    if (desc.dtype == DType::kI32)
+      return ids.data();
+    return desc.dtype == DType::kBF16 ? static_cast<void *>(b.data())
+                                      : static_cast<void *>(f.data());
+  }
+  // The values as f32 (bf16 widened exactly).
+  std::vector<float> values() const {
+    if (desc.dtype != DType::kBF16)
+      return f;
+    std::vector<float> out;
+    for (uint16_t v : b)
+      out.push_back(widenBf16(v));
+    return out;
+  }
+};
+
 // sum(proj * y) in double.
 double project(const std::vector<float> &proj, const std::vector<float> &y);
 

@@ -1,0 +1,109 @@
+#include "kernels/checks/SharedChecks.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace braid::checks {
+
+absl::Status checkEps(const LaunchChecker &c) {
+  absl::StatusOr<double> eps = c.floatParam("eps");
+  if (!eps.ok())
+    return eps.status();
+  if (*eps <= 0)
+    return c.error(absl::StrCat("parameter 'eps' is ", *eps,
+                                ", expected a positive number"));
+  return absl::OkStatus();
+}
+
+absl::Status checkRows(const LaunchChecker &c, const Operand &x) {
+  BRAID_KERNEL_TRY(c.minRank(x, 1, "[..., D]"));
+  if (x.lastDim() == 0)
+    return c.error(absl::StrCat(x.label, " has shape ", shapeString(x.shape()),
+                                "; the normalised dimension D must not be "
+                                "empty"));
+  return absl::OkStatus();
+}
+
+absl::Status checkNormVector(const LaunchChecker &c, const Operand &op,
+                             const Operand &x) {
+  return c.shape(op, {x.lastDim()}, "([D], x's last dimension)");
+}
+
+absl::Status checkStats(const LaunchChecker &c, const Operand &op,
+                        const Operand &x) {
+  BRAID_KERNEL_TRY(c.f32(op, kStatistics));
+  return c.shape(op, leadingDims(*x.desc), "(x's leading dimensions)");
+}
+
+absl::Status checkRopeHeads(const LaunchChecker &c, const Operand &y) {
+  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
+  if (!h.ok())
+    return h.status();
+  if (y.dim(2) % *h != 0)
+    return c.error(absl::StrCat(y.label, " has shape ", shapeString(y.shape()),
+                                "; its last dimension is not a multiple of "
+                                "num_heads (",
+                                *h, ")"));
+  const int64_t dh = y.dim(2) / *h;
+  if (dh % 2 != 0 || dh == 0)
+    return c.error(absl::StrCat("head dimension ", y.dim(2), " / ", *h, " = ",
+                                dh,
+                                " is not a positive even number; rotate-half "
+                                "pairs element i with i + Dh/2"));
+  absl::StatusOr<double> theta = c.floatParam("theta");
+  if (!theta.ok())
+    return theta.status();
+  if (*theta <= 0)
+    return c.error(absl::StrCat("parameter 'theta' is ", *theta,
+                                ", expected a positive number"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<HeadCounts> checkHeadCounts(const LaunchChecker &c) {
+  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
+  if (!h.ok())
+    return h.status();
+  absl::StatusOr<int64_t> hkv = c.intParam("num_kv_heads", 1, INT32_MAX);
+  if (!hkv.ok())
+    return hkv.status();
+  if (*h % *hkv != 0)
+    return c.error(absl::StrCat("num_kv_heads (", *hkv,
+                                ") does not divide num_heads (", *h, ")"));
+  return HeadCounts{*h, *hkv};
+}
+
+absl::StatusOr<QkvDims> checkQkv(const LaunchChecker &c, const Operand &q,
+                                 const Operand &k, const Operand &v) {
+  BRAID_KERNEL_TRY(c.rank(q, 3, "[B, S, H*Dh]"));
+  absl::StatusOr<HeadCounts> heads = checkHeadCounts(c);
+  if (!heads.ok())
+    return heads.status();
+  const int64_t h = heads->heads, hkv = heads->kvHeads;
+  if (q.dim(2) % h != 0 || q.dim(2) == 0)
+    return c.error(absl::StrCat(q.label, " has shape ", shapeString(q.shape()),
+                                "; its last dimension must be num_heads (", h,
+                                ") times a head dimension of at least 1"));
+  const int64_t b = q.dim(0), s = q.dim(1), dh = q.dim(2) / h;
+  const std::vector<int64_t> kvShape = {b, s, hkv * dh};
+  const std::string kvWhy =
+      absl::StrCat("([B, S, num_kv_heads * Dh] with Dh = ", dh, ")");
+  BRAID_KERNEL_TRY(c.shape(k, kvShape, kvWhy));
+  BRAID_KERNEL_TRY(c.shape(v, kvShape, kvWhy));
+  return QkvDims{b, s, h, dh};
+}
+
+absl::Status checkAttentionDropout(const LaunchChecker &c) {
+  absl::StatusOr<double> p = c.floatParamOr("dropout", 0.0);
+  if (!p.ok())
+    return p.status();
+  if (*p < 0 || *p >= 1)
+    return c.error(absl::StrCat("parameter 'dropout' is ", *p,
+                                ", expected 0 <= dropout < 1"));
+  if (*p > 0)
+    BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
+  return absl::OkStatus();
+}
+
+} // namespace braid::checks

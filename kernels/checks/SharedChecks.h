@@ -1,0 +1,53 @@
+// Checks that several kernel families share: norm rows and statistics, RoPE
+// heads, attention heads and the q/k/v layout, attention dropout.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/checks/LaunchChecker.h"
+
+namespace braid::checks {
+
+inline constexpr absl::string_view kStatistics =
+    "per-row statistics stay f32 in every plan";
+
+// The required parameter `eps`, above 0.
+absl::Status checkEps(const LaunchChecker &c);
+// x [..., D] with a non-empty D.
+absl::Status checkRows(const LaunchChecker &c, const Operand &x);
+// A gamma-like operand of x [..., D]: shape [D].
+absl::Status checkNormVector(const LaunchChecker &c, const Operand &op,
+                             const Operand &x);
+// Per-row statistics of x: f32, shaped as x's leading dimensions.
+absl::Status checkStats(const LaunchChecker &c, const Operand &op,
+                        const Operand &x);
+
+// With `y` of rank 3 [B, S, H*Dh]: the parameter num_heads divides the last
+// dimension into an even, non-empty head dimension, and theta is positive.
+absl::Status checkRopeHeads(const LaunchChecker &c, const Operand &y);
+
+struct HeadCounts {
+  int64_t heads = 0;
+  int64_t kvHeads = 0;
+};
+// The parameters num_heads and num_kv_heads; the second divides the first.
+absl::StatusOr<HeadCounts> checkHeadCounts(const LaunchChecker &c);
+
+struct QkvDims {
+  int64_t batch = 0;
+  int64_t seq = 0;
+  int64_t heads = 0;
+  int64_t headDim = 0;
+};
+// q [B, S, H*Dh] with k and v [B, S, num_kv_heads*Dh].
+absl::StatusOr<QkvDims> checkQkv(const LaunchChecker &c, const Operand &q,
+                                 const Operand &k, const Operand &v);
+
+// The optional parameter `dropout` in [0, 1); rng_offset is required when it
+// is above 0.
+absl::Status checkAttentionDropout(const LaunchChecker &c);
+
+} // namespace braid::checks
