@@ -4,13 +4,16 @@
 # GPU benchmark (test/bench/gpu/run.sh) into one folder, out/gpu-bundle/:
 #
 #   bundle.env        the build's absolute paths, revision and date
-#   payload.tar.xz    build/bin/: braid-run and every test binary labelled
-#                     `gpu` (debug sections stripped), a braidc stand-in that
-#                     serves plans compiled here (plan-cache/), data/ (the
-#                     test corpus), lib/ (this machine's libstdc++, used there
-#                     only if the system's is too old)
-#   plans/            the 1B benchmark plans, micro-batches 1 to 32, and
-#                     plans.tsv (micro-batch, arena bytes, file)
+#   payload.tar.xz    build/bin/: braid-run, braid_flash_attention_bench and
+#                     every test binary labelled `gpu` (debug sections
+#                     stripped), a braidc stand-in that serves plans compiled
+#                     here (plan-cache/), data/ (the test corpus), lib/ (this
+#                     machine's libstdc++, used there only if the system's is
+#                     too old)
+#   plans/            the 1B benchmark plans: unfused (--fusion=none,
+#                     micro-batches 1 to 32, plans.tsv) and fused
+#                     (--fusion=all, micro-batches 1 to 48, plans-fused.tsv);
+#                     each .tsv holds micro-batch, arena bytes, file
 #   tests.tsv         the GPU tests as ctest would run them
 #   ldd.txt           what each binary loads at run time
 #
@@ -37,7 +40,7 @@ while [ $# -gt 0 ]; do
     --out) bundle="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-bundle.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -102,12 +105,13 @@ EOF
 [ "${#test_targets[@]}" -gt 0 ] || echo "gpu-bundle.sh: warning: $build has no test labelled gpu" >&2
 
 if [ "$do_build" -eq 1 ]; then
-  echo "gpu-bundle.sh: building braidc braid-run ${test_targets[*]} (-j $jobs)"
-  cmake --build "$build" -j "$jobs" --target braidc braid-run "${test_targets[@]}" >> "$log" 2>&1 ||
+  echo "gpu-bundle.sh: building braidc braid-run braid_flash_attention_bench ${test_targets[*]} (-j $jobs)"
+  cmake --build "$build" -j "$jobs" --target braidc braid-run braid_flash_attention_bench \
+    "${test_targets[@]}" >> "$log" 2>&1 ||
     { grep -E "error|Error|undefined reference" "$log" | tail -n 15 >&2
       die "building the CUDA targets failed (above; whole log in $log): the CUDA backend does not build or link yet"; }
 fi
-for t in braidc braid-run "${test_targets[@]}"; do
+for t in braidc braid-run braid_flash_attention_bench "${test_targets[@]}"; do
   [ -x "$build/bin/$t" ] || die "$build/bin/$t is missing; build it first (or drop --no-build)"
 done
 list_gpu_tests
@@ -123,7 +127,7 @@ rm -rf "$bundle"
 mkdir -p "$bundle/plans" "$bundle/stage/build/bin" "$bundle/stage/plan-cache" \
   "$bundle/stage/data" "$bundle/stage/lib"
 bad=""
-for t in braid-run "${test_targets[@]}"; do
+for t in braid-run braid_flash_attention_bench "${test_targets[@]}"; do
   echo "== $t" >> "$bundle/ldd.txt"
   ldd "$build/bin/$t" >> "$bundle/ldd.txt" 2>&1 || true
   while read -r lib _; do
@@ -141,7 +145,7 @@ libstdcxx="$(ldd "$build/bin/braid-run" | sed -n 's/.*libstdc++.so.6 => \([^ ]*\
 [ -z "$libstdcxx" ] || cp -L "$libstdcxx" "$bundle/stage/lib/libstdc++.so.6"
 
 # --- Binaries ----------------------------------------------------------------
-for t in braid-run "${test_targets[@]}"; do
+for t in braid-run braid_flash_attention_bench "${test_targets[@]}"; do
   objcopy --strip-debug "$build/bin/$t" "$bundle/stage/build/bin/$t"
 done
 
@@ -159,17 +163,30 @@ data_dir="$(cache_value BRAID_DATA_DIR "$build")"
 # --- Plans -------------------------------------------------------------------
 braidc="$build/bin/braidc"
 spec="$root/test/bench/specs/gpu-llama-1b.pbtxt"
-: > "$bundle/plans/plans.tsv"
-for mb in 1 2 4 8 12 16 24 32; do
-  s="$bundle/plans/gpu-llama-1b-mb$mb.pbtxt"
-  sed -e "s/^\( *micro_batch_size:\) .*/\1 $mb/" -e "s/^\( *global_batch_size:\) .*/\1 $mb/" \
-    "$spec" > "$s"
-  "$braidc" "$s" --emit=plan --report-memory -o "$bundle/plans/gpu-llama-1b-mb$mb.plan" \
-    2> "$bundle/plans/gpu-llama-1b-mb$mb.memory.txt" ||
-    die "braidc failed on $s: $(tail -n 3 "$bundle/plans/gpu-llama-1b-mb$mb.memory.txt")"
-  arena="$(sed -n 's/^ *arena *\([0-9]*\) bytes.*/\1/p' "$bundle/plans/gpu-llama-1b-mb$mb.memory.txt")"
-  printf '%s\t%s\t%s\n' "$mb" "$arena" "gpu-llama-1b-mb$mb.plan" >> "$bundle/plans/plans.tsv"
-done
+# The micro-batches of test/bench/gpu/run.sh. Fused plans keep no
+# [B, H, S, S] attention probabilities (flash attention), so larger ones fit.
+unfused_mbs="1 2 4 8 12 16 24 32"
+fused_mbs="1 2 4 8 12 16 20 24 28 32 40 48"
+# compile_plans FUSION TSV NAME MICRO-BATCHES...
+compile_plans() {
+  local fusion="$1" tsv="$2" name="$3" mb s arena
+  shift 3
+  : > "$tsv"
+  for mb in "$@"; do
+    s="$bundle/plans/$name-mb$mb.pbtxt"
+    sed -e "s/^\( *micro_batch_size:\) .*/\1 $mb/" -e "s/^\( *global_batch_size:\) .*/\1 $mb/" \
+      "$spec" > "$s"
+    "$braidc" "$s" --emit=plan --report-memory --fusion="$fusion" \
+      -o "$bundle/plans/$name-mb$mb.plan" 2> "$bundle/plans/$name-mb$mb.memory.txt" ||
+      die "braidc --fusion=$fusion failed on $s: $(tail -n 3 "$bundle/plans/$name-mb$mb.memory.txt")"
+    arena="$(sed -n 's/^ *arena *\([0-9]*\) bytes.*/\1/p' "$bundle/plans/$name-mb$mb.memory.txt")"
+    printf '%s\t%s\t%s\n' "$mb" "$arena" "$name-mb$mb.plan" >> "$tsv"
+  done
+}
+# shellcheck disable=SC2086
+compile_plans none "$bundle/plans/plans.tsv" gpu-llama-1b $unfused_mbs
+# shellcheck disable=SC2086
+compile_plans all "$bundle/plans/plans-fused.tsv" gpu-llama-1b-fused $fused_mbs
 
 # Plans for the braidc stand-in, keyed by the spec's sha256: every spec of
 # models/ and test/ that compiles.

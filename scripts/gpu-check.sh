@@ -5,19 +5,20 @@
 #   bash scripts/gpu-check.sh out/gpu-bundle [RESULTS]
 #
 # Checks that nvidia-smi sees a GPU, then runs test/bench/gpu/run.sh (the GPU
-# tests, Braid, PyTorch eager and torch.compile, the GEMM ceiling) in a work
-# folder and leaves in RESULTS (default $OUT, else out/gpu-check) at most
-# five files: summary.txt, summary.json, console.log, nvidia-smi.txt and
-# details.tar.gz (every log and JSON of the run).
+# tests, Braid with fused and with unfused plans, the GEMM ceiling, PyTorch
+# torch.compile and eager, Braid's flash attention against PyTorch's SDPA)
+# in a work folder and leaves in RESULTS (default $OUT, else out/gpu-check)
+# at most five files: summary.txt, summary.json, console.log, nvidia-smi.txt
+# and details.tar.gz (every log and JSON of the run).
 #
 # Environment: BRAID_GPU_BUDGET (seconds for run.sh, default 450),
 # BRAID_GPU_WORK (work folder, default /tmp/braid-gpu-check), and run.sh's
 # own (PYTHON, BRAID_GPU_RESERVE_MIB). Extra arguments after RESULTS go to
-# run.sh (e.g. --skip eager-sdpa,profile --steps 30).
+# run.sh (e.g. --skip eager-sdpa,profile --steps 20).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if [ $# -lt 1 ]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 bundle="$1"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Summary of a GPU benchmark run (test/bench/gpu/run.sh OUT).
 
-Reads OUT/stages.jsonl, OUT/tests.jsonl, OUT/braid/ (braid-run's JSON-lines
-log and start-up report), OUT/gemm.json and OUT/torch/*.json; writes
+Reads OUT/stages.jsonl, OUT/tests.jsonl, OUT/braid-fused/ and OUT/braid/
+(braid-run's JSON-lines log and start-up report of the fused and the unfused
+plan), OUT/gemm.json, OUT/torch/*.json and OUT/flash/*.jsonl; writes
 OUT/summary.json and OUT/summary.txt and prints the latter.
 
   tokens/s   Braid: the median of the per-step tokens/s of braid-run's --log
@@ -13,8 +14,15 @@ OUT/summary.json and OUT/summary.txt and prints the latter.
              parameters incl. the LM head, plus 12 L S d for attention, causal
              attention not halved); peak = the measured bf16 GEMM ceiling
              (gemm_ceiling.py) and the H200 datasheet's 989 TFLOP/s
-  ratios     Braid tokens/s over each PyTorch mode's; the target is Braid at
-             0.8x torch.compile or better
+  ratios     Braid tokens/s over each PyTorch mode's, for the fused
+             (--fusion=all) and the unfused (--fusion=none) plan, and fused
+             over unfused; the targets are fused Braid at 1.0x torch.compile
+             or better, unfused Braid at 0.8x or better
+  attention  OUT/flash/: braid_flash_attention_bench (Braid's CUDA
+             flash_attention and reference attention) and sdpa_bench.py
+             (torch's scaled_dot_product_attention), TFLOP/s by the
+             flash-attention benchmarks' count (forward 4 B H S^2 Dh, halved
+             when causal; forward+backward 3.5x that), and Braid flash / SDPA
 
   report.py OUT [--spec SPEC] [--braid-warmup N]
 """
@@ -27,7 +35,10 @@ import sys
 from pathlib import Path
 
 DATASHEET_TFLOPS = 989.0  # H100/H200 SXM dense bf16
-TARGET_VS_COMPILE = 0.8
+TARGET_VS_COMPILE = 0.8        # unfused Braid / torch.compile
+TARGET_FUSED_VS_COMPILE = 1.0  # fused Braid / torch.compile
+BRAIDS = (("braid-fused", "Braid fused (--fusion=all)"),
+          ("braid", "Braid unfused (--fusion=none)"))
 TORCH_MODES = (("compile", "torch.compile (SDPA)"), ("eager", "torch eager (reference attn)"),
                ("eager-sdpa", "torch eager (SDPA)"))
 
@@ -66,9 +77,9 @@ def flops_per_token(spec):
         return None, None, None
 
 
-def braid_result(out, warmup, seq_len):
-    log = read_jsonl(out / "braid" / "log.jsonl")
-    choice = read_json(out / "braid" / "choice.json") or {}
+def braid_result(out, warmup, seq_len, sub="braid"):
+    log = read_jsonl(out / sub / "log.jsonl")
+    choice = read_json(out / sub / "choice.json") or {}
     if not log:
         return None
     rates = [r.get("tokens_per_s") for r in log]
@@ -78,21 +89,29 @@ def braid_result(out, warmup, seq_len):
     if not timed:
         return None
     losses = [r.get("loss") for r in log]
-    result = {"micro_batch": choice.get("micro_batch"), "seq_len": seq_len,
+    result = {"micro_batch": choice.get("micro_batch"), "fusion": choice.get("fusion"),
+              "plan": choice.get("plan"), "seq_len": seq_len,
               "tokens_per_s": statistics.median(timed), "steps": len(log),
               "timed_steps": len(timed), "first_loss": losses[0], "last_loss": losses[-1],
               "finite_losses": all(isinstance(x, (int, float)) and math.isfinite(x)
                                    for x in losses),
               "first_step_tokens_per_s": rates[0]}
-    run_log = out / "braid" / "run.log"
+    run_log = out / sub / "run.log"
     try:
         text = run_log.read_text(errors="replace")
         result["startup"] = [line for line in text.splitlines()[:8]
                              if line.startswith(("plan ", "memory", "data:", "peak:", "device"))]
-        result["graphs"] = "off" if (out / "braid" / "graphs-off").exists() else "on"
+        result["graphs"] = "off" if (out / sub / "graphs-off").exists() else "on"
     except OSError:
         pass
     return result
+
+
+def profile_plan(out):
+    try:
+        return (out / "braid" / "profile-plan.txt").read_text().strip()
+    except OSError:
+        return ""
 
 
 def profile_top(out, count=15):
@@ -104,6 +123,53 @@ def profile_top(out, count=15):
         if line.startswith("kernel profile"):
             return lines[i:i + count + 2]
     return []
+
+
+def attention_result(out):
+    """Rows of OUT/flash/{braid,sdpa}.jsonl by (seq, pass): TFLOP/s of Braid's
+    flash and reference attention and of SDPA, and Braid flash / SDPA."""
+    rows = read_jsonl(out / "flash" / "braid.jsonl") + read_jsonl(out / "flash" / "sdpa.jsonl")
+    meta = {}
+    table = {}
+    for r in rows:
+        if "convention" in r:
+            meta.setdefault("convention", r["convention"])
+            meta.setdefault("device", r.get("device"))
+            if "torch_version" in r:
+                meta["torch_version"] = r["torch_version"]
+            continue
+        impl = r.get("impl")
+        if impl == "torch_math":
+            impl = "torch_sdpa"
+        if impl not in ("braid_flash", "braid_reference", "torch_sdpa") or "seq" not in r:
+            continue
+        if "pass" not in r:  # a shape skipped or failed as a whole
+            meta.setdefault("notes", []).append(
+                f"{impl} S={r['seq']}: {r.get('error') or r.get('skipped') or 'no figure'}")
+            continue
+        key = (r["seq"], r["pass"])
+        entry = table.setdefault(key, {"batch": r.get("batch"), "seq": r["seq"],
+                                       "heads": r.get("heads"), "head_dim": r.get("head_dim"),
+                                       "pass": r["pass"]})
+        if isinstance(r.get("tflops"), (int, float)):
+            entry[impl] = r["tflops"]
+            entry[impl + "_ms"] = r.get("ms")
+        else:
+            entry[impl + "_note"] = r.get("error") or r.get("skipped") or "no figure"
+        if "flash_max_abs_diff" in r:
+            entry["flash_max_abs_diff"] = r["flash_max_abs_diff"]
+    for entry in table.values():
+        if entry.get("braid_flash") and entry.get("torch_sdpa"):
+            entry["flash_vs_sdpa"] = entry["braid_flash"] / entry["torch_sdpa"]
+    # Forward rows carry the reference comparison; give it to both passes.
+    for (seq, _), entry in table.items():
+        diff = table.get((seq, "fwd"), {}).get("flash_max_abs_diff")
+        if diff is not None:
+            entry.setdefault("flash_max_abs_diff", diff)
+    if not table and not meta.get("notes"):
+        return None
+    meta["rows"] = [table[k] for k in sorted(table, key=lambda k: (k[0], k[1] != "fwd"))]
+    return meta
 
 
 def main():
@@ -126,9 +192,10 @@ def main():
         pass
 
     systems = {}
-    braid = braid_result(out, args.braid_warmup, seq_len)
-    if braid:
-        systems["braid"] = braid
+    for key, _ in BRAIDS:
+        result = braid_result(out, args.braid_warmup, seq_len, key)
+        if result:
+            systems[key] = result
     for mode, _ in TORCH_MODES:
         r = read_json(out / "torch" / f"{mode}.json")
         if r and "tokens_per_s" in r:
@@ -145,15 +212,26 @@ def main():
                 s["mfu_measured"] = s["model_tflops"] / ceiling
 
     ratios = {}
-    if "braid" in systems:
-        for mode, _ in TORCH_MODES:
-            if mode in systems:
-                ratios[f"braid/{mode}"] = (systems["braid"]["tokens_per_s"]
-                                          / systems[mode]["tokens_per_s"])
+    for key, _ in BRAIDS:
+        if key in systems:
+            for other in [b for b, _ in BRAIDS] + [m for m, _ in TORCH_MODES]:
+                if other != key and other in systems:
+                    ratios[f"{key}/{other}"] = (systems[key]["tokens_per_s"]
+                                                / systems[other]["tokens_per_s"])
+    ratios.pop("braid/braid-fused", None)  # braid-fused/braid says it
+    targets = []
+    for key, label, goal in (("braid-fused/compile", "fused Braid", TARGET_FUSED_VS_COMPILE),
+                             ("braid/compile", "unfused Braid", TARGET_VS_COMPILE)):
+        entry = {"ratio_name": key, "label": label, "target": goal,
+                 "ratio": ratios.get(key), "met": None}
+        if key in ratios:
+            entry["met"] = ratios[key] >= goal
+        targets.append(entry)
     target = None
     if "braid/compile" in ratios:
         target = {"ratio": ratios["braid/compile"], "target": TARGET_VS_COMPILE,
                   "met": ratios["braid/compile"] >= TARGET_VS_COMPILE}
+    attention = attention_result(out)
 
     stages = read_jsonl(out / "stages.jsonl")
     tests = read_jsonl(out / "tests.jsonl")
@@ -163,6 +241,7 @@ def main():
                "gemm_ceiling_shape": gemm.get("ceiling_shape") if gemm else None,
                "gemm_mix_tflops": gemm.get("gemm_mix_tflops") if gemm else None,
                "systems": systems, "ratios": ratios, "target_vs_compile": target,
+               "targets": targets, "attention": attention,
                "stages": stages, "tests": tests, "machine": machine.splitlines(),
                "braid_profile": profile_top(out)}
 
@@ -180,35 +259,71 @@ def main():
     else:
         w("bf16 GEMM ceiling: not measured (see stages)")
     w("")
-    w(f"{'system':34} {'mb':>4} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU meas':>9} "
-      f"{'MFU 989':>8} {'Braid/x':>8}")
-    names = [("braid", "Braid (braid-run, CUDA graphs " + (braid or {}).get("graphs", "on") + ")")]
+    w(f"{'system':40} {'mb':>4} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU meas':>9} "
+      f"{'MFU 989':>8} {'fused/x':>8} {'unfused/x':>9}")
+    names = [(key, f"{label}, graphs {systems.get(key, {}).get('graphs', 'on')}")
+             for key, label in BRAIDS]
     names += list(TORCH_MODES)
     for key, label in names:
         s = systems.get(key)
         if not s:
             status = next((st["status"] for st in stages
                            if st["stage"] in (key, f"torch-{key}")), "not run")
-            w(f"{label:34} {'-':>4} {status:>10}")
+            w(f"{label:40} {'-':>4} {status:>10}")
             continue
         mfu_m = f"{100 * s['mfu_measured']:.1f}%" if "mfu_measured" in s else "-"
         mfu_d = f"{100 * s['mfu_datasheet']:.1f}%" if "mfu_datasheet" in s else "-"
         tflops = f"{s['model_tflops']:.0f}" if "model_tflops" in s else "-"
-        ratio = ratios.get(f"braid/{key}")
-        ratio = f"{ratio:.2f}x" if ratio else ""
-        w(f"{label:34} {s.get('micro_batch') or '-':>4} {s['tokens_per_s']:>10,.0f} {tflops:>8} "
-          f"{mfu_m:>9} {mfu_d:>8} {ratio:>8}")
+        cols = []
+        for braid_key in ("braid-fused", "braid"):
+            ratio = ratios.get(f"{braid_key}/{key}")
+            cols.append(f"{ratio:.2f}x" if ratio else "")
+        w(f"{label:40} {s.get('micro_batch') or '-':>4} {s['tokens_per_s']:>10,.0f} {tflops:>8} "
+          f"{mfu_m:>9} {mfu_d:>8} {cols[0]:>8} {cols[1]:>9}")
     w("")
-    if target:
-        w(f"target Braid >= {TARGET_VS_COMPILE}x torch.compile: "
-          f"{'MET' if target['met'] else 'NOT MET'} ({target['ratio']:.2f}x)")
-    else:
-        w(f"target Braid >= {TARGET_VS_COMPILE}x torch.compile: not measured")
-    if braid:
-        w(f"Braid: {braid['steps']} steps, loss {braid['first_loss']} -> {braid['last_loss']}"
-          + ("" if braid["finite_losses"] else "  NON-FINITE LOSS"))
-        for line in braid.get("startup", []):
+    if "braid-fused/braid" in ratios:
+        w(f"fused / unfused Braid: {ratios['braid-fused/braid']:.2f}x")
+    for t in targets:
+        if t["ratio"] is None:
+            w(f"target {t['label']} >= {t['target']}x torch.compile: not measured")
+        else:
+            w(f"target {t['label']} >= {t['target']}x torch.compile: "
+              f"{'MET' if t['met'] else 'NOT MET'} ({t['ratio']:.2f}x)")
+    for key, label in BRAIDS:
+        b = systems.get(key)
+        if not b:
+            continue
+        w(f"{label}: {b['steps']} steps, loss {b['first_loss']} -> {b['last_loss']}"
+          + ("" if b["finite_losses"] else "  NON-FINITE LOSS"))
+        for line in b.get("startup", []):
             w(f"  {line}")
+    w("")
+    w("flash attention vs SDPA (bf16, causal; TFLOP/s: forward 4 B H S^2 Dh / 2, "
+      "fwd+bwd 3.5x forward):")
+    if attention:
+        w(f"  {'B':>3} {'S':>5} {'H':>3} {'Dh':>4} {'pass':8} {'Braid flash':>11} "
+          f"{'Braid ref':>10} {'SDPA':>8} {'flash/SDPA':>10}")
+        for r in attention["rows"]:
+            def fig(name):
+                v = r.get(name)
+                return f"{v:.1f}" if isinstance(v, (int, float)) else "-"
+            ratio = r.get("flash_vs_sdpa")
+            w(f"  {r.get('batch') or '-':>3} {r['seq']:>5} {r.get('heads') or '-':>3} "
+              f"{r.get('head_dim') or '-':>4} {r['pass']:8} {fig('braid_flash'):>11} "
+              f"{fig('braid_reference'):>10} {fig('torch_sdpa'):>8} "
+              f"{(f'{ratio:.2f}x' if ratio else '-'):>10}")
+        diffs = [r["flash_max_abs_diff"] for r in attention["rows"]
+                 if r["pass"] == "fwd" and r.get("flash_max_abs_diff") is not None]
+        if diffs:
+            w(f"  flash output vs reference output, largest |difference|: {max(diffs):.3g}")
+        notes = sorted({f"{k[:-5]} S={r['seq']} {r['pass']}: {v}" for r in attention["rows"]
+                        for k, v in r.items() if k.endswith("_note")})
+        notes += attention.get("notes", [])
+        for note in notes:
+            w(f"  {note}")
+    else:
+        status = next((st["status"] for st in stages if st["stage"] == "flash"), "not run")
+        w(f"  no figures ({status})")
     w("")
     w("stages:")
     for st in stages:
@@ -218,7 +333,8 @@ def main():
         w("GPU tests: " + ", ".join(f"{t['test']} {t['status']}" for t in tests))
     if summary["braid_profile"]:
         w("")
-        w("Braid kernel profile (graphs off):")
+        w("Braid kernel profile (graphs off, "
+          + ("fused" if "fused" in profile_plan(out) else "unfused") + " plan):")
         for line in summary["braid_profile"]:
             w(f"  {line}")
     text = "\n".join(lines) + "\n"

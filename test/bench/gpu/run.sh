@@ -3,38 +3,50 @@
 # (docs/benchmarks.md, "GPU"):
 #
 #   1. Braid's GPU tests (every ctest test labelled `gpu`);
-#   2. Braid: braid-run --device=cuda (CUDA graphs on) on the 1B model
-#      (test/bench/specs/gpu-llama-1b.pbtxt), the largest compiled
-#      micro-batch whose arena fits the free device memory, random tokens;
-#   3. the bf16 GEMM ceiling at the model's shapes (gemm_ceiling.py);
-#   4. PyTorch on the identical model: torch.compile with scaled-dot-product
-#      attention, eager with Braid's reference attention, eager with
+#   2. Braid fused: braid-run --device=cuda (CUDA graphs on) on the 1B model
+#      (test/bench/specs/gpu-llama-1b.pbtxt) compiled with --fusion=all, the
+#      largest compiled micro-batch whose arena fits the free device memory,
+#      random tokens;
+#   3. Braid unfused: the same with the --fusion=none plans;
+#   4. the bf16 GEMM ceiling at the model's shapes (gemm_ceiling.py);
+#   5. PyTorch on the identical model: torch.compile with scaled-dot-product
+#      attention (torch_llama.py);
+#   6. flash attention: Braid's CUDA flash_attention (and the reference
+#      attention) against PyTorch's scaled_dot_product_attention, forward
+#      and forward+backward at the model's attention shapes
+#      (braid_flash_attention_bench, sdpa_bench.py);
+#   7. PyTorch eager with Braid's reference attention, eager with
 #      scaled-dot-product attention (torch_llama.py);
-#   5. braid-run --profile (graphs off), when time is left;
+#   8. braid-run --profile (graphs off) on the fused plan, when time is left;
 #
 # then prints OUT/summary.txt and writes OUT/summary.json: tokens/s, MFU
 # (Megatron's model FLOPs; against the measured GEMM ceiling and the H200's
-# 989 TFLOP/s dense bf16) and the ratios Braid/eager and Braid/compile.
-# Every stage runs under a timeout carved from one budget; a stage that
-# fails, times out or is skipped is recorded in the summary, and the rest
-# still run.
+# 989 TFLOP/s dense bf16), the ratios fused/unfused, fused/compile (target
+# 1.0x), unfused/compile (target 0.8x) and against eager, and the attention
+# kernels' TFLOP/s. Every stage runs under a timeout carved from one budget;
+# a stage that fails, times out or is skipped is recorded in the summary,
+# and the rest still run.
 #
 #   test/bench/gpu/run.sh OUT --bundle DIR   binaries and plans from
 #                                            scripts/gpu-bundle.sh (a machine
 #                                            without the compiler)
 #   test/bench/gpu/run.sh OUT --build DIR    a CUDA build tree with braidc
 #
-# Options: --budget S (whole run, default 450), --steps N (Braid's steps,
-# default 20), --micro-batch N (Braid's plan; default: the largest that
-# fits), --torch-micro-batch N (default: the largest that fits), --skip
-# STAGES (comma-separated: tests,braid,gemm,compile,eager,eager-sdpa,profile).
+# Options: --budget S (whole run, default 450), --steps N (Braid's steps per
+# run, default 12: 3 warm-up, 9 timed), --micro-batch N (the unfused plan;
+# default: the largest that fits), --fused-micro-batch N (the fused plan;
+# default: the largest that fits), --max-micro-batch N (the largest either
+# Braid plan may pick by itself, default 32, as torch_llama.py's),
+# --torch-micro-batch N (default: the largest that fits), --flash-batch N
+# (B of the attention benchmark, default 8), --skip STAGES (comma-separated,
+# from tests,braid-fused,braid,gemm,compile,flash,eager,eager-sdpa,profile).
 # Environment: PYTHON (default python3), BRAID_GPU_RESERVE_MIB (memory left
 # beside Braid's arena, default 3072), BRAID_GPU_STAGE (where a bundle is
 # unpacked, default /tmp/braid-gpu-stage).
 set -uo pipefail
 
 usage() {
-  sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -47,9 +59,12 @@ shift
 bundle=""
 build=""
 budget=450
-steps=20
+steps=12
 braid_mb=0
+fused_mb=0
+max_mb=32
 torch_mb=0
+flash_batch=8
 skip=","
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -58,6 +73,9 @@ while [ $# -gt 0 ]; do
     --budget) budget="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --micro-batch) braid_mb="$2"; shift 2 ;;
+    --fused-micro-batch) fused_mb="$2"; shift 2 ;;
+    --max-micro-batch) max_mb="$2"; shift 2 ;;
+    --flash-batch) flash_batch="$2"; shift 2 ;;
     --torch-micro-batch) torch_mb="$2"; shift 2 ;;
     --skip) skip=",$2,"; shift 2 ;;
     -h|--help) usage ;;
@@ -72,7 +90,8 @@ python="${PYTHON:-python3}"
 reserve_mib="${BRAID_GPU_RESERVE_MIB:-3072}"
 stage="${BRAID_GPU_STAGE:-/tmp/braid-gpu-stage}"
 
-mkdir -p "$out/logs" "$out/tests" "$out/braid" "$out/torch" "$out/work"
+mkdir -p "$out/logs" "$out/tests" "$out/braid" "$out/braid-fused" "$out/torch" "$out/flash" \
+  "$out/work"
 out="$(cd "$out" && pwd)"
 : > "$out/stages.jsonl"
 : > "$out/tests.jsonl"
@@ -130,7 +149,13 @@ run_stage() {
 # --- The binaries ------------------------------------------------------------
 braid_run=""
 plans_tsv=""
+fused_tsv=""
+flash_bench=""
 tests_tsv=""
+# The micro-batches compiled (as in scripts/gpu-bundle.sh): unfused plans
+# keep the [B, 16, 2048, 2048] attention probabilities, fused ones do not.
+unfused_mbs="1 2 4 8 12 16 24 32"
+fused_mbs="1 2 4 8 12 16 20 24 28 32 40 48"
 if [ -n "$bundle" ]; then
   bundle="$(cd "$bundle" && pwd)"
   # shellcheck source=/dev/null
@@ -165,25 +190,39 @@ if [ -n "$bundle" ]; then
   fi
   braid_run="$stage/build/bin/braid-run"
   plans_tsv="$bundle/plans/plans.tsv"
+  fused_tsv="$bundle/plans/plans-fused.tsv"
+  flash_bench="$stage/build/bin/braid_flash_attention_bench"
   tests_tsv="$bundle/tests.tsv"
   binary_dir="$BUNDLE_BINARY_DIR"
 else
   build="$(cd "$build" && pwd)"
   braid_run="$build/bin/braid-run"
   binary_dir="$build"
-  # Compile the plans here, as scripts/gpu-bundle.sh would.
+  # Compile the plans here, as scripts/gpu-bundle.sh would:
+  # compile_plans FUSION TSV NAME MICRO-BATCHES...
+  compile_plans() {
+    local fusion="$1" tsv="$2" name="$3" mb arena
+    shift 3
+    : > "$tsv"
+    for mb in "$@"; do
+      sed -e "s/^\( *micro_batch_size:\) .*/\1 $mb/" -e "s/^\( *global_batch_size:\) .*/\1 $mb/" \
+        "$spec" > "$out/plans/$name-mb$mb.pbtxt"
+      if "$build/bin/braidc" "$out/plans/$name-mb$mb.pbtxt" --emit=plan --report-memory \
+          --fusion="$fusion" -o "$out/plans/$name-mb$mb.plan" \
+          2> "$out/plans/$name-mb$mb.memory.txt"; then
+        arena="$(sed -n 's/^ *arena *\([0-9]*\) bytes.*/\1/p' "$out/plans/$name-mb$mb.memory.txt")"
+        printf '%s\t%s\t%s\n' "$mb" "$arena" "$name-mb$mb.plan" >> "$tsv"
+      fi
+    done
+  }
   mkdir -p "$out/plans"
-  : > "$out/plans/plans.tsv"
-  for mb in 1 2 4 8 12 16 24 32; do
-    sed -e "s/^\( *micro_batch_size:\) .*/\1 $mb/" -e "s/^\( *global_batch_size:\) .*/\1 $mb/" \
-      "$spec" > "$out/plans/gpu-llama-1b-mb$mb.pbtxt"
-    if "$build/bin/braidc" "$out/plans/gpu-llama-1b-mb$mb.pbtxt" --emit=plan --report-memory \
-        -o "$out/plans/gpu-llama-1b-mb$mb.plan" 2> "$out/plans/mb$mb.report"; then
-      arena="$(sed -n 's/^ *arena *\([0-9]*\) bytes.*/\1/p' "$out/plans/mb$mb.report")"
-      printf '%s\t%s\t%s\n' "$mb" "$arena" "gpu-llama-1b-mb$mb.plan" >> "$out/plans/plans.tsv"
-    fi
-  done
+  # shellcheck disable=SC2086
+  compile_plans none "$out/plans/plans.tsv" gpu-llama-1b $unfused_mbs
+  # shellcheck disable=SC2086
+  compile_plans all "$out/plans/plans-fused.tsv" gpu-llama-1b-fused $fused_mbs
   plans_tsv="$out/plans/plans.tsv"
+  fused_tsv="$out/plans/plans-fused.tsv"
+  flash_bench="$build/bin/braid_flash_attention_bench"
 fi
 
 # A braid-run built elsewhere may need a newer libstdc++ than this machine
@@ -275,87 +314,120 @@ run_tests() {
 }
 if skipped tests; then record gpu-tests skipped null 0 "--skip"; else run_tests; fi
 
-# --- 2. Braid ----------------------------------------------------------------
+# --- 2, 3. Braid, fused and unfused -----------------------------------------
 seq_len="$(sed -n 's/^ *seq_len: *\([0-9]*\).*/\1/p' "$spec" | head -n 1)"
 vocab="$(sed -n 's/^ *vocab_size: *\([0-9]*\).*/\1/p' "$spec" | head -n 1)"
 free_mib="$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits 2>/dev/null | head -n 1 | tr -dc 0-9)"
 free_mib="${free_mib:-0}"
-plan=""
-plan_mb=0
-plans_dir="$(dirname "$plans_tsv")"
-smaller=()  # the fitting plans below the chosen one, largest first
-if [ -s "$plans_tsv" ]; then
-  # Largest micro-batch whose arena, plus a reserve for the CUDA context,
-  # cuBLASLt's workspace and the graphs, fits the free memory.
+
+# fitting_plans TSV FORCED: "mb:path" of every plan of TSV up to
+# --max-micro-batch whose arena, plus a reserve for the CUDA context,
+# cuBLASLt's workspace and the graphs, fits the free memory, largest first
+# (with FORCED > 0: that micro-batch only).
+fitting_plans() {
+  local tsv="$1" forced="$2" dir mb arena file
+  [ -s "$tsv" ] || return 0
+  dir="$(dirname "$tsv")"
   while IFS=$'\t' read -r mb arena file; do
     [ -n "$arena" ] || continue
-    if [ "$braid_mb" -gt 0 ]; then
-      [ "$mb" -eq "$braid_mb" ] || continue
-    elif [ $(( arena / 1048576 + reserve_mib )) -gt "$free_mib" ]; then
+    if [ "$forced" -gt 0 ]; then
+      [ "$mb" -eq "$forced" ] || continue
+    elif [ "$mb" -gt "$max_mb" ] || [ $(( arena / 1048576 + reserve_mib )) -gt "$free_mib" ]; then
       continue
     fi
-    smaller+=("$mb:$plans_dir/$file")
-  done < <(sort -n -r "$plans_tsv")
-  if [ "${#smaller[@]}" -gt 0 ]; then
-    plan_mb="${smaller[0]%%:*}"
-    plan="${smaller[0]#*:}"
-    smaller=("${smaller[@]:1}")
-  fi
-fi
+    echo "$mb:$dir/$file"
+  done < <(sort -n -r "$tsv")
+}
+
+# write_choice DIR MB PLAN FUSION
 write_choice() {
-  printf '{"micro_batch":%s,"plan":"%s","free_mib":%s,"reserve_mib":%s,"seq_len":%s}\n' \
-    "$plan_mb" "$plan" "$free_mib" "$reserve_mib" "${seq_len:-0}" > "$out/braid/choice.json"
-}
-write_choice
-
-braid_stage() { # STAGE CAP GRAPHS: braid-run on $plan, log to OUT/braid/run.log
-  run_stage "$1" "$2" "$out/braid/run.log" bash "$here/braid_step.sh" "$braid_run" "$plan" \
-    "$out/work/tokens.u16" "$3" --steps "$steps" --log "$out/braid/log.jsonl" \
-    --peak-gflops 989000
+  printf '{"micro_batch":%s,"plan":"%s","fusion":"%s","free_mib":%s,"reserve_mib":%s,"seq_len":%s}\n' \
+    "$2" "$3" "$4" "$free_mib" "$reserve_mib" "${seq_len:-0}" > "$1/choice.json"
 }
 
-if skipped braid; then
-  record braid skipped null 0 "--skip"
-elif [ ! -x "$braid_run" ]; then
-  record braid failed null 0 "no braid-run at $braid_run"
-elif [ -z "$plan" ]; then
-  record braid failed null 0 "no plan fits ${free_mib} MiB free (reserve ${reserve_mib} MiB; plans: $(tr '\n\t' '; ' < "$plans_tsv" 2>/dev/null))"
-else
-  say "Braid: micro-batch $plan_mb ($(basename "$plan")), ${free_mib} MiB free"
-  tokens=$(( (steps + 2) * plan_mb * (seq_len + 1) + 1 ))
+# One token file for both runs, enough for the larger micro-batch.
+tokens_ready=0
+make_tokens() { # MB
+  [ "$tokens_ready" -ge "$1" ] && return 0
+  local tokens=$(( (steps + 2) * $1 * (seq_len + 1) + 1 ))
   "$python" - "$out/work/tokens.u16" "$tokens" "$vocab" <<'EOF'
 import sys
 import numpy as np
 path, count, vocab = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 np.random.default_rng(1234).integers(0, vocab, count, dtype=np.uint16).tofile(path)
 EOF
-  rc=0
-  braid_stage braid 120 on || rc=$?
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 125 ]; then
-    cp "$out/braid/run.log" "$out/braid/run-1.log"
-    if grep -qi "out of memory\|cudaMalloc\|cudaErrorMemoryAllocation" "$out/braid/run.log" &&
-        [ "${#smaller[@]}" -gt 0 ]; then
-      # The arena did not fit after all: the next smaller plan.
-      plan_mb="${smaller[0]%%:*}"
-      plan="${smaller[0]#*:}"
-      write_choice
-      braid_stage braid-smaller 90 on || true
-    else
-      # Graphs off, to tell a capture problem from a kernel problem.
-      braid_stage braid-graphs-off 90 off || true
-      touch "$out/braid/graphs-off"
-    fi
-  fi
-fi
+  tokens_ready="$1"
+}
 
-# --- 3. GEMM ceiling ---------------------------------------------------------
-gemm_tokens=$(( (plan_mb > 0 ? plan_mb : 8) * ${seq_len:-2048} ))
+braid_stage() { # STAGE CAP GRAPHS DIR PLAN: braid-run on PLAN, log to DIR/run.log
+  run_stage "$1" "$2" "$4/run.log" bash "$here/braid_step.sh" "$braid_run" "$5" \
+    "$out/work/tokens.u16" "$3" --steps "$steps" --log "$4/log.jsonl" \
+    --peak-gflops 989000
+}
+
+fused_plan=""
+fused_plan_mb=0
+plan=""
+plan_mb=0
+
+# run_braid STAGE TSV FORCED FUSION DIR CAP: the largest fitting plan of TSV;
+# on failure the next smaller plan (the arena did not fit after all) or the
+# same with graphs off (to tell a capture problem from a kernel problem); a
+# run that timed out is not repeated (its log holds the steps it finished).
+# Sets chosen_mb and chosen_plan.
+run_braid() {
+  local name="$1" tsv="$2" forced="$3" fusion="$4" dir="$5" rc=0
+  local -a fits
+  chosen_mb=0
+  chosen_plan=""
+  mapfile -t fits < <(fitting_plans "$tsv" "$forced")
+  if [ "${#fits[@]}" -gt 0 ]; then
+    chosen_mb="${fits[0]%%:*}"
+    chosen_plan="${fits[0]#*:}"
+  fi
+  write_choice "$dir" "$chosen_mb" "$chosen_plan" "$fusion"
+  if skipped "$name"; then
+    record "$name" skipped null 0 "--skip"; return
+  elif [ ! -x "$braid_run" ]; then
+    record "$name" failed null 0 "no braid-run at $braid_run"; return
+  elif [ -z "$chosen_plan" ]; then
+    record "$name" failed null 0 "no --fusion=$fusion plan fits ${free_mib} MiB free (reserve ${reserve_mib} MiB; plans: $(tr '\n\t' '; ' < "$tsv" 2>/dev/null))"
+    return
+  fi
+  say "Braid --fusion=$fusion: micro-batch $chosen_mb ($(basename "$chosen_plan")), ${free_mib} MiB free"
+  make_tokens "$chosen_mb"
+  braid_stage "$name" "$6" on "$dir" "$chosen_plan" || rc=$?
+  case "$rc" in 0|124|125|137) return ;; esac
+  cp "$dir/run.log" "$dir/run-1.log"
+  if grep -qi "out of memory\|cudaMalloc\|cudaErrorMemoryAllocation" "$dir/run.log" &&
+      [ "${#fits[@]}" -gt 1 ]; then
+    chosen_mb="${fits[1]%%:*}"
+    chosen_plan="${fits[1]#*:}"
+    write_choice "$dir" "$chosen_mb" "$chosen_plan" "$fusion"
+    make_tokens "$chosen_mb"
+    braid_stage "$name-smaller" 90 on "$dir" "$chosen_plan" || true
+  else
+    braid_stage "$name-graphs-off" 90 off "$dir" "$chosen_plan" || true
+    touch "$dir/graphs-off"
+  fi
+}
+
+run_braid braid-fused "$fused_tsv" "$fused_mb" all "$out/braid-fused" 110
+fused_plan="$chosen_plan"
+fused_plan_mb="$chosen_mb"
+run_braid braid "$plans_tsv" "$braid_mb" none "$out/braid" 100
+plan="$chosen_plan"
+plan_mb="$chosen_mb"
+
+# --- 4. GEMM ceiling ---------------------------------------------------------
+gemm_mb=$(( plan_mb > fused_plan_mb ? plan_mb : fused_plan_mb ))
+gemm_tokens=$(( (gemm_mb > 0 ? gemm_mb : 8) * ${seq_len:-2048} ))
 if skipped gemm; then record gemm skipped null 0 "--skip"; else
-  run_stage gemm 45 "$out/logs/gemm.log" "$python" "$here/gemm_ceiling.py" --spec "$spec" \
+  run_stage gemm 40 "$out/logs/gemm.log" "$python" "$here/gemm_ceiling.py" --spec "$spec" \
     --tokens "$gemm_tokens" --out "$out/gemm.json" || true
 fi
 
-# --- 4. PyTorch --------------------------------------------------------------
+# --- 5, 7. PyTorch -----------------------------------------------------------
 torch_stage() { # MODE CAP
   local mode="$1" cap="$2"
   if skipped "$mode"; then record "torch-$mode" skipped null 0 "--skip"; return; fi
@@ -363,16 +435,39 @@ torch_stage() { # MODE CAP
     --spec "$spec" --mode "$mode" --micro-batch "$torch_mb" --warmup 3 --steps 10 \
     --time-limit 20 --out "$out/torch/$mode.json" || true
 }
-torch_stage compile 180
-torch_stage eager 75
-torch_stage eager-sdpa 45
+torch_stage compile 170
 
-# --- 5. Braid's kernel profile -----------------------------------------------
-if skipped profile || [ -z "$plan" ] || [ ! -x "$braid_run" ]; then
+# --- 6. Flash attention against SDPA ------------------------------------------
+# The attention shapes of the model (heads, head size) at the spec's
+# sequence length and twice it; both sides in one stage.
+heads="$(sed -n 's/^ *num_heads: *\([0-9]*\).*/\1/p' "$spec" | head -n 1)"
+hidden="$(sed -n 's/^ *hidden_size: *\([0-9]*\).*/\1/p' "$spec" | head -n 1)"
+heads="${heads:-16}"
+head_dim=$(( ${hidden:-2048} / heads ))
+flash_seqs="${seq_len:-2048},$(( ${seq_len:-2048} * 2 ))"
+if skipped flash; then
+  record flash skipped null 0 "--skip"
+elif [ ! -x "$flash_bench" ]; then
+  record flash failed null 0 "no braid_flash_attention_bench at $flash_bench"
+else
+  printf '{"batch":%s,"seqs":"%s","heads":%s,"head_dim":%s}\n' "$flash_batch" "$flash_seqs" \
+    "$heads" "$head_dim" > "$out/flash/shapes.json"
+  run_stage flash 75 "$out/flash/flash.log" bash "$here/flash_vs_sdpa.sh" "$flash_bench" \
+    "$python" "$out/flash" "$flash_batch" "$flash_seqs" "$heads" "$head_dim" || true
+fi
+
+torch_stage eager 60
+torch_stage eager-sdpa 40
+
+# --- 8. Braid's kernel profile -----------------------------------------------
+profile_plan="${fused_plan:-$plan}"
+if skipped profile || [ -z "$profile_plan" ] || [ ! -x "$braid_run" ]; then
   record braid-profile skipped null 0 "no plan, no braid-run or --skip"
 else
-  run_stage braid-profile 45 "$out/braid/profile.log" bash "$here/braid_step.sh" "$braid_run" \
-    "$plan" "$out/work/tokens.u16" off --profile --steps 6 || true
+  echo "$profile_plan" > "$out/braid/profile-plan.txt"
+  make_tokens "$(( fused_plan_mb > 0 ? fused_plan_mb : plan_mb ))"
+  run_stage braid-profile 40 "$out/braid/profile.log" bash "$here/braid_step.sh" "$braid_run" \
+    "$profile_plan" "$out/work/tokens.u16" off --profile --steps 6 || true
 fi
 
 # --- Report ------------------------------------------------------------------
