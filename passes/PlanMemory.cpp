@@ -22,6 +22,7 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "dialects/sched/SchedOps.h"
+#include "passes/MemoryComparison.h"
 #include "passes/analysis/Liveness.h"
 
 namespace braid {
@@ -311,6 +312,17 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       memory.push_back(
           b.getNamedAttr("weight_copy_bytes", i64(totals.weightCopy)));
     module->setAttr("sched.memory", b.getDictionaryAttr(memory));
+    // The per-layer figures, one [forward, saved, backward] triple per
+    // layer, for whoever compares two compilations (MemoryComparison.h).
+    if (perLayer.empty()) {
+      module->removeAttr(kMemoryLayersAttr);
+    } else {
+      SmallVector<Attribute> layers;
+      for (const LayerBytes &l : perLayer)
+        layers.push_back(
+            b.getDenseI64ArrayAttr({l.forward, l.saved, l.backward}));
+      module->setAttr(kMemoryLayersAttr, b.getArrayAttr(layers));
+    }
 
     if (report) {
       auto &os = llvm::errs();

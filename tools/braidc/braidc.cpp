@@ -5,7 +5,10 @@
 //               [--runtime=BRAID_RUN] [MLIR pass options]
 //
 // Runs the training pipeline (docs/passes.md) and writes the result. Every
-// MLIR pass-manager option works, e.g. --mlir-print-ir-after-all.
+// MLIR pass-manager option works, e.g. --mlir-print-ir-after-all. With
+// --report-memory and any fusion, the pipeline runs a second time without
+// fusion and the report ends with the fused figures against the unfused
+// ones (docs/memory.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +31,9 @@
 #include "compiler/spec/SpecLoader.h"
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
+#include "passes/MemoryComparison.h"
 #include "passes/Passes.h"
+#include "passes/fuse/FusionSet.h"
 #include "runtime/plan/EmbeddedPlan.h"
 
 namespace cl = llvm::cl;
@@ -93,6 +98,32 @@ static std::string siblingRuntime(const char *argv0) {
   return std::string(path);
 }
 
+// Plans the spec again without fusion and prints `fused`'s memory figures
+// against that plan's. Only the pipeline runs: no report of its own, no
+// emission, none of the pass-manager options of the command line.
+static mlir::LogicalResult compareWithUnfused(mlir::MLIRContext &context,
+                                              mlir::ModuleOp fused) {
+  mlir::OwningOpRef<mlir::ModuleOp> unfused = mlir::ModuleOp::create(
+      mlir::FileLineColLoc::get(&context, specPath, 1, 1));
+  mlir::PassManager pm(&context);
+  braid::TrainingPipelineOptions options;
+  options.spec = specPath;
+  options.fusion = "none";
+  options.reportMemory = false;
+  std::string error;
+  if (mlir::failed(braid::buildTrainingPipeline(pm, options, error)) ||
+      mlir::failed(pm.run(*unfused)))
+    return mlir::failure();
+  mlir::FailureOr<braid::MemoryFigures> withFusion =
+      braid::readMemoryFigures(fused);
+  mlir::FailureOr<braid::MemoryFigures> without =
+      braid::readMemoryFigures(*unfused);
+  if (mlir::failed(withFusion) || mlir::failed(without))
+    return mlir::failure();
+  braid::printMemoryComparison(llvm::errs(), *withFusion, *without);
+  return mlir::success();
+}
+
 static int writeFile(const std::string &path, llvm::StringRef bytes) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
@@ -149,6 +180,14 @@ int main(int argc, char **argv) {
     return fail(pipelineError);
   if (mlir::failed(pm.run(*module)))
     return fail("compilation failed");
+  // Only a plan that fuses something has an unfused plan to compare with.
+  mlir::FailureOr<llvm::SmallVector<const braid::Fusion *>> fusions =
+      braid::parseFusionList(options.fusion, pipelineError);
+  bool fuses = mlir::succeeded(fusions) && !fusions->empty();
+  if (reportMemory && fuses &&
+      mlir::failed(compareWithUnfused(context, *module)))
+    llvm::errs() << "braidc: warning: the plan without fusion failed, so the "
+                    "memory report has no comparison with it\n";
 
   if (emit == Emit::kMLIR) {
     std::string text;

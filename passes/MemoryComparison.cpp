@@ -1,0 +1,120 @@
+//===- MemoryComparison.cpp - one plan's memory against another's ---------===//
+#include "passes/MemoryComparison.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "llvm/Support/Format.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace braid {
+
+FailureOr<MemoryFigures> readMemoryFigures(ModuleOp module) {
+  auto memory = module->getAttrOfType<DictionaryAttr>("sched.memory");
+  if (!memory)
+    return module.emitError("needs sched.memory (run braid-plan-memory "
+                            "first)");
+  MemoryFigures figures;
+  const std::pair<StringRef, int64_t *> totals[] = {
+      {"activation_peak_bytes", &figures.activationPeak},
+      {"saved_activation_bytes", &figures.savedActivations},
+      {"arena_bytes", &figures.arena}};
+  for (auto [key, field] : totals) {
+    auto value = memory.getAs<IntegerAttr>(key);
+    if (!value)
+      return module.emitError("sched.memory has no integer ") << key;
+    *field = value.getInt();
+  }
+  Attribute layers = module->getAttr(kMemoryLayersAttr);
+  if (!layers)
+    return figures;
+  auto array = dyn_cast<ArrayAttr>(layers);
+  if (!array)
+    return module.emitError(kMemoryLayersAttr) << " must be an array";
+  for (Attribute layer : array) {
+    auto triple = dyn_cast<DenseI64ArrayAttr>(layer);
+    if (!triple || triple.size() != 3)
+      return module.emitError(kMemoryLayersAttr)
+             << " must hold one [forward, saved, backward] array per layer";
+    figures.layers.push_back({triple[0], triple[1], triple[2]});
+  }
+  return figures;
+}
+
+namespace {
+
+// "-131072 (-4.35%)": the change from `unfused` to `fused`, and in percent
+// of `unfused` where that is not zero.
+std::string change(int64_t fused, int64_t unfused) {
+  int64_t delta = fused - unfused;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (delta == 0)
+    os << "0";
+  else
+    os << (delta < 0 ? "-" : "+")
+       << static_cast<unsigned long long>(delta < 0 ? -delta : delta);
+  if (unfused != 0 && delta == 0)
+    os << " (0.00%)";
+  else if (unfused != 0)
+    os << llvm::format(" (%+.2f%%)", 100.0 * static_cast<double>(delta) /
+                                         static_cast<double>(unfused));
+  return s;
+}
+
+int digits(int64_t v) { return static_cast<int>(std::to_string(v).size()); }
+
+} // namespace
+
+void printMemoryComparison(llvm::raw_ostream &os, const MemoryFigures &fused,
+                           const MemoryFigures &unfused) {
+  // A layer only one plan has counts as zero bytes in the other.
+  size_t numLayers = std::max(fused.layers.size(), unfused.layers.size());
+  auto layerOf = [](const MemoryFigures &f, size_t i) {
+    return i < f.layers.size() ? f.layers[i] : LayerMemory();
+  };
+
+  // One width for every figure, so that the columns line up.
+  int width = 1;
+  for (const MemoryFigures *f : {&fused, &unfused}) {
+    for (int64_t v : {f->activationPeak, f->savedActivations, f->arena})
+      width = std::max(width, digits(v));
+    for (const LayerMemory &l : f->layers)
+      for (int64_t v : {l.forward, l.saved, l.backward})
+        width = std::max(width, digits(v));
+  }
+  auto line = [&](const std::string &label, int64_t f, int64_t u) {
+    os << llvm::format("%-26s fused %*lld | unfused %*lld | %s\n",
+                       label.c_str(), width, static_cast<long long>(f), width,
+                       static_cast<long long>(u), change(f, u).c_str());
+  };
+
+  os << "memory fused against unfused (rank 0)\n";
+  line("  activations (peak)", fused.activationPeak, unfused.activationPeak);
+  line("    saved for backward", fused.savedActivations,
+       unfused.savedActivations);
+  line("  arena", fused.arena, unfused.arena);
+  if (numLayers == 0)
+    return;
+  os << "  activations per layer\n";
+  for (size_t i = 0; i < numLayers;) {
+    LayerMemory f = layerOf(fused, i), u = layerOf(unfused, i);
+    size_t j = i;
+    while (j + 1 < numLayers && layerOf(fused, j + 1) == f &&
+           layerOf(unfused, j + 1) == u)
+      ++j;
+    std::string label =
+        "    " + (i == j ? "layer " + std::to_string(i)
+                         : "layers " + std::to_string(i) + "-" +
+                               std::to_string(j));
+    line(label + " forward", f.forward, u.forward);
+    line(label + " saved", f.saved, u.saved);
+    line(label + " backward", f.backward, u.backward);
+    i = j + 1;
+  }
+}
+
+} // namespace braid

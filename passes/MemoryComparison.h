@@ -1,0 +1,57 @@
+//===- MemoryComparison.h - one plan's memory against another's -*- C++ -*-===//
+//
+// braid-plan-memory records its figures on the module: the totals in
+// `sched.memory`, and the transient bytes of each layer of one micro-batch in
+// `sched.memory_layers`, an array with one [forward, saved, backward] triple
+// per layer (absent when the plan has no layers to attribute). This reads
+// them back and prints how two planned modules of one spec differ, figure by
+// figure: `braidc --report-memory` with fusion compiles the spec a second
+// time without it and prints the fused plan against the unfused one.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+namespace braid {
+
+// The module attribute with the per-layer figures.
+constexpr llvm::StringLiteral kMemoryLayersAttr = "sched.memory_layers";
+
+// Transient bytes of one layer of one micro-batch (docs/memory.md).
+struct LayerMemory {
+  int64_t forward = 0;  // written by the layer's forward launches
+  int64_t saved = 0;    // of those, alive at the first backward launch
+  int64_t backward = 0; // written by the layer's backward launches
+  bool operator==(const LayerMemory &o) const {
+    return forward == o.forward && saved == o.saved && backward == o.backward;
+  }
+};
+
+// The figures of a planned module that fusion can change.
+struct MemoryFigures {
+  int64_t activationPeak = 0;
+  int64_t savedActivations = 0;
+  int64_t arena = 0;
+  std::vector<LayerMemory> layers;
+};
+
+// The figures braid-plan-memory recorded on `module`; fails, with an error
+// on the module, when it has not run or the attributes are malformed.
+mlir::FailureOr<MemoryFigures> readMemoryFigures(mlir::ModuleOp module);
+
+// Prints the activation peak, the bytes saved for backward, the arena and
+// each layer's forward, saved and backward bytes (runs of equal layers on
+// one line) as
+//   fused X | unfused Y | change (change in percent of Y)
+// with the change negative where the fused plan needs less.
+void printMemoryComparison(llvm::raw_ostream &os, const MemoryFigures &fused,
+                           const MemoryFigures &unfused);
+
+} // namespace braid
