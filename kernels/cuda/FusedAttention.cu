@@ -29,6 +29,7 @@
 #include <cmath>
 
 #include "kernels/common/Random.h"
+#include "kernels/cuda/AttentionCommon.cuh"
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/CudaKernels.h"
 #include "kernels/cuda/RowKernelUtil.cuh"
@@ -81,43 +82,11 @@ struct Geometry {
   }
 };
 
-__device__ __forceinline__ uint64_t maskKey(const Geometry &g,
-                                            const StepValues *steps) {
-  return steps ? rng::dropoutKey(steps->seed, g.rngOffset, steps->step,
-                                 steps->microBatch)
-               : rng::dropoutKey(0, g.rngOffset, 1, 0);
-}
-
-__device__ __forceinline__ float dropFactor(const Geometry &g, uint64_t key,
-                                            int64_t n) {
-  if (!g.dropout)
-    return 1.0f;
-  return (rng::draw(key, static_cast<uint64_t>(n)) >> 40) >= g.threshold
-             ? g.dropScale
-             : 0.0f;
-}
-
-template <typename T>
-__device__ __forceinline__ float warpDot(const T *__restrict__ a,
-                                         const T *__restrict__ b, int64_t dh) {
-  const int lane = threadIdx.x & 31;
-  float acc = 0.0f;
-  for (int64_t d = lane; d < dh; d += 32)
-    acc += load(a, d) * load(b, d);
-  return warpSum(acc);
-}
-
-__device__ __forceinline__ void putStat(float *slot, float v) { slot[0] = v; }
-__device__ __forceinline__ void putStat(Bf16 *slot, float v) {
-  const uint32_t u = __float_as_uint(v);
-  slot[0] = static_cast<Bf16>(u & 0xffffu);
-  slot[1] = static_cast<Bf16>(u >> 16);
-}
-__device__ __forceinline__ float getStat(const float *slot) { return slot[0]; }
-__device__ __forceinline__ float getStat(const Bf16 *slot) {
-  return __uint_as_float(static_cast<uint32_t>(slot[0]) |
-                         (static_cast<uint32_t>(slot[1]) << 16));
-}
+using attention::dropFactor;
+using attention::getStat;
+using attention::maskKey;
+using attention::putStat;
+using attention::warpDot;
 
 // --- forward -----------------------------------------------------------------
 

@@ -26,6 +26,7 @@
 #include "kernels/cuda/CudaKernels.h"
 #include "kernels/cuda/ExpFloat.h"
 #include "kernels/cuda/GemmProblem.h"
+#include "kernels/cuda/RopeRotate.cuh"
 #include "kernels/cuda/RowKernelUtil.cuh"
 
 namespace braid::cuda {
@@ -328,33 +329,6 @@ template <typename T> void runBiasDropoutAdd(const KernelArgs &args) {
 
 // --- RoPE in the projection's epilogue ----------------------------------------
 
-// Rotates x [batch, seq, width] in place by sign * a(pos, i), one thread per
-// (position, pair index), the angle as Rope.cu computes it.
-template <typename T>
-__global__ void __launch_bounds__(kBlock)
-    ropeInPlace(T *__restrict__ x, int64_t batch, int64_t seq, int64_t width,
-                int64_t half, double theta, float sign) {
-  const int64_t pairs = seq * half;
-  for (int64_t t = blockIdx.x * int64_t{kBlock} + threadIdx.x; t < pairs;
-       t += int64_t{gridDim.x} * kBlock) {
-    const int64_t pos = t / half, i = t - pos * half;
-    const double freq = pow(theta, -2.0 * static_cast<double>(i) /
-                                       static_cast<double>(2 * half));
-    const float a = static_cast<float>(static_cast<double>(pos) * freq);
-    const float c = static_cast<float>(cos(static_cast<double>(a)));
-    const float s = sign * static_cast<float>(sin(static_cast<double>(a)));
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t row = (b * seq + pos) * width;
-      for (int64_t h0 = 0; h0 < width; h0 += 2 * half) {
-        const int64_t ia = row + h0 + i, ib = ia + half;
-        const float va = load(x, ia), vb = load(x, ib);
-        store(x, ia, va * c - vb * s);
-        store(x, ib, vb * c + va * s);
-      }
-    }
-  }
-}
-
 template <typename T>
 void rotate(const KernelArgs &args, T *x, const TensorDesc &desc, int sign) {
   const int64_t batch = desc.shape[0], seq = desc.shape[1],
@@ -365,9 +339,11 @@ void rotate(const KernelArgs &args, T *x, const TensorDesc &desc, int sign) {
   const int64_t half = heads > 0 ? width / heads / 2 : 0;
   if (batch == 0 || seq == 0 || half == 0)
     return;
-  ropeInPlace<T><<<rows::gridFor(seq * half, kBlock), kBlock, 0,
-                   rows::streamOf(args)>>>(x, batch, seq, width, half, theta,
-                                           static_cast<float>(sign));
+  // In place, with the angles of rope (RopeRotate.cuh).
+  rope::rotateKernel<T><<<rows::gridFor(seq * half, kBlock), kBlock, 0,
+                          rows::streamOf(args)>>>(x, x, batch, seq, width,
+                                                  half, theta,
+                                                  static_cast<float>(sign));
 }
 
 // As copyKernel of Elementwise.cu: the storage bits, unchanged.

@@ -9,6 +9,7 @@
 // the correctly rounded float values the CPU's cosf and sinf return in
 // practically every case.
 #include "kernels/cuda/CudaFamilies.h"
+#include "kernels/cuda/RopeRotate.cuh"
 #include "kernels/cuda/RowKernelUtil.cuh"
 
 namespace braid::cuda {
@@ -18,32 +19,6 @@ using rows::Bf16;
 using rows::kBlock;
 using rows::load;
 using rows::store;
-
-template <typename T>
-__global__ void __launch_bounds__(kBlock)
-    ropeKernel(const T *__restrict__ x, T *__restrict__ y, int64_t batch,
-               int64_t seq, int64_t width, int64_t half, double theta,
-               float sign) {
-  const int64_t pairs = seq * half;
-  for (int64_t t = blockIdx.x * int64_t{kBlock} + threadIdx.x; t < pairs;
-       t += int64_t{gridDim.x} * kBlock) {
-    const int64_t pos = t / half, i = t - pos * half;
-    const double freq = pow(theta, -2.0 * static_cast<double>(i) /
-                                       static_cast<double>(2 * half));
-    const float a = static_cast<float>(static_cast<double>(pos) * freq);
-    const float c = static_cast<float>(cos(static_cast<double>(a)));
-    const float s = sign * static_cast<float>(sin(static_cast<double>(a)));
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t row = (b * seq + pos) * width;
-      for (int64_t h0 = 0; h0 < width; h0 += 2 * half) {
-        const int64_t ia = row + h0 + i, ib = ia + half;
-        const float va = load(x, ia), vb = load(x, ib);
-        store(y, ia, va * c - vb * s);
-        store(y, ib, vb * c + va * s);
-      }
-    }
-  }
-}
 
 template <int kSign, typename T> void runRope(const KernelArgs &args) {
   const TensorDesc &desc = *args.ins[0].desc;
@@ -55,7 +30,7 @@ template <int kSign, typename T> void runRope(const KernelArgs &args) {
   const int64_t half = heads > 0 ? width / heads / 2 : 0;
   if (batch == 0 || seq == 0 || half == 0)
     return;
-  ropeKernel<T><<<rows::gridFor(seq * half, kBlock), kBlock, 0,
+  rope::rotateKernel<T><<<rows::gridFor(seq * half, kBlock), kBlock, 0,
                   rows::streamOf(args)>>>(
       rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), batch, seq,
       width, half, theta, static_cast<float>(kSign));
