@@ -4,8 +4,9 @@
 // design; the parts worth knowing when reading the code:
 //  * a returned gradient is a tree of braid.add over its contributions; the
 //    adds are absorbed and each leaf writes into the gradient global, with
-//    accumulate = 1 when its producer is a weight-gradient op whose results
-//    are all such leaves, or through an explicit `accumulate` launch;
+//    accumulate = 1 when its producer is a weight-gradient op whose
+//    weight-gradient results are all such leaves, or through an explicit
+//    `accumulate` launch;
 //  * the loss is written to the `@loss` scalar global;
 //  * a braid.cast of an f32 parameter (BF16 precision) is not a launch of
 //    the micro-batch: it becomes the persistent weight copy `@NAME.bf16`,
@@ -13,9 +14,9 @@
 //    `@optimizer`, after AdamW has changed the master. The micro-batch reads
 //    the copy, so each weight is rounded once per step, not once per use;
 //  * the fused LM head and cross-entropy (braid-fuse-linear-cross-entropy)
-//    lowers like the ops it replaces: its weight-gradient op accumulates as
-//    linear_grad_weight does, and both of its backward ops get the
-//    1/num_micro_batches scale of cross_entropy_grad_input.
+//    lowers like the ops it replaces: its dW result accumulates as
+//    linear_grad_weight's does (its loss and dx are ordinary results), and
+//    it gets the 1/num_micro_batches scale of cross_entropy_grad_input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,17 @@ namespace {
 MemRefType bufferType(Type tensor) {
   auto t = cast<RankedTensorType>(tensor);
   return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+// The results of a weight-gradient op that may be written in place into a
+// gradient global; none for any other op.
+SmallVector<Value> weightGradResults(Operation *op) {
+  if (auto fused = dyn_cast<LinearCrossEntropyWithGradOp>(op))
+    return {fused.getWeightGrad()};
+  if (isa<LinearGradWeightOp, LayerNormGradWeightOp, RMSNormGradWeightOp,
+          EmbeddingGradWeightOp>(op))
+    return SmallVector<Value>(op->getResults());
+  return {};
 }
 
 // Kernel parameters from an op's inherent attributes: integers and booleans
@@ -251,15 +263,15 @@ void Lowering::planGradientSinks() {
       gradSink_[v] = sink;
     }
   }
-  // A weight-gradient op accumulates in place only when every result goes
-  // to a gradient global and nothing else reads it.
+  // A weight-gradient op accumulates in place only when every one of its
+  // weight-gradient results goes to a gradient global and nothing else
+  // reads it.
   for (auto &[v, sink] : gradSink_) {
     Operation *def = v.getDefiningOp();
-    if (!def || !isa<LinearGradWeightOp, LayerNormGradWeightOp,
-                     RMSNormGradWeightOp, EmbeddingGradWeightOp,
-                     LinearCrossEntropyGradWeightOp>(def))
+    if (!def)
       continue;
-    if (llvm::all_of(def->getResults(), [&](Value r) {
+    SmallVector<Value> weightGrads = weightGradResults(def);
+    if (!weightGrads.empty() && llvm::all_of(weightGrads, [&](Value r) {
           return gradSink_.count(r) && r.hasOneUse();
         }))
       accumulating_.insert(def);
@@ -325,12 +337,15 @@ LogicalResult Lowering::lowerMicroBatch() {
                               "used elsewhere?)");
       ins.push_back(buf);
     }
-    bool accumulate = accumulating_.contains(&op);
+    const bool accumulate = accumulating_.contains(&op);
+    SmallVector<Value> inPlace;
+    if (accumulate)
+      inPlace = weightGradResults(&op);
     for (Value r : op.getResults()) {
       Value buf;
       if (r == loss)
         buf = getGlobal("loss");
-      else if (accumulate)
+      else if (llvm::is_contained(inPlace, r))
         buf = getGlobal(gradSink_.lookup(r));
       else
         buf = sched::AllocOp::create(b_, op.getLoc(), bufferType(r.getType()),
@@ -341,8 +356,7 @@ LogicalResult Lowering::lowerMicroBatch() {
     SmallVector<NamedAttribute> extra;
     if (accumulate)
       extra.push_back(b_.getNamedAttr("accumulate", b_.getI64IntegerAttr(1)));
-    if (isa<CrossEntropyGradInputOp, LinearCrossEntropyGradInputOp,
-            LinearCrossEntropyGradWeightOp>(op))
+    if (isa<CrossEntropyGradInputOp, LinearCrossEntropyWithGradOp>(op))
       extra.push_back(
           b_.getNamedAttr("scale", b_.getF64FloatAttr(1.0 / numMicro)));
     StringRef kernel = op.getName().stripDialect();
@@ -350,9 +364,8 @@ LogicalResult Lowering::lowerMicroBatch() {
 
     // Contributions that could not be written in place are added to their
     // gradient global right after they are produced.
-    if (!accumulate)
-      for (Value r : op.getResults())
-        if (gradSink_.count(r))
+    for (Value r : op.getResults())
+      if (gradSink_.count(r) && !llvm::is_contained(inPlace, r))
           launch(op.getLoc(), "accumulate", {buffers[r]},
                  {getGlobal(gradSink_.lookup(r))}, DictionaryAttr());
   }

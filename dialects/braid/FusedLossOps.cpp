@@ -8,8 +8,8 @@ using namespace braid::verify;
 
 namespace {
 
-// x [..., D], w [V, D] of one element type, labels [...], lse [...] and a
-// positive chunk.
+// x [..., D], w [V, D] of one element type, labels [...], lse [...] (when
+// given) and a positive chunk.
 LogicalResult verifyHead(Operation *op, Value x, Value w, Value labels,
                          Value lse, int64_t chunk) {
   if (failed(expectRank(op, w, 2, "weight")) ||
@@ -23,7 +23,7 @@ LogicalResult verifyHead(Operation *op, Value x, Value w, Value labels,
   if (shapeOf(w)[0] == 0)
     return op->emitOpError("the vocabulary (weight rows) must not be empty");
   if (failed(expectShape(op, labels, leading(x), "labels")) ||
-      failed(expectShape(op, lse, leading(x), "lse")))
+      (lse && failed(expectShape(op, lse, leading(x), "lse"))))
     return failure();
   if (chunk <= 0)
     return op->emitOpError("chunk must be positive");
@@ -37,17 +37,11 @@ LogicalResult LinearCrossEntropyOp::verify() {
                     getChunk());
 }
 
-LogicalResult LinearCrossEntropyGradInputOp::verify() {
-  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(), getLse(),
-                        getChunk())))
-    return failure();
-  return expectLike(*this, getInputGrad(), getInput(), "input gradient",
-                    "input");
-}
-
-LogicalResult LinearCrossEntropyGradWeightOp::verify() {
-  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(), getLse(),
-                        getChunk())) ||
+LogicalResult LinearCrossEntropyWithGradOp::verify() {
+  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(),
+                        Value(), getChunk())) ||
+      failed(expectLike(*this, getInputGrad(), getInput(), "input gradient",
+                        "input")) ||
       failed(expectShape(*this, getWeightGrad(), shapeOf(getWeight()),
                          "weight gradient")))
     return failure();

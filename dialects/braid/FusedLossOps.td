@@ -30,43 +30,31 @@ def Braid_LinearCrossEntropyOp : Braid_PureOp<"linear_cross_entropy"> {
   let results = (outs Braid_Scalar:$loss, Braid_StatTensor:$lse);
 }
 
-def Braid_LinearCrossEntropyGradInputOp
-    : Braid_PureOp<"linear_cross_entropy_grad_input"> {
-  let summary = "dx of the fused LM head and cross-entropy (B)";
+def Braid_LinearCrossEntropyWithGradOp
+    : Braid_PureOp<"linear_cross_entropy_with_grad"> {
+  let summary = "Loss, dx and dW of the LM head and cross-entropy in one pass";
   let description = [{
-    `dx = dlogits W` with `dlogits = scale * (softmax(x W^T) - onehot) / rows`
-    recomputed chunk by chunk of rows from `lse`: `cross_entropy_grad_input`
-    followed by `linear_grad_input`.
+    The loss of `braid.linear_cross_entropy` and, in the same pass over the
+    logits, the gradients the backward needs: the loss is the last op of
+    the forward, so its gradient is the constant `scale` and the logits
+    gradient `scale * (softmax(x W^T) - onehot) / rows` is known as soon as
+    a chunk of rows has its log-sum-exp. Per chunk of rows (at most `chunk`
+    logits, at least one row): the logits GEMM, the row statistics and
+    dlogits, then `dx = dlogits W` and `dW += dlogits^T x`. Three GEMMs over
+    the logits, as unfused; the logits never exist as a tensor and the
+    backward reads dx, not x. `dx` has the type of x; `dW` is f32 or the
+    element type of x, like any weight gradient.
 
     ```mlir
-    %dx = braid.linear_cross_entropy_grad_input %x, %w, %labels, %lse {chunk = 1048576 : i64, scale = 1.0 : f32}
-        : (tensor<8x64x64xf32>, tensor<256x64xf32>, tensor<8x64xi32>, tensor<8x64xf32>) -> tensor<8x64x64xf32>
+    %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %labels {chunk = 1048576 : i64, scale = 1.0 : f32}
+        : (tensor<8x64x64xf32>, tensor<256x64xf32>, tensor<8x64xi32>) -> (tensor<f32>, tensor<8x64x64xf32>, tensor<256x64xf32>)
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
-                       Braid_IdTensor:$labels, Braid_StatTensor:$lse,
-                       F32Attr:$scale, I64Attr:$chunk);
-  let results = (outs Braid_FloatTensor:$input_grad);
-}
-
-def Braid_LinearCrossEntropyGradWeightOp
-    : Braid_PureOp<"linear_cross_entropy_grad_weight"> {
-  let summary = "dW of the fused LM head and cross-entropy (W)";
-  let description = [{
-    `dW = dlogits^T x`, recomputing `dlogits` chunk by chunk of vocabulary
-    rows of W (each chunk over all rows of x): `cross_entropy_grad_input`
-    followed by `linear_grad_weight`. The result is f32 or the element type
-    of x, like any weight gradient.
-
-    ```mlir
-    %dw = braid.linear_cross_entropy_grad_weight %x, %w, %labels, %lse {chunk = 1048576 : i64, scale = 1.0 : f32}
-        : (tensor<8x64x64xf32>, tensor<256x64xf32>, tensor<8x64xi32>, tensor<8x64xf32>) -> tensor<256x64xf32>
-    ```
-  }];
-  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
-                       Braid_IdTensor:$labels, Braid_StatTensor:$lse,
-                       F32Attr:$scale, I64Attr:$chunk);
-  let results = (outs Braid_FloatTensor:$weight_grad);
+                       Braid_IdTensor:$labels, F32Attr:$scale,
+                       I64Attr:$chunk);
+  let results = (outs Braid_Scalar:$loss, Braid_FloatTensor:$input_grad,
+                      Braid_FloatTensor:$weight_grad);
 }
 
 #endif // BRAID_FUSED_LOSS_OPS_TD

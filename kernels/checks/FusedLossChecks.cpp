@@ -11,10 +11,9 @@
 namespace braid::checks {
 namespace {
 
-// x [..., D], weight [V, D], labels [...] and, from input `lseIn` on, lse
-// [...]: what the three linear_cross_entropy kernels share. `chunk` is
-// optional and positive.
-absl::Status checkHead(const LaunchChecker &c, int lseIn) {
+// x [..., D], weight [V, D], labels [...] and an optional positive `chunk`:
+// what the two linear_cross_entropy kernels share.
+absl::Status checkHead(const LaunchChecker &c) {
   Operand x = c.in(0), w = c.in(1), labels = c.in(2);
   BRAID_KERNEL_TRY(c.floatStorage(x));
   BRAID_KERNEL_TRY(c.sameDtype(w, x));
@@ -44,11 +43,6 @@ absl::Status checkHead(const LaunchChecker &c, int lseIn) {
         " has shape ", shapeString(w.shape())));
   BRAID_KERNEL_TRY(
       c.shape(labels, rows, "(the leading dimensions of input 0)"));
-  if (lseIn >= 0) {
-    BRAID_KERNEL_TRY(c.f32(c.in(lseIn), kStatistics));
-    BRAID_KERNEL_TRY(
-        c.shape(c.in(lseIn), rows, "(the leading dimensions of input 0)"));
-  }
   return c.intParamOr("chunk", 1, 1, INT64_MAX).status();
 }
 
@@ -56,7 +50,7 @@ absl::Status checkLinearCrossEntropy(const KernelSignature &sig) {
   LaunchChecker c("linear_cross_entropy", sig);
   BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels"}));
   BRAID_KERNEL_TRY(c.outputs({"loss", "lse"}));
-  BRAID_KERNEL_TRY(checkHead(c, -1));
+  BRAID_KERNEL_TRY(checkHead(c));
   BRAID_KERNEL_TRY(c.f32(c.out(0), "the loss stays f32 in every plan"));
   BRAID_KERNEL_TRY(c.f32(c.out(1), kStatistics));
   BRAID_KERNEL_TRY(c.shape(c.out(0), {}, "(a scalar)"));
@@ -64,23 +58,17 @@ absl::Status checkLinearCrossEntropy(const KernelSignature &sig) {
                  "(the leading dimensions of input 0)");
 }
 
-absl::Status checkLinearCrossEntropyGradInput(const KernelSignature &sig) {
-  LaunchChecker c("linear_cross_entropy_grad_input", sig);
-  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels", "lse"}));
-  BRAID_KERNEL_TRY(c.outputs({"dx"}));
-  BRAID_KERNEL_TRY(checkHead(c, 3));
-  BRAID_KERNEL_TRY(c.sameDtype(c.out(0), c.in(0)));
-  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(0)));
-  return c.floatParam("scale").status();
-}
-
-absl::Status checkLinearCrossEntropyGradWeight(const KernelSignature &sig) {
-  LaunchChecker c("linear_cross_entropy_grad_weight", sig);
-  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels", "lse"}));
-  BRAID_KERNEL_TRY(c.outputs({"dweight"}));
-  BRAID_KERNEL_TRY(checkHead(c, 3));
-  BRAID_KERNEL_TRY(c.gradWeightDtype(c.out(0), c.in(0)));
-  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(1)));
+absl::Status checkLinearCrossEntropyWithGrad(const KernelSignature &sig) {
+  LaunchChecker c("linear_cross_entropy_with_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels"}));
+  BRAID_KERNEL_TRY(c.outputs({"loss", "dx", "dweight"}));
+  BRAID_KERNEL_TRY(checkHead(c));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), "the loss stays f32 in every plan"));
+  BRAID_KERNEL_TRY(c.shape(c.out(0), {}, "(a scalar)"));
+  BRAID_KERNEL_TRY(c.sameDtype(c.out(1), c.in(0)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(1), c.in(0)));
+  BRAID_KERNEL_TRY(c.gradWeightDtype(c.out(2), c.in(0)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(2), c.in(1)));
   BRAID_KERNEL_TRY(c.accumulateParam());
   return c.floatParam("scale").status();
 }
@@ -130,8 +118,7 @@ absl::Status checkMultiAdamw(const KernelSignature &sig) {
 absl::Span<const NamedCheck> fusedLossChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"linear_cross_entropy", checkLinearCrossEntropy},
-      {"linear_cross_entropy_grad_input", checkLinearCrossEntropyGradInput},
-      {"linear_cross_entropy_grad_weight", checkLinearCrossEntropyGradWeight},
+      {"linear_cross_entropy_with_grad", checkLinearCrossEntropyWithGrad},
       {"multi_adamw", checkMultiAdamw},
   };
   return kChecks;

@@ -1,21 +1,24 @@
 // The LM head fused with cross-entropy, and multi-tensor AdamW (docs/fusion.md).
 //
-// linear_cross_entropy, linear_cross_entropy_grad_input and
-// linear_cross_entropy_grad_weight compute what linear + cross_entropy and
-// cross_entropy_grad_input + linear_grad_input / linear_grad_weight compute,
-// a chunk of logits at a time in scratch of `chunk` floats (at least one
-// row or one vocabulary entry), so the [N, V] logits are never stored. The
-// forward and the input gradient take chunks of rows of x; the weight
-// gradient takes chunks of rows of W (vocabulary entries), each over all N
-// rows, so that every dW element is one sgemm reduction over N exactly as
-// linear_grad_weight forms it, and accumulates as it does (beta = 1).
+// linear_cross_entropy computes what linear + cross_entropy compute, and
+// linear_cross_entropy_with_grad also what cross_entropy_grad_input +
+// linear_grad_input + linear_grad_weight compute, a chunk of rows of x at a
+// time with the chunk's logits in scratch of `chunk` floats (at least one
+// row), so the [N, V] logits are never stored. Per chunk: the logits sgemm,
+// then per row the log-sum-exp, the target logit and the dlogits (in place
+// of the logits), then dx = dlogits W for the chunk's rows and
+// dW += dlogits^T x over them (beta = 1 after the first chunk, and for the
+// first too with `accumulate`).
 //
 // Per element the arithmetic is that of the unfused f32 kernels: logits and
 // dlogits come from the same sgemm reductions and the same VecMath loops,
-// and the loss is the same double sum in row order. With bf16 storage the
-// kernels compute in f32 like every kernel (docs/kernels.md): x and W are
-// widened, and only dx is rounded, once; the logits and dlogits, which the
-// unfused bf16 kernels store as bf16, keep f32 here.
+// and the loss is the same double sum in row order. With one chunk (all
+// rows) dW is the one sgemm reduction over N that linear_grad_weight makes;
+// with several chunks it is a sum of per-chunk reductions, equal up to f32
+// rounding. With bf16 storage the kernels compute in f32 like every kernel
+// (docs/kernels.md): x and W are widened, dx is rounded once, and a bf16 dW
+// is summed over the chunks in f32 and rounded once; the logits and
+// dlogits, which the unfused bf16 kernels store as bf16, keep f32 here.
 //
 // multi_adamw is adamw over several tensors in one launch: the same
 // coefficients (two sets: with and without weight decay) and the same
@@ -43,7 +46,7 @@ namespace {
 
 // Scratch held by the launching thread for the whole launch (the pool's
 // threadScratch buffers are in use by chunk 0 of every parallelFor).
-enum Slot { kWeight, kInput, kLogits, kOutput, kNumSlots };
+enum Slot { kWeight, kInput, kLogits, kOutput, kWeightGrad, kNumSlots };
 
 float *launchScratch(int slot, int64_t n) {
   thread_local std::vector<float> buffers[kNumSlots];
@@ -102,14 +105,14 @@ void logSumExpRows(const float *logits, int64_t v, int64_t r0, int64_t r1,
   }
 }
 
-// d = factor * (exp(l - lse) - onehot(label - col0)) over the `cols`
-// logits of one row that start at vocabulary entry col0 (CrossEntropy.cpp).
+// d = factor * (exp(l - lse) - onehot(label)) over the v logits of one row
+// (CrossEntropy.cpp).
 BRAID_VECTOR_CLONES
 void dlogitsRow(const float *l, float lse, int32_t label, int64_t v,
-                int64_t col0, int64_t cols, float factor, float *d) {
-  expShiftScale(l, lse, factor, d, cols);
-  if (validLabel(label, v) && label >= col0 && label < col0 + cols)
-    d[label - col0] -= factor;
+                float factor, float *d) {
+  expShiftScale(l, lse, factor, d, v);
+  if (validLabel(label, v))
+    d[label] -= factor;
 }
 
 // The product of all dimensions but the last (Linear.cpp's rowsOf).
@@ -136,19 +139,47 @@ template <typename T> Head headOf(const KernelArgs &args) {
   return h;
 }
 
+// The rows of x at a time that keep a chunk within `chunk` logits.
+int64_t chunkRowsOf(const KernelArgs &args, const Head &h) {
+  return std::max<int64_t>(1, chunkOf(args) / h.v);
+}
+
+// The f32 logits of rows [r0, r0 + rows) of x, and those rows as f32.
+struct LogitsChunk {
+  const float *x;
+  float *logits;
+};
+template <typename T>
+LogitsChunk logitsOfRows(ThreadPool *pool, const Head &h, const T *x,
+                            int64_t r0, int64_t rows) {
+  LogitsChunk c;
+  c.x = asF32Matrix(pool, x + r0 * h.d, h.d, rows, h.d, kInput);
+  c.logits = launchScratch(kLogits, rows * h.v);
+  logitsChunk(c.x, h.w, rows, h.v, h.d, c.logits);
+  return c;
+}
+
+// The mean over rows of lse - target, summed in double in row order as
+// cross_entropy sums it.
+float meanLoss(const std::vector<float> &lse,
+               const std::vector<float> &target) {
+  double total = 0;
+  for (size_t r = 0; r < lse.size(); ++r)
+    total += static_cast<double>(lse[r]) - static_cast<double>(target[r]);
+  return static_cast<float>(total / static_cast<double>(lse.size()));
+}
+
 template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
   ThreadPool *pool = poolOf(args);
   const Head h = headOf<T>(args);
-  const T *x = dataOf<T>(args.ins[0]);
   const int32_t *labels = args.ins[2].i32();
   float *lse = args.outs[1].f32();
-  const int64_t chunkRows = std::max<int64_t>(1, chunkOf(args) / h.v);
+  const int64_t chunkRows = chunkRowsOf(args, h);
   std::vector<float> target(h.n);
   for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
     const int64_t rows = std::min(chunkRows, h.n - r0);
-    const float *xF = asF32Matrix(pool, x + r0 * h.d, h.d, rows, h.d, kInput);
-    float *logits = launchScratch(kLogits, rows * h.v);
-    logitsChunk(xF, h.w, rows, h.v, h.d, logits);
+    const float *logits =
+        logitsOfRows(pool, h, dataOf<T>(args.ins[0]), r0, rows).logits;
     parallelFor(pool, rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
       float *e = threadScratch(0, h.v);
       logSumExpRows(logits, h.v, a, b, e, lse + r0);
@@ -158,11 +189,8 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
       target[r0 + r] = validLabel(label, h.v) ? logits[r * h.v + label] : 0.0f;
     }
   }
-  double total = 0;
-  for (int64_t r = 0; r < h.n; ++r)
-    total += static_cast<double>(lse[r]) - static_cast<double>(target[r]);
   args.outs[0].f32()[0] =
-      static_cast<float>(total / static_cast<double>(h.n));
+      meanLoss(std::vector<float>(lse, lse + h.n), target);
 }
 
 float factorOf(const KernelArgs &args, int64_t rows) {
@@ -170,93 +198,70 @@ float factorOf(const KernelArgs &args, int64_t rows) {
                             static_cast<double>(rows));
 }
 
-template <typename T>
-void runLinearCrossEntropyGradInput(const KernelArgs &args) {
+template <typename T, typename U>
+void linearCrossEntropyWithGrad(const KernelArgs &args, U *dw) {
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   ThreadPool *pool = poolOf(args);
   const Head h = headOf<T>(args);
   const T *x = dataOf<T>(args.ins[0]);
   const int32_t *labels = args.ins[2].i32();
-  const float *lse = args.ins[3].f32();
-  T *dx = dataOf<T>(args.outs[0]);
+  T *dx = dataOf<T>(args.outs[1]);
+  const bool accumulate = accumulateOf(args);
   const float factor = factorOf(args, h.n);
-  if (h.d == 0)
-    return;
-  const int64_t chunkRows = std::max<int64_t>(1, chunkOf(args) / h.v);
+  // dW in f32 while the chunks add into it.
+  float *dwF;
+  if constexpr (std::is_same_v<U, float>) {
+    dwF = dw;
+  } else {
+    dwF = launchScratch(kWeightGrad, h.v * h.d);
+    if (accumulate)
+      widenMatrix(pool, dw, h.d, h.v, h.d, dwF);
+  }
+  const int64_t chunkRows = chunkRowsOf(args, h);
+  std::vector<float> lse(h.n), target(h.n);
   for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
     const int64_t rows = std::min(chunkRows, h.n - r0);
-    const float *xF = asF32Matrix(pool, x + r0 * h.d, h.d, rows, h.d, kInput);
-    float *logits = launchScratch(kLogits, rows * h.v);
-    logitsChunk(xF, h.w, rows, h.v, h.d, logits);
-    // Each row's dlogits replace its logits.
+    const LogitsChunk c = logitsOfRows(pool, h, x, r0, rows);
+    // Each row's statistics, then its dlogits in place of its logits.
     parallelFor(pool, rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
-      float *d = threadScratch(0, h.v);
+      float *e = threadScratch(0, h.v);
+      logSumExpRows(c.logits, h.v, a, b, e, lse.data() + r0);
       for (int64_t r = a; r < b; ++r) {
-        float *row = logits + r * h.v;
-        dlogitsRow(row, lse[r0 + r], labels[r0 + r], h.v, 0, h.v, factor, d);
-        std::memcpy(row, d, h.v * sizeof(float));
+        float *row = c.logits + r * h.v;
+        const int32_t label = labels[r0 + r];
+        target[r0 + r] = validLabel(label, h.v) ? row[label] : 0.0f;
+        dlogitsRow(row, lse[r0 + r], label, h.v, factor, e);
+        std::memcpy(row, e, h.v * sizeof(float));
       }
     });
-    float *out;
+    if (h.d == 0)
+      continue;
+    float *dxF;
     if constexpr (kBf16)
-      out = launchScratch(kOutput, rows * h.d);
+      dxF = launchScratch(kOutput, rows * h.d);
     else
-      out = dx + r0 * h.d;
+      dxF = dx + r0 * h.d;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, h.d, h.v,
-                1.0f, logits, h.v, h.w, h.d, 0.0f, out, h.d);
+                1.0f, c.logits, h.v, h.w, h.d, 0.0f, dxF, h.d);
     if constexpr (kBf16)
-      roundMatrix(pool, out, rows, h.d, dx + r0 * h.d, h.d);
+      roundMatrix(pool, dxF, rows, h.d, dx + r0 * h.d, h.d);
+    const bool add = accumulate || r0 > 0;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h.v, h.d, rows, 1.0f,
+                c.logits, h.v, c.x, h.d, add ? 1.0f : 0.0f, dwF, h.d);
   }
-}
-
-template <typename T, typename U>
-void weightGradChunks(const KernelArgs &args, const Head &h, U *dw) {
-  ThreadPool *pool = poolOf(args);
-  const bool accumulate = accumulateOf(args);
-  const int32_t *labels = args.ins[2].i32();
-  const float *lse = args.ins[3].f32();
-  const float factor = factorOf(args, h.n);
-  if (h.d == 0)
-    return;
-  const float *xF =
-      asF32Matrix(pool, dataOf<T>(args.ins[0]), h.d, h.n, h.d, kInput);
-  const int64_t chunkCols = std::max<int64_t>(1, chunkOf(args) / h.n);
-  for (int64_t c0 = 0; c0 < h.v; c0 += chunkCols) {
-    const int64_t cols = std::min(chunkCols, h.v - c0);
-    float *logits = launchScratch(kLogits, h.n * cols);
-    logitsChunk(xF, h.w + c0 * h.d, h.n, cols, h.d, logits);
-    parallelFor(pool, h.n, rowGrain(cols), [&](int64_t a, int64_t b) {
-      float *d = threadScratch(0, cols);
-      for (int64_t r = a; r < b; ++r) {
-        float *row = logits + r * cols;
-        dlogitsRow(row, lse[r], labels[r], h.v, c0, cols, factor, d);
-        std::memcpy(row, d, cols * sizeof(float));
-      }
-    });
-    U *dwRows = dw + c0 * h.d;
-    float *out;
-    if constexpr (std::is_same_v<U, float>) {
-      out = dwRows;
-    } else {
-      out = launchScratch(kOutput, cols * h.d);
-      if (accumulate)
-        widenMatrix(pool, dwRows, h.d, cols, h.d, out);
-    }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, h.d, h.n, 1.0f,
-                logits, cols, xF, h.d, accumulate ? 1.0f : 0.0f, out, h.d);
-    if constexpr (!std::is_same_v<U, float>)
-      roundMatrix(pool, out, cols, h.d, dwRows, h.d);
-  }
+  if constexpr (!std::is_same_v<U, float>)
+    if (h.d > 0)
+      roundMatrix(pool, dwF, h.v, h.d, dw, h.d);
+  args.outs[0].f32()[0] = meanLoss(lse, target);
 }
 
 template <typename T>
-void runLinearCrossEntropyGradWeight(const KernelArgs &args) {
-  const Head h = headOf<T>(args);
-  const TensorView &dw = args.outs[0];
+void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
+  const TensorView &dw = args.outs[2];
   if (isBf16(dw))
-    weightGradChunks<T>(args, h, dw.bf16());
+    linearCrossEntropyWithGrad<T>(args, dw.bf16());
   else
-    weightGradChunks<T>(args, h, dw.f32());
+    linearCrossEntropyWithGrad<T>(args, dw.f32());
 }
 
 // --- multi_adamw ---------------------------------------------------------
@@ -321,12 +326,9 @@ absl::Status registerFusedLossKernels(KernelRegistry &registry) {
       {
           {"linear_cross_entropy", byStorage<runLinearCrossEntropy<float>,
                                              runLinearCrossEntropy<Bf16>>},
-          {"linear_cross_entropy_grad_input",
-           byStorage<runLinearCrossEntropyGradInput<float>,
-                     runLinearCrossEntropyGradInput<Bf16>>},
-          {"linear_cross_entropy_grad_weight",
-           byStorage<runLinearCrossEntropyGradWeight<float>,
-                     runLinearCrossEntropyGradWeight<Bf16>>},
+          {"linear_cross_entropy_with_grad",
+           byStorage<runLinearCrossEntropyWithGrad<float>,
+                     runLinearCrossEntropyWithGrad<Bf16>>},
           {"multi_adamw", runMultiAdamw},
       });
 }

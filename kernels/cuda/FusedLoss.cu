@@ -1,16 +1,16 @@
 // The LM head fused with cross-entropy, and multi-tensor AdamW on CUDA (docs/fusion.md).
 //
-// linear_cross_entropy, linear_cross_entropy_grad_input and
-// linear_cross_entropy_grad_weight hold one chunk of logits at a time in
-// the launch's workspace, never the [N, V] logits: the forward and the
-// input gradient take chunks of rows of x, the weight gradient chunks of
-// vocabulary entries (rows of W) over all rows, as on the CPU. Per chunk:
-// the logits GEMM (enqueueGemm, f32 output), then row kernels for the
-// log-sum-exp or the dlogits, then the dx or dW GEMM with the rest of the
-// workspace for cuBLASLt. The chunk is the smaller of the `chunk` parameter
-// and what the workspace holds; when it cannot hold one row (or one
-// vocabulary entry) the outputs are set to NaN, a visible failure rather
-// than a wrong gradient.
+// linear_cross_entropy and linear_cross_entropy_with_grad hold one chunk of
+// rows' logits at a time in the launch's workspace, never the [N, V]
+// logits, as on the CPU. Per chunk: the logits GEMM (enqueueGemm, f32
+// output), a row kernel for the log-sum-exp and target logit, and with the
+// gradient a kernel for the dlogits, then the dx GEMM for the chunk's rows
+// and the dW GEMM over them (beta 1 after the first chunk, and for the
+// first with `accumulate`), with the rest of the workspace for cuBLASLt.
+// The lse and target logits of all rows sit at the start of the workspace
+// until the loss is summed. The chunk is the smaller of the `chunk`
+// parameter and what the workspace holds; when it cannot hold one row the
+// outputs are set to NaN, a visible failure rather than a wrong gradient.
 //
 // cuBLASLt multiplies operands of one type, so with bf16 storage the
 // dlogits are rounded to bf16 before the dx and dW GEMMs (the CPU kernels
@@ -68,7 +68,7 @@ __device__ __forceinline__ bool validLabel(int32_t label, int64_t v) {
 // launch's own arrays, then the chunk (f32 logits, and for bf16 storage the
 // dlogits as bf16), then what is left for cuBLASLt.
 struct ChunkSpace {
-  int64_t count = 0;      // rows (or vocabulary entries) per chunk; 0: none fit
+  int64_t count = 0;      // rows per chunk; 0: none fit
   float *logits = nullptr;
   void *dlogits = nullptr;  // == logits for f32 storage
   void *gemm = nullptr;
@@ -160,22 +160,21 @@ __global__ void __launch_bounds__(kBlock)
     loss[0] = static_cast<float>(total / static_cast<double>(numRows));
 }
 
-// dlogits of a chunk [count, cols] of f32 logits: rows from row0, vocabulary
-// entries from col0; written as T (in place when T is f32: each element is
-// read and then written by the same thread, so the two may alias).
+// dlogits of a chunk [count, v] of f32 logits whose first row is row
+// `row0` of the launch; written as T (in place when T is f32: each element
+// is read and then written by the same thread, so the two may alias).
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
-    chunkDlogits(const float *logits, int64_t count,
-                 int64_t cols, int64_t row0, int64_t col0, int64_t v,
+    chunkDlogits(const float *logits, int64_t count, int64_t v, int64_t row0,
                  const int32_t *__restrict__ labels,
                  const float *__restrict__ lse, float factor, T *dlogits) {
-  const int64_t n = count * cols;
+  const int64_t n = count * v;
   for (int64_t i = blockIdx.x * int64_t{kBlock} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * kBlock) {
-    const int64_t r = i / cols, j = i - r * cols;
+    const int64_t r = i / v, j = i - r * v;
     float d = expf(logits[i] - lse[row0 + r]) * factor;
     const int32_t label = labels[row0 + r];
-    if (validLabel(label, v) && label == col0 + j)
+    if (validLabel(label, v) && label == j)
       d -= factor;
     store(dlogits, i, d);
   }
@@ -200,16 +199,15 @@ float factorOf(const KernelArgs &args, int64_t n) {
                             static_cast<double>(n));
 }
 
-// logits [count, cols] (f32, in s.logits) = x rows [row0, row0 + count) times
-// W rows [col0, col0 + cols) transposed.
+// logits [count, v] (f32, in s.logits) = x rows [row0, row0 + count) times
+// W transposed.
 template <typename T>
 void logitsGemm(const GpuContext &gpu, const KernelArgs &args, const Head &h,
-                const ChunkSpace &s, int64_t row0, int64_t count,
-                int64_t col0, int64_t cols) {
+                const ChunkSpace &s, int64_t row0, int64_t count) {
   const GemmProblem p =
-      linearForward(count, cols, h.d, h.dtype, h.dtype, DType::kF32);
+      linearForward(count, h.v, h.d, h.dtype, h.dtype, DType::kF32);
   GemmOperands ops;
-  ops.a = static_cast<const T *>(args.ins[1].data) + col0 * h.d;
+  ops.a = args.ins[1].data;
   ops.b = static_cast<const T *>(args.ins[0].data) + row0 * h.d;
   ops.c = s.logits;
   enqueueGemm(gpu, p, ops, s.gemm, s.gemmBytes);
@@ -232,7 +230,7 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
   const int32_t *labels = args.ins[2].i32();
   for (int64_t r0 = 0; r0 < h.n; r0 += s.count) {
     const int64_t count = std::min(s.count, h.n - r0);
-    logitsGemm<T>(gpu, args, h, s, r0, count, 0, h.v);
+    logitsGemm<T>(gpu, args, h, s, r0, count);
     chunkLogSumExp<<<rows::gridFor(count, 1), kBlock, 0, stream>>>(
         s.logits, count, h.v, r0, labels, lse, target);
   }
@@ -240,72 +238,61 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
 }
 
 template <typename T>
-void runLinearCrossEntropyGradInput(const KernelArgs &args) {
+void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
   const GpuContext &gpu = gpuOf(args);
   cudaStream_t stream = rows::streamOf(args);
   const Head h = headOf(args);
-  T *dx = rows::dataOf<T>(args.outs[0]);
-  if (h.d == 0)
-    return;
-  const ChunkSpace s = planChunks(gpu, 0, h.v, h.n, chunkParamOf(args),
-                                  h.dtype == DType::kBF16);
-  if (s.count == 0) {
-    nanOut(stream, dx, h.n * h.d);
-    return;
-  }
-  const float factor = factorOf(args, h.n);
-  for (int64_t r0 = 0; r0 < h.n; r0 += s.count) {
-    const int64_t count = std::min(s.count, h.n - r0);
-    logitsGemm<T>(gpu, args, h, s, r0, count, 0, h.v);
-    chunkDlogits<T><<<rows::gridFor(count * h.v, kBlock * 4), kBlock, 0,
-                      stream>>>(s.logits, count, h.v, r0, 0, h.v,
-                                args.ins[2].i32(), args.ins[3].f32(), factor,
-                                static_cast<T *>(s.dlogits));
-    const GemmProblem p =
-        linearGradInput(count, h.v, h.d, h.dtype, h.dtype, h.dtype, false);
-    GemmOperands ops;
-    ops.a = args.ins[1].data;
-    ops.b = s.dlogits;
-    ops.c = dx + r0 * h.d;
-    enqueueGemm(gpu, p, ops, s.gemm, s.gemmBytes);
-  }
-}
-
-template <typename T>
-void runLinearCrossEntropyGradWeight(const KernelArgs &args) {
-  const GpuContext &gpu = gpuOf(args);
-  cudaStream_t stream = rows::streamOf(args);
-  const Head h = headOf(args);
-  const TensorView &dw = args.outs[0];
+  float *loss = args.outs[0].f32();
+  T *dx = rows::dataOf<T>(args.outs[1]);
+  const TensorView &dw = args.outs[2];
+  const bool dwBf16 = dw.desc->dtype == DType::kBF16;
   const bool accumulate = rows::paramsOf(args).intOr("accumulate", 0) != 0;
-  if (h.d == 0)
-    return;
-  const ChunkSpace s = planChunks(gpu, 0, h.n, h.v, chunkParamOf(args),
-                                  h.dtype == DType::kBF16);
+  // lse and target logits of every row, then the chunk.
+  const size_t perRows = alignUp(static_cast<size_t>(h.n) * sizeof(float));
+  const ChunkSpace s = planChunks(gpu, 2 * perRows, h.v, h.n,
+                                  chunkParamOf(args), h.dtype == DType::kBF16);
   if (s.count == 0) {
-    if (dw.desc->dtype == DType::kBF16)
+    fillNan<<<1, 1, 0, stream>>>(loss, 1);
+    nanOut(stream, dx, h.n * h.d);
+    if (dwBf16)
       nanOut(stream, dw.bf16(), h.v * h.d);
     else
       nanOut(stream, dw.f32(), h.v * h.d);
     return;
   }
+  float *lse = static_cast<float *>(gpu.workspace);
+  float *target = reinterpret_cast<float *>(
+      static_cast<char *>(gpu.workspace) + perRows);
+  const int32_t *labels = args.ins[2].i32();
   const float factor = factorOf(args, h.n);
-  const size_t dwElement = dw.desc->dtype == DType::kBF16 ? 2 : 4;
-  for (int64_t c0 = 0; c0 < h.v; c0 += s.count) {
-    const int64_t cols = std::min(s.count, h.v - c0);
-    logitsGemm<T>(gpu, args, h, s, 0, h.n, c0, cols);
-    chunkDlogits<T><<<rows::gridFor(h.n * cols, kBlock * 4), kBlock, 0,
-                      stream>>>(s.logits, h.n, cols, 0, c0, h.v,
-                                args.ins[2].i32(), args.ins[3].f32(), factor,
+  for (int64_t r0 = 0; r0 < h.n; r0 += s.count) {
+    const int64_t count = std::min(s.count, h.n - r0);
+    logitsGemm<T>(gpu, args, h, s, r0, count);
+    chunkLogSumExp<<<rows::gridFor(count, 1), kBlock, 0, stream>>>(
+        s.logits, count, h.v, r0, labels, lse, target);
+    chunkDlogits<T><<<rows::gridFor(count * h.v, kBlock * 4), kBlock, 0,
+                      stream>>>(s.logits, count, h.v, r0, labels, lse, factor,
                                 static_cast<T *>(s.dlogits));
-    const GemmProblem p = linearGradWeight(h.n, cols, h.d, h.dtype, h.dtype,
-                                           dw.desc->dtype, accumulate);
-    GemmOperands ops;
-    ops.a = args.ins[0].data;
-    ops.b = s.dlogits;
-    ops.c = static_cast<char *>(dw.data) + c0 * h.d * dwElement;
-    enqueueGemm(gpu, p, ops, s.gemm, s.gemmBytes);
+    if (h.d == 0)
+      continue;
+    GemmOperands in;
+    in.a = args.ins[1].data;
+    in.b = s.dlogits;
+    in.c = dx + r0 * h.d;
+    enqueueGemm(gpu,
+                linearGradInput(count, h.v, h.d, h.dtype, h.dtype, h.dtype,
+                                false),
+                in, s.gemm, s.gemmBytes);
+    GemmOperands wt;
+    wt.a = static_cast<const T *>(args.ins[0].data) + r0 * h.d;
+    wt.b = s.dlogits;
+    wt.c = dw.data;
+    enqueueGemm(gpu,
+                linearGradWeight(count, h.v, h.d, h.dtype, h.dtype,
+                                 dw.desc->dtype, accumulate || r0 > 0),
+                wt, s.gemm, s.gemmBytes);
   }
+  meanLoss<<<1, kBlock, 0, stream>>>(lse, target, h.n, loss);
 }
 
 // --- multi_adamw ------------------------------------------------------------
@@ -436,12 +423,9 @@ absl::Status registerFusedLossKernels(KernelRegistry &registry) {
       {
           {"linear_cross_entropy", byStorage<runLinearCrossEntropy<float>,
                                              runLinearCrossEntropy<Bf16>>},
-          {"linear_cross_entropy_grad_input",
-           byStorage<runLinearCrossEntropyGradInput<float>,
-                     runLinearCrossEntropyGradInput<Bf16>>},
-          {"linear_cross_entropy_grad_weight",
-           byStorage<runLinearCrossEntropyGradWeight<float>,
-                     runLinearCrossEntropyGradWeight<Bf16>>},
+          {"linear_cross_entropy_with_grad",
+           byStorage<runLinearCrossEntropyWithGrad<float>,
+                     runLinearCrossEntropyWithGrad<Bf16>>},
           {"multi_adamw", runMultiAdamw},
       });
 }

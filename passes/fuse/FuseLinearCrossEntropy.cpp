@@ -6,11 +6,14 @@
 //   %logits = braid.linear %x, %w                       (no bias)
 //   %loss, %lse = braid.cross_entropy %logits, %labels
 //   %dl = braid.cross_entropy_grad_input %logits, %labels, %lse
-//   %dx = braid.linear_grad_input %dl, %w               (optional)
-//   %dw = braid.linear_grad_weight %dl, %x              (optional, no bias)
+//   %dx = braid.linear_grad_input %dl, %w
+//   %dw = braid.linear_grad_weight %dl, %x              (no bias)
 //
-// %logits must have no other reader and %dl no reader outside the group;
-// otherwise the logits would still have to exist and nothing is gained.
+// becomes one braid.linear_cross_entropy_with_grad at the place of the
+// cross-entropy; without a backward (no %dl) the forward alone becomes
+// braid.linear_cross_entropy. %logits must have no other reader, and %dl
+// exactly the two readers above: otherwise the logits or their gradient
+// would still have to exist, and nothing is gained.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,9 +39,10 @@ namespace {
 struct Group {
   LinearOp linear;
   CrossEntropyOp ce;
-  CrossEntropyGradInputOp ceGrad;           // may be null
-  LinearGradInputOp gradInput;              // may be null
-  LinearGradWeightOp gradWeight;            // may be null
+  // All three null (forward only) or none.
+  CrossEntropyGradInputOp ceGrad;
+  LinearGradInputOp gradInput;
+  LinearGradWeightOp gradWeight;
 };
 
 // The group around a cross_entropy, or nothing when it does not match.
@@ -80,6 +84,8 @@ std::optional<Group> match(CrossEntropyOp ce) {
       return std::nullopt;
     }
   }
+  if (!g.gradInput || !g.gradWeight)
+    return std::nullopt;
   return g;
 }
 
@@ -88,29 +94,24 @@ void rewrite(Group g, int64_t chunk) {
   Value x = g.linear.getInput(), w = g.linear.getWeight();
   Value labels = g.ce.getLabels();
   auto chunkAttr = b.getI64IntegerAttr(chunk);
-  auto fwd = LinearCrossEntropyOp::create(
-      b, g.ce.getLoc(), g.ce.getLoss().getType(), g.ce.getLse().getType(), x,
-      w, labels, chunkAttr);
-  g.ce.getLoss().replaceAllUsesWith(fwd.getLoss());
-  Value lse = fwd.getLse();
-  if (g.gradInput) {
-    b.setInsertionPoint(g.gradInput);
-    auto dx = LinearCrossEntropyGradInputOp::create(
-        b, g.gradInput.getLoc(), g.gradInput.getInputGrad().getType(), x, w,
-        labels, lse, g.ceGrad.getScaleAttr(), chunkAttr);
-    g.gradInput.getInputGrad().replaceAllUsesWith(dx.getInputGrad());
+  if (!g.ceGrad) {
+    auto fwd = LinearCrossEntropyOp::create(
+        b, g.ce.getLoc(), g.ce.getLoss().getType(), g.ce.getLse().getType(),
+        x, w, labels, chunkAttr);
+    g.ce.getLoss().replaceAllUsesWith(fwd.getLoss());
+  } else {
+    auto fused = LinearCrossEntropyWithGradOp::create(
+        b, g.ce.getLoc(), g.ce.getLoss().getType(),
+        g.gradInput.getInputGrad().getType(),
+        g.gradWeight.getWeightGrad().getType(), x, w, labels,
+        g.ceGrad.getScaleAttr(), chunkAttr);
+    g.ce.getLoss().replaceAllUsesWith(fused.getLoss());
+    g.gradInput.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
+    g.gradWeight.getWeightGrad().replaceAllUsesWith(fused.getWeightGrad());
     g.gradInput.erase();
-  }
-  if (g.gradWeight) {
-    b.setInsertionPoint(g.gradWeight);
-    auto dw = LinearCrossEntropyGradWeightOp::create(
-        b, g.gradWeight.getLoc(), g.gradWeight.getWeightGrad().getType(), x,
-        w, labels, lse, g.ceGrad.getScaleAttr(), chunkAttr);
-    g.gradWeight.getWeightGrad().replaceAllUsesWith(dw.getWeightGrad());
     g.gradWeight.erase();
-  }
-  if (g.ceGrad)
     g.ceGrad.erase();
+  }
   g.ce.erase();
   g.linear.erase();
 }

@@ -15,15 +15,16 @@ def FuseLinearCrossEntropyPass
   let description = [{
     Rewrites `braid.linear %x, %w` (no bias) whose only readers are a
     `braid.cross_entropy` and its `braid.cross_entropy_grad_input`, whose
-    logits gradient in turn feeds only `linear_grad_input` (of `%w`) and
-    `linear_grad_weight` (of `%x`, no bias gradient):
-      * the cross-entropy becomes `braid.linear_cross_entropy` (loss, lse);
-      * `linear_grad_input` becomes `braid.linear_cross_entropy_grad_input`;
-      * `linear_grad_weight` becomes `braid.linear_cross_entropy_grad_weight`,
-        a weight-gradient op that accumulates into the gradient global as
-        `linear_grad_weight` did (tied embeddings included).
-    Each fused op takes the place of the op it replaces, so gradients are
-    summed in the same order. Any other shape of the group is left alone.
+    logits gradient in turn feeds exactly one `linear_grad_input` (of `%w`)
+    and one `linear_grad_weight` (of `%x`, no bias gradient), into one
+    `braid.linear_cross_entropy_with_grad` at the place of the
+    cross-entropy: loss, dx and dW in one pass over chunks of logits, three
+    GEMMs as unfused. Its dW is a weight-gradient result that accumulates
+    into the gradient global as `linear_grad_weight` did (tied embeddings
+    included): the head's backward runs first in the backward, so moving it
+    to the end of the forward leaves the order of gradient sums unchanged.
+    A cross-entropy with no backward becomes `braid.linear_cross_entropy`.
+    Any other shape of the group is left alone.
   }];
   let dependentDialects = ["::braid::BraidDialect"];
   let options = [

@@ -7,26 +7,24 @@
 // CHECK-NOT: braid.linear
 // CHECK-NOT: braid.cross_entropy
 // CHECK: %[[X:.+]] = braid.embedding %arg2, %arg0
-// CHECK: %[[LOSS:.+]], %[[LSE:.+]] = braid.linear_cross_entropy %[[X]], %arg2, %arg1 {chunk = 64 : i64} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
-// CHECK: %[[DX:.+]] = braid.linear_cross_entropy_grad_input %[[X]], %arg2, %arg1, %[[LSE]] {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x8xf32>
-// CHECK: %[[DW:.+]] = braid.linear_cross_entropy_grad_weight %[[X]], %arg2, %arg1, %[[LSE]] {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<16x8xf32>
+// CHECK: %[[LOSS:.+]], %[[DX:.+]], %[[DW:.+]] = braid.linear_cross_entropy_with_grad %[[X]], %arg2, %arg1 {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xf32>, tensor<16x8xf32>)
 // CHECK: %[[DT:.+]] = braid.embedding_grad_weight %[[DX]], %arg0
 // CHECK: %[[SUM:.+]] = braid.add %[[DW]], %[[DT]]
 // CHECK: return %[[LOSS]], %[[SUM]]
 
 // gpt2-tiny (tied, 2 micro-batches), lowered: neither the head's linear
 // (the only one without a bias) nor the cross-entropy launches are left;
-// the weight gradient accumulates into the tied table's gradient like
-// linear_grad_weight, and both backward ops get 1/num_micro_batches.
+// the fused launch ends the forward, its dW accumulates into the tied
+// table's gradient like linear_grad_weight, before the embedding's, and it
+// gets 1/num_micro_batches.
 // SCHED-LABEL: sched.program @micro_batch
 // SCHED-NOT: "linear" on 0 ins(%{{[0-9]+}}, %{{[0-9]+}} : memref
 // SCHED-NOT: "cross_entropy
-// SCHED: sched.launch "linear_cross_entropy" on 0 ins({{.+}} : memref<8x64x64xf32>, memref<256x64xf32>, memref<8x64xi32>) outs({{.+}} : memref<f32>, memref<8x64xf32>) params {chunk = 1048576 : i64}
-// SCHED-NOT: "cross_entropy
-// SCHED: sched.launch "linear_cross_entropy_grad_input" {{.+}} outs(%{{.+}} : memref<8x64x64xf32>) params {chunk = 1048576 : i64, scale = 5.000000e-01 : f64}
 // SCHED: %[[TG:.+]] = sched.get_global @transformer.wte.weight.grad
-// SCHED: sched.launch "linear_cross_entropy_grad_weight" on 0 ins({{.+}}) outs(%[[TG]] : memref<256x64xf32>) params {accumulate = 1 : i64, chunk = 1048576 : i64, scale = 5.000000e-01 : f64}
+// SCHED: sched.launch "linear_cross_entropy_with_grad" on 0 ins({{.+}} : memref<8x64x64xf32>, memref<256x64xf32>, memref<8x64xi32>) outs({{.+}} : memref<f32>, memref<8x64x64xf32>, memref<256x64xf32>) params {accumulate = 1 : i64, chunk = 1048576 : i64, scale = 5.000000e-01 : f64}
+// SCHED-NOT: "cross_entropy
 // SCHED-NOT: "linear_grad_weight" on 0 ins(%{{.+}} : memref<8x64x256xf32>, memref<8x64x64xf32>) outs(%{{.+}} : memref<256x64xf32>)
+// SCHED: sched.launch "layer_norm_grad_input"
 // SCHED: %[[TG2:.+]] = sched.get_global @transformer.wte.weight.grad
 // SCHED: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<256x64xf32>) params {accumulate = 1 : i64}
 // SCHED-LABEL: sched.program @optimizer
@@ -52,9 +50,7 @@ module attributes {braid.train = {num_micro_batches = 4 : i64, beta1 = 0.9 : f64
 
 // bf16 storage: the weight gradient stays f32 over bf16 operands.
 // CHECK-LABEL: func.func @bf16
-// CHECK: braid.linear_cross_entropy %arg0, %arg1, %arg2 {chunk = 64 : i64} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
-// CHECK: braid.linear_cross_entropy_grad_input {{.+}} -> tensor<2x4x8xbf16>
-// CHECK: braid.linear_cross_entropy_grad_weight {{.+}} -> tensor<16x8xf32>
+// CHECK: braid.linear_cross_entropy_with_grad %arg0, %arg1, %arg2 {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xbf16>, tensor<16x8xf32>)
 func.func @bf16(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %labels: tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xbf16>, tensor<16x8xf32>) {
   %logits = braid.linear %x, %w : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xbf16>
   %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
@@ -154,4 +150,19 @@ func.func @other_labels(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tens
   %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
   %dl = braid.cross_entropy_grad_input %logits, %labels2, %lse {scale = 1.0 : f32} : (tensor<4x16xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x16xf32>
   return %loss, %dl : tensor<f32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Only the input gradient is wanted (a frozen head): dW does not exist, so
+// fusing would compute it for nothing; nothing changes.
+// CHECK-LABEL: func.func @input_grad_only
+// CHECK: braid.linear_grad_input
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @input_grad_only(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %logits = braid.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<4x16xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
+  %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32} : (tensor<4x16xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %dx = braid.linear_grad_input %dl, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %loss, %dx : tensor<f32>, tensor<4x8xf32>
 }

@@ -1,17 +1,16 @@
 // RUN: braid-opt %s -split-input-file -verify-diagnostics
 
-// Valid: the three fused ops, f32, and bf16 with an f32 weight gradient.
+// Valid: the two fused ops, f32, and bf16 with an f32 weight gradient.
 func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   %loss, %lse = braid.linear_cross_entropy %x, %w, %l {chunk = 14 : i64} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3xf32>)
-  %dx = braid.linear_cross_entropy_grad_input %x, %w, %l, %lse {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<2x3x4xf32>
-  %dw = braid.linear_cross_entropy_grad_weight %x, %w, %l, %lse {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<7x4xf32>
+  %loss2, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xf32>)
   return
 }
 
 // -----
 
-func.func @f(%x: tensor<2x3x4xbf16>, %w: tensor<7x4xbf16>, %l: tensor<2x3xi32>, %lse: tensor<2x3xf32>) {
-  %dw = braid.linear_cross_entropy_grad_weight %x, %w, %l, %lse {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xbf16>, tensor<7x4xbf16>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<7x4xf32>
+func.func @f(%x: tensor<2x3x4xbf16>, %w: tensor<7x4xbf16>, %l: tensor<2x3xi32>) {
+  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xbf16>, tensor<7x4xbf16>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xbf16>, tensor<7x4xf32>)
   return
 }
 
@@ -49,24 +48,32 @@ func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xbf16>, %l: tensor<2x3xi32>) {
 
 // -----
 
-func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>, %lse: tensor<2x3xf32>) {
+func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   // expected-error @+1 {{input gradient has shape [2x3x7], expected [2x3x4]}}
-  %dx = braid.linear_cross_entropy_grad_input %x, %w, %l, %lse {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<2x3x7xf32>
+  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x7xf32>, tensor<7x4xf32>)
   return
 }
 
 // -----
 
-func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>, %lse: tensor<2x3xf32>) {
+func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   // expected-error @+1 {{weight gradient has shape [4x7], expected [7x4]}}
-  %dw = braid.linear_cross_entropy_grad_weight %x, %w, %l, %lse {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<4x7xf32>
+  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<4x7xf32>)
   return
 }
 
 // -----
 
-func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>, %lse: tensor<2x3xf32>) {
+func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   // expected-error @+1 {{weight gradient must be f32 or have the element type of input}}
-  %dw = braid.linear_cross_entropy_grad_weight %x, %w, %l, %lse {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<7x4xbf16>
+  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x4xi32>) {
+  // expected-error @+1 {{labels has shape [2x4], expected [2x3]}}
+  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xf32>)
   return
 }

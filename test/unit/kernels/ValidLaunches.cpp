@@ -184,13 +184,9 @@ std::map<std::string, Sig> validLaunches() {
       .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32)
       .out({}).out({2, 3})
       .i("chunk", 14);
-  add("linear_cross_entropy_grad_input")
-      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32).in({2, 3})
-      .out({2, 3, 4})
-      .f("scale", 0.5).i("chunk", 14);
-  add("linear_cross_entropy_grad_weight")
-      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32).in({2, 3})
-      .out({7, 4})
+  add("linear_cross_entropy_with_grad")
+      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32)
+      .out({}).out({2, 3, 4}).out({7, 4})
       .f("scale", 0.5).i("chunk", 14).i("accumulate", 1);
   add("multi_adamw")
       .in({4, 2}).in({3}).in({})
