@@ -155,9 +155,10 @@ LogicalResult Differentiator::backward(Operation *op) {
         auto g = AttentionGradInputOp::create(
             b_, loc, type(at.getQuery()), type(at.getKey()),
             type(at.getValue()), grad(at.getResult()), at.getQuery(),
-            at.getKey(), at.getValue(), at.getProbs(), at.getNumHeadsAttr(),
-            at.getNumKvHeadsAttr(), at.getCausalAttr(), at.getScaleAttr(),
-            at.getDropoutAttr(), at.getRngOffsetAttr());
+            at.getKey(), at.getValue(), at.getProbs(), at.getSegmentIds(),
+            at.getNumHeadsAttr(), at.getNumKvHeadsAttr(), at.getCausalAttr(),
+            at.getScaleAttr(), at.getDropoutAttr(), at.getRngOffsetAttr(),
+            at.getPrefixAttr());
         addGrad(at.getQuery(), g.getQueryGrad());
         addGrad(at.getKey(), g.getKeyGrad());
         addGrad(at.getValue(), g.getValueGrad());

@@ -154,13 +154,18 @@ private:
     // The probabilities are activations: bf16 in BF16 plans.
     auto probsType =
         RankedTensorType::get({batch_, heads, seq_, seq_}, compute_);
+    // The mask: causal, with a bidirectional prefix (PREFIX_LM) or within
+    // documents (DOCUMENT, through documentIds_).
+    IntegerAttr prefix;
+    if (arch_.attention_mask() == spec::PREFIX_LM)
+      prefix = b_.getI64IntegerAttr(arch_.prefix_length());
     auto op = AttentionOp::create(
-        b_, loc_, act(heads * headDim), probsType, q, k, v,
+        b_, loc_, act(heads * headDim), probsType, q, k, v, documentIds_,
         b_.getI64IntegerAttr(heads), b_.getI64IntegerAttr(heads),
         b_.getBoolAttr(true),
         b_.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(headDim))),
         b_.getF32FloatAttr(train_.attention_dropout()),
-        b_.getI64IntegerAttr(1 + 3 * layer));
+        b_.getI64IntegerAttr(1 + 3 * layer), prefix);
     return op.getResult();
   }
 
@@ -186,6 +191,8 @@ private:
   Type compute_;
   bool bf16_ = false;
   int64_t batch_ = 0, seq_ = 0;
+  // The document of each position with a DOCUMENT mask, else null.
+  Value documentIds_;
   SmallVector<Attribute> argAttrs_;
 };
 
@@ -256,6 +263,10 @@ void GraphBuilder::build() {
   Value positions;
   if (arch_.position_embedding() == spec::LEARNED)
     positions = input("positions");
+  if (arch_.attention_mask() == spec::DOCUMENT)
+    documentIds_ = DocumentIdsOp::create(
+        b_, loc_, tokens.getType(), tokens,
+        b_.getI64IntegerAttr(arch_.document_separator()));
 
   Value table = param(gpt2 ? "transformer.wte.weight"
                            : "model.embed_tokens.weight",

@@ -58,6 +58,9 @@ public:
                            "model.naming", sink_);
     checkHeads();
     checkPositions();
+    if (checkEnumSet(m_.attention_mask(), spec::AttentionMask_descriptor(),
+                     "model.attention_mask", sink_))
+      checkMask(vocab);
     checkFloat(m_.norm_eps(), FloatRange::kPositive, "model.norm_eps",
                "set a small epsilon such as 1e-5, or remove the line for "
                "the default 1e-5",
@@ -166,6 +169,41 @@ private:
                "set the RoPE base frequency such as 10000 or 500000, or "
                "remove the line for the default 10000",
                sink_);
+  }
+
+  // The fields that belong to one attention mask only. The prefix's upper
+  // bound, train.seq_len, is checked with the training settings.
+  void checkMask(bool vocab) {
+    const bool prefixLm = m_.attention_mask() == spec::PREFIX_LM;
+    const bool document = m_.attention_mask() == spec::DOCUMENT;
+    if (prefixLm && !sink_.written("model.prefix_length"))
+      sink_.report("model.prefix_length",
+                   "missing; PREFIX_LM needs the number of positions that "
+                   "see each other, e.g. prefix_length: 64");
+    else if (prefixLm && m_.prefix_length() <= 0)
+      sink_.report("model.prefix_length",
+                   absl::StrCat(m_.prefix_length(),
+                                " is not positive; set the number of prefix "
+                                "positions, 1 to train.seq_len"));
+    else if (!prefixLm && sink_.written("model.prefix_length"))
+      sink_.report("model.prefix_length",
+                   "applies to attention_mask PREFIX_LM only; remove the "
+                   "line or set attention_mask: PREFIX_LM");
+    if (document && !sink_.written("model.document_separator"))
+      sink_.report("model.document_separator",
+                   "missing; DOCUMENT needs the token id that ends each "
+                   "document, e.g. document_separator: 0");
+    else if (document && vocab &&
+             (m_.document_separator() < 0 ||
+              m_.document_separator() >= m_.vocab_size()))
+      sink_.report("model.document_separator",
+                   absl::StrCat(m_.document_separator(),
+                                " is not a token id; choose one in 0 .. ",
+                                m_.vocab_size() - 1, " (vocab_size - 1)"));
+    else if (!document && sink_.written("model.document_separator"))
+      sink_.report("model.document_separator",
+                   "applies to attention_mask DOCUMENT only; remove the "
+                   "line or set attention_mask: DOCUMENT");
   }
 
   // A checkpoint naming fixes which tensors exist, so the architecture must

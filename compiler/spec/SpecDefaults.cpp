@@ -19,6 +19,8 @@ void fillArchitecture(spec::Architecture &model) {
     model.set_norm_eps(D::kNormEps);
   if (model.position_embedding() == spec::ROPE && model.rope_theta() == 0)
     model.set_rope_theta(D::kRopeTheta);
+  if (model.attention_mask() == spec::MASK_UNSPECIFIED)
+    model.set_attention_mask(spec::CAUSAL);
   if (model.mutable_init()->std() == 0)
     model.mutable_init()->set_std(D::kInitStd);
 }

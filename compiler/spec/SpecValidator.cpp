@@ -70,6 +70,13 @@ void checkSequence(const spec::ModelSpec &spec, RuleSink &sink) {
                              "; the position table needs a row for every "
                              "position, so set at least ",
                              seq));
+  if (m.attention_mask() == spec::PREFIX_LM && seq > 0 &&
+      m.prefix_length() > seq)
+    sink.report("model.prefix_length",
+                absl::StrCat(m.prefix_length(), " is more than train.seq_len ",
+                             seq, "; the prefix is part of each sequence, so "
+                                  "set at most ",
+                             seq));
 }
 
 // Passes findings on and counts them.

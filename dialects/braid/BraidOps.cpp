@@ -174,6 +174,11 @@ LogicalResult RMSNormGradWeightOp::verify() {
 // Attention
 //===----------------------------------------------------------------------===//
 
+// An absent prefix is 0.
+static int64_t prefixOf(IntegerAttr prefix) {
+  return prefix ? prefix.getInt() : 0;
+}
+
 LogicalResult AttentionOp::verify() {
   AttentionShapes a{getQuery(),
                     getKey(),
@@ -184,7 +189,10 @@ LogicalResult AttentionOp::verify() {
                     getCausal(),
                     getScale().convertToDouble(),
                     getDropout().convertToDouble()};
-  if (failed(verifyAttention(*this, a)))
+  if (failed(verifyAttention(*this, a)) ||
+      failed(verifyAttentionMasks(*this, getQuery(), getKey(),
+                                  getSegmentIds(), getCausal(),
+                                  prefixOf(getPrefixAttr()))))
     return failure();
   return expectLike(*this, getResult(), getQuery(), "result", "query");
 }
@@ -200,6 +208,9 @@ LogicalResult AttentionGradInputOp::verify() {
                     getScale().convertToDouble(),
                     getDropout().convertToDouble()};
   if (failed(verifyAttention(*this, a)) ||
+      failed(verifyAttentionMasks(*this, getQuery(), getKey(),
+                                  getSegmentIds(), getCausal(),
+                                  prefixOf(getPrefixAttr()))) ||
       failed(expectLike(*this, getGrad(), getQuery(), "gradient", "query")) ||
       failed(expectLike(*this, getQueryGrad(), getQuery(), "query gradient",
                         "query")) ||
@@ -207,6 +218,17 @@ LogicalResult AttentionGradInputOp::verify() {
     return failure();
   return expectLike(*this, getValueGrad(), getValue(), "value gradient",
                     "value");
+}
+
+LogicalResult DocumentIdsOp::verify() {
+  if (failed(expectRank(*this, getTokens(), 2, "tokens")) ||
+      failed(expectLike(*this, getIds(), getTokens(), "ids", "tokens")))
+    return failure();
+  const int64_t separator = getSeparatorAttr().getInt();
+  if (separator < 0 || separator > INT32_MAX)
+    return emitOpError() << "separator " << separator
+                         << " is not a token id (0 .. 2^31 - 1)";
+  return success();
 }
 
 LogicalResult RepeatKVOp::verify() {

@@ -51,6 +51,23 @@ def Braid_EmbeddingGradWeightOp : Braid_PureOp<"embedding_grad_weight"> {
   let results = (outs Braid_FloatTensor:$table_grad);
 }
 
+def Braid_DocumentIdsOp : Braid_PureOp<"document_ids"> {
+  let summary = "Document index of each position of packed token rows";
+  let description = [{
+    `ids[b, i]` is the number of positions j < i of row b whose token is
+    `separator`: a separator ends its document and belongs to it, and each
+    row's first document is 0. The segment ids of a document attention mask
+    (`braid.attention` and `braid.flash_attention`).
+
+    ```mlir
+    %ids = braid.document_ids %tokens {separator = 10 : i64}
+        : (tensor<8x64xi32>) -> tensor<8x64xi32>
+    ```
+  }];
+  let arguments = (ins Braid_IdTensor:$tokens, I64Attr:$separator);
+  let results = (outs Braid_IdTensor:$ids);
+}
+
 //===----------------------------------------------------------------------===//
 // Linear
 //===----------------------------------------------------------------------===//
@@ -204,6 +221,11 @@ def Braid_AttentionOp : Braid_PureOp<"attention"> {
     consumes; the
     dropout mask is regenerated from (seed, rng_offset, step, micro-batch).
 
+    Masks, as for `braid.flash_attention`: key j is visible from query i
+    when `(!causal || j <= i || j < prefix) && (no segment_ids || seg[b, i]
+    == seg[b, j])`; an absent `prefix` is 0. The probabilities of keys a
+    query does not see are 0.
+
     ```mlir
     %o, %p = braid.attention %q, %k, %v {num_heads = 4 : i64, num_kv_heads = 4 : i64,
         causal = true, scale = 0.25 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64}
@@ -212,16 +234,19 @@ def Braid_AttentionOp : Braid_PureOp<"attention"> {
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key,
-                       Braid_FloatTensor:$value, I64Attr:$num_heads,
+                       Braid_FloatTensor:$value,
+                       Optional<Braid_IdTensor>:$segment_ids,
+                       I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
-                       F32Attr:$dropout, I64Attr:$rng_offset);
+                       F32Attr:$dropout, I64Attr:$rng_offset,
+                       OptionalAttr<I64Attr>:$prefix);
   let results = (outs Braid_FloatTensor:$result, Braid_FloatTensor:$probs);
 }
 
 def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
   let summary = "Gradients of reference attention w.r.t. q, k, v (B)";
   let description = [{
-    Attributes equal those of the forward op.
+    Attributes (and `segment_ids`) equal those of the forward op.
 
     ```mlir
     %dq, %dk, %dv = braid.attention_grad_input %do, %q, %k, %v, %p {num_heads = 4 : i64,
@@ -233,9 +258,12 @@ def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
   }];
   let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$query,
                        Braid_FloatTensor:$key, Braid_FloatTensor:$value,
-                       Braid_FloatTensor:$probs, I64Attr:$num_heads,
+                       Braid_FloatTensor:$probs,
+                       Optional<Braid_IdTensor>:$segment_ids,
+                       I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
-                       F32Attr:$dropout, I64Attr:$rng_offset);
+                       F32Attr:$dropout, I64Attr:$rng_offset,
+                       OptionalAttr<I64Attr>:$prefix);
   let results = (outs Braid_FloatTensor:$query_grad, Braid_FloatTensor:$key_grad,
                       Braid_FloatTensor:$value_grad);
 }

@@ -34,13 +34,8 @@ LogicalResult verifyFlash(Operation *op, Value query, Value key, Value value,
   if (k[0] != q[0] || k[1] != q[1])
     return op->emitOpError("query and key must have the same batch and "
                            "sequence sizes");
-  if (prefix < 0 || prefix > q[1])
-    return op->emitOpError()
-           << "prefix (" << prefix << ") must be in [0, sequence length]";
-  if (prefix > 0 && !causal)
-    return op->emitOpError("prefix needs causal attention");
-  if (segmentIds &&
-      failed(expectShape(op, segmentIds, {q[0], q[1]}, "segment_ids")))
+  if (failed(verifyAttentionMasks(op, query, key, segmentIds, causal,
+                                  prefix)))
     return failure();
   return expectShape(op, lse, {q[0], numHeads, q[1]}, "lse");
 }

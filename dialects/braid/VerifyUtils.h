@@ -173,6 +173,26 @@ inline LogicalResult verifyAttention(Operation *op, const AttentionShapes &a) {
   return expectShape(op, a.probs, {q[0], a.numHeads, q[1], k[1]}, "probs");
 }
 
+// The masks of attention and flash attention: a prefix in
+// [0, sequence length] with causal attention only, and segment ids
+// [B, S]. Both index queries and keys by position, so they need one length.
+inline LogicalResult verifyAttentionMasks(Operation *op, Value query,
+                                          Value key, Value segmentIds,
+                                          bool causal, int64_t prefix) {
+  auto q = shapeOf(query), k = shapeOf(key);
+  if ((prefix != 0 || segmentIds) && (k[0] != q[0] || k[1] != q[1]))
+    return op->emitOpError("query and key must have the same batch and "
+                           "sequence sizes");
+  if (prefix < 0 || prefix > q[1])
+    return op->emitOpError()
+           << "prefix (" << prefix << ") must be in [0, sequence length]";
+  if (prefix > 0 && !causal)
+    return op->emitOpError("prefix needs causal attention");
+  if (segmentIds)
+    return expectShape(op, segmentIds, {q[0], q[1]}, "segment_ids");
+  return success();
+}
+
 // `narrow` holds num_kv_heads heads, `wide` num_heads heads.
 inline LogicalResult verifyRepeatKV(Operation *op, Value narrow, Value wide,
                              int64_t numHeads, int64_t numKVHeads,

@@ -13,16 +13,19 @@ namespace {
 absl::Status checkAttentionLaunch(const KernelSignature &sig, bool grad) {
   LaunchChecker c(grad ? "attention_grad_input" : "attention", sig);
   if (grad) {
-    BRAID_KERNEL_TRY(c.inputs({"do", "q", "k", "v", "probs"}));
+    BRAID_KERNEL_TRY(c.inputs({"do", "q", "k", "v", "probs", "segment_ids"},
+                              /*numOptional=*/1));
     BRAID_KERNEL_TRY(c.outputs({"dq", "dk", "dv"}));
   } else {
-    BRAID_KERNEL_TRY(c.inputs({"q", "k", "v"}));
+    BRAID_KERNEL_TRY(c.inputs({"q", "k", "v", "segment_ids"},
+                              /*numOptional=*/1));
     BRAID_KERNEL_TRY(c.outputs({"o", "probs"}));
   }
-  // Every operand, probs included, is an activation or its gradient: one
-  // storage dtype for all.
+  const int numFloatIns = grad ? 5 : 3;
+  // Every float operand, probs included, is an activation or its gradient:
+  // one storage dtype for all. The segment ids are i32.
   BRAID_KERNEL_TRY(c.floatStorage(c.in(0)));
-  for (int i = 1; i < c.numIns(); ++i)
+  for (int i = 1; i < numFloatIns; ++i)
     BRAID_KERNEL_TRY(c.sameDtype(c.in(i), c.in(0)));
   for (int i = 0; i < c.numOuts(); ++i)
     BRAID_KERNEL_TRY(c.sameDtype(c.out(i), c.in(0)));
@@ -44,7 +47,8 @@ absl::Status checkAttentionLaunch(const KernelSignature &sig, bool grad) {
     BRAID_KERNEL_TRY(c.shape(c.out(1), probsShape, "([B, H, S, S])"));
   }
 
-  BRAID_KERNEL_TRY(c.intParam("causal", 0, 1).status());
+  // The masks index queries and keys by one position (checkQkv: one S).
+  BRAID_KERNEL_TRY(checkAttentionMasks(c, b, s, numFloatIns));
   BRAID_KERNEL_TRY(c.floatParam("scale").status());
   return checkAttentionDropout(c);
 }

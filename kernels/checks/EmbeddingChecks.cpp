@@ -46,12 +46,26 @@ absl::Status checkEmbeddingGradWeight(const KernelSignature &sig) {
   return absl::OkStatus();
 }
 
+// tokens [B, S] and ids [B, S], both i32, and a token id `separator`.
+absl::Status checkDocumentIds(const KernelSignature &sig) {
+  LaunchChecker c("document_ids", sig);
+  BRAID_KERNEL_TRY(c.inputs({"tokens"}));
+  BRAID_KERNEL_TRY(c.outputs({"ids"}));
+  Operand tokens = c.in(0), ids = c.out(0);
+  BRAID_KERNEL_TRY(c.dtype(tokens, DType::kI32));
+  BRAID_KERNEL_TRY(c.dtype(ids, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(tokens, 2, "[B, S]"));
+  BRAID_KERNEL_TRY(c.sameShape(ids, tokens));
+  return c.intParam("separator", 0, INT32_MAX).status();
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> embeddingChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"embedding", checkEmbedding},
       {"embedding_grad_weight", checkEmbeddingGradWeight},
+      {"document_ids", checkDocumentIds},
   };
   return kChecks;
 }

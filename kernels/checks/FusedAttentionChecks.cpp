@@ -24,7 +24,6 @@ absl::Status checkFlashLaunch(const KernelSignature &sig, bool grad) {
   const int qi = grad ? 1 : 0;
   const int numFloatIns = grad ? 5 : 3;
   const int lseIndex = grad ? 5 : -1;
-  const bool hasSeg = c.numIns() > (grad ? 6 : 3);
   // Activations and their gradients share one storage dtype; the lse is
   // f32, the segment ids i32.
   BRAID_KERNEL_TRY(c.floatStorage(c.in(0)));
@@ -55,20 +54,7 @@ absl::Status checkFlashLaunch(const KernelSignature &sig, bool grad) {
     BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
     BRAID_KERNEL_TRY(c.shape(c.out(1), lseShape, "([B, H, S])"));
   }
-  if (hasSeg) {
-    Operand seg = c.in(c.numIns() - 1);
-    BRAID_KERNEL_TRY(c.dtype(seg, DType::kI32));
-    BRAID_KERNEL_TRY(c.shape(seg, {b, s}, "([B, S])"));
-  }
-
-  absl::StatusOr<int64_t> causal = c.intParam("causal", 0, 1);
-  if (!causal.ok())
-    return causal.status();
-  absl::StatusOr<int64_t> prefix = c.intParamOr("prefix", 0, 0, s);
-  if (!prefix.ok())
-    return prefix.status();
-  if (*prefix > 0 && *causal == 0)
-    return c.error("parameter 'prefix' needs causal = 1");
+  BRAID_KERNEL_TRY(checkAttentionMasks(c, b, s, grad ? 6 : 3));
   BRAID_KERNEL_TRY(c.floatParam("scale").status());
   return checkAttentionDropout(c);
 }

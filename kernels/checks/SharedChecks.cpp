@@ -106,4 +106,22 @@ absl::Status checkAttentionDropout(const LaunchChecker &c) {
   return absl::OkStatus();
 }
 
+absl::Status checkAttentionMasks(const LaunchChecker &c, int64_t batch,
+                                 int64_t seq, int insWithoutSegments) {
+  if (c.numIns() > insWithoutSegments) {
+    Operand seg = c.in(c.numIns() - 1);
+    BRAID_KERNEL_TRY(c.dtype(seg, DType::kI32));
+    BRAID_KERNEL_TRY(c.shape(seg, {batch, seq}, "([B, S])"));
+  }
+  absl::StatusOr<int64_t> causal = c.intParam("causal", 0, 1);
+  if (!causal.ok())
+    return causal.status();
+  absl::StatusOr<int64_t> prefix = c.intParamOr("prefix", 0, 0, seq);
+  if (!prefix.ok())
+    return prefix.status();
+  if (*prefix > 0 && *causal == 0)
+    return c.error("parameter 'prefix' needs causal = 1");
+  return absl::OkStatus();
+}
+
 } // namespace braid::checks

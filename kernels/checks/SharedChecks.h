@@ -50,4 +50,10 @@ absl::StatusOr<QkvDims> checkQkv(const LaunchChecker &c, const Operand &q,
 // is above 0.
 absl::Status checkAttentionDropout(const LaunchChecker &c);
 
+// The masks of attention and flash_attention: `causal` (0 or 1), the
+// optional `prefix` in [0, S] (causal only) and, when `numIns` exceeds
+// `insWithoutSegments`, segment ids [B, S] (i32) as the last input.
+absl::Status checkAttentionMasks(const LaunchChecker &c, int64_t batch,
+                                 int64_t seq, int insWithoutSegments);
+
 } // namespace braid::checks

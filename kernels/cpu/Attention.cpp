@@ -9,10 +9,13 @@
 // products with every key) or with rows padded to a multiple of 16 (for sums
 // of weighted rows), so that every inner loop runs over 16 contiguous,
 // independent values kept in registers: it vectorises without reordering
-// any sum. With `causal`, only keys j <= i are computed; the masked part of
-// `probs` is written as zeros.
+// any sum. With `causal`, only keys j < rowEnd(i) (j <= i, or j < prefix)
+// are computed; the masked part of `probs` is written as zeros. Keys of
+// another segment within that range get the score -inf, hence probability
+// 0, and backward, which reads the probabilities, adds nothing for them.
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "kernels/cpu/AttentionGeometry.h"
 #include "kernels/cpu/DropoutMask.h"
@@ -32,8 +35,19 @@ constexpr int64_t kBlock = kLanes;
 // multiples of kBlock).
 struct Geometry : AttentionGeometry {
   using AttentionGeometry::AttentionGeometry;
-  int64_t keys(int64_t i) const { return causal ? i + 1 : s; }
+  int64_t keys(int64_t i) const { return rowEnd(i); }
 };
+
+// Sets the scores row[0, n) of query i whose key lies in another segment
+// to -inf.
+BRAID_INLINE void maskSegments(float *row, const Geometry &g, int64_t bi,
+                               int64_t i, int64_t n) {
+  const int32_t *seg = g.seg + bi * g.s;
+  const int32_t mine = seg[i];
+  for (int64_t j = 0; j < n; ++j)
+    if (seg[j] != mine)
+      row[j] = -std::numeric_limits<float>::infinity();
+}
 
 // Copies the s rows of one head (stride `stride`, dh values each) into
 // t[d * sPad + j], zero-padding j in [s, sPad). The rows are first copied
@@ -194,6 +208,8 @@ BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
   for (int r = 0; r < R; ++r) {
     float *row = m.scores + r * g.sPad;
     const int64_t n = g.keys(i0 + r);
+    if (g.seg)
+      maskSegments(row, g, bi, i0 + r, n);
     softmaxRow(row, n, roundUp(nMax, kBlock), g.scale);
 
     const int64_t base = g.probsRow(bi, hi, i0 + r);
@@ -241,7 +257,7 @@ void attentionHead(const KernelArgs &args, const Geometry &g, int64_t bi,
 }
 
 template <typename T> void runAttention(const KernelArgs &args) {
-  const Geometry g(args, *args.ins[0].desc);
+  const Geometry g(args, *args.ins[0].desc, /*segInput=*/3);
   parallelFor(poolOf(args), g.b * g.h, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u)
       attentionHead(args, g, u / g.h, u % g.h, static_cast<const T *>(nullptr));
@@ -372,7 +388,7 @@ void attentionGradGroup(const KernelArgs &args, const Geometry &g, int64_t bi,
 }
 
 template <typename T> void runAttentionGradInput(const KernelArgs &args) {
-  const Geometry g(args, *args.ins[1].desc);
+  const Geometry g(args, *args.ins[1].desc, /*segInput=*/5);
   parallelFor(poolOf(args), g.b * g.hkv, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u)
       attentionGradGroup(args, g, u / g.hkv, u % g.hkv,

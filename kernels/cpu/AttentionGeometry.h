@@ -14,16 +14,22 @@ namespace braid::cpu {
 // n rounded up to a multiple of m.
 inline int64_t roundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+// Masks: key j is visible from query i iff (!causal || j <= i || j < prefix)
+// and, with segment ids (the launch's input `segInput`, when present),
+// seg[b, i] == seg[b, j].
 struct AttentionGeometry {
   int64_t b, s, h, hkv, dh, group;
   int64_t qStride, kvStride; // floats between consecutive positions
   int64_t sPad;              // s rounded up to kLanes
   int64_t dPad;              // dh rounded up to kLanes
   bool causal;
+  int64_t prefix;               // 0 unless causal
+  const int32_t *seg = nullptr; // [B, S] or null
   float scale;
   DropoutMask mask;
 
-  AttentionGeometry(const KernelArgs &args, const TensorDesc &q) {
+  AttentionGeometry(const KernelArgs &args, const TensorDesc &q,
+                    int segInput) {
     const KernelParams &p = paramsOf(args);
     b = q.shape[0];
     s = q.shape[1];
@@ -36,9 +42,22 @@ struct AttentionGeometry {
     sPad = roundUp(s, kLanes);
     dPad = roundUp(dh, kLanes);
     causal = p.intOr("causal", 0) != 0;
+    prefix = causal ? p.intOr("prefix", 0) : 0;
+    if (static_cast<int>(args.ins.size()) > segInput)
+      seg = args.ins[segInput].i32();
     scale = static_cast<float>(p.floatOr("scale", 1.0));
     mask = DropoutMask::make(p.floatOr("dropout", 0.0),
                              p.intOr("rng_offset", 0), contextOf(args));
+  }
+  // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
+  int64_t rowEnd(int64_t i) const {
+    if (!causal)
+      return s;
+    return i + 1 > prefix ? i + 1 : prefix;
+  }
+  // The first query row that may see key j.
+  int64_t firstRowSeeing(int64_t j) const {
+    return !causal || j < prefix ? 0 : j;
   }
   // Element index of probs[b, h, i, 0] and of its dropout draw.
   int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {

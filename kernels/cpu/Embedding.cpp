@@ -1,4 +1,5 @@
-// embedding and embedding_grad_weight: a table lookup and its scatter-add.
+// embedding and embedding_grad_weight: a table lookup and its scatter-add;
+// document_ids: the document of each token of packed rows.
 //
 // Ids are validated by the data loader, not per launch. An id outside
 // [0, V) still never touches memory outside the table: its output row is
@@ -148,6 +149,24 @@ void runEmbeddingGradWeightAny(const KernelArgs &args) {
     runEmbeddingGradWeight<Bf16, float>(args);
 }
 
+// ids[b, i] = the number of separators among tokens[b, 0 .. i-1].
+void runDocumentIds(const KernelArgs &args) {
+  const TensorDesc &d = *args.ins[0].desc;
+  const int64_t rows = d.shape[0], s = d.shape[1];
+  const int64_t separator = paramsOf(args).intOr("separator", 0);
+  const int32_t *tokens = args.ins[0].i32();
+  int32_t *ids = args.outs[0].i32();
+  parallelFor(poolOf(args), rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int32_t doc = 0;
+      for (int64_t i = 0; i < s; ++i) {
+        ids[r * s + i] = doc;
+        doc += tokens[r * s + i] == separator;
+      }
+    }
+  });
+}
+
 } // namespace
 
 absl::Status registerEmbeddingKernels(KernelRegistry &registry) {
@@ -156,6 +175,7 @@ absl::Status registerEmbeddingKernels(KernelRegistry &registry) {
       {
           {"embedding", byStorage<runEmbedding<float>, runEmbedding<Bf16>>},
           {"embedding_grad_weight", runEmbeddingGradWeightAny},
+          {"document_ids", runDocumentIds},
       });
 }
 

@@ -62,25 +62,7 @@ constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 int64_t ceilDiv(int64_t n, int64_t m) { return (n + m - 1) / m; }
 
 struct Geometry : AttentionGeometry {
-  int64_t prefix;
-  const int32_t *seg = nullptr; // [B, S] or null
-
-  Geometry(const KernelArgs &args, const TensorDesc &q, int segInput)
-      : AttentionGeometry(args, q) {
-    prefix = causal ? paramsOf(args).intOr("prefix", 0) : 0;
-    if (static_cast<int>(args.ins.size()) > segInput)
-      seg = args.ins[segInput].i32();
-  }
-  // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
-  int64_t rowEnd(int64_t i) const {
-    if (!causal)
-      return s;
-    return i + 1 > prefix ? i + 1 : prefix;
-  }
-  // The first query row that may see key j.
-  int64_t firstRowSeeing(int64_t j) const {
-    return !causal || j < prefix ? 0 : j;
-  }
+  using AttentionGeometry::AttentionGeometry;
   int64_t kvHead(int64_t bi, int64_t hk) const { return bi * hkv + hk; }
 };
 

@@ -1,8 +1,15 @@
 // attention and attention_grad_input on CUDA: the reference (unfused)
 // path, softmax(scale q k^T) v per head with grouped-query heads read in
-// place, an optional causal mask and optional dropout on the probabilities
+// place, optional masks and optional dropout on the probabilities
 // (docs/kernels.md). Flash attention replaces it for speed; this path is
 // written for clarity and exact agreement with the CPU's definition.
+//
+// Masks, as in flash attention: key j is visible from query i iff
+// (!causal || j <= i || j < prefix) and, with segment ids (the last input),
+// seg[b, i] == seg[b, j]. Only keys [0, keys(i)) of a row are walked, and
+// only query rows from firstRowSeeing(j) on for a key; within those, a key
+// of another segment gets score -inf (probability exactly 0) in the
+// forward and coefficient 0 in the backward, whatever `probs` holds there.
 //
 // Every kernel works on one row of the [S, S] attention matrix at a time
 // (one block per row, grid-stride over rows) in two phases per chunk of up
@@ -13,7 +20,7 @@
 // writer and a fixed order, so results are the same on every run.
 //
 // Forward, per (b, h, i): scores, max, sum of exp, probabilities (stored in
-// `probs`, zero beyond the causal limit, before dropout), dropout, o_i.
+// `probs`, zero at every invisible key, before dropout), dropout, o_i.
 // When a row has more than kChunk keys its scores are computed again in
 // each pass instead of being kept.
 //
@@ -30,6 +37,7 @@
 // device memory (GpuContext::stepValues), as in the CPU kernel.
 //
 // Workspace: none.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/common/Random.h"
@@ -61,6 +69,7 @@ struct Geometry {
   int64_t b, s, h, hkv, dh, group;
   int64_t qStride, kvStride; // elements between consecutive positions
   int32_t causal;
+  int64_t prefix; // in [0, s]; 0 without causal
   float scale;
   // Dropout: kept iff the draw's 24 bits are >= threshold; kept values are
   // multiplied by dropScale.
@@ -68,8 +77,20 @@ struct Geometry {
   uint64_t threshold;
   float dropScale;
   int64_t rngOffset;
+  const int32_t *seg; // segment ids [B, S], or null
 
-  __device__ int64_t keys(int64_t i) const { return causal ? i + 1 : s; }
+  // Keys [0, keys(i)) may be visible from query i (segments aside).
+  __device__ int64_t keys(int64_t i) const {
+    return causal ? max(i + 1, prefix) : s;
+  }
+  // The first query row that may see key j (segments aside).
+  __device__ int64_t firstRowSeeing(int64_t j) const {
+    return !causal || j < prefix ? 0 : j;
+  }
+  // Whether key j < keys(i) is visible from query i: the same segment.
+  __device__ bool sameSegment(int64_t bi, int64_t i, int64_t j) const {
+    return !seg || seg[bi * s + i] == seg[bi * s + j];
+  }
   // Element index of probs[bi, hi, i, 0], and of its dropout draws.
   __device__ int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
     return ((bi * h + hi) * s + i) * s;
@@ -106,12 +127,16 @@ __global__ void __launch_bounds__(kBlock)
     T *probsRow = probs + base;
     T *oRow = o + (bi * g.s + i) * g.qStride + hi * g.dh;
 
-    // buf[j - j0] = scale * (q_i . k_j) for j in [j0, j1).
+    // buf[j - j0] = scale * (q_i . k_j) for j in [j0, j1), -inf for a key
+    // of another segment. The diagonal is visible, so the maximum is finite
+    // and masked keys get exp(-inf) = 0.
     auto scores = [&](int64_t j0, int64_t j1) {
       for (int64_t j = j0 + warp; j < j1; j += kWarps) {
-        const float dot = warpDot(qRow, kHead + j * g.kvStride, g.dh);
+        float x = -INFINITY;
+        if (g.sameSegment(bi, i, j)) // the same for the whole warp
+          x = warpDot(qRow, kHead + j * g.kvStride, g.dh) * g.scale;
         if (lane == 0)
-          buf[j - j0] = dot * g.scale;
+          buf[j - j0] = x;
       }
       __syncthreads();
     };
@@ -178,7 +203,7 @@ __global__ void __launch_bounds__(kBlock)
           store(oRow, d, out[c]);
       }
     }
-    // Masked keys have probability 0.
+    // Keys beyond the row's range have probability 0.
     for (int64_t j = n + threadIdx.x; j < g.s; j += kBlock)
       store(probsRow, j, 0.0f);
   }
@@ -187,7 +212,7 @@ __global__ void __launch_bounds__(kBlock)
 // --- backward ----------------------------------------------------------------
 
 // rowsum_i = sum_j dP_ij P_ij for query row i of head (bi, hi), computed by
-// one warp over keys in order; every lane gets the result.
+// one warp over visible keys in order; every lane gets the result.
 template <typename T>
 __device__ float rowSumWarp(const T *__restrict__ dout,
                             const T *__restrict__ v,
@@ -199,6 +224,8 @@ __device__ float rowSumWarp(const T *__restrict__ dout,
   const int64_t base = g.probsRow(bi, hi, i);
   float acc = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
+    if (!g.sameSegment(bi, i, j))
+      continue;
     const float dP =
         warpDot(doRow, vHead + j * g.kvStride, g.dh) * dropFactor(g, key, base + j);
     acc += dP * load(probs, base + j);
@@ -244,24 +271,30 @@ __global__ void __launch_bounds__(kBlock)
     const int64_t j = u % g.s, hk = (u / g.s) % g.hkv, bi = u / (g.s * g.hkv);
     const int64_t kvOff = (bi * g.s + j) * g.kvStride + hk * g.dh;
     const T *vRow = v + kvOff;
-    const int64_t iStart = g.causal ? j : 0;
+    const int64_t iStart = g.firstRowSeeing(j);
     for (int64_t dt0 = 0; dt0 < g.dh; dt0 += kDTile) {
       float accK[kColsPerThread] = {}, accV[kColsPerThread] = {};
       for (int64_t hi = hk * g.group; hi < (hk + 1) * g.group; ++hi) {
         for (int64_t i0 = iStart; i0 < g.s; i0 += kChunk) {
           const int64_t i1 = min(g.s, i0 + kChunk);
           for (int64_t i = i0 + warp; i < i1; i += kWarps) {
-            const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
-            const int64_t base = g.probsRow(bi, hi, i);
-            const float f = dropFactor(g, key, base + j);
-            const float dP = warpDot(dout + qOff, vRow, g.dh) * f;
-            const float rs = stashed
-                                 ? getStat(dq + qOff)
-                                 : rowSumWarp(dout, v, probs, g, key, bi, hi, i);
-            const float p = load(probs, base + j);
+            // Query rows of another segment add nothing.
+            float ck = 0.0f, cv = 0.0f;
+            if (g.sameSegment(bi, i, j)) {
+              const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
+              const int64_t base = g.probsRow(bi, hi, i);
+              const float f = dropFactor(g, key, base + j);
+              const float dP = warpDot(dout + qOff, vRow, g.dh) * f;
+              const float rs =
+                  stashed ? getStat(dq + qOff)
+                          : rowSumWarp(dout, v, probs, g, key, bi, hi, i);
+              const float p = load(probs, base + j);
+              ck = g.scale * (p * (dP - rs));
+              cv = p * f;
+            }
             if (lane == 0) {
-              coefK[i - i0] = g.scale * (p * (dP - rs));
-              coefV[i - i0] = p * f;
+              coefK[i - i0] = ck;
+              coefV[i - i0] = cv;
             }
           }
           __syncthreads();
@@ -328,10 +361,15 @@ __global__ void __launch_bounds__(kBlock)
       for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
         const int64_t j1 = min(n, j0 + kChunk);
         for (int64_t j = j0 + warp; j < j1; j += kWarps) {
-          const float dP = warpDot(doRow, vHead + j * g.kvStride, g.dh) *
-                           dropFactor(g, key, base + j);
+          // Keys of another segment add nothing.
+          float dS = 0.0f;
+          if (g.sameSegment(bi, i, j)) {
+            const float dP = warpDot(doRow, vHead + j * g.kvStride, g.dh) *
+                             dropFactor(g, key, base + j);
+            dS = load(probs, base + j) * (dP - rs);
+          }
           if (lane == 0)
-            buf[j - j0] = load(probs, base + j) * (dP - rs);
+            buf[j - j0] = dS;
         }
         __syncthreads();
         for (int c = 0; c < kColsPerThread; ++c) {
@@ -358,7 +396,9 @@ __global__ void __launch_bounds__(kBlock)
 
 // --- host side ---------------------------------------------------------------
 
-Geometry geometryOf(const KernelArgs &args, const TensorDesc &q) {
+// segInput: the index of the optional segment ids among the inputs.
+Geometry geometryOf(const KernelArgs &args, const TensorDesc &q,
+                    int segInput) {
   const KernelParams &p = rows::paramsOf(args);
   Geometry g{};
   g.b = q.shape[0];
@@ -370,17 +410,22 @@ Geometry geometryOf(const KernelArgs &args, const TensorDesc &q) {
   g.qStride = g.h * g.dh;
   g.kvStride = g.hkv * g.dh;
   g.causal = p.intOr("causal", 0) != 0;
+  g.prefix =
+      g.causal ? std::clamp<int64_t>(p.intOr("prefix", 0), 0, g.s) : 0;
   g.scale = static_cast<float>(p.floatOr("scale", 1.0));
   const double drop = p.floatOr("dropout", 0.0);
   g.dropout = drop > 0;
   g.threshold = static_cast<uint64_t>(std::ceil(drop * 16777216.0));
   g.dropScale = 1.0f / (1.0f - static_cast<float>(drop));
   g.rngOffset = p.intOr("rng_offset", 0);
+  g.seg = static_cast<int>(args.ins.size()) > segInput
+              ? args.ins[segInput].i32()
+              : nullptr;
   return g;
 }
 
 template <typename T> void runAttention(const KernelArgs &args) {
-  const Geometry g = geometryOf(args, *args.ins[0].desc);
+  const Geometry g = geometryOf(args, *args.ins[0].desc, 3);
   const int64_t numRows = g.b * g.h * g.s;
   if (numRows == 0 || g.dh == 0)
     return;
@@ -392,7 +437,7 @@ template <typename T> void runAttention(const KernelArgs &args) {
 }
 
 template <typename T> void runAttentionGradInput(const KernelArgs &args) {
-  const Geometry g = geometryOf(args, *args.ins[1].desc);
+  const Geometry g = geometryOf(args, *args.ins[1].desc, 5);
   const int64_t queryRows = g.b * g.h * g.s, keyRows = g.b * g.hkv * g.s;
   if (queryRows == 0 || g.dh == 0)
     return;

@@ -22,6 +22,7 @@ absl::Status registerRopeKernels(KernelRegistry &registry);       // rope*
 absl::Status registerRepeatKvKernels(KernelRegistry &registry);   // repeat_kv*
 absl::Status registerAttentionKernels(KernelRegistry &registry);  // attention*
 absl::Status registerCrossEntropyKernels(KernelRegistry &registry); // cross_entropy*
+absl::Status registerDocumentKernels(KernelRegistry &registry);   // document_ids
 
 // Fused kernels (docs/fusion.md).
 absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);

@@ -6,8 +6,9 @@
 // then never stored: backward recomputes them from the lse.
 //
 // Only an attention whose probs are read by nothing but backward ops of the
-// same q, k, v and attributes is rewritten: another reader would need the
-// [B, H, S, S] tensor that no longer exists.
+// same q, k, v, masks and attributes is rewritten: another reader would need
+// the [B, H, S, S] tensor that no longer exists. The masks (prefix, segment
+// ids) carry over; queries and keys must have one length.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/braid/BraidOps.h"
@@ -34,7 +35,9 @@ bool matches(AttentionOp a, AttentionGradInputOp g) {
          a.getNumKvHeads() == g.getNumKvHeads() &&
          a.getCausal() == g.getCausal() && a.getScale() == g.getScale() &&
          a.getDropout() == g.getDropout() &&
-         a.getRngOffset() == g.getRngOffset();
+         a.getRngOffset() == g.getRngOffset() &&
+         a.getPrefix() == g.getPrefix() &&
+         a.getSegmentIds() == g.getSegmentIds();
 }
 
 bool fuse(AttentionOp at) {
@@ -46,15 +49,21 @@ bool fuse(AttentionOp at) {
     backward.push_back(g);
   }
   auto q = cast<RankedTensorType>(at.getQuery().getType());
+  auto k = cast<RankedTensorType>(at.getKey().getType());
+  // Flash attention's masks index queries and keys by one position.
+  if (k.getDimSize(1) != q.getDimSize(1))
+    return false;
   const int64_t h = at.getNumHeads();
   auto lseType = RankedTensorType::get({q.getDimSize(0), h, q.getDimSize(1)},
                                        Float32Type::get(at.getContext()));
   OpBuilder b(at);
-  IntegerAttr noPrefix = b.getI64IntegerAttr(0);
+  // The reference op's masks carry over: an absent prefix is 0.
+  IntegerAttr prefix =
+      at.getPrefixAttr() ? at.getPrefixAttr() : b.getI64IntegerAttr(0);
   auto fwd = FlashAttentionOp::create(
       b, at.getLoc(), at.getResult().getType(), lseType, at.getQuery(),
-      at.getKey(), at.getValue(), /*segment_ids=*/Value(), at.getNumHeadsAttr(),
-      at.getNumKvHeadsAttr(), at.getCausalAttr(), noPrefix, at.getScaleAttr(),
+      at.getKey(), at.getValue(), at.getSegmentIds(), at.getNumHeadsAttr(),
+      at.getNumKvHeadsAttr(), at.getCausalAttr(), prefix, at.getScaleAttr(),
       at.getDropoutAttr(), at.getRngOffsetAttr());
   at.getResult().replaceAllUsesWith(fwd.getResult());
   for (AttentionGradInputOp g : backward) {
@@ -62,8 +71,8 @@ bool fuse(AttentionOp at) {
     auto ng = FlashAttentionGradInputOp::create(
         b, g.getLoc(), g.getQueryGrad().getType(), g.getKeyGrad().getType(),
         g.getValueGrad().getType(), g.getGrad(), g.getQuery(), g.getKey(),
-        g.getValue(), fwd.getResult(), fwd.getLse(), /*segment_ids=*/Value(),
-        g.getNumHeadsAttr(), g.getNumKvHeadsAttr(), g.getCausalAttr(), noPrefix,
+        g.getValue(), fwd.getResult(), fwd.getLse(), g.getSegmentIds(),
+        g.getNumHeadsAttr(), g.getNumKvHeadsAttr(), g.getCausalAttr(), prefix,
         g.getScaleAttr(), g.getDropoutAttr(), g.getRngOffsetAttr());
     g.replaceAllUsesWith(ng.getResults());
     g.erase();

@@ -51,7 +51,9 @@ bool sameAttributes(AttentionOp a, AttentionGradInputOp g) {
          a.getNumKvHeads() == g.getNumKvHeads() &&
          a.getCausal() == g.getCausal() && a.getScale() == g.getScale() &&
          a.getDropout() == g.getDropout() &&
-         a.getRngOffset() == g.getRngOffset();
+         a.getRngOffset() == g.getRngOffset() &&
+         a.getPrefix() == g.getPrefix() &&
+         a.getSegmentIds() == g.getSegmentIds();
 }
 
 struct Backward {
@@ -89,9 +91,9 @@ bool fuse(AttentionOp at) {
   IntegerAttr hkv = repK.getNumKvHeadsAttr();
   auto fwd = AttentionOp::create(
       b, at.getLoc(), at.getResult().getType(), at.getProbs().getType(),
-      at.getQuery(), repK.getInput(), repV.getInput(), at.getNumHeadsAttr(),
-      hkv, at.getCausalAttr(), at.getScaleAttr(), at.getDropoutAttr(),
-      at.getRngOffsetAttr());
+      at.getQuery(), repK.getInput(), repV.getInput(), at.getSegmentIds(),
+      at.getNumHeadsAttr(), hkv, at.getCausalAttr(), at.getScaleAttr(),
+      at.getDropoutAttr(), at.getRngOffsetAttr(), at.getPrefixAttr());
   at.replaceAllUsesWith(fwd.getResults());
   at.erase();
   for (Backward &bw : backward) {
@@ -101,9 +103,9 @@ bool fuse(AttentionOp at) {
         b, g.getLoc(), g.getQueryGrad().getType(),
         bw.keySum.getInputGrad().getType(),
         bw.valueSum.getInputGrad().getType(), g.getGrad(), g.getQuery(),
-        repK.getInput(), repV.getInput(), fwd.getProbs(), g.getNumHeadsAttr(),
-        hkv, g.getCausalAttr(), g.getScaleAttr(), g.getDropoutAttr(),
-        g.getRngOffsetAttr());
+        repK.getInput(), repV.getInput(), fwd.getProbs(), g.getSegmentIds(),
+        g.getNumHeadsAttr(), hkv, g.getCausalAttr(), g.getScaleAttr(),
+        g.getDropoutAttr(), g.getRngOffsetAttr(), g.getPrefixAttr());
     g.getQueryGrad().replaceAllUsesWith(ng.getQueryGrad());
     bw.keySum.getInputGrad().replaceAllUsesWith(ng.getKeyGrad());
     bw.valueSum.getInputGrad().replaceAllUsesWith(ng.getValueGrad());

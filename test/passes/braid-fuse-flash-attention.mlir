@@ -78,3 +78,32 @@ func.func @other_query(%q: tensor<1x4x16xf32>, %q2: tensor<1x4x16xf32>, %k: tens
   %dq, %dk, %dv = braid.attention_grad_input %do, %q2, %k, %v, %p {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.35 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x2x4x4xf32>) -> (tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>)
   return %dq : tensor<1x4x16xf32>
 }
+
+// -----
+
+// The masks carry over: the segment ids become flash attention's, the
+// prefix its attribute, forward and backward.
+// CHECK-LABEL: func.func @masks
+// CHECK: %[[O:.+]], %[[LSE:.+]] = braid.flash_attention %arg0, %arg1, %arg2, %arg4 {{{.*}}prefix = 3 : i64
+// CHECK: braid.flash_attention_grad_input %arg3, %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %arg4 {{{.*}}prefix = 3 : i64
+func.func @masks(%q: tensor<1x8x16xf32>, %k: tensor<1x8x16xf32>, %v: tensor<1x8x16xf32>, %do: tensor<1x8x16xf32>, %seg: tensor<1x8xi32>)
+    -> (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>) {
+  %o, %p = braid.attention %q, %k, %v, %seg {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, prefix = 3 : i64, scale = 0.35 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8xi32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+  %dq, %dk, %dv = braid.attention_grad_input %do, %q, %k, %v, %p, %seg {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, prefix = 3 : i64, scale = 0.35 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x2x8x8xf32>, tensor<1x8xi32>) -> (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>)
+  return %dq, %dk, %dv : tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>
+}
+
+// -----
+
+// A backward with other masks than its forward's is not its backward:
+// nothing changes.
+// CHECK-LABEL: func.func @masks_differ
+// CHECK: braid.attention
+// CHECK: braid.attention_grad_input
+// CHECK-NOT: braid.flash_attention
+func.func @masks_differ(%q: tensor<1x8x16xf32>, %k: tensor<1x8x16xf32>, %v: tensor<1x8x16xf32>, %do: tensor<1x8x16xf32>, %seg: tensor<1x8xi32>)
+    -> (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>) {
+  %o, %p = braid.attention %q, %k, %v, %seg {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.35 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8xi32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+  %dq, %dk, %dv = braid.attention_grad_input %do, %q, %k, %v, %p {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.35 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x2x8x8xf32>) -> (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>)
+  return %dq, %dk, %dv : tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>
+}

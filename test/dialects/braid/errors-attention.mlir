@@ -611,3 +611,58 @@ func.func @f(%dy: tensor<1x2x2xf32>) {
   %dx = braid.rope_grad_input %dy {num_heads = 2 : i64, theta = 1.0e+04 : f32} : (tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
   return
 }
+
+// -----
+
+// Masks: segment ids [B, S] and a prefix, round-tripped.
+func.func @f(%q: tensor<2x4x8xf32>, %seg: tensor<2x4xi32>) {
+  %o, %p = braid.attention %q, %q, %q, %seg {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, prefix = 2 : i64, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>, %seg: tensor<2x3xi32>) {
+  // expected-error @+1 {{'braid.attention' op segment_ids has shape [2x3], expected [2x4]}}
+  %o, %p = braid.attention %q, %q, %q, %seg {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x3xi32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'braid.attention' op prefix needs causal attention}}
+  %o, %p = braid.attention %q, %q, %q {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = false, prefix = 2 : i64, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>, %do: tensor<2x4x8xf32>, %p: tensor<2x2x4x4xf32>) {
+  // expected-error @+1 {{'braid.attention_grad_input' op prefix (5) must be in [0, sequence length]}}
+  %dq, %dk, %dv = braid.attention_grad_input %do, %q, %q, %q, %p {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, prefix = 5 : i64, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x2x4x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%t: tensor<2x4xi32>) {
+  %ids = braid.document_ids %t {separator = 10 : i64} : (tensor<2x4xi32>) -> tensor<2x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%t: tensor<2x4xi32>) {
+  // expected-error @+1 {{'braid.document_ids' op separator -1 is not a token id (0 .. 2^31 - 1)}}
+  %ids = braid.document_ids %t {separator = -1 : i64} : (tensor<2x4xi32>) -> tensor<2x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%t: tensor<2x4xi32>) {
+  // expected-error @+1 {{'braid.document_ids' op ids has shape [2x5], expected [2x4]}}
+  %ids = braid.document_ids %t {separator = 1 : i64} : (tensor<2x4xi32>) -> tensor<2x5xi32>
+  return
+}

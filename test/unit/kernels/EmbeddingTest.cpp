@@ -1,4 +1,5 @@
-// embedding and embedding_grad_weight: exact gather and scatter-add.
+// embedding and embedding_grad_weight: exact gather and scatter-add;
+// document_ids: the document of each token.
 #include <vector>
 
 #include "test/unit/kernels/KernelHarness.h"
@@ -84,6 +85,41 @@ TEST(EmbeddingGradWeight, MatchesFiniteDifferencesOfEmbedding) {
         return project(proj, f.output(0));
       },
       table, g.output(0), 1e-2, 1e-5, 1e-6, 9, "table");
+}
+
+// A separator ends its document: the ids count the separators before each
+// position, row by row (first and last positions, runs of separators, a
+// row without any).
+TEST(DocumentIds, CountsSeparatorsBeforeEachPosition) {
+  const int32_t sep = 7;
+  const std::vector<int32_t> tokens = {
+      sep, 1, 2, sep, sep, 3, 4, sep, // row 0
+      1,   2, 3, 4,   5,   6, 0, 1,   // row 1: one document
+      sep, sep, sep, sep, sep, sep, sep, sep};
+  const std::vector<int32_t> want = {
+      0, 1, 1, 1, 2, 3, 3, 3, //
+      0, 0, 0, 0, 0, 0, 0, 0, //
+      0, 1, 2, 3, 4, 5, 6, 7};
+  for (int threads : {0, 1, 3}) {
+    Launch l("document_ids");
+    l.inIds({3, 8}, tokens).outIds({3, 8}).param("separator", sep);
+    l.run(threads ? &testPool(threads) : nullptr);
+    EXPECT_EQ(l.outputIds(0), want) << threads << " threads";
+  }
+}
+
+TEST(DocumentIds, ChecksShapesAndSeparator) {
+  Launch l("document_ids");
+  l.inDesc({2, 5}, DType::kI32).outDesc({2, 5}, DType::kI32);
+  EXPECT_FALSE(l.check().ok()) << "separator is required";
+  l.param("separator", -1);
+  EXPECT_FALSE(l.check().ok()) << "a negative separator is no token";
+  l.param("separator", 0);
+  EXPECT_TRUE(l.check().ok()) << l.check();
+  Launch wrong("document_ids");
+  wrong.inDesc({2, 5}, DType::kI32).outDesc({2, 4}, DType::kI32)
+      .param("separator", 0);
+  EXPECT_FALSE(wrong.check().ok());
 }
 
 } // namespace

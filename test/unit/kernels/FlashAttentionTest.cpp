@@ -1,7 +1,7 @@
 // flash_attention and flash_attention_grad_input against the reference
-// kernels (attention, attention_grad_input) and, for the masks the
-// reference lacks (prefix, segment ids), against a double-precision
-// reference in this file that draws the same dropout masks.
+// kernels (attention, attention_grad_input) and, for the prefix and
+// segment masks, both against a double-precision reference in this file
+// that draws the same dropout masks.
 //
 // Tolerance. The flash kernels compute the same function in fp32 with
 // sums in another order: the online softmax adds exp(x - m) tile by tile
@@ -73,13 +73,12 @@ struct Config {
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(dh)); }
 };
 
-KernelParams paramsOf(const Config &c, bool flash) {
+KernelParams paramsOf(const Config &c) {
   KernelParams p;
   p.setInt("num_heads", c.h);
   p.setInt("num_kv_heads", c.hkv);
   p.setInt("causal", c.causal);
-  if (flash)
-    p.setInt("prefix", c.prefix);
+  p.setInt("prefix", c.prefix);
   p.setFloat("scale", c.scale());
   p.setFloat("dropout", c.dropout);
   p.setInt("rng_offset", 7);
@@ -172,7 +171,7 @@ struct Grads {
 
 Grads runFlash(const Problem &p, int threads) {
   const Config &c = p.c;
-  const KernelParams params = paramsOf(c, true);
+  const KernelParams params = paramsOf(c);
   std::vector<Operand> ins = {p.op(p.q, p.qShape()), p.op(p.k, p.kvShape()),
                               p.op(p.v, p.kvShape())};
   if (c.segments)
@@ -201,21 +200,25 @@ Grads runFlash(const Problem &p, int threads) {
   return g;
 }
 
-// The reference kernels (causal or full masks only).
+// The reference kernels, with the same masks.
 Grads runReference(const Problem &p, int threads) {
   const Config &c = p.c;
-  const KernelParams params = paramsOf(c, false);
+  const KernelParams params = paramsOf(c);
   const std::vector<int64_t> probsShape = {c.b, c.h, c.s, c.s};
-  auto fwd = run(
-      "attention",
-      {p.op(p.q, p.qShape()), p.op(p.k, p.kvShape()), p.op(p.v, p.kvShape())},
-      {Operand::zeros(p.qShape(), c.dtype),
-       Operand::zeros(probsShape, c.dtype)},
-      params, threads);
-  auto bwd = run("attention_grad_input",
-                 {p.op(p.dO, p.qShape()), p.op(p.q, p.qShape()),
-                  p.op(p.k, p.kvShape()), p.op(p.v, p.kvShape()),
-                  p.op(fwd[1], probsShape)},
+  std::vector<Operand> ins = {p.op(p.q, p.qShape()), p.op(p.k, p.kvShape()),
+                              p.op(p.v, p.kvShape())};
+  if (c.segments)
+    ins.push_back(Operand::segments(p.seg, c.b, c.s));
+  auto fwd = run("attention", ins,
+                 {Operand::zeros(p.qShape(), c.dtype),
+                  Operand::zeros(probsShape, c.dtype)},
+                 params, threads);
+  std::vector<Operand> bins = {p.op(p.dO, p.qShape()), p.op(p.q, p.qShape()),
+                               p.op(p.k, p.kvShape()), p.op(p.v, p.kvShape()),
+                               p.op(fwd[1], probsShape)};
+  if (c.segments)
+    bins.push_back(Operand::segments(p.seg, c.b, c.s));
+  auto bwd = run("attention_grad_input", bins,
                  {Operand::zeros(p.qShape(), c.dtype),
                   Operand::zeros(p.kvShape(), c.dtype),
                   Operand::zeros(p.kvShape(), c.dtype)},
@@ -412,7 +415,10 @@ TEST(FlashAttention, PrefixAndSegmentMasks) {
         c.dropout = dropout;
         const Problem p(c);
         SCOPED_TRACE(name(c));
-        expectGradsClose(runFlash(p, 3), runNaive(p), kTol, kRel, name(c));
+        const Grads naive = runNaive(p);
+        expectGradsClose(runFlash(p, 3), naive, kTol, kRel, name(c));
+        expectGradsClose(runReference(p, 3), naive, kTol, kRel,
+                         "reference " + name(c));
       }
 }
 
@@ -424,7 +430,10 @@ TEST(FlashAttention, SegmentsWithoutCausalMask) {
   c.dropout = 0.1;
   c.s = 99;
   const Problem p(c);
-  expectGradsClose(runFlash(p, 2), runNaive(p), kTol, kRel, name(c));
+  const Grads naive = runNaive(p);
+  expectGradsClose(runFlash(p, 2), naive, kTol, kRel, name(c));
+  expectGradsClose(runReference(p, 2), naive, kTol, kRel,
+                   "reference " + name(c));
 }
 
 // bf16 storage computes the f32 function and rounds each stored value

@@ -100,6 +100,13 @@ Launch &Launch::outDesc(std::vector<int64_t> shape, DType dtype) {
   return *this;
 }
 
+Launch &Launch::outIds(std::vector<int64_t> shape) {
+  Host h;
+  h.desc = TensorDesc{std::move(shape), DType::kI32};
+  outs_.push_back(std::move(h));
+  return *this;
+}
+
 Launch &Launch::param(std::string name, int64_t v) {
   params_.setInt(std::move(name), v);
   return *this;
@@ -128,7 +135,10 @@ void Launch::run(ThreadPool *pool) {
   for (Host &h : ins_)
     ins.push_back(TensorView{h.data(), &h.desc});
   for (Host &h : outs_) {
-    h.f = h.initial;
+    if (h.desc.dtype == DType::kI32)
+      h.ids.assign(h.desc.numel(), -1);
+    else
+      h.f = h.initial;
     outs.push_back(TensorView{h.data(), &h.desc});
   }
   KernelContext ctx = ctx_;

@@ -35,6 +35,8 @@ public:
   Launch &inDesc(std::vector<int64_t> shape, DType dtype);
   Launch &out(std::vector<int64_t> shape, std::vector<float> initial = {});
   Launch &outDesc(std::vector<int64_t> shape, DType dtype);
+  // An i32 output, -1 everywhere before each run.
+  Launch &outIds(std::vector<int64_t> shape);
   Launch &param(std::string name, int64_t v);
   Launch &paramF(std::string name, double v);
 
@@ -48,6 +50,7 @@ public:
   int numOutputs() const { return static_cast<int>(outs_.size()); }
   std::vector<float> &input(int i) { return ins_[i].f; }
   std::vector<float> &output(int i) { return outs_[i].f; }
+  const std::vector<int32_t> &outputIds(int i) { return outs_[i].ids; }
   // Replaces the value an output starts from.
   void setInitial(int i, std::vector<float> v) { outs_[i].initial = v; }
 

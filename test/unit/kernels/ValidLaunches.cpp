@@ -28,6 +28,7 @@ std::map<std::string, Sig> validLaunches() {
       .in({2, 3}, kI32)
       .out({11, 4})
       .i("accumulate", 1);
+  add("document_ids").in({2, 5}, kI32).out({2, 5}, kI32).i("separator", 3);
   add("linear").in({2, 3, 4}).in({5, 4}).in({5}).out({2, 3, 5});
   add("linear_grad_input").in({2, 3, 5}).in({5, 4}).out({2, 3, 4});
   add("linear_grad_weight").in({2, 3, 5}).in({2, 3, 4}).out({5, 4}).out({5});

@@ -207,6 +207,60 @@ TEST(ModelRules, PositionTableOnlyWithLearned) {
             "sequence length)");
 }
 
+TEST(ModelRules, PrefixLmNeedsItsLength) {
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: PREFIX_LM")),
+            "t.pbtxt:2:1: model.prefix_length: missing; PREFIX_LM needs the "
+            "number of positions that see each other, e.g. prefix_length: "
+            "64");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: PREFIX_LM "
+                         "prefix_length: 0")),
+            "t.pbtxt:12:46: model.prefix_length: 0 is not positive; set the "
+            "number of prefix positions, 1 to train.seq_len");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: PREFIX_LM "
+                         "prefix_length: 17")),
+            "t.pbtxt:12:46: model.prefix_length: 17 is more than "
+            "train.seq_len 16; the prefix is part of each sequence, so set "
+            "at most 16");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: PREFIX_LM "
+                         "prefix_length: 16")),
+            "(loaded)");
+}
+
+TEST(ModelRules, DocumentMaskNeedsATokenSeparator) {
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: DOCUMENT")),
+            "t.pbtxt:2:1: model.document_separator: missing; DOCUMENT needs "
+            "the token id that ends each document, e.g. document_separator: "
+            "0");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: DOCUMENT "
+                         "document_separator: 256")),
+            "t.pbtxt:12:45: model.document_separator: 256 is not a token id; "
+            "choose one in 0 .. 255 (vocab_size - 1)");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: DOCUMENT "
+                         "document_separator: 0")),
+            "(loaded)");
+}
+
+TEST(ModelRules, MaskFieldsBelongToTheirMask) {
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA prefix_length: 4")),
+            "t.pbtxt:12:20: model.prefix_length: applies to attention_mask "
+            "PREFIX_LM only; remove the line or set attention_mask: "
+            "PREFIX_LM");
+  EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
+                         "naming: HF_LLAMA attention_mask: PREFIX_LM "
+                         "prefix_length: 4 document_separator: 10")),
+            "t.pbtxt:12:63: model.document_separator: applies to "
+            "attention_mask DOCUMENT only; remove the line or set "
+            "attention_mask: DOCUMENT");
+}
+
 TEST(ModelRules, RopeThetaPositiveAndFinite) {
   EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
                          "naming: HF_LLAMA rope_theta: -1")),

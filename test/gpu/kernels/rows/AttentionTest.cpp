@@ -14,7 +14,9 @@
 // sides start from the same stored probabilities. Dropout cases check that
 // the GPU draws the CPU's mask (a wrong mask moves values by O(1)), also
 // when the launch is captured in a CUDA graph and replayed with other step
-// values.
+// values. Prefix-LM and segment masks are checked like the causal one: the
+// probs must hold zeros at the same keys, and a key the GPU let through (or
+// masked wrongly) moves o and the gradients by O(1).
 #include <cmath>
 #include <vector>
 
@@ -35,6 +37,8 @@ TwinHarness &harness() {
 struct AttnCase {
   int64_t b, s, h, hkv, dh;
   bool causal;
+  int64_t prefix; // only with causal
+  bool segments;  // segment ids as the last input
   double dropout;
 };
 
@@ -43,10 +47,30 @@ KernelParams attnParams(const AttnCase &c) {
   p.setInt("num_heads", c.h);
   p.setInt("num_kv_heads", c.hkv);
   p.setInt("causal", c.causal ? 1 : 0);
+  p.setInt("prefix", c.prefix);
   p.setFloat("scale", 1.0 / std::sqrt(static_cast<double>(c.dh)));
   p.setFloat("dropout", c.dropout);
   p.setInt("rng_offset", 4);
   return p;
+}
+
+// Documents of 1 to 4 tokens, numbered from 0 in each row (row 0: 0, 0, 0,
+// 1, 1, 2, 3, 3, 3, 3, ...); rows differ.
+HostTensor segmentIds(int64_t b, int64_t s) {
+  std::vector<int32_t> ids;
+  for (int64_t bi = 0; bi < b; ++bi) {
+    int32_t id = -1;
+    int64_t left = 0;
+    for (int64_t i = 0; i < s; ++i) {
+      if (left == 0) {
+        ++id;
+        left = 1 + (id * 3 + bi + 2) % 4;
+      }
+      ids.push_back(id);
+      --left;
+    }
+  }
+  return i32Tensor({b, s}, ids);
 }
 
 void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
@@ -55,7 +79,8 @@ void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
   SCOPED_TRACE(::testing::Message()
                << dtypeLabel(dt) << " B=" << c.b << " S=" << c.s
                << " H=" << c.h << " Hkv=" << c.hkv << " Dh=" << c.dh
-               << " causal=" << c.causal << " dropout=" << c.dropout
+               << " causal=" << c.causal << " prefix=" << c.prefix
+               << " segments=" << c.segments << " dropout=" << c.dropout
                << (mode == GpuMode::kGraph ? " graph" : ""));
   TwinHarness &h = harness();
   const std::vector<int64_t> qs = {c.b, c.s, c.h * c.dh},
@@ -72,7 +97,10 @@ void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
   const Tolerance sumTol =
       isBf16 ? Tolerance{kBf16Rtol, 2e-3} : Tolerance{1e-4, sumAtol};
 
-  TwinLaunch fwd = launchOf("attention", {q, k, v},
+  std::vector<HostTensor> fwdIns = {q, k, v};
+  if (c.segments)
+    fwdIns.push_back(segmentIds(c.b, c.s));
+  TwinLaunch fwd = launchOf("attention", fwdIns,
                             {zeros(qs, dt), zeros(ps, dt)}, attnParams(c));
   fwd.step = steps.back();
   {
@@ -83,7 +111,10 @@ void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
   const std::vector<HostTensor> saved = cpuOutputs(h, fwd);
   ASSERT_EQ(saved.size(), 2u);
 
-  TwinLaunch bwd = launchOf("attention_grad_input", {dout, q, k, v, saved[1]},
+  std::vector<HostTensor> bwdIns = {dout, q, k, v, saved[1]};
+  if (c.segments)
+    bwdIns.push_back(segmentIds(c.b, c.s));
+  TwinLaunch bwd = launchOf("attention_grad_input", bwdIns,
                             {zeros(qs, dt), zeros(kvs, dt), zeros(kvs, dt)},
                             attnParams(c));
   bwd.step = steps.back();
@@ -96,12 +127,12 @@ void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
 
 TEST(CudaAttentionKernels, MatchCpu) {
   const std::vector<AttnCase> cases = {
-      {2, 37, 4, 2, 16, true, 0.0},  // grouped heads, causal
-      {1, 20, 3, 3, 8, false, 0.0},  // no mask
-      {2, 33, 4, 1, 64, true, 0.2},  // dropout, one kv head
-      {1, 9, 2, 2, 40, false, 0.5},  // dropout, no mask
-      {1, 6, 2, 1, 1, true, 0.1},    // Dh = 1: no room to stash row sums in bf16
-      {1, 5, 1, 1, 1040, false, 0.0}, // Dh above one column tile
+      {2, 37, 4, 2, 16, true, 0, false, 0.0},   // grouped heads, causal
+      {1, 20, 3, 3, 8, false, 0, false, 0.0},   // no mask
+      {2, 33, 4, 1, 64, true, 0, false, 0.2},   // dropout, one kv head
+      {1, 9, 2, 2, 40, false, 0, false, 0.5},   // dropout, no mask
+      {1, 6, 2, 1, 1, true, 0, false, 0.1},     // Dh = 1: no stash in bf16
+      {1, 5, 1, 1, 1040, false, 0, false, 0.0}, // Dh above one column tile
   };
   uint64_t seed = 10;
   for (DType dt : {DType::kF32, DType::kBF16})
@@ -109,19 +140,43 @@ TEST(CudaAttentionKernels, MatchCpu) {
       runAttnCase(c, dt, seed += 10);
 }
 
-// Rows longer than one chunk of keys (2048): the forward recomputes scores
-// per pass, the backward walks several chunks.
-TEST(CudaAttentionKernels, LongRowsMatchCpu) {
+// Prefix-LM and segment (packed document) masks, alone and together, with
+// and without dropout; the backward must give masked keys nothing.
+TEST(CudaAttentionKernels, MasksMatchCpu) {
+  const std::vector<AttnCase> cases = {
+      {1, 13, 2, 1, 8, true, 5, false, 0.0},   // prefix-LM
+      {2, 13, 4, 2, 16, true, 5, false, 0.3},  // prefix-LM, dropout
+      {1, 9, 2, 2, 8, true, 9, false, 0.0},    // prefix = S: no mask left
+      {2, 30, 4, 2, 16, true, 0, true, 0.0},   // documents, causal
+      {2, 29, 2, 1, 8, false, 0, true, 0.2},   // documents only, dropout
+      {2, 40, 4, 2, 16, true, 7, true, 0.1},   // prefix and documents, dropout
+      {1, 6, 2, 1, 1, true, 2, true, 0.1},     // Dh = 1: no stash in bf16
+  };
+  uint64_t seed = 300;
   for (DType dt : {DType::kF32, DType::kBF16})
-    runAttnCase({1, 2100, 1, 1, 8, true, 0.1}, dt, 500);
+    for (const AttnCase &c : cases)
+      runAttnCase(c, dt, seed += 10);
+}
+
+// Rows longer than one chunk of keys (2048): the forward recomputes scores
+// per pass, the backward walks several chunks; also with a prefix longer
+// than a chunk, whose rows all take the recomputing path.
+TEST(CudaAttentionKernels, LongRowsMatchCpu) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    runAttnCase({1, 2100, 1, 1, 8, true, 0, false, 0.1}, dt, 500);
+    runAttnCase({1, 2100, 1, 1, 8, true, 2060, false, 0.1}, dt, 600);
+  }
 }
 
 TEST(CudaAttentionKernels, DropoutFollowsStepValuesInGraphs) {
   const std::vector<StepValues> steps = {
       {1, 0, 0.0, 5}, {1, 1, 0.0, 5}, {2, 0, 0.0, 5}};
-  for (DType dt : {DType::kF32, DType::kBF16})
-    runAttnCase({2, 24, 2, 1, 16, true, 0.3}, dt, 900, GpuMode::kGraph,
-                steps);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    runAttnCase({2, 24, 2, 1, 16, true, 0, false, 0.3}, dt, 900,
+                GpuMode::kGraph, steps);
+    runAttnCase({2, 24, 2, 1, 16, true, 3, true, 0.3}, dt, 950,
+                GpuMode::kGraph, steps);
+  }
 }
 
 } // namespace
