@@ -39,12 +39,22 @@ LogicalResult LinearCrossEntropyOp::verify() {
 
 LogicalResult LinearCrossEntropyWithGradOp::verify() {
   if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(),
-                        Value(), getChunk())) ||
+                        Value(), /*chunk=*/1)) ||
       failed(expectLike(*this, getInputGrad(), getInput(), "input gradient",
                         "input")) ||
       failed(expectShape(*this, getWeightGrad(), shapeOf(getWeight()),
-                         "weight gradient")))
+                         "weight gradient")) ||
+      failed(expectWeightGradType(*this, getWeightGrad(), getInput(),
+                                  "weight gradient", "input")) ||
+      failed(expectRank(*this, getWorkspace(), 2, "workspace")))
     return failure();
-  return expectWeightGradType(*this, getWeightGrad(), getInput(),
-                              "weight gradient", "input");
+  int64_t rows = 1;
+  for (int64_t d : leading(getInput()))
+    rows *= d;
+  auto ws = shapeOf(getWorkspace());
+  if (ws[1] != shapeOf(getWeight())[0] || ws[0] < 1 || ws[0] > rows)
+    return emitOpError() << "workspace has shape " << shapeStr(ws)
+                         << ", expected [R, " << shapeOf(getWeight())[0]
+                         << "] with 1 <= R <= " << rows << " (the rows)";
+  return success();
 }

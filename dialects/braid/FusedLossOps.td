@@ -38,23 +38,26 @@ def Braid_LinearCrossEntropyWithGradOp
     logits, the gradients the backward needs: the loss is the last op of
     the forward, so its gradient is the constant `scale` and the logits
     gradient `scale * (softmax(x W^T) - onehot) / rows` is known as soon as
-    a chunk of rows has its log-sum-exp. Per chunk of rows (at most `chunk`
-    logits, at least one row): the logits GEMM, the row statistics and
-    dlogits, then `dx = dlogits W` and `dW += dlogits^T x`. Three GEMMs over
-    the logits, as unfused; the logits never exist as a tensor and the
-    backward reads dx, not x. `dx` has the type of x; `dW` is f32 or the
-    element type of x, like any weight gradient.
+    a chunk of rows has its log-sum-exp. Per chunk of R rows, R the first
+    dimension of `workspace` [R, V] (f32): the chunk's logits GEMM into the
+    workspace, the row statistics and dlogits, then `dx = dlogits W` and
+    `dW += dlogits^T x`. Three GEMMs over the logits, as unfused; the
+    logits never exist as a tensor and the backward reads dx, not x. `dx`
+    has the type of x; `dW` is f32 or the element type of x, like any
+    weight gradient. The workspace is a result so that the memory planner
+    places it in the arena; nothing reads it.
 
     ```mlir
-    %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %labels {chunk = 1048576 : i64, scale = 1.0 : f32}
-        : (tensor<8x64x64xf32>, tensor<256x64xf32>, tensor<8x64xi32>) -> (tensor<f32>, tensor<8x64x64xf32>, tensor<256x64xf32>)
+    %loss, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %labels {scale = 1.0 : f32}
+        : (tensor<8x64x64xf32>, tensor<256x64xf32>, tensor<8x64xi32>)
+        -> (tensor<f32>, tensor<8x64x64xf32>, tensor<256x64xf32>, tensor<512x256xf32>)
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
-                       Braid_IdTensor:$labels, F32Attr:$scale,
-                       I64Attr:$chunk);
+                       Braid_IdTensor:$labels, F32Attr:$scale);
   let results = (outs Braid_Scalar:$loss, Braid_FloatTensor:$input_grad,
-                      Braid_FloatTensor:$weight_grad);
+                      Braid_FloatTensor:$weight_grad,
+                      Braid_StatTensor:$workspace);
 }
 
 #endif // BRAID_FUSED_LOSS_OPS_TD

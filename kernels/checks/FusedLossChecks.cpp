@@ -61,7 +61,7 @@ absl::Status checkLinearCrossEntropy(const KernelSignature &sig) {
 absl::Status checkLinearCrossEntropyWithGrad(const KernelSignature &sig) {
   LaunchChecker c("linear_cross_entropy_with_grad", sig);
   BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels"}));
-  BRAID_KERNEL_TRY(c.outputs({"loss", "dx", "dweight"}));
+  BRAID_KERNEL_TRY(c.outputs({"loss", "dx", "dweight", "workspace"}));
   BRAID_KERNEL_TRY(checkHead(c));
   BRAID_KERNEL_TRY(c.f32(c.out(0), "the loss stays f32 in every plan"));
   BRAID_KERNEL_TRY(c.shape(c.out(0), {}, "(a scalar)"));
@@ -69,6 +69,18 @@ absl::Status checkLinearCrossEntropyWithGrad(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.sameShape(c.out(1), c.in(0)));
   BRAID_KERNEL_TRY(c.gradWeightDtype(c.out(2), c.in(0)));
   BRAID_KERNEL_TRY(c.sameShape(c.out(2), c.in(1)));
+  // One chunk of R rows of f32 logits, 1 <= R <= the rows of x.
+  Operand ws = c.out(3);
+  BRAID_KERNEL_TRY(c.f32(ws, "the logits of a chunk are f32"));
+  BRAID_KERNEL_TRY(c.rank(ws, 2, "[R, V]"));
+  int64_t rows = 1;
+  for (int64_t r : leadingDims(*c.in(0).desc))
+    rows *= r;
+  if (ws.dim(1) != c.in(1).dim(0) || ws.dim(0) < 1 || ws.dim(0) > rows)
+    return c.error(absl::StrCat(ws.label, " has shape ",
+                                shapeString(ws.shape()), ", expected [R, ",
+                                c.in(1).dim(0), "] with 1 <= R <= ", rows,
+                                " (the rows of input 0)"));
   BRAID_KERNEL_TRY(c.accumulateParam());
   return c.floatParam("scale").status();
 }

@@ -3,12 +3,13 @@
 // linear_cross_entropy computes what linear + cross_entropy compute, and
 // linear_cross_entropy_with_grad also what cross_entropy_grad_input +
 // linear_grad_input + linear_grad_weight compute, a chunk of rows of x at a
-// time with the chunk's logits in scratch of `chunk` floats (at least one
-// row), so the [N, V] logits are never stored. Per chunk: the logits sgemm,
-// then per row the log-sum-exp, the target logit and the dlogits (in place
-// of the logits), then dx = dlogits W for the chunk's rows and
-// dW += dlogits^T x over them (beta = 1 after the first chunk, and for the
-// first too with `accumulate`).
+// time, so the [N, V] logits are never stored: the forward holds a chunk of
+// `chunk` logits (at least one row) in kernel scratch, the kernel with the
+// gradient the R rows of its workspace output [R, V] (in the arena). Per
+// chunk: the logits sgemm, then per row the log-sum-exp, the target logit
+// and the dlogits (in place of the logits), then dx = dlogits W for the
+// chunk's rows and dW += dlogits^T x over them (beta = 1 after the first
+// chunk, and for the first too with `accumulate`).
 //
 // Per element the arithmetic is that of the unfused f32 kernels: logits and
 // dlogits come from the same sgemm reductions and the same VecMath loops,
@@ -144,17 +145,18 @@ int64_t chunkRowsOf(const KernelArgs &args, const Head &h) {
   return std::max<int64_t>(1, chunkOf(args) / h.v);
 }
 
-// The f32 logits of rows [r0, r0 + rows) of x, and those rows as f32.
+// The f32 logits of rows [r0, r0 + rows) of x, written to `logits`, and
+// those rows as f32.
 struct LogitsChunk {
   const float *x;
   float *logits;
 };
 template <typename T>
 LogitsChunk logitsOfRows(ThreadPool *pool, const Head &h, const T *x,
-                            int64_t r0, int64_t rows) {
+                         int64_t r0, int64_t rows, float *logits) {
   LogitsChunk c;
   c.x = asF32Matrix(pool, x + r0 * h.d, h.d, rows, h.d, kInput);
-  c.logits = launchScratch(kLogits, rows * h.v);
+  c.logits = logits;
   logitsChunk(c.x, h.w, rows, h.v, h.d, c.logits);
   return c;
 }
@@ -179,7 +181,9 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
   for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
     const int64_t rows = std::min(chunkRows, h.n - r0);
     const float *logits =
-        logitsOfRows(pool, h, dataOf<T>(args.ins[0]), r0, rows).logits;
+        logitsOfRows(pool, h, dataOf<T>(args.ins[0]), r0, rows,
+                     launchScratch(kLogits, rows * h.v))
+            .logits;
     parallelFor(pool, rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
       float *e = threadScratch(0, h.v);
       logSumExpRows(logits, h.v, a, b, e, lse + r0);
@@ -203,6 +207,9 @@ void linearCrossEntropyWithGrad(const KernelArgs &args, U *dw) {
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   ThreadPool *pool = poolOf(args);
   const Head h = headOf<T>(args);
+  // The chunk's logits (then dlogits) live in the workspace output.
+  float *workspace = args.outs[3].f32();
+  const int64_t chunkRows = args.outs[3].desc->shape[0];
   const T *x = dataOf<T>(args.ins[0]);
   const int32_t *labels = args.ins[2].i32();
   T *dx = dataOf<T>(args.outs[1]);
@@ -217,11 +224,10 @@ void linearCrossEntropyWithGrad(const KernelArgs &args, U *dw) {
     if (accumulate)
       widenMatrix(pool, dw, h.d, h.v, h.d, dwF);
   }
-  const int64_t chunkRows = chunkRowsOf(args, h);
   std::vector<float> lse(h.n), target(h.n);
   for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
     const int64_t rows = std::min(chunkRows, h.n - r0);
-    const LogitsChunk c = logitsOfRows(pool, h, x, r0, rows);
+    const LogitsChunk c = logitsOfRows(pool, h, x, r0, rows, workspace);
     // Each row's statistics, then its dlogits in place of its logits.
     parallelFor(pool, rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
       float *e = threadScratch(0, h.v);

@@ -1,21 +1,23 @@
 // The LM head fused with cross-entropy, and multi-tensor AdamW on CUDA (docs/fusion.md).
 //
-// linear_cross_entropy and linear_cross_entropy_with_grad hold one chunk of
-// rows' logits at a time in the launch's workspace, never the [N, V]
-// logits, as on the CPU. Per chunk: the logits GEMM (enqueueGemm, f32
-// output), a row kernel for the log-sum-exp and target logit, and with the
-// gradient a kernel for the dlogits, then the dx GEMM for the chunk's rows
-// and the dW GEMM over them (beta 1 after the first chunk, and for the
-// first with `accumulate`), with the rest of the workspace for cuBLASLt.
-// The lse and target logits of all rows sit at the start of the workspace
-// until the loss is summed. The chunk is the smaller of the `chunk`
-// parameter and what the workspace holds; when it cannot hold one row the
-// outputs are set to NaN, a visible failure rather than a wrong gradient.
+// linear_cross_entropy holds one chunk of rows' logits at a time in the
+// launch's cuBLASLt workspace (the smaller of the `chunk` parameter and
+// what half the workspace holds; when it cannot hold one row the outputs
+// are set to NaN, a visible failure rather than a wrong result);
+// linear_cross_entropy_with_grad holds R rows in its workspace output
+// [R, V] (f32, in the arena), so the compiler chooses R and counts it. Per
+// chunk: the logits GEMM (enqueueGemm, f32 output), a row kernel for the
+// log-sum-exp and target logit, and with the gradient a kernel for the
+// dlogits, then the dx GEMM for the chunk's rows and the dW GEMM over them
+// (beta 1 after the first chunk, and for the first with `accumulate`). The
+// lse and target logits of all rows sit at the start of the cuBLASLt
+// workspace until the loss is summed; the GEMMs get the rest.
 //
 // cuBLASLt multiplies operands of one type, so with bf16 storage the
 // dlogits are rounded to bf16 before the dx and dW GEMMs (the CPU kernels
-// keep them f32); logits, lse and the loss are f32 as on the CPU. The loss
-// is the mean of lse - logits[label] summed in double by one block.
+// keep them f32), written over the f32 logits with the rows' pitch; logits,
+// lse and the loss are f32 as on the CPU. The loss is the mean of
+// lse - logits[label] summed in double by one block.
 //
 // multi_adamw runs the adamw element update of Optimizer.cu over all its
 // tensors in one launch per group of kTensorsPerLaunch tensors (their
@@ -28,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/CudaKernels.h"
@@ -64,26 +67,25 @@ __device__ __forceinline__ bool validLabel(int32_t label, int64_t v) {
   return label >= 0 && label < v;
 }
 
-// The workspace of one launch: `reserved` bytes at its start for the
-// launch's own arrays, then the chunk (f32 logits, and for bf16 storage the
-// dlogits as bf16), then what is left for cuBLASLt.
+// Where a launch keeps a chunk of `count` rows of f32 logits, and the
+// cuBLASLt workspace its GEMMs get.
 struct ChunkSpace {
-  int64_t count = 0;      // rows per chunk; 0: none fit
+  int64_t count = 0; // rows per chunk; 0: none fit
   float *logits = nullptr;
-  void *dlogits = nullptr;  // == logits for f32 storage
   void *gemm = nullptr;
   size_t gemmBytes = 0;
 };
 
+// The chunk in the launch's cuBLASLt workspace: `reserved` bytes at its
+// start for the launch's own arrays, then the chunk, then what is left for
+// cuBLASLt (at least half).
 ChunkSpace planChunks(const GpuContext &gpu, size_t reserved, int64_t width,
-                      int64_t total, int64_t chunkParam, bool bf16) {
+                      int64_t total, int64_t chunkParam) {
   ChunkSpace s;
   const size_t bytes = gpu.workspace ? gpu.workspaceBytes : 0;
   if (reserved >= bytes || width <= 0)
     return s;
-  const size_t perUnit = static_cast<size_t>(width) *
-                         (sizeof(float) + (bf16 ? sizeof(Bf16) : 0));
-  // At most half of what is left, so that cuBLASLt keeps a workspace.
+  const size_t perUnit = static_cast<size_t>(width) * sizeof(float);
   const int64_t fits =
       static_cast<int64_t>((bytes - reserved) / 2 / (perUnit + 2 * kAlign));
   const int64_t wanted = std::max<int64_t>(1, chunkParam / width);
@@ -94,12 +96,8 @@ ChunkSpace planChunks(const GpuContext &gpu, size_t reserved, int64_t width,
   }
   char *base = static_cast<char *>(gpu.workspace) + reserved;
   s.logits = reinterpret_cast<float *>(base);
-  size_t used = alignUp(static_cast<size_t>(s.count * width) * sizeof(float));
-  s.dlogits = s.logits;
-  if (bf16) {
-    s.dlogits = base + used;
-    used += alignUp(static_cast<size_t>(s.count * width) * sizeof(Bf16));
-  }
+  const size_t used =
+      alignUp(static_cast<size_t>(s.count * width) * sizeof(float));
   s.gemm = base + used;
   s.gemmBytes = bytes - reserved - used;
   return s;
@@ -219,8 +217,8 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
   const Head h = headOf(args);
   float *loss = args.outs[0].f32(), *lse = args.outs[1].f32();
   const size_t reserved = alignUp(static_cast<size_t>(h.n) * sizeof(float));
-  const ChunkSpace s = planChunks(gpu, reserved, h.v, h.n, chunkParamOf(args),
-                                  false);
+  const ChunkSpace s =
+      planChunks(gpu, reserved, h.v, h.n, chunkParamOf(args));
   if (s.count == 0) {
     fillNan<<<1, 1, 0, stream>>>(loss, 1);
     fillNan<<<rows::gridFor(h.n, kBlock), kBlock, 0, stream>>>(lse, h.n);
@@ -237,24 +235,59 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
   meanLoss<<<1, kBlock, 0, stream>>>(lse, target, h.n, loss);
 }
 
+// bf16 dlogits of a chunk [count, v] of f32 logits whose first row is row
+// `row0` of the launch, written over the logits: row r's v bf16 values take
+// the first half of its own f32 row, so the bf16 matrix has 2v elements
+// between rows. One block per row, a tile of kBlock values at a time: the
+// tile's logits are read, then (after the barrier) its dlogits written.
+// Value j lands on the bytes of f32 logit j / 2, which this tile or an
+// earlier one has read already, and never on those of a later tile.
+__global__ void __launch_bounds__(kBlock)
+    chunkDlogitsBf16InPlace(float *logits, int64_t count, int64_t v,
+                            int64_t row0, const int32_t *__restrict__ labels,
+                            const float *__restrict__ lse, float factor) {
+  for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
+    float *row = logits + r * v;
+    Bf16 *out = reinterpret_cast<Bf16 *>(row);
+    const float shift = lse[row0 + r];
+    const int32_t label = labels[row0 + r];
+    for (int64_t j0 = 0; j0 < v; j0 += kBlock) {
+      const int64_t j = j0 + threadIdx.x;
+      float d = 0.0f;
+      if (j < v) {
+        d = expf(row[j] - shift) * factor;
+        if (validLabel(label, v) && label == j)
+          d -= factor;
+      }
+      __syncthreads();
+      if (j < v)
+        store(out, j, d);
+    }
+    __syncthreads();
+  }
+}
+
 template <typename T>
 void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
+  constexpr bool kBf16 = !std::is_same_v<T, float>;
   const GpuContext &gpu = gpuOf(args);
   cudaStream_t stream = rows::streamOf(args);
   const Head h = headOf(args);
   float *loss = args.outs[0].f32();
   T *dx = rows::dataOf<T>(args.outs[1]);
   const TensorView &dw = args.outs[2];
-  const bool dwBf16 = dw.desc->dtype == DType::kBF16;
+  // The chunk: R rows of f32 logits in the workspace output (the arena).
+  float *logits = args.outs[3].f32();
+  const int64_t chunkRows = args.outs[3].desc->shape[0];
   const bool accumulate = rows::paramsOf(args).intOr("accumulate", 0) != 0;
-  // lse and target logits of every row, then the chunk.
+  // The lse and target logit of every row sit at the start of the launch's
+  // cuBLASLt workspace; cuBLASLt gets the rest.
   const size_t perRows = alignUp(static_cast<size_t>(h.n) * sizeof(float));
-  const ChunkSpace s = planChunks(gpu, 2 * perRows, h.v, h.n,
-                                  chunkParamOf(args), h.dtype == DType::kBF16);
-  if (s.count == 0) {
+  const size_t bytes = gpu.workspace ? gpu.workspaceBytes : 0;
+  if (2 * perRows >= bytes) {
     fillNan<<<1, 1, 0, stream>>>(loss, 1);
     nanOut(stream, dx, h.n * h.d);
-    if (dwBf16)
+    if (dw.desc->dtype == DType::kBF16)
       nanOut(stream, dw.bf16(), h.v * h.d);
     else
       nanOut(stream, dw.f32(), h.v * h.d);
@@ -263,34 +296,45 @@ void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
   float *lse = static_cast<float *>(gpu.workspace);
   float *target = reinterpret_cast<float *>(
       static_cast<char *>(gpu.workspace) + perRows);
+  void *gemmSpace = static_cast<char *>(gpu.workspace) + 2 * perRows;
+  const size_t gemmBytes = bytes - 2 * perRows;
+  const ChunkSpace s{chunkRows, logits, gemmSpace, gemmBytes};
   const int32_t *labels = args.ins[2].i32();
   const float factor = factorOf(args, h.n);
-  for (int64_t r0 = 0; r0 < h.n; r0 += s.count) {
-    const int64_t count = std::min(s.count, h.n - r0);
+  // bf16 dlogits keep the f32 rows' pitch (see chunkDlogitsBf16InPlace).
+  const int64_t dlogitsLd = kBf16 ? 2 * h.v : h.v;
+  for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
+    const int64_t count = std::min(chunkRows, h.n - r0);
     logitsGemm<T>(gpu, args, h, s, r0, count);
     chunkLogSumExp<<<rows::gridFor(count, 1), kBlock, 0, stream>>>(
-        s.logits, count, h.v, r0, labels, lse, target);
-    chunkDlogits<T><<<rows::gridFor(count * h.v, kBlock * 4), kBlock, 0,
-                      stream>>>(s.logits, count, h.v, r0, labels, lse, factor,
-                                static_cast<T *>(s.dlogits));
+        logits, count, h.v, r0, labels, lse, target);
+    if constexpr (kBf16)
+      chunkDlogitsBf16InPlace<<<rows::gridFor(count, 1), kBlock, 0,
+                                stream>>>(logits, count, h.v, r0, labels, lse,
+                                          factor);
+    else
+      chunkDlogits<float><<<rows::gridFor(count * h.v, kBlock * 4), kBlock,
+                            0, stream>>>(logits, count, h.v, r0, labels, lse,
+                                         factor, logits);
     if (h.d == 0)
       continue;
     GemmOperands in;
     in.a = args.ins[1].data;
-    in.b = s.dlogits;
+    in.b = logits;
     in.c = dx + r0 * h.d;
     enqueueGemm(gpu,
                 linearGradInput(count, h.v, h.d, h.dtype, h.dtype, h.dtype,
-                                false),
-                in, s.gemm, s.gemmBytes);
+                                false, dlogitsLd),
+                in, gemmSpace, gemmBytes);
     GemmOperands wt;
     wt.a = static_cast<const T *>(args.ins[0].data) + r0 * h.d;
-    wt.b = s.dlogits;
+    wt.b = logits;
     wt.c = dw.data;
     enqueueGemm(gpu,
                 linearGradWeight(count, h.v, h.d, h.dtype, h.dtype,
-                                 dw.desc->dtype, accumulate || r0 > 0),
-                wt, s.gemm, s.gemmBytes);
+                                 dw.desc->dtype, accumulate || r0 > 0,
+                                 dlogitsLd),
+                wt, gemmSpace, gemmBytes);
   }
   meanLoss<<<1, kBlock, 0, stream>>>(lse, target, h.n, loss);
 }

@@ -111,16 +111,18 @@ GemmProblem linearForward(int64_t n, int64_t m, int64_t k, DType x, DType w,
 }
 
 GemmProblem linearGradInput(int64_t n, int64_t m, int64_t k, DType dy,
-                            DType w, DType dx, bool accumulate) {
-  return rowMajorProduct(RowMajor{dy, n, m, m, 0, false},
+                            DType w, DType dx, bool accumulate,
+                            int64_t dyLd) {
+  return rowMajorProduct(RowMajor{dy, n, m, dyLd ? dyLd : m, 0, false},
                          RowMajor{w, m, k, k, 0, false},
                          RowMajor{dx, n, k, k, 0, false}, 1, 1.0f,
                          accumulate ? 1.0f : 0.0f);
 }
 
 GemmProblem linearGradWeight(int64_t n, int64_t m, int64_t k, DType dy,
-                             DType x, DType dw, bool accumulate) {
-  return rowMajorProduct(RowMajor{dy, n, m, m, 0, true},
+                             DType x, DType dw, bool accumulate,
+                             int64_t dyLd) {
+  return rowMajorProduct(RowMajor{dy, n, m, dyLd ? dyLd : m, 0, true},
                          RowMajor{x, n, k, k, 0, false},
                          RowMajor{dw, m, k, k, 0, false}, 1, 1.0f,
                          accumulate ? 1.0f : 0.0f);

@@ -73,12 +73,15 @@ absl::Status validateGemm(const GemmProblem &p);
 //   linear:             y  = x w^T          (+ bias of length m)
 //   linear_grad_input:  dx = dy w           (beta 1 with accumulate)
 //   linear_grad_weight: dw = dy^T x         (+ db = column sums of dy)
+// dy has `dyLd` elements between rows (0: m, its rows packed).
 GemmProblem linearForward(int64_t n, int64_t m, int64_t k, DType x, DType w,
                           DType y);
 GemmProblem linearGradInput(int64_t n, int64_t m, int64_t k, DType dy,
-                            DType w, DType dx, bool accumulate);
+                            DType w, DType dx, bool accumulate,
+                            int64_t dyLd = 0);
 GemmProblem linearGradWeight(int64_t n, int64_t m, int64_t k, DType dy,
-                             DType x, DType dw, bool accumulate);
+                             DType x, DType dw, bool accumulate,
+                             int64_t dyLd = 0);
 
 // --- running a GemmProblem -------------------------------------------------
 

@@ -17,6 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -89,7 +91,16 @@ std::optional<Group> match(CrossEntropyOp ce) {
   return g;
 }
 
-void rewrite(Group g, int64_t chunk) {
+// The rows of a chunk: as many as `chunk` logits hold, but at least
+// `minRows` (every chunk reads and writes all of dW, so few rows per chunk
+// would make that traffic, not the GEMMs, the cost on a large vocabulary),
+// and at most all rows.
+int64_t chunkRows(int64_t chunk, int64_t minRows, int64_t vocab,
+                  int64_t rows) {
+  return std::min(rows, std::max({int64_t{1}, chunk / vocab, minRows}));
+}
+
+void rewrite(Group g, int64_t chunk, int64_t minRows) {
   OpBuilder b(g.ce);
   Value x = g.linear.getInput(), w = g.linear.getWeight();
   Value labels = g.ce.getLabels();
@@ -100,11 +111,16 @@ void rewrite(Group g, int64_t chunk) {
         x, w, labels, chunkAttr);
     g.ce.getLoss().replaceAllUsesWith(fwd.getLoss());
   } else {
+    auto xType = cast<RankedTensorType>(x.getType());
+    const int64_t vocab = cast<RankedTensorType>(w.getType()).getDimSize(0);
+    const int64_t rows = xType.getNumElements() / xType.getShape().back();
+    auto workspace = RankedTensorType::get(
+        {chunkRows(chunk, minRows, vocab, rows), vocab}, b.getF32Type());
     auto fused = LinearCrossEntropyWithGradOp::create(
         b, g.ce.getLoc(), g.ce.getLoss().getType(),
         g.gradInput.getInputGrad().getType(),
-        g.gradWeight.getWeightGrad().getType(), x, w, labels,
-        g.ceGrad.getScaleAttr(), chunkAttr);
+        g.gradWeight.getWeightGrad().getType(), workspace, x, w, labels,
+        g.ceGrad.getScaleAttr());
     g.ce.getLoss().replaceAllUsesWith(fused.getLoss());
     g.gradInput.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
     g.gradWeight.getWeightGrad().replaceAllUsesWith(fused.getWeightGrad());
@@ -121,9 +137,9 @@ struct FuseLinearCrossEntropyPass
   using FuseLinearCrossEntropyPassBase::FuseLinearCrossEntropyPassBase;
 
   void runOnOperation() override {
-    if (chunk <= 0) {
-      getOperation().emitError("braid-fuse-linear-cross-entropy: chunk must "
-                               "be positive");
+    if (chunk <= 0 || minChunkRows <= 0) {
+      getOperation().emitError("braid-fuse-linear-cross-entropy: chunk and "
+                               "min-chunk-rows must be positive");
       return signalPassFailure();
     }
     SmallVector<Group> groups;
@@ -132,7 +148,7 @@ struct FuseLinearCrossEntropyPass
         groups.push_back(*g);
     });
     for (Group &g : groups)
-      rewrite(g, chunk);
+      rewrite(g, chunk, minChunkRows);
   }
 };
 

@@ -19,7 +19,8 @@ def FuseLinearCrossEntropyPass
     and one `linear_grad_weight` (of `%x`, no bias gradient), into one
     `braid.linear_cross_entropy_with_grad` at the place of the
     cross-entropy: loss, dx and dW in one pass over chunks of logits, three
-    GEMMs as unfused. Its dW is a weight-gradient result that accumulates
+    GEMMs as unfused. Its workspace result holds one chunk: max(chunk / V,
+    min-chunk-rows) rows of V f32 logits, at most all rows. Its dW is a weight-gradient result that accumulates
     into the gradient global as `linear_grad_weight` did (tied embeddings
     included): the head's backward runs first in the backward, so moving it
     to the end of the forward leaves the order of gradient sums unchanged.
@@ -29,8 +30,10 @@ def FuseLinearCrossEntropyPass
   let dependentDialects = ["::braid::BraidDialect"];
   let options = [
     Option<"chunk", "chunk", "int64_t", /*default=*/"1048576",
-           "Logits elements a kernel holds at a time (at least one row or "
-           "vocabulary entry)">,
+           "Logits elements a kernel holds at a time (at least one row)">,
+    Option<"minChunkRows", "min-chunk-rows", "int64_t", /*default=*/"2048",
+           "Rows the workspace of linear_cross_entropy_with_grad holds at "
+           "least (or all rows, when fewer)">,
   ];
 }
 

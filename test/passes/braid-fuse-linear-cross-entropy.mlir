@@ -1,4 +1,5 @@
-// RUN: braid-opt %s --split-input-file --braid-fuse-linear-cross-entropy="chunk=64" | FileCheck %s
+// RUN: braid-opt %s --split-input-file --braid-fuse-linear-cross-entropy="chunk=64 min-chunk-rows=2" | FileCheck %s
+// RUN: braid-opt %s --split-input-file --braid-fuse-linear-cross-entropy | FileCheck %s --check-prefix=DEFAULT
 // RUN: braid-opt /dev/null --braid-training-pipeline="spec=%models/gpt2-tiny.pbtxt fusion=linear-cross-entropy" | FileCheck %s --check-prefix=SCHED
 
 // A tied table: the LM head reads the embedding table, whose gradient sums
@@ -7,7 +8,11 @@
 // CHECK-NOT: braid.linear
 // CHECK-NOT: braid.cross_entropy
 // CHECK: %[[X:.+]] = braid.embedding %arg2, %arg0
-// CHECK: %[[LOSS:.+]], %[[DX:.+]], %[[DW:.+]] = braid.linear_cross_entropy_with_grad %[[X]], %arg2, %arg1 {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xf32>, tensor<16x8xf32>)
+// The workspace: chunk = 64 logits are 4 rows of 16, at least 2 (of 8).
+// CHECK: %[[LOSS:.+]], %[[DX:.+]], %[[DW:.+]], %{{.+}} = braid.linear_cross_entropy_with_grad %[[X]], %arg2, %arg1 {scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<4x16xf32>)
+// By default the workspace holds at least 2048 rows, here all 8.
+// DEFAULT-LABEL: func.func @train_step
+// DEFAULT: braid.linear_cross_entropy_with_grad {{.+}} -> (tensor<f32>, tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>)
 // CHECK: %[[DT:.+]] = braid.embedding_grad_weight %[[DX]], %arg0
 // CHECK: %[[SUM:.+]] = braid.add %[[DW]], %[[DT]]
 // CHECK: return %[[LOSS]], %[[SUM]]
@@ -21,7 +26,7 @@
 // SCHED-NOT: "linear" on 0 ins(%{{[0-9]+}}, %{{[0-9]+}} : memref
 // SCHED-NOT: "cross_entropy
 // SCHED: %[[TG:.+]] = sched.get_global @transformer.wte.weight.grad
-// SCHED: sched.launch "linear_cross_entropy_with_grad" on 0 ins({{.+}} : memref<8x64x64xf32>, memref<256x64xf32>, memref<8x64xi32>) outs({{.+}} : memref<f32>, memref<8x64x64xf32>, memref<256x64xf32>) params {accumulate = 1 : i64, chunk = 1048576 : i64, scale = 5.000000e-01 : f64}
+// SCHED: sched.launch "linear_cross_entropy_with_grad" on 0 ins({{.+}} : memref<8x64x64xf32>, memref<256x64xf32>, memref<8x64xi32>) outs({{.+}} : memref<f32>, memref<8x64x64xf32>, memref<256x64xf32>, memref<512x256xf32>) params {accumulate = 1 : i64, scale = 5.000000e-01 : f64}
 // SCHED-NOT: "cross_entropy
 // SCHED-NOT: "linear_grad_weight" on 0 ins(%{{.+}} : memref<8x64x256xf32>, memref<8x64x64xf32>) outs(%{{.+}} : memref<256x64xf32>)
 // SCHED: sched.launch "layer_norm_grad_input"
@@ -50,7 +55,7 @@ module attributes {braid.train = {num_micro_batches = 4 : i64, beta1 = 0.9 : f64
 
 // bf16 storage: the weight gradient stays f32 over bf16 operands.
 // CHECK-LABEL: func.func @bf16
-// CHECK: braid.linear_cross_entropy_with_grad %arg0, %arg1, %arg2 {chunk = 64 : i64, scale = 1.000000e+00 : f32} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xbf16>, tensor<16x8xf32>)
+// CHECK: braid.linear_cross_entropy_with_grad %arg0, %arg1, %arg2 {scale = 1.000000e+00 : f32} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xbf16>, tensor<16x8xf32>, tensor<4x16xf32>)
 func.func @bf16(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %labels: tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xbf16>, tensor<16x8xf32>) {
   %logits = braid.linear %x, %w : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xbf16>
   %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)

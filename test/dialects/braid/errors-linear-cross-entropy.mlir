@@ -3,14 +3,14 @@
 // Valid: the two fused ops, f32, and bf16 with an f32 weight gradient.
 func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   %loss, %lse = braid.linear_cross_entropy %x, %w, %l {chunk = 14 : i64} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3xf32>)
-  %loss2, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xf32>)
+  %loss2, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %l {scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x7xf32>)
   return
 }
 
 // -----
 
 func.func @f(%x: tensor<2x3x4xbf16>, %w: tensor<7x4xbf16>, %l: tensor<2x3xi32>) {
-  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xbf16>, tensor<7x4xbf16>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xbf16>, tensor<7x4xf32>)
+  %loss, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %l {scale = 0.5 : f32} : (tensor<2x3x4xbf16>, tensor<7x4xbf16>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xbf16>, tensor<7x4xf32>, tensor<6x7xf32>)
   return
 }
 
@@ -50,7 +50,7 @@ func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xbf16>, %l: tensor<2x3xi32>) {
 
 func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   // expected-error @+1 {{input gradient has shape [2x3x7], expected [2x3x4]}}
-  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x7xf32>, tensor<7x4xf32>)
+  %loss, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %l {scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x7xf32>, tensor<7x4xf32>, tensor<6x7xf32>)
   return
 }
 
@@ -58,7 +58,7 @@ func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
 
 func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   // expected-error @+1 {{weight gradient has shape [4x7], expected [7x4]}}
-  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<4x7xf32>)
+  %loss, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %l {scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<4x7xf32>, tensor<6x7xf32>)
   return
 }
 
@@ -66,7 +66,7 @@ func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
 
 func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
   // expected-error @+1 {{weight gradient must be f32 or have the element type of input}}
-  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xbf16>)
+  %loss, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %l {scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xbf16>, tensor<6x7xf32>)
   return
 }
 
@@ -74,6 +74,14 @@ func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
 
 func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x4xi32>) {
   // expected-error @+1 {{labels has shape [2x4], expected [2x3]}}
-  %loss, %dx, %dw = braid.linear_cross_entropy_with_grad %x, %w, %l {chunk = 14 : i64, scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xf32>)
+  %loss, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %l {scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<6x7xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4xf32>, %w: tensor<7x4xf32>, %l: tensor<2x3xi32>) {
+  // expected-error @+1 {{workspace has shape [7x7], expected [R, 7] with 1 <= R <= 6 (the rows)}}
+  %loss, %dx, %dw, %ws = braid.linear_cross_entropy_with_grad %x, %w, %l {scale = 0.5 : f32} : (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<7x7xf32>)
   return
 }

@@ -162,14 +162,18 @@ Fused fused(Problem &p, double scale, const Tensor &dw0, bool accumulate,
   f.lse = Tensor::zeros(p.lead(), DType::kF32);
   run("linear_cross_entropy", {&p.x, &p.w, &p.labels}, {&f.loss, &f.lse}, fwd,
       threads);
-  KernelParams train = fwd;
+  KernelParams train;
   train.setFloat("scale", scale);
   train.setInt("accumulate", accumulate ? 1 : 0);
   f.trainLoss = Tensor::zeros({}, DType::kF32);
   f.dx = Tensor::zeros({2, p.rows / 2, p.d}, p.dtype);
   f.dw = dw0;
+  // The workspace holds the rows that `chunk` logits hold (at least one).
+  const int64_t chunkRows =
+      std::min(p.rows, std::max<int64_t>(1, chunk / p.v));
+  Tensor workspace = Tensor::zeros({chunkRows, p.v}, DType::kF32);
   run("linear_cross_entropy_with_grad", {&p.x, &p.w, &p.labels},
-      {&f.trainLoss, &f.dx, &f.dw}, train, threads);
+      {&f.trainLoss, &f.dx, &f.dw, &workspace}, train, threads);
   return f;
 }
 
@@ -296,8 +300,9 @@ TEST(LinearCrossEntropy, ResultsDoNotDependOnThreads) {
       Tensor trainLoss = Tensor::zeros({}, DType::kF32);
       Tensor dx = Tensor::zeros({2, 20, 16}, dtype);
       Tensor dw = Tensor::zeros({33, 16}, DType::kF32);
+      Tensor workspace = Tensor::zeros({3, 33}, DType::kF32);
       run("linear_cross_entropy_with_grad", {&p.x, &p.w, &p.labels},
-          {&trainLoss, &dx, &dw}, params, threads);
+          {&trainLoss, &dx, &dw, &workspace}, params, threads);
       std::vector<std::vector<float>> got = {loss.values(), lse.values(),
                                              trainLoss.values(), dx.values(),
                                              dw.values()};
