@@ -54,6 +54,12 @@ std::optional<Group> match(CrossEntropyOp ce) {
   g.linear = ce.getLogits().getDefiningOp<LinearOp>();
   if (!g.linear || g.linear.getBias())
     return std::nullopt;
+  // An empty vocabulary or no rows: nothing to chunk (the fused ops refuse
+  // both).
+  auto xType = cast<RankedTensorType>(g.linear.getInput().getType());
+  auto wType = cast<RankedTensorType>(g.linear.getWeight().getType());
+  if (wType.getDimSize(0) == 0 || xType.getNumElements() == 0)
+    return std::nullopt;
   Value logits = g.linear.getResult();
   Value x = g.linear.getInput(), w = g.linear.getWeight();
   for (Operation *user : logits.getUsers()) {
