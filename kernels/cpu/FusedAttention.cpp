@@ -32,6 +32,7 @@
 // empty. Dropout draws are those of the reference: element index
 // ((b * H + h) * S + i) * S + j of dropoutKey(seed, rng_offset, step,
 // micro_batch).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -407,6 +408,9 @@ keyTileRows(const KernelArgs &args, const Geometry &g, const BackwardState &st,
             const float *kT, const float *vT, const float *kPad,
             const float *delta, int64_t bi, int64_t hi, int64_t i, int64_t j0,
             int64_t width, float *dk, float *dv, float *dq) {
+  // Keys beyond the last row's range add nothing: the tile is cut there,
+  // as queryRows cuts it, so dq gets the same terms in either split.
+  width = std::min(width, roundUp(g.rowEnd(i + R - 1) - j0, kLanes));
   loadGradRows<T>(args, g, st, bi, hi, i, R);
   const int64_t stat = (bi * g.h + hi) * g.s + i;
   gradTile<R>(g, st, kT, vT, args.ins[5].f32() + stat, delta + stat, bi, hi, i,
