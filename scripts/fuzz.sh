@@ -21,7 +21,8 @@ clangxx="${clang/clang/clang++}"
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$clang" -DCMAKE_CXX_COMPILER="$clangxx" \
-  -DBRAID_FUZZ=ON -DBRAID_BUILD_COMPILER=OFF -DBRAID_BUILD_BENCH=OFF >/dev/null
+  -DBRAID_FUZZ=ON -DBRAID_BUILD_COMPILER=OFF -DBRAID_BUILD_BENCH=OFF \
+  -DBRAID_ENABLE_CUDA=OFF >/dev/null # the targets read files on the host
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
 artifacts="$root/fuzz-artifacts"
