@@ -18,15 +18,14 @@
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/SharedLoops.h"
 #include "kernels/cpu/Storage.h"
 #include "kernels/cpu/VecMath.h"
 
 namespace braid::cpu {
-namespace {
 
-bool validLabel(int32_t label, int64_t v) { return label >= 0 && label < v; }
-
-// lse of rows [r0, r1) of logits [..., v]; `e` holds v floats.
+// SharedLoops.h: defined once, so that its instruction-set clones have one
+// resolver.
 BRAID_VECTOR_CLONES
 void logSumExpRows(const float *logits, int64_t v, int64_t r0, int64_t r1,
                    float *e, float *lse) {
@@ -37,6 +36,10 @@ void logSumExpRows(const float *logits, int64_t v, int64_t r0, int64_t r1,
     lse[r] = m + std::log(sum(e, v));
   }
 }
+
+namespace {
+
+bool validLabel(int32_t label, int64_t v) { return label >= 0 && label < v; }
 
 template <typename T> void runCrossEntropy(const KernelArgs &args) {
   const T *logits = dataOf<T>(args.ins[0]);

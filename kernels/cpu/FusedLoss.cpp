@@ -94,18 +94,6 @@ void logitsChunk(const float *x, const float *w, int64_t rows, int64_t cols,
                 x, d, w, d, 0.0f, logits, cols);
 }
 
-// lse of each of `rows` rows of `logits` [rows, v] (CrossEntropy.cpp).
-BRAID_VECTOR_CLONES
-void logSumExpRows(const float *logits, int64_t v, int64_t r0, int64_t r1,
-                   float *e, float *lse) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const float *row = logits + r * v;
-    const float m = maxOf(row, v);
-    expShiftScale(row, m, 1.0f, e, v);
-    lse[r] = m + std::log(sum(e, v));
-  }
-}
-
 // d = factor * (exp(l - lse) - onehot(label)) over the v logits of one row
 // (CrossEntropy.cpp).
 BRAID_VECTOR_CLONES

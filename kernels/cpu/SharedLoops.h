@@ -9,6 +9,12 @@
 
 namespace braid::cpu {
 
+// lse[r] = log(sum(exp(row r))) of rows [r0, r1) of logits [..., v], the
+// maximum subtracted first; `e` holds v floats. cross_entropy and the fused
+// LM head (defined in CrossEntropy.cpp).
+void logSumExpRows(const float *logits, int64_t v, int64_t r0, int64_t r1,
+                   float *e, float *lse);
+
 // Sum of (x - m)^2 in fixed lanes: the variance pass of layer_norm and of
 // fused_add_layer_norm.
 BRAID_INLINE float sumSqDiff(const float *__restrict x, float m, int64_t n) {
