@@ -25,13 +25,23 @@
 //     group's query heads in order, then query rows in order.
 //   C (one block per query row): dq_i = scale * sum_j dS_ij k_j.
 //
+// With bf16 storage and head dimension 64 or 128 the tensor-core kernels of
+// FlashAttentionTiles.cu run instead of the forward and of kernels B and C
+// (kernel A still stashes D_i for them); these kernels take every other
+// launch.
+//
 // Workspace: none.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 
 #include "kernels/common/Random.h"
 #include "kernels/cuda/AttentionCommon.cuh"
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/CudaKernels.h"
+#include "kernels/cuda/FlashAttentionTiles.h"
 #include "kernels/cuda/RowKernelUtil.cuh"
 
 namespace braid::cuda {
@@ -363,11 +373,57 @@ Geometry geometryOf(const KernelArgs &args, const TensorDesc &q, int segInput) {
   return g;
 }
 
+// The tensor-core kernels' view of a launch (FlashAttentionTiles.h).
+flash_tiles::Problem tileProblem(const Geometry &g, const KernelArgs &args) {
+  flash_tiles::Problem p;
+  p.b = g.b;
+  p.s = g.s;
+  p.h = g.h;
+  p.hkv = g.hkv;
+  p.dh = g.dh;
+  p.group = g.group;
+  p.qStride = g.qStride;
+  p.kvStride = g.kvStride;
+  p.causal = g.causal;
+  p.prefix = std::min(g.prefix, g.s);
+  p.scale = g.scale;
+  p.dropout = g.dropout;
+  p.threshold = g.threshold;
+  p.dropScale = g.dropScale;
+  p.rngOffset = g.rngOffset;
+  p.seg = g.seg;
+  p.steps = rows::stepValuesOf(args);
+  p.stream = rows::streamOf(args);
+  return p;
+}
+
+// Whether the tensor-core kernels take this launch: bf16 storage, a head
+// dimension they are built for, and operands on 16-byte boundaries (they
+// move 8 values at a time).
+template <typename T>
+bool tilesTake(const Geometry &g, std::initializer_list<const void *> ptrs) {
+  if (!flash_tiles::applies(g.dh, std::is_same_v<T, Bf16>))
+    return false;
+  for (const void *ptr : ptrs)
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+      return false;
+  return true;
+}
+
 template <typename T> void runFlashAttention(const KernelArgs &args) {
   const Geometry g = geometryOf(args, *args.ins[0].desc, 3);
   const int64_t numRows = g.b * g.h * g.s;
   if (numRows == 0 || g.dh == 0)
     return;
+  if constexpr (std::is_same_v<T, Bf16>) {
+    if (tilesTake<T>(g, {args.ins[0].data, args.ins[1].data,
+                         args.ins[2].data, args.outs[0].data})) {
+      flash_tiles::forward(tileProblem(g, args), args.ins[0].bf16(),
+                           args.ins[1].bf16(), args.ins[2].bf16(),
+                           args.outs[0].bf16(), args.outs[1].f32());
+      return;
+    }
+  }
   flashForward<T>
       <<<rows::gridFor(numRows, 1), kBlock, 0, rows::streamOf(args)>>>(
           rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.ins[1]),
@@ -392,6 +448,13 @@ template <typename T> void runFlashAttentionGradInput(const KernelArgs &args) {
   if (stashed)
     flashRowDeltas<T><<<rows::gridFor(queryRows, kWarps), kBlock, 0, stream>>>(
         dout, o, dq, g);
+  if constexpr (std::is_same_v<T, Bf16>) {
+    if (tilesTake<T>(g, {dout, q, k, v, dq, dk, dv})) {
+      flash_tiles::backward(tileProblem(g, args), dout, q, k, v, lse, dq, dk,
+                            dv);
+      return;
+    }
+  }
   flashKeyGrads<T><<<rows::gridFor(keyRows, 1), kBlock, 0, stream>>>(
       dout, q, k, v, o, lse, dq, dk, dv, g, stashed, steps);
   flashQueryGrads<T><<<rows::gridFor(queryRows, 1), kBlock, 0, stream>>>(

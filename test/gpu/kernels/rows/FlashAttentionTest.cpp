@@ -151,6 +151,27 @@ TEST(CudaFlashAttentionKernels, DropoutFollowsStepValuesInGraphs) {
   for (DType dt : {DType::kF32, DType::kBF16})
     runFlashCase({2, 24, 2, 1, 16, true, 3, true, 0.3}, dt, 900,
                  GpuMode::kGraph, steps);
+  // The tensor-core kernels (bf16, Dh 64) under replay.
+  runFlashCase({2, 80, 2, 1, 64, true, 3, true, 0.3}, DType::kBF16, 950,
+               GpuMode::kGraph, steps);
+}
+
+// bf16 with Dh 64 and 128 runs on the tensor-core kernels
+// (FlashAttentionTiles.cu), which also round the probabilities and dS to
+// bf16 for their products: tiles of 64 rows and keys, full and partial,
+// grouped heads, every mask, dropout.
+TEST(CudaFlashAttentionKernels, TensorCoreTilesMatchCpu) {
+  const std::vector<FlashCase> cases = {
+      {2, 200, 4, 2, 64, true, 0, false, 0.0},  // causal, GQA, 4 tiles
+      {1, 130, 2, 2, 128, false, 0, false, 0.1}, // no mask, dropout
+      {2, 150, 4, 1, 64, true, 70, true, 0.1},  // prefix over tiles, docs
+      {1, 64, 2, 1, 128, true, 0, true, 0.0},   // one whole tile, docs
+      {1, 257, 2, 1, 64, true, 0, false, 0.0},  // one key past 4 tiles
+      {3, 17, 2, 2, 128, true, 5, false, 0.2},  // less than a tile
+  };
+  uint64_t seed = 2000;
+  for (const FlashCase &c : cases)
+    runFlashCase(c, DType::kBF16, seed += 10);
 }
 
 } // namespace
