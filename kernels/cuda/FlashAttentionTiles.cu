@@ -8,30 +8,34 @@
 // 16x16x16 bf16 tensor-core tiles (nvcuda::wmma) accumulating in f32:
 //   forward: S = Q K^T, then per row the online softmax (running maximum m
 //     and sum l, the output rows rescaled by exp(m_old - m_new)), then
-//     O += P V with P (dropout applied) rounded to bf16; o = O / l and
+//     O += P V with P the dropped probabilities; o = O / l and
 //     lse = m + log(l) at the end;
 //   dk, dv (one block per kv head and key tile, over the group's query
 //     heads and their row tiles in order): S^T = K Q^T and dP^T = V dO^T,
 //     P = exp(scale S - lse), dS = P (dP f - D), then dV += (P f)^T dO and
-//     dK += dS^T Q with P f and dS rounded to bf16; dk = scale dK;
+//     dK += dS^T Q; dk = scale dK;
 //   dq (one block per query head and row tile, over the key tiles in
 //     order): S and dP again, dS, dQ += dS K; dq = scale dQ.
 // Every output element has one writer that adds its terms in a fixed
 // order: results are the same on every run. Masks and dropout draws are
 // those of FusedAttention.cu (element ((b H + h) S + i) S + j); a key a row
-// does not see gets probability 0. Rounding P and dS to bf16 for the
-// tensor cores is the one difference from the CUDA-core kernels, within
-// the bf16 tolerance of their tests.
+// does not see gets probability 0. The tensor cores multiply bf16, but the
+// weights of the second products (P, P f, dS) are f32 values: each is split
+// into a bf16 high part and the bf16 rounding of the rest, and both are
+// multiplied, high part first, so a weight keeps about 16 bits. (Rounded
+// to bf16 once, few-key rows under causal or document masks, where the
+// weights are large and the sums cancel, would miss the bf16 tolerance of
+// the tests.)
 //
 // Shared memory: Q, K, V (and dO) tiles in bf16 with rows padded by 8
-// values, f32 score tiles, bf16 probability tiles and f32 accumulators
-// (up to 187 KiB for head dimension 128, opted into per kernel).
+// values, f32 score tiles, bf16 weight tiles (high and low parts) and f32
+// accumulators (up to 205 KiB for head dimension 128, opted into at each
+// launch).
 #include <cuda_bf16.h>
 #include <mma.h>
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 
 #include "kernels/cuda/AttentionCommon.cuh"
 #include "kernels/cuda/FlashAttentionTiles.h"
@@ -127,11 +131,20 @@ __device__ void rowsTimesRowsT(const Bf16 *a, const Bf16 *b, float *out) {
   }
 }
 
-// acc[16][D] (f32, ld D + kPadF) += w[16][kTile] (bf16, ld ldP) times b's
-// kTile rows of D values (bf16, ld D + kPadH).
+// A weight w as two bf16 parts, hi + lo, hi first: lo is the rounding of
+// w - hi, so hi + lo is w to about 16 bits.
+__device__ __forceinline__ void splitWeight(float w, Bf16 *hi, Bf16 *lo) {
+  const Bf16 h = roundToBf16(w);
+  *hi = h;
+  *lo = roundToBf16(w - widen(h));
+}
+
+// acc[16][D] (f32, ld D + kPadF) += w[16][kTile] times b's kTile rows of D
+// values (bf16, ld D + kPadH), w given as its parts wHi and wLo (bf16, ld
+// ldP); for each step of 16 keys the high part's product first.
 template <int D>
-__device__ void addWeightsTimesRows(const Bf16 *w, const Bf16 *b,
-                                    float *acc) {
+__device__ void addWeightsTimesRows(const Bf16 *wHi, const Bf16 *wLo,
+                                    const Bf16 *b, float *acc) {
   constexpr int ldH = D + kPadH, ldO = D + kPadF;
 #pragma unroll
   for (int c = 0; c < D / 16; ++c) {
@@ -141,8 +154,10 @@ __device__ void addWeightsTimesRows(const Bf16 *w, const Bf16 *b,
     for (int kk = 0; kk < kTile / 16; ++kk) {
       FragA fa;
       FragBRow fb;
-      wmma::load_matrix_sync(fa, tc(w + kk * 16), ldP);
       wmma::load_matrix_sync(fb, tc(b + kk * 16 * ldH + c * 16), ldH);
+      wmma::load_matrix_sync(fa, tc(wHi + kk * 16), ldP);
+      wmma::mma_sync(f, fa, fb, f);
+      wmma::load_matrix_sync(fa, tc(wLo + kk * 16), ldP);
       wmma::mma_sync(f, fa, fb, f);
     }
     wmma::store_matrix_sync(acc + c * 16, f, ldO, wmma::mem_row_major);
@@ -153,7 +168,7 @@ __device__ void addWeightsTimesRows(const Bf16 *w, const Bf16 *b,
 
 template <int D> constexpr size_t forwardBytes() {
   return 3 * size_t{kTile} * (D + kPadH) * 2 + size_t{kTile} * ldS * 4 +
-         size_t{kTile} * ldP * 2 + size_t{kTile} * (D + kPadF) * 4;
+         2 * size_t{kTile} * ldP * 2 + size_t{kTile} * (D + kPadF) * 4;
 }
 
 // One block per (query tile, head, batch).
@@ -168,8 +183,9 @@ __global__ void __launch_bounds__(kThreads)
   Bf16 *ks = qs + kTile * ldH;
   Bf16 *vs = ks + kTile * ldH;
   float *ss = reinterpret_cast<float *>(vs + kTile * ldH);
-  Bf16 *ps = reinterpret_cast<Bf16 *>(ss + kTile * ldS);
-  float *os = reinterpret_cast<float *>(ps + kTile * ldP);
+  Bf16 *ps = reinterpret_cast<Bf16 *>(ss + kTile * ldS); // P f, high
+  Bf16 *psLo = ps + kTile * ldP;                          // and low parts
+  float *os = reinterpret_cast<float *>(psLo + kTile * ldP);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int r0 = warp * 16;
@@ -227,14 +243,16 @@ __global__ void __launch_bounds__(kThreads)
         const float f =
             seen[t] ? dropFactor(p, key, probsRow(p, bi, hi, i) + j0 + jj)
                     : 0.0f;
-        ps[(r0 + r) * ldP + jj] = roundToBf16(e[t] * f);
+        splitWeight(e[t] * f, &ps[(r0 + r) * ldP + jj],
+                    &psLo[(r0 + r) * ldP + jj]);
       }
       if (alpha != 1.0f)
         for (int d = lane; d < D; d += 32)
           os[(r0 + r) * ldO + d] *= alpha;
     }
     __syncwarp();
-    addWeightsTimesRows<D>(ps + r0 * ldP, vs, os + r0 * ldO);
+    addWeightsTimesRows<D>(ps + r0 * ldP, psLo + r0 * ldP, vs,
+                           os + r0 * ldO);
     __syncthreads(); // the next tile overwrites ks and vs
   }
 #pragma unroll
@@ -269,7 +287,7 @@ __device__ void loadRowStats(const Problem &p, const float *lse,
 
 template <int D> constexpr size_t keyGradBytes() {
   return 4 * size_t{kTile} * (D + kPadH) * 2 + 2 * size_t{kTile} * ldS * 4 +
-         2 * size_t{kTile} * ldP * 2 + 2 * size_t{kTile} * (D + kPadF) * 4 +
+         4 * size_t{kTile} * ldP * 2 + 2 * size_t{kTile} * (D + kPadF) * 4 +
          2 * size_t{kTile} * 4;
 }
 
@@ -289,9 +307,11 @@ __global__ void __launch_bounds__(kThreads)
   Bf16 *dos = qs + kTile * ldH;
   float *st = reinterpret_cast<float *>(dos + kTile * ldH); // S^T
   float *dpt = st + kTile * ldS;                            // dP^T
-  Bf16 *pdt = reinterpret_cast<Bf16 *>(dpt + kTile * ldS);  // (P f)^T
-  Bf16 *dst = pdt + kTile * ldP;                            // dS^T
-  float *dkAcc = reinterpret_cast<float *>(dst + kTile * ldP);
+  Bf16 *pdt = reinterpret_cast<Bf16 *>(dpt + kTile * ldS);  // (P f)^T,
+  Bf16 *pdtLo = pdt + kTile * ldP;                          // its parts
+  Bf16 *dst = pdtLo + kTile * ldP;                          // dS^T, its
+  Bf16 *dstLo = dst + kTile * ldP;                          // parts
+  float *dkAcc = reinterpret_cast<float *>(dstLo + kTile * ldP);
   float *dvAcc = dkAcc + kTile * ldO;
   float *rowLse = dvAcc + kTile * ldO;
   float *rowD = rowLse + kTile;
@@ -335,13 +355,16 @@ __global__ void __launch_bounds__(kThreads)
             pf = prob * f;
             ds = prob * (dpt[(c0 + r) * ldS + ii] * f - rowD[ii]);
           }
-          pdt[(c0 + r) * ldP + ii] = roundToBf16(pf);
-          dst[(c0 + r) * ldP + ii] = roundToBf16(ds);
+          const int at = (c0 + r) * ldP + ii;
+          splitWeight(pf, &pdt[at], &pdtLo[at]);
+          splitWeight(ds, &dst[at], &dstLo[at]);
         }
       }
       __syncwarp();
-      addWeightsTimesRows<D>(pdt + c0 * ldP, dos, dvAcc + c0 * ldO);
-      addWeightsTimesRows<D>(dst + c0 * ldP, qs, dkAcc + c0 * ldO);
+      addWeightsTimesRows<D>(pdt + c0 * ldP, pdtLo + c0 * ldP, dos,
+                             dvAcc + c0 * ldO);
+      addWeightsTimesRows<D>(dst + c0 * ldP, dstLo + c0 * ldP, qs,
+                             dkAcc + c0 * ldO);
     }
   }
   __syncwarp();
@@ -358,7 +381,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <int D> constexpr size_t queryGradBytes() {
   return 4 * size_t{kTile} * (D + kPadH) * 2 + 2 * size_t{kTile} * ldS * 4 +
-         size_t{kTile} * ldP * 2 + size_t{kTile} * (D + kPadF) * 4 +
+         2 * size_t{kTile} * ldP * 2 + size_t{kTile} * (D + kPadF) * 4 +
          2 * size_t{kTile} * 4;
 }
 
@@ -378,8 +401,9 @@ __global__ void __launch_bounds__(kThreads)
   Bf16 *vs = ks + kTile * ldH;
   float *ss = reinterpret_cast<float *>(vs + kTile * ldH);
   float *dps = ss + kTile * ldS;
-  Bf16 *dss = reinterpret_cast<Bf16 *>(dps + kTile * ldS);
-  float *dqAcc = reinterpret_cast<float *>(dss + kTile * ldP);
+  Bf16 *dss = reinterpret_cast<Bf16 *>(dps + kTile * ldS); // dS, its
+  Bf16 *dssLo = dss + kTile * ldP;                          // parts
+  float *dqAcc = reinterpret_cast<float *>(dssLo + kTile * ldP);
   float *rowLse = dqAcc + kTile * ldO;
   float *rowD = rowLse + kTile;
 
@@ -421,11 +445,13 @@ __global__ void __launch_bounds__(kThreads)
               dropFactor(p, key, probsRow(p, bi, hi, i) + j0 + jj);
           ds = prob * (dps[(r0 + r) * ldS + jj] * f - rowD[r0 + r]);
         }
-        dss[(r0 + r) * ldP + jj] = roundToBf16(ds);
+        splitWeight(ds, &dss[(r0 + r) * ldP + jj],
+                    &dssLo[(r0 + r) * ldP + jj]);
       }
     }
     __syncwarp();
-    addWeightsTimesRows<D>(dss + r0 * ldP, ks, dqAcc + r0 * ldO);
+    addWeightsTimesRows<D>(dss + r0 * ldP, dssLo + r0 * ldP, ks,
+                           dqAcc + r0 * ldO);
   }
   // Every warp has read rowD (the stash) before any dq row is written:
   // the rows' stashes live in the slices written below.
@@ -442,19 +468,13 @@ __global__ void __launch_bounds__(kThreads)
 
 // --- host side ---------------------------------------------------------------
 
-// Each kernel asks for more than the default 48 KiB of shared memory once.
+// A kernel may use more than the default 48 KiB of shared memory once it
+// asks: at every launch, since the setting belongs to the current device's
+// context (host work only, allowed while a stream is captured). Should it
+// fail, the launch fails visibly.
 template <typename Kernel> void allowSharedBytes(Kernel kernel, size_t bytes) {
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                        static_cast<int>(bytes));
-}
-
-template <int D> void allowAll() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    allowSharedBytes(tiledForward<D>, forwardBytes<D>());
-    allowSharedBytes(tiledKeyGrads<D>, keyGradBytes<D>());
-    allowSharedBytes(tiledQueryGrads<D>, queryGradBytes<D>());
-  });
 }
 
 unsigned tilesOf(int64_t n) {
@@ -464,7 +484,7 @@ unsigned tilesOf(int64_t n) {
 template <int D>
 void forwardFor(const Problem &p, const Bf16 *q, const Bf16 *k, const Bf16 *v,
                 Bf16 *o, float *lse) {
-  allowAll<D>();
+  allowSharedBytes(tiledForward<D>, forwardBytes<D>());
   const dim3 grid(tilesOf(p.s), static_cast<unsigned>(p.h),
                   static_cast<unsigned>(p.b));
   tiledForward<D><<<grid, kThreads, forwardBytes<D>(), p.stream>>>(p, q, k, v,
@@ -475,7 +495,8 @@ template <int D>
 void backwardFor(const Problem &p, const Bf16 *dout, const Bf16 *q,
                  const Bf16 *k, const Bf16 *v, const float *lse, Bf16 *dq,
                  Bf16 *dk, Bf16 *dv) {
-  allowAll<D>();
+  allowSharedBytes(tiledKeyGrads<D>, keyGradBytes<D>());
+  allowSharedBytes(tiledQueryGrads<D>, queryGradBytes<D>());
   const dim3 keyGrid(tilesOf(p.s), static_cast<unsigned>(p.hkv),
                      static_cast<unsigned>(p.b));
   tiledKeyGrads<D><<<keyGrid, kThreads, keyGradBytes<D>(), p.stream>>>(

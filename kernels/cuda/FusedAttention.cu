@@ -402,7 +402,8 @@ flash_tiles::Problem tileProblem(const Geometry &g, const KernelArgs &args) {
 // move 8 values at a time).
 template <typename T>
 bool tilesTake(const Geometry &g, std::initializer_list<const void *> ptrs) {
-  if (!flash_tiles::applies(g.dh, std::is_same_v<T, Bf16>))
+  if (!flash_tiles::applies(g.dh, std::is_same_v<T, Bf16>) ||
+      g.h > 65535 || g.b > 65535) // grid dimensions y and z
     return false;
   for (const void *ptr : ptrs)
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
