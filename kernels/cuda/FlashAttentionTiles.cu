@@ -509,7 +509,19 @@ void backwardFor(const Problem &p, const Bf16 *dout, const Bf16 *q,
 
 } // namespace
 
-bool applies(int64_t dh, bool bf16) { return bf16 && (dh == 64 || dh == 128); }
+bool applies(int64_t dh, bool bf16) {
+  if (!bf16 || (dh != 64 && dh != 128))
+    return false;
+  // The dk/dv kernel's shared memory must fit the device (sm_90: 227 KiB;
+  // smaller on other GPUs, which then take the CUDA-core kernels).
+  int device = 0, optIn = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                             device) != cudaSuccess)
+    return false;
+  const size_t needed = dh == 64 ? keyGradBytes<64>() : keyGradBytes<128>();
+  return needed <= static_cast<size_t>(optIn);
+}
 
 void forward(const Problem &p, const Bf16 *q, const Bf16 *k, const Bf16 *v,
              Bf16 *o, float *lse) {

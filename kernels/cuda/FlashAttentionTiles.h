@@ -32,7 +32,7 @@ struct Problem {
 };
 
 // Whether the tensor-core kernels take a launch of this head dimension and
-// storage.
+// storage on the current device (their shared memory must fit it).
 bool applies(int64_t dh, bool bf16);
 
 // o and lse of flash_attention.

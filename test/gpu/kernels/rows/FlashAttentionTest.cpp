@@ -157,9 +157,11 @@ TEST(CudaFlashAttentionKernels, DropoutFollowsStepValuesInGraphs) {
 }
 
 // bf16 with Dh 64 and 128 runs on the tensor-core kernels
-// (FlashAttentionTiles.cu), which also round the probabilities and dS to
-// bf16 for their products: tiles of 64 rows and keys, full and partial,
-// grouped heads, every mask, dropout.
+// (FlashAttentionTiles.cu), which multiply the probabilities and dS as two
+// bf16 parts each: tiles of 64 rows and keys, full and partial, grouped
+// heads, every mask, dropout. (Simulated in numpy over 40 seeds: the worst
+// element reaches 0.86 of the tolerance, all of it the outputs' one bf16
+// rounding; a single bf16 rounding of the weights would fail dv here.)
 TEST(CudaFlashAttentionKernels, TensorCoreTilesMatchCpu) {
   const std::vector<FlashCase> cases = {
       {2, 200, 4, 2, 64, true, 0, false, 0.0},  // causal, GQA, 4 tiles
