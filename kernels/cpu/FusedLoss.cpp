@@ -151,12 +151,11 @@ LogitsChunk logitsOfRows(ThreadPool *pool, const Head &h, const T *x,
 
 // The mean over rows of lse - target, summed in double in row order as
 // cross_entropy sums it.
-float meanLoss(const std::vector<float> &lse,
-               const std::vector<float> &target) {
+float meanLoss(const float *lse, const float *target, int64_t rows) {
   double total = 0;
-  for (size_t r = 0; r < lse.size(); ++r)
+  for (int64_t r = 0; r < rows; ++r)
     total += static_cast<double>(lse[r]) - static_cast<double>(target[r]);
-  return static_cast<float>(total / static_cast<double>(lse.size()));
+  return static_cast<float>(total / static_cast<double>(rows));
 }
 
 template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
@@ -182,7 +181,7 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
     }
   }
   args.outs[0].f32()[0] =
-      meanLoss(std::vector<float>(lse, lse + h.n), target);
+      meanLoss(lse, target.data(), h.n);
 }
 
 float factorOf(const KernelArgs &args, int64_t rows) {
@@ -246,7 +245,7 @@ void linearCrossEntropyWithGrad(const KernelArgs &args, U *dw) {
   if constexpr (!std::is_same_v<U, float>)
     if (h.d > 0)
       roundMatrix(pool, dwF, h.v, h.d, dw, h.d);
-  args.outs[0].f32()[0] = meanLoss(lse, target);
+  args.outs[0].f32()[0] = meanLoss(lse.data(), target.data(), h.n);
 }
 
 template <typename T>

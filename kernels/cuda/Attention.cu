@@ -6,7 +6,7 @@
 //
 // Masks, as in flash attention: key j is visible from query i iff
 // (!causal || j <= i || j < prefix) and, with segment ids (the last input),
-// seg[b, i] == seg[b, j]. Only keys [0, keys(i)) of a row are walked, and
+// seg[b, i] == seg[b, j]. Only keys [0, rowEnd(i)) of a row are walked, and
 // only query rows from firstRowSeeing(j) on for a key; within those, a key
 // of another segment gets score -inf (probability exactly 0) in the
 // forward and coefficient 0 in the backward, whatever `probs` holds there.
@@ -59,45 +59,14 @@ using rows::warpSum;
 
 // Keys (or query rows) whose coefficients sit in shared memory at once.
 constexpr int64_t kChunk = 2048;
-// Head-dimension columns a thread accumulates at once; a head wider than
-// kBlock * kColsPerThread is done in several passes.
-constexpr int kColsPerThread = 4;
-constexpr int64_t kDTile = int64_t{kBlock} * kColsPerThread;
 
-// The sizes and parameters of one launch.
-struct Geometry {
-  int64_t b, s, h, hkv, dh, group;
-  int64_t qStride, kvStride; // elements between consecutive positions
-  int32_t causal;
-  int64_t prefix; // in [0, s]; 0 without causal
-  float scale;
-  // Dropout: kept iff the draw's 24 bits are >= threshold; kept values are
-  // multiplied by dropScale.
-  int32_t dropout;
-  uint64_t threshold;
-  float dropScale;
-  int64_t rngOffset;
-  const int32_t *seg; // segment ids [B, S], or null
-
-  // Keys [0, keys(i)) may be visible from query i (segments aside).
-  __device__ int64_t keys(int64_t i) const {
-    return causal ? max(i + 1, prefix) : s;
-  }
-  // The first query row that may see key j (segments aside).
-  __device__ int64_t firstRowSeeing(int64_t j) const {
-    return !causal || j < prefix ? 0 : j;
-  }
-  // Whether key j < keys(i) is visible from query i: the same segment.
-  __device__ bool sameSegment(int64_t bi, int64_t i, int64_t j) const {
-    return !seg || seg[bi * s + i] == seg[bi * s + j];
-  }
-  // Element index of probs[bi, hi, i, 0], and of its dropout draws.
-  __device__ int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
-    return ((bi * h + hi) * s + i) * s;
-  }
-};
-
+using attention::Geometry;
+using attention::geometryOf;
+using attention::addWeightedRows;
 using attention::dropFactor;
+using attention::kColsPerThread;
+using attention::kDTile;
+using attention::storeColumns;
 using attention::getStat;
 using attention::maskKey;
 using attention::putStat;
@@ -118,7 +87,7 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t numRows = g.b * g.h * g.s;
   for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
     const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
-    const int64_t n = g.keys(i);
+    const int64_t n = g.rowEnd(i);
     const bool resident = n <= kChunk;
     const T *qRow = q + (bi * g.s + i) * g.qStride + hi * g.dh;
     const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
@@ -186,22 +155,11 @@ __global__ void __launch_bounds__(kBlock)
           }
           __syncthreads();
         }
-        for (int c = 0; c < kColsPerThread; ++c) {
-          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-          if (d < g.dh) {
-            float a = out[c];
-            for (int64_t j = j0; j < j1; ++j)
-              a += buf[j - j0] * load(vHead, j * g.kvStride + d);
-            out[c] = a;
-          }
-        }
+        addWeightedRows(out, 1.0f, buf, vHead, g.kvStride, j0, j1, dt0,
+                        g.dh);
         __syncthreads();
       }
-      for (int c = 0; c < kColsPerThread; ++c) {
-        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-        if (d < g.dh)
-          store(oRow, d, out[c]);
-      }
+      storeColumns(oRow, out, 1.0f, dt0, g.dh);
     }
     // Keys beyond the row's range have probability 0.
     for (int64_t j = n + threadIdx.x; j < g.s; j += kBlock)
@@ -218,7 +176,7 @@ __device__ float rowSumWarp(const T *__restrict__ dout,
                             const T *__restrict__ v,
                             const T *__restrict__ probs, const Geometry &g,
                             uint64_t key, int64_t bi, int64_t hi, int64_t i) {
-  const int64_t n = g.keys(i);
+  const int64_t n = g.rowEnd(i);
   const T *doRow = dout + (bi * g.s + i) * g.qStride + hi * g.dh;
   const T *vHead = v + bi * g.s * g.kvStride + (hi / g.group) * g.dh;
   const int64_t base = g.probsRow(bi, hi, i);
@@ -298,29 +256,16 @@ __global__ void __launch_bounds__(kBlock)
             }
           }
           __syncthreads();
-          for (int c = 0; c < kColsPerThread; ++c) {
-            const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-            if (d < g.dh) {
-              float ak = accK[c], av = accV[c];
-              for (int64_t i = i0; i < i1; ++i) {
-                const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
-                ak += coefK[i - i0] * load(q, qOff + d);
-                av += coefV[i - i0] * load(dout, qOff + d);
-              }
-              accK[c] = ak;
-              accV[c] = av;
-            }
-          }
+          const int64_t headOff = bi * g.s * g.qStride + hi * g.dh;
+          addWeightedRows(accK, 1.0f, coefK, q + headOff, g.qStride, i0, i1,
+                          dt0, g.dh);
+          addWeightedRows(accV, 1.0f, coefV, dout + headOff, g.qStride, i0,
+                          i1, dt0, g.dh);
           __syncthreads();
         }
       }
-      for (int c = 0; c < kColsPerThread; ++c) {
-        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-        if (d < g.dh) {
-          store(dk, kvOff + d, accK[c]);
-          store(dv, kvOff + d, accV[c]);
-        }
-      }
+      storeColumns(dk + kvOff, accK, 1.0f, dt0, g.dh);
+      storeColumns(dv + kvOff, accV, 1.0f, dt0, g.dh);
     }
   }
 }
@@ -340,7 +285,7 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t numRows = g.b * g.h * g.s;
   for (int64_t u = blockIdx.x; u < numRows; u += gridDim.x) {
     const int64_t i = u % g.s, hi = (u / g.s) % g.h, bi = u / (g.s * g.h);
-    const int64_t n = g.keys(i);
+    const int64_t n = g.rowEnd(i);
     const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
     const T *doRow = dout + qOff;
     const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
@@ -372,22 +317,11 @@ __global__ void __launch_bounds__(kBlock)
             buf[j - j0] = dS;
         }
         __syncthreads();
-        for (int c = 0; c < kColsPerThread; ++c) {
-          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-          if (d < g.dh) {
-            float a = acc[c];
-            for (int64_t j = j0; j < j1; ++j)
-              a += buf[j - j0] * load(kHead, j * g.kvStride + d);
-            acc[c] = a;
-          }
-        }
+        addWeightedRows(acc, 1.0f, buf, kHead, g.kvStride, j0, j1, dt0,
+                        g.dh);
         __syncthreads();
       }
-      for (int c = 0; c < kColsPerThread; ++c) {
-        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-        if (d < g.dh)
-          store(dq + qOff, d, acc[c] * g.scale);
-      }
+      storeColumns(dq + qOff, acc, g.scale, dt0, g.dh);
     }
     // rowSum is read again by the next row of this block.
     __syncthreads();
@@ -395,34 +329,6 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // --- host side ---------------------------------------------------------------
-
-// segInput: the index of the optional segment ids among the inputs.
-Geometry geometryOf(const KernelArgs &args, const TensorDesc &q,
-                    int segInput) {
-  const KernelParams &p = rows::paramsOf(args);
-  Geometry g{};
-  g.b = q.shape[0];
-  g.s = q.shape[1];
-  g.h = p.intOr("num_heads", 1);
-  g.hkv = p.intOr("num_kv_heads", 1);
-  g.dh = g.h > 0 ? q.shape[2] / g.h : 0;
-  g.group = g.hkv > 0 ? g.h / g.hkv : 1;
-  g.qStride = g.h * g.dh;
-  g.kvStride = g.hkv * g.dh;
-  g.causal = p.intOr("causal", 0) != 0;
-  g.prefix =
-      g.causal ? std::clamp<int64_t>(p.intOr("prefix", 0), 0, g.s) : 0;
-  g.scale = static_cast<float>(p.floatOr("scale", 1.0));
-  const double drop = p.floatOr("dropout", 0.0);
-  g.dropout = drop > 0;
-  g.threshold = static_cast<uint64_t>(std::ceil(drop * 16777216.0));
-  g.dropScale = 1.0f / (1.0f - static_cast<float>(drop));
-  g.rngOffset = p.intOr("rng_offset", 0);
-  g.seg = static_cast<int>(args.ins.size()) > segInput
-              ? args.ins[segInput].i32()
-              : nullptr;
-  return g;
-}
 
 template <typename T> void runAttention(const KernelArgs &args) {
   const Geometry g = geometryOf(args, *args.ins[0].desc, 3);

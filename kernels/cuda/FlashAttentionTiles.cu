@@ -46,6 +46,7 @@ namespace {
 
 using namespace nvcuda;
 using attention::dropFactor;
+using attention::Geometry;
 using attention::getStat;
 using attention::maskKey;
 using rows::warpSum;
@@ -67,26 +68,6 @@ using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
 __device__ __forceinline__ const __nv_bfloat16 *tc(const Bf16 *p) {
   return reinterpret_cast<const __nv_bfloat16 *>(p);
-}
-
-__device__ __forceinline__ int64_t rowEnd(const Problem &p, int64_t i) {
-  return p.causal ? max(i + 1, p.prefix) : p.s;
-}
-__device__ __forceinline__ int64_t firstRowSeeing(const Problem &p,
-                                                  int64_t j) {
-  return !p.causal || j < p.prefix ? 0 : j;
-}
-// Whether query i sees key j; rows and keys past the sequence (the padding
-// of a last tile) see and are seen by nothing.
-__device__ __forceinline__ bool visible(const Problem &p, int64_t bi,
-                                        int64_t i, int64_t j) {
-  if (i >= p.s || j >= p.s || j >= rowEnd(p, i))
-    return false;
-  return !p.seg || p.seg[bi * p.s + i] == p.seg[bi * p.s + j];
-}
-__device__ __forceinline__ int64_t probsRow(const Problem &p, int64_t bi,
-                                            int64_t hi, int64_t i) {
-  return ((bi * p.h + hi) * p.s + i) * p.s;
 }
 
 __device__ __forceinline__ float warpMax(float v) {
@@ -174,7 +155,8 @@ template <int D> constexpr size_t forwardBytes() {
 // One block per (query tile, head, batch).
 template <int D>
 __global__ void __launch_bounds__(kThreads)
-    tiledForward(Problem p, const Bf16 *__restrict__ q,
+    tiledForward(Geometry g, const StepValues *__restrict__ steps,
+                 const Bf16 *__restrict__ q,
                  const Bf16 *__restrict__ k, const Bf16 *__restrict__ v,
                  Bf16 *__restrict__ o, float *__restrict__ lse) {
   constexpr int ldH = D + kPadH, ldO = D + kPadF;
@@ -190,10 +172,10 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int r0 = warp * 16;
   const int64_t q0 = int64_t{blockIdx.x} * kTile, hi = blockIdx.y,
-                bi = blockIdx.z, hk = hi / p.group;
-  const int64_t rows = min(int64_t{kTile}, p.s - q0);
-  const uint64_t key = maskKey(p, p.steps);
-  loadTile<D>(qs, q + (bi * p.s + q0) * p.qStride + hi * D, p.qStride, rows);
+                bi = blockIdx.z, hk = hi / g.group;
+  const int64_t rows = min(int64_t{kTile}, g.s - q0);
+  const uint64_t key = maskKey(g, steps);
+  loadTile<D>(qs, q + (bi * g.s + q0) * g.qStride + hi * D, g.qStride, rows);
   for (int t = threadIdx.x; t < kTile * ldO; t += kThreads)
     os[t] = 0.0f;
   float m[16], l[16];
@@ -202,13 +184,13 @@ __global__ void __launch_bounds__(kThreads)
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
-  const Bf16 *kHead = k + bi * p.s * p.kvStride + hk * D;
-  const Bf16 *vHead = v + bi * p.s * p.kvStride + hk * D;
-  const int64_t keysEnd = rowEnd(p, q0 + rows - 1);
+  const Bf16 *kHead = k + bi * g.s * g.kvStride + hk * D;
+  const Bf16 *vHead = v + bi * g.s * g.kvStride + hk * D;
+  const int64_t keysEnd = g.rowEnd(q0 + rows - 1);
   for (int64_t j0 = 0; j0 < keysEnd; j0 += kTile) {
-    const int64_t keys = min(int64_t{kTile}, p.s - j0);
-    loadTile<D>(ks, kHead + j0 * p.kvStride, p.kvStride, keys);
-    loadTile<D>(vs, vHead + j0 * p.kvStride, p.kvStride, keys);
+    const int64_t keys = min(int64_t{kTile}, g.s - j0);
+    loadTile<D>(ks, kHead + j0 * g.kvStride, g.kvStride, keys);
+    loadTile<D>(vs, vHead + j0 * g.kvStride, g.kvStride, keys);
     __syncthreads();
     rowsTimesRowsT<D>(qs + r0 * ldH, ks, ss + r0 * ldS);
     __syncwarp();
@@ -222,8 +204,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int t = 0; t < 2; ++t) {
         const int jj = lane + 32 * t;
-        seen[t] = visible(p, bi, i, j0 + jj);
-        x[t] = seen[t] ? ss[(r0 + r) * ldS + jj] * p.scale : -INFINITY;
+        seen[t] = g.visible(bi, i, j0 + jj);
+        x[t] = seen[t] ? ss[(r0 + r) * ldS + jj] * g.scale : -INFINITY;
         tileMax = fmaxf(tileMax, x[t]);
       }
       tileMax = warpMax(tileMax);
@@ -241,7 +223,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int t = 0; t < 2; ++t) {
         const int jj = lane + 32 * t;
         const float f =
-            seen[t] ? dropFactor(p, key, probsRow(p, bi, hi, i) + j0 + jj)
+            seen[t] ? dropFactor(g, key, g.probsRow(bi, hi, i) + j0 + jj)
                     : 0.0f;
         splitWeight(e[t] * f, &ps[(r0 + r) * ldP + jj],
                     &psLo[(r0 + r) * ldP + jj]);
@@ -258,14 +240,14 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int r = 0; r < 16; ++r) {
     const int64_t i = q0 + r0 + r;
-    if (i >= p.s)
+    if (i >= g.s)
       continue;
     const float inv = 1.0f / l[r];
-    Bf16 *oRow = o + (bi * p.s + i) * p.qStride + hi * D;
+    Bf16 *oRow = o + (bi * g.s + i) * g.qStride + hi * D;
     for (int d = lane; d < D; d += 32)
       oRow[d] = roundToBf16(os[(r0 + r) * ldO + d] * inv);
     if (lane == 0)
-      lse[(bi * p.h + hi) * p.s + i] = m[r] + logf(l[r]);
+      lse[(bi * g.h + hi) * g.s + i] = m[r] + logf(l[r]);
   }
 }
 
@@ -273,16 +255,34 @@ __global__ void __launch_bounds__(kThreads)
 
 // The stashed D_i and the lse of rows [i0, i0 + kTile) of head (bi, hi);
 // 0 past the sequence.
-__device__ void loadRowStats(const Problem &p, const float *lse,
+__device__ void loadRowStats(const Geometry &g, const float *lse,
                              const Bf16 *dq, int64_t bi, int64_t hi,
                              int64_t i0, float *rowLse, float *rowD) {
   for (int t = threadIdx.x; t < kTile; t += kThreads) {
     const int64_t i = i0 + t;
-    const bool in = i < p.s;
-    rowLse[t] = in ? lse[(bi * p.h + hi) * p.s + i] : 0.0f;
-    rowD[t] = in ? getStat(dq + (bi * p.s + i) * p.qStride + hi * p.dh)
+    const bool in = i < g.s;
+    rowLse[t] = in ? lse[(bi * g.h + hi) * g.s + i] : 0.0f;
+    rowD[t] = in ? getStat(dq + (bi * g.s + i) * g.qStride + hi * g.dh)
                  : 0.0f;
   }
+}
+
+// The weights query i and key j give the backward products: P f (for dV)
+// and dS = P (dP f - D_i) (for dK and dQ), from the score q_i . k_j, dP =
+// do_i . v_j before the dropout factor f, and the row's lse and D_i; both
+// 0 where i does not see j.
+struct PairWeights {
+  float pf, ds;
+};
+__device__ __forceinline__ PairWeights
+pairWeights(const Geometry &g, uint64_t key, int64_t bi, int64_t hi,
+            int64_t i, int64_t j, float score, float dp, float lse,
+            float delta) {
+  if (!g.visible(bi, i, j))
+    return {0.0f, 0.0f};
+  const float prob = expf(score * g.scale - lse);
+  const float f = dropFactor(g, key, g.probsRow(bi, hi, i) + j);
+  return {prob * f, prob * (dp * f - delta)};
 }
 
 template <int D> constexpr size_t keyGradBytes() {
@@ -294,7 +294,8 @@ template <int D> constexpr size_t keyGradBytes() {
 // One block per (key tile, kv head, batch): dk and dv of the tile's keys.
 template <int D>
 __global__ void __launch_bounds__(kThreads)
-    tiledKeyGrads(Problem p, const Bf16 *__restrict__ dout,
+    tiledKeyGrads(Geometry g, const StepValues *__restrict__ steps,
+                  const Bf16 *__restrict__ dout,
                   const Bf16 *__restrict__ q, const Bf16 *__restrict__ k,
                   const Bf16 *__restrict__ v, const float *__restrict__ lse,
                   const Bf16 *__restrict__ dq, Bf16 *__restrict__ dk,
@@ -320,22 +321,22 @@ __global__ void __launch_bounds__(kThreads)
   const int c0 = warp * 16; // this warp's keys within the tile
   const int64_t j0 = int64_t{blockIdx.x} * kTile, hk = blockIdx.y,
                 bi = blockIdx.z;
-  const int64_t keys = min(int64_t{kTile}, p.s - j0);
-  const uint64_t key = maskKey(p, p.steps);
-  const int64_t kvOff = (bi * p.s + j0) * p.kvStride + hk * D;
-  loadTile<D>(ks, k + kvOff, p.kvStride, keys);
-  loadTile<D>(vs, v + kvOff, p.kvStride, keys);
+  const int64_t keys = min(int64_t{kTile}, g.s - j0);
+  const uint64_t key = maskKey(g, steps);
+  const int64_t kvOff = (bi * g.s + j0) * g.kvStride + hk * D;
+  loadTile<D>(ks, k + kvOff, g.kvStride, keys);
+  loadTile<D>(vs, v + kvOff, g.kvStride, keys);
   for (int t = threadIdx.x; t < 2 * kTile * ldO; t += kThreads)
     dkAcc[t] = 0.0f; // dkAcc and dvAcc
-  const int64_t iStart = firstRowSeeing(p, j0) / kTile * kTile;
-  for (int64_t hi = hk * p.group; hi < (hk + 1) * p.group; ++hi) {
-    for (int64_t i0 = iStart; i0 < p.s; i0 += kTile) {
-      const int64_t rows = min(int64_t{kTile}, p.s - i0);
+  const int64_t iStart = g.firstRowSeeing(j0) / kTile * kTile;
+  for (int64_t hi = hk * g.group; hi < (hk + 1) * g.group; ++hi) {
+    for (int64_t i0 = iStart; i0 < g.s; i0 += kTile) {
+      const int64_t rows = min(int64_t{kTile}, g.s - i0);
       __syncthreads(); // the previous tile's readers are done
-      const int64_t qOff = (bi * p.s + i0) * p.qStride + hi * D;
-      loadTile<D>(qs, q + qOff, p.qStride, rows);
-      loadTile<D>(dos, dout + qOff, p.qStride, rows);
-      loadRowStats(p, lse, dq, bi, hi, i0, rowLse, rowD);
+      const int64_t qOff = (bi * g.s + i0) * g.qStride + hi * D;
+      loadTile<D>(qs, q + qOff, g.qStride, rows);
+      loadTile<D>(dos, dout + qOff, g.qStride, rows);
+      loadRowStats(g, lse, dq, bi, hi, i0, rowLse, rowD);
       __syncthreads();
       rowsTimesRowsT<D>(ks + c0 * ldH, qs, st + c0 * ldS);
       rowsTimesRowsT<D>(vs + c0 * ldH, dos, dpt + c0 * ldS);
@@ -347,17 +348,12 @@ __global__ void __launch_bounds__(kThreads)
         for (int t = 0; t < 2; ++t) {
           const int ii = lane + 32 * t;
           const int64_t i = i0 + ii;
-          float pf = 0.0f, ds = 0.0f;
-          if (visible(p, bi, i, j)) {
-            const float prob =
-                expf(st[(c0 + r) * ldS + ii] * p.scale - rowLse[ii]);
-            const float f = dropFactor(p, key, probsRow(p, bi, hi, i) + j);
-            pf = prob * f;
-            ds = prob * (dpt[(c0 + r) * ldS + ii] * f - rowD[ii]);
-          }
+          const PairWeights w =
+              pairWeights(g, key, bi, hi, i, j, st[(c0 + r) * ldS + ii],
+                          dpt[(c0 + r) * ldS + ii], rowLse[ii], rowD[ii]);
           const int at = (c0 + r) * ldP + ii;
-          splitWeight(pf, &pdt[at], &pdtLo[at]);
-          splitWeight(ds, &dst[at], &dstLo[at]);
+          splitWeight(w.pf, &pdt[at], &pdtLo[at]);
+          splitWeight(w.ds, &dst[at], &dstLo[at]);
         }
       }
       __syncwarp();
@@ -371,9 +367,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < 16; ++r) {
     if (c0 + r >= keys)
       break;
-    const int64_t off = (bi * p.s + j0 + c0 + r) * p.kvStride + hk * D;
+    const int64_t off = (bi * g.s + j0 + c0 + r) * g.kvStride + hk * D;
     for (int d = lane; d < D; d += 32) {
-      dk[off + d] = roundToBf16(dkAcc[(c0 + r) * ldO + d] * p.scale);
+      dk[off + d] = roundToBf16(dkAcc[(c0 + r) * ldO + d] * g.scale);
       dv[off + d] = roundToBf16(dvAcc[(c0 + r) * ldO + d]);
     }
   }
@@ -389,7 +385,8 @@ template <int D> constexpr size_t queryGradBytes() {
 // reading their stashed D_i.
 template <int D>
 __global__ void __launch_bounds__(kThreads)
-    tiledQueryGrads(Problem p, const Bf16 *__restrict__ dout,
+    tiledQueryGrads(Geometry g, const StepValues *__restrict__ steps,
+                    const Bf16 *__restrict__ dout,
                     const Bf16 *__restrict__ q, const Bf16 *__restrict__ k,
                     const Bf16 *__restrict__ v, const float *__restrict__ lse,
                     Bf16 *__restrict__ dq) {
@@ -410,23 +407,23 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int r0 = warp * 16;
   const int64_t q0 = int64_t{blockIdx.x} * kTile, hi = blockIdx.y,
-                bi = blockIdx.z, hk = hi / p.group;
-  const int64_t rows = min(int64_t{kTile}, p.s - q0);
-  const uint64_t key = maskKey(p, p.steps);
-  const int64_t qOff = (bi * p.s + q0) * p.qStride + hi * D;
-  loadTile<D>(qs, q + qOff, p.qStride, rows);
-  loadTile<D>(dos, dout + qOff, p.qStride, rows);
-  loadRowStats(p, lse, dq, bi, hi, q0, rowLse, rowD);
+                bi = blockIdx.z, hk = hi / g.group;
+  const int64_t rows = min(int64_t{kTile}, g.s - q0);
+  const uint64_t key = maskKey(g, steps);
+  const int64_t qOff = (bi * g.s + q0) * g.qStride + hi * D;
+  loadTile<D>(qs, q + qOff, g.qStride, rows);
+  loadTile<D>(dos, dout + qOff, g.qStride, rows);
+  loadRowStats(g, lse, dq, bi, hi, q0, rowLse, rowD);
   for (int t = threadIdx.x; t < kTile * ldO; t += kThreads)
     dqAcc[t] = 0.0f;
-  const Bf16 *kHead = k + bi * p.s * p.kvStride + hk * D;
-  const Bf16 *vHead = v + bi * p.s * p.kvStride + hk * D;
-  const int64_t keysEnd = rowEnd(p, q0 + rows - 1);
+  const Bf16 *kHead = k + bi * g.s * g.kvStride + hk * D;
+  const Bf16 *vHead = v + bi * g.s * g.kvStride + hk * D;
+  const int64_t keysEnd = g.rowEnd(q0 + rows - 1);
   for (int64_t j0 = 0; j0 < keysEnd; j0 += kTile) {
-    const int64_t keys = min(int64_t{kTile}, p.s - j0);
+    const int64_t keys = min(int64_t{kTile}, g.s - j0);
     __syncthreads(); // the previous tile's readers are done
-    loadTile<D>(ks, kHead + j0 * p.kvStride, p.kvStride, keys);
-    loadTile<D>(vs, vHead + j0 * p.kvStride, p.kvStride, keys);
+    loadTile<D>(ks, kHead + j0 * g.kvStride, g.kvStride, keys);
+    loadTile<D>(vs, vHead + j0 * g.kvStride, g.kvStride, keys);
     __syncthreads();
     rowsTimesRowsT<D>(qs + r0 * ldH, ks, ss + r0 * ldS);
     rowsTimesRowsT<D>(dos + r0 * ldH, vs, dps + r0 * ldS);
@@ -437,15 +434,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int t = 0; t < 2; ++t) {
         const int jj = lane + 32 * t;
-        float ds = 0.0f;
-        if (visible(p, bi, i, j0 + jj)) {
-          const float prob =
-              expf(ss[(r0 + r) * ldS + jj] * p.scale - rowLse[r0 + r]);
-          const float f =
-              dropFactor(p, key, probsRow(p, bi, hi, i) + j0 + jj);
-          ds = prob * (dps[(r0 + r) * ldS + jj] * f - rowD[r0 + r]);
-        }
-        splitWeight(ds, &dss[(r0 + r) * ldP + jj],
+        const PairWeights w = pairWeights(
+            g, key, bi, hi, i, j0 + jj, ss[(r0 + r) * ldS + jj],
+            dps[(r0 + r) * ldS + jj], rowLse[r0 + r], rowD[r0 + r]);
+        splitWeight(w.ds, &dss[(r0 + r) * ldP + jj],
                     &dssLo[(r0 + r) * ldP + jj]);
       }
     }
@@ -458,11 +450,11 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   for (int r = 0; r < 16; ++r) {
     const int64_t i = q0 + r0 + r;
-    if (i >= p.s)
+    if (i >= g.s)
       break;
-    Bf16 *dqRow = dq + (bi * p.s + i) * p.qStride + hi * D;
+    Bf16 *dqRow = dq + (bi * g.s + i) * g.qStride + hi * D;
     for (int d = lane; d < D; d += 32)
-      dqRow[d] = roundToBf16(dqAcc[(r0 + r) * ldO + d] * p.scale);
+      dqRow[d] = roundToBf16(dqAcc[(r0 + r) * ldO + d] * g.scale);
   }
 }
 
@@ -482,29 +474,29 @@ unsigned tilesOf(int64_t n) {
 }
 
 template <int D>
-void forwardFor(const Problem &p, const Bf16 *q, const Bf16 *k, const Bf16 *v,
+void forwardFor(const Launch &l, const Bf16 *q, const Bf16 *k, const Bf16 *v,
                 Bf16 *o, float *lse) {
   allowSharedBytes(tiledForward<D>, forwardBytes<D>());
-  const dim3 grid(tilesOf(p.s), static_cast<unsigned>(p.h),
-                  static_cast<unsigned>(p.b));
-  tiledForward<D><<<grid, kThreads, forwardBytes<D>(), p.stream>>>(p, q, k, v,
-                                                                  o, lse);
+  const dim3 grid(tilesOf(l.g.s), static_cast<unsigned>(l.g.h),
+                  static_cast<unsigned>(l.g.b));
+  tiledForward<D><<<grid, kThreads, forwardBytes<D>(), l.stream>>>(
+      l.g, l.steps, q, k, v, o, lse);
 }
 
 template <int D>
-void backwardFor(const Problem &p, const Bf16 *dout, const Bf16 *q,
+void backwardFor(const Launch &l, const Bf16 *dout, const Bf16 *q,
                  const Bf16 *k, const Bf16 *v, const float *lse, Bf16 *dq,
                  Bf16 *dk, Bf16 *dv) {
   allowSharedBytes(tiledKeyGrads<D>, keyGradBytes<D>());
   allowSharedBytes(tiledQueryGrads<D>, queryGradBytes<D>());
-  const dim3 keyGrid(tilesOf(p.s), static_cast<unsigned>(p.hkv),
-                     static_cast<unsigned>(p.b));
-  tiledKeyGrads<D><<<keyGrid, kThreads, keyGradBytes<D>(), p.stream>>>(
-      p, dout, q, k, v, lse, dq, dk, dv);
-  const dim3 queryGrid(tilesOf(p.s), static_cast<unsigned>(p.h),
-                       static_cast<unsigned>(p.b));
-  tiledQueryGrads<D><<<queryGrid, kThreads, queryGradBytes<D>(), p.stream>>>(
-      p, dout, q, k, v, lse, dq);
+  const dim3 keyGrid(tilesOf(l.g.s), static_cast<unsigned>(l.g.hkv),
+                     static_cast<unsigned>(l.g.b));
+  tiledKeyGrads<D><<<keyGrid, kThreads, keyGradBytes<D>(), l.stream>>>(
+      l.g, l.steps, dout, q, k, v, lse, dq, dk, dv);
+  const dim3 queryGrid(tilesOf(l.g.s), static_cast<unsigned>(l.g.h),
+                       static_cast<unsigned>(l.g.b));
+  tiledQueryGrads<D><<<queryGrid, kThreads, queryGradBytes<D>(), l.stream>>>(
+      l.g, l.steps, dout, q, k, v, lse, dq);
 }
 
 } // namespace
@@ -523,21 +515,21 @@ bool applies(int64_t dh, bool bf16) {
   return needed <= static_cast<size_t>(optIn);
 }
 
-void forward(const Problem &p, const Bf16 *q, const Bf16 *k, const Bf16 *v,
+void forward(const Launch &l, const Bf16 *q, const Bf16 *k, const Bf16 *v,
              Bf16 *o, float *lse) {
-  if (p.dh == 64)
-    forwardFor<64>(p, q, k, v, o, lse);
+  if (l.g.dh == 64)
+    forwardFor<64>(l, q, k, v, o, lse);
   else
-    forwardFor<128>(p, q, k, v, o, lse);
+    forwardFor<128>(l, q, k, v, o, lse);
 }
 
-void backward(const Problem &p, const Bf16 *dout, const Bf16 *q,
+void backward(const Launch &l, const Bf16 *dout, const Bf16 *q,
               const Bf16 *k, const Bf16 *v, const float *lse, Bf16 *dq,
               Bf16 *dk, Bf16 *dv) {
-  if (p.dh == 64)
-    backwardFor<64>(p, dout, q, k, v, lse, dq, dk, dv);
+  if (l.g.dh == 64)
+    backwardFor<64>(l, dout, q, k, v, lse, dq, dk, dv);
   else
-    backwardFor<128>(p, dout, q, k, v, lse, dq, dk, dv);
+    backwardFor<128>(l, dout, q, k, v, lse, dq, dk, dv);
 }
 
 } // namespace braid::cuda::flash_tiles

@@ -9,24 +9,14 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/Storage.cuh"
-#include "kernels/registry/Kernel.h"
+#include "kernels/cuda/AttentionCommon.cuh"
 
 namespace braid::cuda::flash_tiles {
 
-// One launch's sizes, masks and dropout (the fields FusedAttention.cu's
-// Geometry holds, for kernels that live in another file).
-struct Problem {
-  int64_t b, s, h, hkv, dh, group;
-  int64_t qStride, kvStride; // elements between consecutive positions
-  int32_t causal;
-  int64_t prefix;
-  float scale;
-  int32_t dropout;
-  uint64_t threshold;
-  float dropScale;
-  int64_t rngOffset;
-  const int32_t *seg; // [B, S] or null
+// The launch: its geometry (AttentionCommon.cuh), the device step values
+// the dropout draws read, and the stream.
+struct Launch {
+  attention::Geometry g;
   const StepValues *steps;
   cudaStream_t stream;
 };
@@ -36,14 +26,14 @@ struct Problem {
 bool applies(int64_t dh, bool bf16);
 
 // o and lse of flash_attention.
-void forward(const Problem &p, const Bf16 *q, const Bf16 *k, const Bf16 *v,
+void forward(const Launch &l, const Bf16 *q, const Bf16 *k, const Bf16 *v,
              Bf16 *o, float *lse);
 
 // dk and dv (one block per kv head and tile of keys), then dq (one block
 // per query head and tile of rows). D_i = do_i . o_i must already be
 // stashed in dq's slice of each row and head (FusedAttention.cu's kernel
 // A); the dq kernel reads it before writing dq.
-void backward(const Problem &p, const Bf16 *dout, const Bf16 *q,
+void backward(const Launch &l, const Bf16 *dout, const Bf16 *q,
               const Bf16 *k, const Bf16 *v, const float *lse, Bf16 *dq,
               Bf16 *dk, Bf16 *dv);
 

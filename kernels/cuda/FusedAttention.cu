@@ -58,41 +58,14 @@ using rows::warpSum;
 
 // Keys (or query rows) whose coefficients sit in shared memory at once.
 constexpr int64_t kChunk = 1024;
-// Head-dimension columns a thread accumulates; wider heads take several
-// passes.
-constexpr int kColsPerThread = 4;
-constexpr int64_t kDTile = int64_t{kBlock} * kColsPerThread;
 
-struct Geometry {
-  int64_t b, s, h, hkv, dh, group;
-  int64_t qStride, kvStride;
-  int32_t causal;
-  int64_t prefix;
-  float scale;
-  int32_t dropout;
-  uint64_t threshold;
-  float dropScale;
-  int64_t rngOffset;
-  const int32_t *seg; // [B, S] or null
-
-  // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
-  __device__ int64_t rowEnd(int64_t i) const {
-    return causal ? max(i + 1, prefix) : s;
-  }
-  __device__ int64_t firstRowSeeing(int64_t j) const {
-    return !causal || j < prefix ? 0 : j;
-  }
-  __device__ bool visible(int64_t bi, int64_t i, int64_t j) const {
-    if (j >= rowEnd(i))
-      return false;
-    return !seg || seg[bi * s + i] == seg[bi * s + j];
-  }
-  __device__ int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
-    return ((bi * h + hi) * s + i) * s;
-  }
-};
-
+using attention::Geometry;
+using attention::geometryOf;
+using attention::addWeightedRows;
 using attention::dropFactor;
+using attention::kColsPerThread;
+using attention::kDTile;
+using attention::storeColumns;
 using attention::getStat;
 using attention::maskKey;
 using attention::putStat;
@@ -154,23 +127,12 @@ __global__ void __launch_bounds__(kBlock)
         }
         l = l * alpha + blockSum(part, red);
         m = mNew;
-        for (int c = 0; c < kColsPerThread; ++c) {
-          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-          if (d < g.dh) {
-            float a = out[c] * alpha;
-            for (int64_t j = j0; j < j1; ++j)
-              a += buf[j - j0] * load(vHead, j * g.kvStride + d);
-            out[c] = a;
-          }
-        }
+        addWeightedRows(out, alpha, buf, vHead, g.kvStride, j0, j1, dt0,
+                        g.dh);
         __syncthreads();
       }
       const float inv = 1.0f / l;
-      for (int c = 0; c < kColsPerThread; ++c) {
-        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-        if (d < g.dh)
-          store(oRow, d, out[c] * inv);
-      }
+      storeColumns(oRow, out, inv, dt0, g.dh);
     }
     if (threadIdx.x == 0)
       lse[(bi * g.h + hi) * g.s + i] = m + logf(l);
@@ -249,29 +211,16 @@ __global__ void __launch_bounds__(kBlock)
             }
           }
           __syncthreads();
-          for (int c = 0; c < kColsPerThread; ++c) {
-            const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-            if (d < g.dh) {
-              float ak = accK[c], av = accV[c];
-              for (int64_t i = i0; i < i1; ++i) {
-                const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
-                ak += coefK[i - i0] * load(q, qOff + d);
-                av += coefV[i - i0] * load(dout, qOff + d);
-              }
-              accK[c] = ak;
-              accV[c] = av;
-            }
-          }
+          const int64_t headOff = bi * g.s * g.qStride + hi * g.dh;
+          addWeightedRows(accK, 1.0f, coefK, q + headOff, g.qStride, i0, i1,
+                          dt0, g.dh);
+          addWeightedRows(accV, 1.0f, coefV, dout + headOff, g.qStride, i0,
+                          i1, dt0, g.dh);
           __syncthreads();
         }
       }
-      for (int c = 0; c < kColsPerThread; ++c) {
-        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-        if (d < g.dh) {
-          store(dk, kvOff + d, accK[c]);
-          store(dv, kvOff + d, accV[c]);
-        }
-      }
+      storeColumns(dk + kvOff, accK, 1.0f, dt0, g.dh);
+      storeColumns(dv + kvOff, accV, 1.0f, dt0, g.dh);
     }
   }
 }
@@ -324,22 +273,11 @@ __global__ void __launch_bounds__(kBlock)
             buf[j - j0] = dS;
         }
         __syncthreads();
-        for (int c = 0; c < kColsPerThread; ++c) {
-          const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-          if (d < g.dh) {
-            float a = acc[c];
-            for (int64_t j = j0; j < j1; ++j)
-              a += buf[j - j0] * load(kHead, j * g.kvStride + d);
-            acc[c] = a;
-          }
-        }
+        addWeightedRows(acc, 1.0f, buf, kHead, g.kvStride, j0, j1, dt0,
+                        g.dh);
         __syncthreads();
       }
-      for (int c = 0; c < kColsPerThread; ++c) {
-        const int64_t d = dt0 + threadIdx.x + int64_t{c} * kBlock;
-        if (d < g.dh)
-          store(dq + qOff, d, acc[c] * g.scale);
-      }
+      storeColumns(dq + qOff, acc, g.scale, dt0, g.dh);
     }
     // delta is read again by the next row of this block.
     __syncthreads();
@@ -348,53 +286,9 @@ __global__ void __launch_bounds__(kBlock)
 
 // --- host side ---------------------------------------------------------------
 
-Geometry geometryOf(const KernelArgs &args, const TensorDesc &q, int segInput) {
-  const KernelParams &p = rows::paramsOf(args);
-  Geometry g{};
-  g.b = q.shape[0];
-  g.s = q.shape[1];
-  g.h = p.intOr("num_heads", 1);
-  g.hkv = p.intOr("num_kv_heads", 1);
-  g.dh = g.h > 0 ? q.shape[2] / g.h : 0;
-  g.group = g.hkv > 0 ? g.h / g.hkv : 1;
-  g.qStride = g.h * g.dh;
-  g.kvStride = g.hkv * g.dh;
-  g.causal = p.intOr("causal", 0) != 0;
-  g.prefix = g.causal ? p.intOr("prefix", 0) : 0;
-  g.scale = static_cast<float>(p.floatOr("scale", 1.0));
-  const double drop = p.floatOr("dropout", 0.0);
-  g.dropout = drop > 0;
-  g.threshold = static_cast<uint64_t>(std::ceil(drop * 16777216.0));
-  g.dropScale = 1.0f / (1.0f - static_cast<float>(drop));
-  g.rngOffset = p.intOr("rng_offset", 0);
-  g.seg = static_cast<int>(args.ins.size()) > segInput
-              ? args.ins[segInput].i32()
-              : nullptr;
-  return g;
-}
-
 // The tensor-core kernels' view of a launch (FlashAttentionTiles.h).
-flash_tiles::Problem tileProblem(const Geometry &g, const KernelArgs &args) {
-  flash_tiles::Problem p;
-  p.b = g.b;
-  p.s = g.s;
-  p.h = g.h;
-  p.hkv = g.hkv;
-  p.dh = g.dh;
-  p.group = g.group;
-  p.qStride = g.qStride;
-  p.kvStride = g.kvStride;
-  p.causal = g.causal;
-  p.prefix = std::min(g.prefix, g.s);
-  p.scale = g.scale;
-  p.dropout = g.dropout;
-  p.threshold = g.threshold;
-  p.dropScale = g.dropScale;
-  p.rngOffset = g.rngOffset;
-  p.seg = g.seg;
-  p.steps = rows::stepValuesOf(args);
-  p.stream = rows::streamOf(args);
-  return p;
+flash_tiles::Launch tileLaunch(const Geometry &g, const KernelArgs &args) {
+  return {g, rows::stepValuesOf(args), rows::streamOf(args)};
 }
 
 // Whether the tensor-core kernels take this launch: bf16 storage, a head
@@ -419,7 +313,7 @@ template <typename T> void runFlashAttention(const KernelArgs &args) {
   if constexpr (std::is_same_v<T, Bf16>) {
     if (tilesTake<T>(g, {args.ins[0].data, args.ins[1].data,
                          args.ins[2].data, args.outs[0].data})) {
-      flash_tiles::forward(tileProblem(g, args), args.ins[0].bf16(),
+      flash_tiles::forward(tileLaunch(g, args), args.ins[0].bf16(),
                            args.ins[1].bf16(), args.ins[2].bf16(),
                            args.outs[0].bf16(), args.outs[1].f32());
       return;
@@ -451,7 +345,7 @@ template <typename T> void runFlashAttentionGradInput(const KernelArgs &args) {
         dout, o, dq, g);
   if constexpr (std::is_same_v<T, Bf16>) {
     if (tilesTake<T>(g, {dout, q, k, v, dq, dk, dv})) {
-      flash_tiles::backward(tileProblem(g, args), dout, q, k, v, lse, dq, dk,
+      flash_tiles::backward(tileLaunch(g, args), dout, q, k, v, lse, dq, dk,
                             dv);
       return;
     }

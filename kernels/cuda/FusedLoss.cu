@@ -158,14 +158,13 @@ __global__ void __launch_bounds__(kBlock)
     loss[0] = static_cast<float>(total / static_cast<double>(numRows));
 }
 
-// dlogits of a chunk [count, v] of f32 logits whose first row is row
-// `row0` of the launch; written as T (in place when T is f32: each element
-// is read and then written by the same thread, so the two may alias).
-template <typename T>
+// f32 dlogits of a chunk [count, v] of f32 logits whose first row is row
+// `row0` of the launch, in place of the logits (each element is read and
+// then written by the same thread).
 __global__ void __launch_bounds__(kBlock)
-    chunkDlogits(const float *logits, int64_t count, int64_t v, int64_t row0,
+    chunkDlogits(float *logits, int64_t count, int64_t v, int64_t row0,
                  const int32_t *__restrict__ labels,
-                 const float *__restrict__ lse, float factor, T *dlogits) {
+                 const float *__restrict__ lse, float factor) {
   const int64_t n = count * v;
   for (int64_t i = blockIdx.x * int64_t{kBlock} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * kBlock) {
@@ -174,7 +173,7 @@ __global__ void __launch_bounds__(kBlock)
     const int32_t label = labels[row0 + r];
     if (validLabel(label, v) && label == j)
       d -= factor;
-    store(dlogits, i, d);
+    logits[i] = d;
   }
 }
 
@@ -313,9 +312,8 @@ void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
                                 stream>>>(logits, count, h.v, r0, labels, lse,
                                           factor);
     else
-      chunkDlogits<float><<<rows::gridFor(count * h.v, kBlock * 4), kBlock,
-                            0, stream>>>(logits, count, h.v, r0, labels, lse,
-                                         factor, logits);
+      chunkDlogits<<<rows::gridFor(count * h.v, kBlock * 4), kBlock, 0,
+                     stream>>>(logits, count, h.v, r0, labels, lse, factor);
     if (h.d == 0)
       continue;
     GemmOperands in;

@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/fuse/AttentionMatch.h"
 #include "passes/fuse/FusionSet.h"
 
 namespace braid {
@@ -31,13 +32,7 @@ namespace {
 bool matches(AttentionOp a, AttentionGradInputOp g) {
   return g.getProbs() == a.getProbs() && g.getQuery() == a.getQuery() &&
          g.getKey() == a.getKey() && g.getValue() == a.getValue() &&
-         a.getNumHeads() == g.getNumHeads() &&
-         a.getNumKvHeads() == g.getNumKvHeads() &&
-         a.getCausal() == g.getCausal() && a.getScale() == g.getScale() &&
-         a.getDropout() == g.getDropout() &&
-         a.getRngOffset() == g.getRngOffset() &&
-         a.getPrefix() == g.getPrefix() &&
-         a.getSegmentIds() == g.getSegmentIds();
+         sameAttention(a, g);
 }
 
 bool fuse(AttentionOp at) {

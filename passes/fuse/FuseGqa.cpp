@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/fuse/AttentionMatch.h"
 #include "passes/fuse/FusionSet.h"
 
 namespace braid {
@@ -46,16 +47,6 @@ RepeatKVGradInputOp narrowingOf(Value grad, RepeatKVOp rep) {
   return sum;
 }
 
-bool sameAttributes(AttentionOp a, AttentionGradInputOp g) {
-  return a.getNumHeads() == g.getNumHeads() &&
-         a.getNumKvHeads() == g.getNumKvHeads() &&
-         a.getCausal() == g.getCausal() && a.getScale() == g.getScale() &&
-         a.getDropout() == g.getDropout() &&
-         a.getRngOffset() == g.getRngOffset() &&
-         a.getPrefix() == g.getPrefix() &&
-         a.getSegmentIds() == g.getSegmentIds();
-}
-
 struct Backward {
   AttentionGradInputOp grad;
   RepeatKVGradInputOp keySum, valueSum;
@@ -78,7 +69,7 @@ bool fuse(AttentionOp at) {
       continue; // reads the probabilities, which do not change
     if (g.getProbs() != at.getProbs() || g.getQuery() != at.getQuery() ||
         g.getKey() != at.getKey() || g.getValue() != at.getValue() ||
-        !sameAttributes(at, g))
+        !sameAttention(at, g))
       return false;
     Backward bw{g, narrowingOf(g.getKeyGrad(), repK),
                 narrowingOf(g.getValueGrad(), repV)};

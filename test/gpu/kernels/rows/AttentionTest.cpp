@@ -22,6 +22,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/CudaFamilies.h"
+#include "test/gpu/kernels/rows/AttentionCases.h"
 #include "test/gpu/kernels/rows/RowTestUtil.h"
 
 namespace braid::gpu_test::rows_test {
@@ -34,46 +35,7 @@ TwinHarness &harness() {
   return *h;
 }
 
-struct AttnCase {
-  int64_t b, s, h, hkv, dh;
-  bool causal;
-  int64_t prefix; // only with causal
-  bool segments;  // segment ids as the last input
-  double dropout;
-};
-
-KernelParams attnParams(const AttnCase &c) {
-  KernelParams p;
-  p.setInt("num_heads", c.h);
-  p.setInt("num_kv_heads", c.hkv);
-  p.setInt("causal", c.causal ? 1 : 0);
-  p.setInt("prefix", c.prefix);
-  p.setFloat("scale", 1.0 / std::sqrt(static_cast<double>(c.dh)));
-  p.setFloat("dropout", c.dropout);
-  p.setInt("rng_offset", 4);
-  return p;
-}
-
-// Documents of 1 to 4 tokens, numbered from 0 in each row (row 0: 0, 0, 0,
-// 1, 1, 2, 3, 3, 3, 3, ...); rows differ.
-HostTensor segmentIds(int64_t b, int64_t s) {
-  std::vector<int32_t> ids;
-  for (int64_t bi = 0; bi < b; ++bi) {
-    int32_t id = -1;
-    int64_t left = 0;
-    for (int64_t i = 0; i < s; ++i) {
-      if (left == 0) {
-        ++id;
-        left = 1 + (id * 3 + bi + 2) % 4;
-      }
-      ids.push_back(id);
-      --left;
-    }
-  }
-  return i32Tensor({b, s}, ids);
-}
-
-void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
+void runAttentionCase(const AttentionCase &c, DType dt, uint64_t seed,
                  GpuMode mode = GpuMode::kEager,
                  std::vector<StepValues> steps = {{2, 1, 0.0, 77}}) {
   SCOPED_TRACE(::testing::Message()
@@ -99,9 +61,10 @@ void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
 
   std::vector<HostTensor> fwdIns = {q, k, v};
   if (c.segments)
-    fwdIns.push_back(segmentIds(c.b, c.s));
+    fwdIns.push_back(segmentIds(c.b, c.s, 4));
   TwinLaunch fwd = launchOf("attention", fwdIns,
-                            {zeros(qs, dt), zeros(ps, dt)}, attnParams(c));
+                            {zeros(qs, dt), zeros(ps, dt)},
+                            attentionParams(c));
   fwd.step = steps.back();
   {
     absl::StatusOr<TwinOutputs> outs = h.runSteps(fwd, steps, mode);
@@ -113,10 +76,10 @@ void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
 
   std::vector<HostTensor> bwdIns = {dout, q, k, v, saved[1]};
   if (c.segments)
-    bwdIns.push_back(segmentIds(c.b, c.s));
+    bwdIns.push_back(segmentIds(c.b, c.s, 4));
   TwinLaunch bwd = launchOf("attention_grad_input", bwdIns,
                             {zeros(qs, dt), zeros(kvs, dt), zeros(kvs, dt)},
-                            attnParams(c));
+                            attentionParams(c));
   bwd.step = steps.back();
   absl::StatusOr<TwinOutputs> outs = h.runSteps(bwd, steps, mode);
   ASSERT_TRUE(outs.ok()) << outs.status().ToString();
@@ -126,7 +89,7 @@ void runAttnCase(const AttnCase &c, DType dt, uint64_t seed,
 }
 
 TEST(CudaAttentionKernels, MatchCpu) {
-  const std::vector<AttnCase> cases = {
+  const std::vector<AttentionCase> cases = {
       {2, 37, 4, 2, 16, true, 0, false, 0.0},   // grouped heads, causal
       {1, 20, 3, 3, 8, false, 0, false, 0.0},   // no mask
       {2, 33, 4, 1, 64, true, 0, false, 0.2},   // dropout, one kv head
@@ -136,14 +99,14 @@ TEST(CudaAttentionKernels, MatchCpu) {
   };
   uint64_t seed = 10;
   for (DType dt : {DType::kF32, DType::kBF16})
-    for (const AttnCase &c : cases)
-      runAttnCase(c, dt, seed += 10);
+    for (const AttentionCase &c : cases)
+      runAttentionCase(c, dt, seed += 10);
 }
 
 // Prefix-LM and segment (packed document) masks, alone and together, with
 // and without dropout; the backward must give masked keys nothing.
 TEST(CudaAttentionKernels, MasksMatchCpu) {
-  const std::vector<AttnCase> cases = {
+  const std::vector<AttentionCase> cases = {
       {1, 13, 2, 1, 8, true, 5, false, 0.0},   // prefix-LM
       {2, 13, 4, 2, 16, true, 5, false, 0.3},  // prefix-LM, dropout
       {1, 9, 2, 2, 8, true, 9, false, 0.0},    // prefix = S: no mask left
@@ -154,8 +117,8 @@ TEST(CudaAttentionKernels, MasksMatchCpu) {
   };
   uint64_t seed = 300;
   for (DType dt : {DType::kF32, DType::kBF16})
-    for (const AttnCase &c : cases)
-      runAttnCase(c, dt, seed += 10);
+    for (const AttentionCase &c : cases)
+      runAttentionCase(c, dt, seed += 10);
 }
 
 // Rows longer than one chunk of keys (2048): the forward recomputes scores
@@ -163,8 +126,8 @@ TEST(CudaAttentionKernels, MasksMatchCpu) {
 // than a chunk, whose rows all take the recomputing path.
 TEST(CudaAttentionKernels, LongRowsMatchCpu) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
-    runAttnCase({1, 2100, 1, 1, 8, true, 0, false, 0.1}, dt, 500);
-    runAttnCase({1, 2100, 1, 1, 8, true, 2060, false, 0.1}, dt, 600);
+    runAttentionCase({1, 2100, 1, 1, 8, true, 0, false, 0.1}, dt, 500);
+    runAttentionCase({1, 2100, 1, 1, 8, true, 2060, false, 0.1}, dt, 600);
   }
 }
 
@@ -172,9 +135,9 @@ TEST(CudaAttentionKernels, DropoutFollowsStepValuesInGraphs) {
   const std::vector<StepValues> steps = {
       {1, 0, 0.0, 5}, {1, 1, 0.0, 5}, {2, 0, 0.0, 5}};
   for (DType dt : {DType::kF32, DType::kBF16}) {
-    runAttnCase({2, 24, 2, 1, 16, true, 0, false, 0.3}, dt, 900,
+    runAttentionCase({2, 24, 2, 1, 16, true, 0, false, 0.3}, dt, 900,
                 GpuMode::kGraph, steps);
-    runAttnCase({2, 24, 2, 1, 16, true, 3, true, 0.3}, dt, 950,
+    runAttentionCase({2, 24, 2, 1, 16, true, 3, true, 0.3}, dt, 950,
                 GpuMode::kGraph, steps);
   }
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cuda/CudaFamilies.h"
+#include "test/gpu/kernels/rows/AttentionCases.h"
 #include "test/gpu/kernels/rows/RowTestUtil.h"
 #include "gtest/gtest.h"
 
@@ -31,45 +32,7 @@ TwinHarness &harness() {
   return *h;
 }
 
-struct FlashCase {
-  int64_t b, s, h, hkv, dh;
-  bool causal;
-  int64_t prefix;
-  bool segments;
-  double dropout;
-};
-
-KernelParams flashParams(const FlashCase &c) {
-  KernelParams p;
-  p.setInt("num_heads", c.h);
-  p.setInt("num_kv_heads", c.hkv);
-  p.setInt("causal", c.causal ? 1 : 0);
-  p.setInt("prefix", c.prefix);
-  p.setFloat("scale", 1.0 / std::sqrt(static_cast<double>(c.dh)));
-  p.setFloat("dropout", c.dropout);
-  p.setInt("rng_offset", 4);
-  return p;
-}
-
-// Documents of 1 to 23 tokens.
-HostTensor segmentIds(int64_t b, int64_t s) {
-  std::vector<int32_t> ids;
-  for (int64_t bi = 0; bi < b; ++bi) {
-    int32_t id = 0;
-    int64_t left = 0;
-    for (int64_t i = 0; i < s; ++i) {
-      if (left == 0) {
-        ++id;
-        left = 1 + (i * 5 + bi * 11 + 3) % 23;
-      }
-      ids.push_back(id);
-      --left;
-    }
-  }
-  return i32Tensor({b, s}, ids);
-}
-
-void runFlashCase(const FlashCase &c, DType dt, uint64_t seed,
+void runFlashCase(const AttentionCase &c, DType dt, uint64_t seed,
                   GpuMode mode = GpuMode::kEager,
                   std::vector<StepValues> steps = {{2, 1, 0.0, 77}}) {
   SCOPED_TRACE(::testing::Message()
@@ -94,10 +57,11 @@ void runFlashCase(const FlashCase &c, DType dt, uint64_t seed,
 
   std::vector<HostTensor> fwdIns = {q, k, v};
   if (c.segments)
-    fwdIns.push_back(segmentIds(c.b, c.s));
+    fwdIns.push_back(segmentIds(c.b, c.s, 23));
   TwinLaunch fwd =
       launchOf("flash_attention", fwdIns,
-               {zeros(qs, dt), zeros(ls, DType::kF32)}, flashParams(c));
+               {zeros(qs, dt), zeros(ls, DType::kF32)},
+               attentionParams(c));
   fwd.step = steps.back();
   {
     absl::StatusOr<TwinOutputs> outs = h.runSteps(fwd, steps, mode);
@@ -109,10 +73,11 @@ void runFlashCase(const FlashCase &c, DType dt, uint64_t seed,
 
   std::vector<HostTensor> bwdIns = {dout, q, k, v, saved[0], saved[1]};
   if (c.segments)
-    bwdIns.push_back(segmentIds(c.b, c.s));
+    bwdIns.push_back(segmentIds(c.b, c.s, 23));
   TwinLaunch bwd =
       launchOf("flash_attention_grad_input", bwdIns,
-               {zeros(qs, dt), zeros(kvs, dt), zeros(kvs, dt)}, flashParams(c));
+               {zeros(qs, dt), zeros(kvs, dt), zeros(kvs, dt)},
+               attentionParams(c));
   bwd.step = steps.back();
   absl::StatusOr<TwinOutputs> outs = h.runSteps(bwd, steps, mode);
   ASSERT_TRUE(outs.ok()) << outs.status().ToString();
@@ -122,7 +87,7 @@ void runFlashCase(const FlashCase &c, DType dt, uint64_t seed,
 }
 
 TEST(CudaFlashAttentionKernels, MatchCpu) {
-  const std::vector<FlashCase> cases = {
+  const std::vector<AttentionCase> cases = {
       {2, 37, 4, 2, 16, true, 0, false, 0.0},   // grouped heads, causal
       {1, 20, 3, 3, 8, false, 0, false, 0.0},   // no mask
       {2, 33, 4, 1, 64, true, 0, false, 0.2},   // dropout, one kv head
@@ -134,7 +99,7 @@ TEST(CudaFlashAttentionKernels, MatchCpu) {
   };
   uint64_t seed = 10;
   for (DType dt : {DType::kF32, DType::kBF16})
-    for (const FlashCase &c : cases)
+    for (const AttentionCase &c : cases)
       runFlashCase(c, dt, seed += 10);
 }
 
@@ -163,7 +128,7 @@ TEST(CudaFlashAttentionKernels, DropoutFollowsStepValuesInGraphs) {
 // element reaches 0.86 of the tolerance, all of it the outputs' one bf16
 // rounding; a single bf16 rounding of the weights would fail dv here.)
 TEST(CudaFlashAttentionKernels, TensorCoreTilesMatchCpu) {
-  const std::vector<FlashCase> cases = {
+  const std::vector<AttentionCase> cases = {
       {2, 200, 4, 2, 64, true, 0, false, 0.0},  // causal, GQA, 4 tiles
       {1, 130, 2, 2, 128, false, 0, false, 0.1}, // no mask, dropout
       {2, 150, 4, 1, 64, true, 70, true, 0.1},  // prefix over tiles, docs
@@ -172,7 +137,7 @@ TEST(CudaFlashAttentionKernels, TensorCoreTilesMatchCpu) {
       {3, 17, 2, 2, 128, true, 5, false, 0.2},  // less than a tile
   };
   uint64_t seed = 2000;
-  for (const FlashCase &c : cases)
+  for (const AttentionCase &c : cases)
     runFlashCase(c, DType::kBF16, seed += 10);
 }
 
