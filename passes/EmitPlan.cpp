@@ -3,11 +3,10 @@
 
 #include <string>
 
-#include "google/protobuf/text_format.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "compiler/emit/PlanEmitter.h"
+#include "runtime/io/AtomicFile.h"
 
 namespace braid {
 #define GEN_PASS_DEF_EMITPLANPASS
@@ -32,22 +31,17 @@ struct EmitPlanPass : impl::EmitPlanPassBase<EmitPlanPass> {
     FailureOr<plan::Plan> plan = emitPlan(module);
     if (failed(plan))
       return signalPassFailure();
-    std::string bytes;
-    bool ok = format == "text"
-                  ? google::protobuf::TextFormat::PrintToString(*plan, &bytes)
-                  : plan->SerializeToString(&bytes);
-    if (!ok) {
-      module.emitError("braid-emit-plan: could not serialise the plan");
+    const std::string bytes = planFileBytes(*plan, format == "text");
+    if (output == "-") {
+      llvm::outs() << bytes;
+      return;
+    }
+    absl::Status written = writeFileAtomically(output, bytes);
+    if (!written.ok()) {
+      module.emitError() << "braid-emit-plan: "
+                         << std::string(written.message());
       return signalPassFailure();
     }
-    std::error_code ec;
-    llvm::raw_fd_ostream os(output, ec, llvm::sys::fs::OF_None);
-    if (ec) {
-      module.emitError() << "braid-emit-plan: cannot write '" << output
-                         << "': " << ec.message();
-      return signalPassFailure();
-    }
-    os << bytes;
   }
 };
 

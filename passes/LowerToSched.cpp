@@ -7,7 +7,12 @@
 //    accumulate = 1 when its producer is a weight-gradient op whose
 //    weight-gradient results are all such leaves, or through an explicit
 //    `accumulate` launch;
-//  * the loss is written to the `@loss` scalar global;
+//  * the loss is written to the `@loss` scalar global, and added to
+//    `@loss_sum` at the end of the micro-batch;
+//  * `@optimizer` decides on the device whether the step is applied:
+//    `step_guard` sets `@step_skipped` when `@loss_sum` or the gradient norm
+//    is not finite, and AdamW then changes nothing; the gradients and the
+//    loss sum are reset either way;
 //  * a braid.cast of an f32 parameter (BF16 precision) is not a launch of
 //    the micro-batch: it becomes the persistent weight copy `@NAME.bf16`,
 //    written by a `cast` launch in `@init` and again at the end of
@@ -240,7 +245,7 @@ void Lowering::createGlobals() {
              b_.getDictionaryAttr(
                  {named("role", b_.getStringAttr(inputRole_[arg]))}));
   auto scalar = RankedTensorType::get({}, b_.getF32Type());
-  for (StringRef role : {"loss", "grad_norm"})
+  for (StringRef role : {"loss", "loss_sum", "grad_norm", "step_skipped"})
     global(role, "scalar", scalar,
            b_.getDictionaryAttr({named("role", b_.getStringAttr(role))}));
 }
@@ -369,6 +374,9 @@ LogicalResult Lowering::lowerMicroBatch() {
           launch(op.getLoc(), "accumulate", {buffers[r]},
                  {getGlobal(gradSink_.lookup(r))}, DictionaryAttr());
   }
+  Value lossBuf = getGlobal("loss");
+  Value lossSum = getGlobal("loss_sum");
+  launch(func_.getLoc(), "accumulate", {lossBuf}, {lossSum}, DictionaryAttr());
   return success();
 }
 
@@ -383,6 +391,9 @@ void Lowering::lowerOptimizer() {
     grads.push_back(getGlobal(p.name + ".grad"));
   Value norm = getGlobal("grad_norm");
   launch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
+  Value lossSum = getGlobal("loss_sum");
+  Value skip = getGlobal("step_skipped");
+  launch(loc, "step_guard", {lossSum, norm}, {skip}, DictionaryAttr());
 
   auto f64 = [&](StringRef key) {
     return b_.getF64FloatAttr(
@@ -400,12 +411,13 @@ void Lowering::lowerOptimizer() {
                                              ? f64("weight_decay")
                                              : b_.getF64FloatAttr(0.0)),
          b_.getNamedAttr("grad_clip", f64("grad_clip"))});
-    launch(loc, "adamw", {grad, norm}, {param, m, v}, params);
+    launch(loc, "adamw", {grad, norm, skip}, {param, m, v}, params);
   }
   auto zero = b_.getDictionaryAttr(
       {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
   for (Value grad : grads)
     launch(loc, "fill", {}, {grad}, zero);
+  launch(loc, "fill", {}, {lossSum}, zero);
   refreshWeightCopies(loc);
 }
 

@@ -9,6 +9,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include "dialects/sched/SchedOps.h"
+#include "google/protobuf/text_format.h"
+#include "runtime/plan/PlanFile.h"
 #include "runtime/plan/PlanFormat.h"
 
 using namespace mlir;
@@ -78,8 +80,12 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
     StringRef role = info.getAs<StringAttr>("role").getValue();
     if (role == "loss")
       plan_.set_loss_tensor(t->id());
+    else if (role == "loss_sum")
+      plan_.set_loss_sum_tensor(t->id());
     else if (role == "grad_norm")
       plan_.set_grad_norm_tensor(t->id());
+    else if (role == "step_skipped")
+      plan_.set_step_skipped_tensor(t->id());
   }
   if (k == plan::PARAMETER) {
     plan::ParameterInfo *p = t->mutable_param();
@@ -298,9 +304,11 @@ FailureOr<plan::Plan> Emitter::run() {
       return failure();
   if (failed(linkParameters()))
     return failure();
-  if (!globalIds_.count("loss") || !globalIds_.count("grad_norm"))
-    return module_.emitError("needs the @loss and @grad_norm scalar globals "
-                             "(run braid-lower-to-sched first)");
+  for (StringRef scalar : {"loss", "loss_sum", "grad_norm", "step_skipped"})
+    if (!globalIds_.count(scalar))
+      return module_.emitError("needs the @loss, @loss_sum, @grad_norm and "
+                               "@step_skipped scalar globals (run "
+                               "braid-lower-to-sched first)");
   for (auto program : module_.getOps<sched::ProgramOp>())
     if (failed(addProgram(program)))
       return failure();
@@ -315,6 +323,16 @@ FailureOr<plan::Plan> Emitter::run() {
 
 FailureOr<plan::Plan> emitPlan(ModuleOp module) {
   return Emitter(module).run();
+}
+
+std::string planFileBytes(const plan::Plan &plan, bool text) {
+  std::string bytes;
+  if (text) {
+    google::protobuf::TextFormat::PrintToString(plan, &bytes);
+    return bytes;
+  }
+  plan.SerializeToString(&bytes);
+  return sealPlan(bytes);
 }
 
 } // namespace braid

@@ -98,17 +98,18 @@ absl::Status checkRange(const LaunchChecker &c, absl::string_view name,
 
 absl::Status checkMultiAdamw(const KernelSignature &sig) {
   LaunchChecker c("multi_adamw", sig);
-  const int n = c.numIns() - 1;
+  const int n = c.numIns() - 2;
   if (n < 1 || c.numOuts() != 3 * n)
     return c.error(absl::StrCat(
-        "expected n gradients and the norm as inputs and n parameters, n "
-        "exp_avg and n exp_avg_sq as outputs (n >= 1); got ",
+        "expected n gradients, the norm and the skip flag as inputs and n "
+        "parameters, n exp_avg and n exp_avg_sq as outputs (n >= 1); got ",
         c.numIns(), " inputs and ", c.numOuts(), " outputs"));
-  BRAID_KERNEL_TRY(c.variadicInputs("grad or norm"));
+  BRAID_KERNEL_TRY(c.variadicInputs("grad, norm or skip"));
   BRAID_KERNEL_TRY(c.variadicOutputs("param, exp_avg or exp_avg_sq"));
   BRAID_KERNEL_TRY(c.allF32("gradients, parameters and AdamW moments stay "
                             "f32 in every plan"));
   BRAID_KERNEL_TRY(c.shape(c.in(n), {}, "(a scalar, from grad_norm)"));
+  BRAID_KERNEL_TRY(c.shape(c.in(n + 1), {}, "(a scalar, from step_guard)"));
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < 3; ++k)
       BRAID_KERNEL_TRY(c.sameShape(c.out(k * n + i), c.in(i)));

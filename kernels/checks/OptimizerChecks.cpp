@@ -1,5 +1,6 @@
-// Checks of grad_norm and adamw, which read and write f32 only: they work
-// on the gradients, parameters and moments, f32 in every plan.
+// Checks of grad_norm, step_guard and adamw, which read and write f32 only:
+// they work on the gradients, parameters and moments, f32 in every plan, and
+// on f32 scalars.
 #include <cmath>
 #include <string>
 
@@ -16,6 +17,16 @@ absl::Status checkGradNorm(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.outputs({"norm"}));
   BRAID_KERNEL_TRY(
       c.allF32("gradients and their norm stay f32 in every plan"));
+  return c.shape(c.out(0), {}, "(a scalar)");
+}
+
+absl::Status checkStepGuard(const KernelSignature &sig) {
+  LaunchChecker c("step_guard", sig);
+  BRAID_KERNEL_TRY(c.inputs({"loss_sum", "norm"}));
+  BRAID_KERNEL_TRY(c.outputs({"skip"}));
+  BRAID_KERNEL_TRY(c.allF32("the step's loss, norm and verdict are f32"));
+  for (int i = 0; i < 2; ++i)
+    BRAID_KERNEL_TRY(c.shape(c.in(i), {}, "(a scalar)"));
   return c.shape(c.out(0), {}, "(a scalar)");
 }
 
@@ -37,11 +48,12 @@ absl::Status checkRange(const LaunchChecker &c, absl::string_view name,
 
 absl::Status checkAdamw(const KernelSignature &sig) {
   LaunchChecker c("adamw", sig);
-  BRAID_KERNEL_TRY(c.inputs({"grad", "norm"}));
+  BRAID_KERNEL_TRY(c.inputs({"grad", "norm", "skip"}));
   BRAID_KERNEL_TRY(c.outputs({"param", "exp_avg", "exp_avg_sq"}));
   BRAID_KERNEL_TRY(c.allF32("gradients, parameters and AdamW moments stay "
                             "f32 in every plan"));
   BRAID_KERNEL_TRY(c.shape(c.in(1), {}, "(a scalar, from grad_norm)"));
+  BRAID_KERNEL_TRY(c.shape(c.in(2), {}, "(a scalar, from step_guard)"));
   for (int i = 0; i < 3; ++i)
     BRAID_KERNEL_TRY(c.sameShape(c.out(i), c.in(0)));
   const double kInf = INFINITY;
@@ -57,6 +69,7 @@ absl::Status checkAdamw(const KernelSignature &sig) {
 absl::Span<const NamedCheck> optimizerChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"grad_norm", checkGradNorm},
+      {"step_guard", checkStepGuard},
       {"adamw", checkAdamw},
   };
   return kChecks;

@@ -266,12 +266,14 @@ constexpr int64_t kAdamwBlock = 16384;
 void runMultiAdamw(const KernelArgs &args) {
   const KernelParams &params = paramsOf(args);
   const KernelContext &ctx = contextOf(args);
-  const int64_t n = static_cast<int64_t>(args.ins.size()) - 1;
+  const int64_t n = static_cast<int64_t>(args.ins.size()) - 2;
+  if (args.ins[n + 1].f32()[0] != 0)
+    return; // a non-finite step (step_guard): nothing changes
   const int64_t decayed = params.intOr("decayed", 0);
   const double beta1 = params.floatOr("beta1", 0.9);
   const double beta2 = params.floatOr("beta2", 0.999);
   const double gradClip = params.floatOr("grad_clip", 0);
-  const double t = static_cast<double>(std::max<int64_t>(1, ctx.step));
+  const double t = static_cast<double>(std::max<int64_t>(1, ctx.update));
   const double norm = args.ins[n].f32()[0];
 
   AdamwCoefficients k;

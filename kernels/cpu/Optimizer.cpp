@@ -1,5 +1,6 @@
-// grad_norm and adamw: global-norm gradient clipping and PyTorch's AdamW,
-// with the semantics of docs/kernels.md. Both read and write f32 only.
+// grad_norm, step_guard and adamw: global-norm gradient clipping, the
+// non-finite guard and PyTorch's AdamW, with the semantics of
+// docs/kernels.md. All read and write f32 only.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -70,6 +71,17 @@ void runGradNorm(const KernelArgs &args) {
   args.outs[0].f32()[0] = static_cast<float>(std::sqrt(total));
 }
 
+// --- step_guard ---------------------------------------------------------
+
+// skip = 1 when the step's summed loss or its gradient norm is not finite,
+// else 0: AdamW then leaves the parameters and moments as they are.
+void runStepGuard(const KernelArgs &args) {
+  const float lossSum = args.ins[0].f32()[0];
+  const float norm = args.ins[1].f32()[0];
+  args.outs[0].f32()[0] =
+      std::isfinite(lossSum) && std::isfinite(norm) ? 0.0f : 1.0f;
+}
+
 // --- adamw --------------------------------------------------------------
 
 // One contiguous range. Coefficients arrive by value and the arrays as
@@ -96,7 +108,9 @@ void runAdamw(const KernelArgs &args) {
   const double beta1 = params.floatOr("beta1", 0.9);
   const double beta2 = params.floatOr("beta2", 0.999);
   const double gradClip = params.floatOr("grad_clip", 0);
-  const double t = static_cast<double>(std::max<int64_t>(1, ctx.step));
+  if (args.ins[2].f32()[0] != 0)
+    return; // a non-finite step (step_guard): nothing changes
+  const double t = static_cast<double>(std::max<int64_t>(1, ctx.update));
   const double norm = args.ins[1].f32()[0];
 
   const float clip = static_cast<float>(
@@ -133,6 +147,7 @@ absl::Status registerOptimizerKernels(KernelRegistry &registry) {
   return registerAll(
       registry, {
                     {"grad_norm", runGradNorm},
+                    {"step_guard", runStepGuard},
                     {"adamw", runAdamw},
                 });
 }

@@ -353,7 +353,7 @@ __device__ AdamwCoefficients adamwCoefficients(const AdamwParams &p,
                                                double weightDecay,
                                                const StepValues &sv,
                                                float normValue) {
-  const double t = static_cast<double>(sv.step > 1 ? sv.step : 1);
+  const double t = static_cast<double>(sv.update > 1 ? sv.update : 1);
   const double norm = normValue;
   AdamwCoefficients k;
   k.clip = static_cast<float>(
@@ -389,7 +389,11 @@ struct AdamwTensors {
 // chunks); the element update is adamwKernel's, operation for operation.
 __global__ void multiAdamwKernel(AdamwParams p, AdamwTensors t,
                                  const StepValues *__restrict sv,
-                                 const float *__restrict normPtr) {
+                                 const float *__restrict normPtr,
+                                 const float *__restrict skip) {
+  // Every thread reads the same flag, so the whole grid returns together.
+  if (*skip != 0)
+    return;
   __shared__ AdamwCoefficients shared[2];
   if (threadIdx.x == 0) {
     shared[0] = adamwCoefficients(p, p.weightDecay, *sv, *normPtr);
@@ -424,7 +428,7 @@ __global__ void multiAdamwKernel(AdamwParams p, AdamwTensors t,
 void runMultiAdamw(const KernelArgs &args) {
   const GpuContext &gpu = gpuOf(args);
   const KernelParams &params = rows::paramsOf(args);
-  const int64_t n = static_cast<int64_t>(args.ins.size()) - 1;
+  const int64_t n = static_cast<int64_t>(args.ins.size()) - 2;
   const int64_t decayed = params.intOr("decayed", 0);
   AdamwParams p;
   p.beta1 = params.floatOr("beta1", 0.9);
@@ -453,7 +457,8 @@ void runMultiAdamw(const KernelArgs &args) {
       continue;
     multiAdamwKernel<<<static_cast<unsigned>(blocksFor(chunks, 1)), kThreads,
                        0, rows::streamOf(args)>>>(p, t, gpu.stepValues,
-                                                  args.ins[n].f32());
+                                                  args.ins[n].f32(),
+                                                  args.ins[n + 1].f32());
   }
 }
 

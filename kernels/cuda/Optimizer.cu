@@ -163,7 +163,7 @@ struct AdamwCoefficients {
 __device__ AdamwCoefficients adamwCoefficients(const AdamwParams &p,
                                                const StepValues &sv,
                                                float normValue) {
-  const double t = static_cast<double>(sv.step > 1 ? sv.step : 1);
+  const double t = static_cast<double>(sv.update > 1 ? sv.update : 1);
   const double norm = normValue;
   AdamwCoefficients k;
   k.clip = static_cast<float>(
@@ -179,11 +179,27 @@ __device__ AdamwCoefficients adamwCoefficients(const AdamwParams &p,
   return k;
 }
 
+// The CPU's runStepGuard: 1 when the loss sum or the norm is not finite.
+__global__ void stepGuardKernel(const float *__restrict lossSum,
+                                const float *__restrict norm,
+                                float *__restrict skip) {
+  *skip = isfinite(*lossSum) && isfinite(*norm) ? 0.0f : 1.0f;
+}
+
+void runStepGuard(const KernelArgs &args) {
+  stepGuardKernel<<<1, 1, 0, streamOf(gpuOf(args))>>>(
+      args.ins[0].f32(), args.ins[1].f32(), args.outs[0].f32());
+}
+
 __global__ void adamwKernel(AdamwParams p, const StepValues *__restrict sv,
                             const float *__restrict normPtr,
+                            const float *__restrict skip,
                             const float *__restrict grad,
                             float *__restrict param, float *__restrict m,
                             float *__restrict v, int64_t n) {
+  // Every thread reads the same flag, so the whole grid returns together.
+  if (*skip != 0)
+    return;
   __shared__ AdamwCoefficients shared;
   if (threadIdx.x == 0)
     shared = adamwCoefficients(p, *sv, *normPtr);
@@ -220,7 +236,8 @@ void runAdamw(const KernelArgs &args) {
   p.gradClip = get("grad_clip", 0);
   adamwKernel<<<static_cast<unsigned>(blocksFor(n, kThreads)), kThreads, 0,
                 streamOf(gpu)>>>(p, gpu.stepValues, args.ins[1].f32(),
-                                 args.ins[0].f32(), args.outs[0].f32(),
+                                 args.ins[2].f32(), args.ins[0].f32(),
+                                 args.outs[0].f32(),
                                  args.outs[1].f32(), args.outs[2].f32(), n);
 }
 
@@ -229,6 +246,7 @@ void runAdamw(const KernelArgs &args) {
 absl::Status registerOptimizerKernels(KernelRegistry &registry) {
   return addCudaKernels(registry, {
                                       {"grad_norm", runGradNorm},
+                                      {"step_guard", runStepGuard},
                                       {"adamw", runAdamw},
                                   });
 }

@@ -99,6 +99,9 @@ struct StepValues {
   int64_t microBatch = 0;  // 0-based index within the step
   double lr = 0;           // learning rate of this step (optimizer kernels)
   uint64_t seed = 0;       // the spec's seed (dropout masks)
+  // 1-based number of the AdamW update this step makes: `step` less the
+  // earlier steps that were skipped as non-finite (AdamW's bias correction).
+  int64_t update = 1;
 };
 
 // What CUDA kernels need from the runtime. Opaque pointers keep this header
@@ -118,6 +121,7 @@ struct KernelContext {
   int64_t microBatch = 0;  // 0-based index within the step
   double lr = 0;           // learning rate of this step (optimizer kernels)
   uint64_t seed = 0;       // the spec's seed (dropout masks)
+  int64_t update = 1;      // StepValues::update
   ThreadPool *pool = nullptr;          // CPU kernels
   const GpuContext *gpu = nullptr;     // CUDA kernels
 };

@@ -35,7 +35,7 @@ const void *bufferKey(Value v) {
 }
 
 bool isAdamw(sched::LaunchOp launch) {
-  return launch.getKernel() == "adamw" && launch.getIns().size() == 2 &&
+  return launch.getKernel() == "adamw" && launch.getIns().size() == 3 &&
          launch.getOuts().size() == 3 && launch.getParams();
 }
 
@@ -48,11 +48,13 @@ bool decays(sched::LaunchOp launch) {
   return wd && wd.getValueAsDouble() != 0;
 }
 
-// Launches that may share one multi_adamw: same stream, norm buffer and
-// hyper-parameters other than weight decay, and no extra parameters.
+// Launches that may share one multi_adamw: same stream, norm and skip
+// buffers and hyper-parameters other than weight decay, and no extra
+// parameters.
 bool compatible(sched::LaunchOp a, sched::LaunchOp b) {
   if (a.getStream() != b.getStream() ||
-      bufferKey(a.getIns()[1]) != bufferKey(b.getIns()[1]))
+      bufferKey(a.getIns()[1]) != bufferKey(b.getIns()[1]) ||
+      bufferKey(a.getIns()[2]) != bufferKey(b.getIns()[2]))
     return false;
   DictionaryAttr pa = *a.getParams(), pb = *b.getParams();
   for (NamedAttribute p : pa)
@@ -88,6 +90,7 @@ void merge(ArrayRef<sched::LaunchOp> group) {
     ins.push_back(l.getIns()[0]);
   sched::LaunchOp first = group.front(), last = group.back();
   ins.push_back(last.getIns()[1]);
+  ins.push_back(last.getIns()[2]);
   for (unsigned k = 0; k < 3; ++k)
     for (sched::LaunchOp l : order)
       outs.push_back(l.getOuts()[k]);

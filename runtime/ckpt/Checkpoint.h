@@ -5,46 +5,63 @@
 //                          metadata {"format": "pt"} so transformers loads it;
 //   optimizer.safetensors  "<name>.exp_avg" and "<name>.exp_avg_sq" per
 //                          parameter, in Braid's layout, and the run's state
-//                          as metadata (CheckpointState).
-// Gradients are not saved: between steps they are zero.
+//                          and identity as metadata (CheckpointState);
+//   manifest.json          the size and CRC-32C of both files, written last
+//                          (CheckpointManifest.h).
+// Gradients are not saved: between steps they are zero. No value of a
+// checkpoint is ever NaN or infinite: the writer refuses, the reader checks.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/ckpt/RunIdentity.h"
 #include "runtime/plan/PlanLoader.h"
 
 namespace braid {
 
-// Version of the checkpoint layout, stored in the metadata.
-inline constexpr int kCheckpointFormatVersion = 1;
+// Version of the checkpoint layout, stored in the metadata and manifest.
+inline constexpr int kCheckpointFormatVersion = 2;
 
-// What a run needs, besides tensors, to continue exactly where it stopped.
+// What a run needs, besides tensors, to continue exactly where it stopped,
+// and what it belongs to.
 struct CheckpointState {
   int64_t step = 0;       // optimizer steps completed
   int64_t dataCursor = 0; // samples consumed
-  uint64_t seed = 0;
   int64_t totalSteps = 0; // the --steps that shaped the LR schedule
   bool shuffle = false;
-  std::string planName;
+  // Of the `step` steps, those not applied because they were not finite.
+  int64_t skippedSteps = 0;
+  // The plan's identity (RunIdentity.h) and its fingerprint.
+  std::vector<IdentityField> identity;
+  std::string fingerprint;
 };
 
 // "step-000042".
 std::string checkpointDirName(int64_t step);
 
 // Writes the checkpoint of `state.step` under `rootDir` (created if needed)
-// from the tensors in `arena`, and returns its directory. The directory is
-// assembled under a temporary name and renamed into place, so a crash leaves
-// either the whole checkpoint or none; an older checkpoint of the same step
-// is replaced.
+// from the tensors in `arena`, and returns its directory. Refuses, naming
+// the tensor, to write a NaN or an infinity. The directory is assembled
+// under a temporary name and renamed into place, so a crash leaves either
+// the whole checkpoint or none; an older checkpoint of the same step is
+// replaced.
 absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
                                            const LoadedPlan &plan,
                                            const uint8_t *arena,
                                            const CheckpointState &state);
 
-// `dir` itself when it holds a checkpoint (model.safetensors), otherwise its
+// Tidies `rootDir` after a process died while saving into it: removes the
+// temporary directories of saves that never finished, and puts back a
+// checkpoint that was moved aside to be replaced when its replacement never
+// arrived. Only leftovers of processes that no longer run are touched.
+// Returns one line per action, for the run to print.
+std::vector<std::string> recoverCheckpointDir(const std::string &rootDir);
+
+// `dir` itself when it holds a checkpoint (manifest.json), otherwise its
 // step-NNNNNN subdirectory of the highest step. NotFound when neither.
 absl::StatusOr<std::string> findCheckpointDir(const std::string &dir);
 
@@ -54,8 +71,9 @@ public:
   const CheckpointState &state() const { return state_; }
   const std::string &dir() const { return dir_; }
   // Writes the saved parameters and optimizer moments into their tensors
-  // in `arena`, undoing the transposition of transposed parameters.
-  void copyInto(const LoadedPlan &plan, uint8_t *arena) const;
+  // in `arena`, undoing the transposition of transposed parameters. Fails,
+  // naming the file, when a file shrank since it was read.
+  absl::Status copyInto(const LoadedPlan &plan, uint8_t *arena) const;
 
 private:
   friend absl::StatusOr<LoadedCheckpoint>
@@ -66,9 +84,14 @@ private:
   std::string dir_;
 };
 
-// Reads the checkpoint in `dir` and checks it against `plan`. Refuses,
-// naming the tensor, any checkpoint whose tensors differ from the plan's
-// (missing, extra, dtype, shape), and one saved with another seed.
+// Reads the checkpoint in `dir` and checks it: both files against the
+// manifest's sizes and checksums (a flipped or missing byte is refused,
+// naming the file), the state's consistency (the step of the directory, the
+// manifest and the metadata agree; the data position is the step's; every
+// count is in range), and every tensor against `plan` (missing, extra,
+// dtype, shape) and for NaN or infinity, naming the tensor. Whether the
+// checkpoint belongs to the plan is the caller's question
+// (compareIdentity on state().identity).
 absl::StatusOr<LoadedCheckpoint> readCheckpoint(const std::string &dir,
                                                 const LoadedPlan &plan);
 

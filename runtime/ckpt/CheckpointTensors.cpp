@@ -1,6 +1,8 @@
 #include "runtime/ckpt/CheckpointTensors.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 namespace braid::ckpt {
 
@@ -46,6 +48,17 @@ void transposeInto(const float *in, int64_t rows, int64_t cols, float *out) {
       for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
         for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
           out[c * rows + r] = in[r * cols + c];
+}
+
+std::optional<int64_t> firstNonFinite(const void *data, int64_t n) {
+  const auto *bytes = static_cast<const unsigned char *>(data);
+  for (int64_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, bytes + i * sizeof(float), sizeof v);
+    if (!std::isfinite(v))
+      return i;
+  }
+  return std::nullopt;
 }
 
 } // namespace braid::ckpt

@@ -3,15 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/plan/PlanLoader.h"
 
 namespace braid::ckpt {
 
-inline constexpr char kModelFile[] = "model.safetensors";
-inline constexpr char kOptimizerFile[] = "optimizer.safetensors";
 
 // One tensor of a checkpoint file and the plan tensor it stores.
 struct StoredTensor {
@@ -29,6 +29,10 @@ struct StoredTensor {
 std::vector<StoredTensor> modelTensors(const LoadedPlan &plan);
 // optimizer.safetensors: "<name>.exp_avg" and "<name>.exp_avg_sq".
 std::vector<StoredTensor> optimizerTensors(const LoadedPlan &plan);
+
+// The index of the first NaN or infinity of `n` floats at `data` (which
+// need not be aligned), or nullopt.
+std::optional<int64_t> firstNonFinite(const void *data, int64_t n);
 
 // Copies a row-major rows x cols matrix of floats into its transpose.
 void transposeInto(const float *in, int64_t rows, int64_t cols, float *out);

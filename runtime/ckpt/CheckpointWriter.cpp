@@ -1,5 +1,10 @@
-// Saving a checkpoint atomically: both files are written and flushed into a
-// hidden temporary directory, which is then renamed to step-NNNNNN.
+// Saving a checkpoint atomically: every value is checked for NaN and
+// infinity, both files are written and flushed into a hidden temporary
+// directory with the manifest last, and the directory is then renamed to
+// step-NNNNNN.
+#include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -8,11 +13,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/ckpt/Checkpoint.h"
+#include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/ckpt/CheckpointTensors.h"
 #include "runtime/ckpt/Safetensors.h"
+#include "runtime/io/AtomicFile.h"
 
 namespace braid {
 namespace {
@@ -55,30 +64,88 @@ describe(const std::vector<ckpt::StoredTensor> &stored, const LoadedPlan &plan,
   return out;
 }
 
-absl::Status writeFiles(const fs::path &dir, const LoadedPlan &plan,
-                        const uint8_t *arena, const CheckpointState &state) {
-  std::vector<std::unique_ptr<float[]>> scratch;
-  if (absl::Status s = writeSafetensors(
-          (dir / ckpt::kModelFile).string(),
-          describe(ckpt::modelTensors(plan), plan, arena, scratch),
-          {{"format", "pt"}});
-      !s.ok())
-    return s;
-  scratch.clear();
+// Refuses the save when a value to be stored is NaN or infinite.
+absl::Status checkFinite(const std::vector<ckpt::StoredTensor> &stored,
+                         const LoadedPlan &plan, const uint8_t *arena,
+                         int64_t step) {
+  for (const ckpt::StoredTensor &s : stored) {
+    const plan::Tensor &t = plan.proto.tensors(s.planTensor);
+    std::optional<int64_t> bad = ckpt::firstNonFinite(
+        reinterpret_cast<const float *>(arena + t.offset()),
+        static_cast<int64_t>(t.size_bytes() / sizeof(float)));
+    if (bad)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing to save the checkpoint of step ", step, ": tensor \"",
+          s.name, "\" holds a non-finite value at index ", *bad,
+          "; earlier checkpoints are kept"));
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, std::string> stateMetadata(const CheckpointState &state) {
   std::map<std::string, std::string> metadata = {
       {"format", "pt"},
       {"format_version", absl::StrCat(kCheckpointFormatVersion)},
       {"step", absl::StrCat(state.step)},
       {"data_cursor", absl::StrCat(state.dataCursor)},
-      {"seed", absl::StrCat(state.seed)},
       {"total_steps", absl::StrCat(state.totalSteps)},
       {"shuffle", state.shuffle ? "true" : "false"},
-      {"plan_name", state.planName},
+      {"skipped_steps", absl::StrCat(state.skippedSteps)},
+      {"fingerprint", state.fingerprint},
   };
-  return writeSafetensors(
-      (dir / ckpt::kOptimizerFile).string(),
-      describe(ckpt::optimizerTensors(plan), plan, arena, scratch), metadata);
+  for (const IdentityField &f : state.identity)
+    metadata[absl::StrCat("plan.", f.name)] = f.value;
+  return metadata;
 }
+
+absl::Status writeFiles(const fs::path &dir, const LoadedPlan &plan,
+                        const uint8_t *arena, const CheckpointState &state) {
+  ckpt::Manifest manifest;
+  manifest.formatVersion = kCheckpointFormatVersion;
+  manifest.step = state.step;
+  std::vector<std::unique_ptr<float[]>> scratch;
+  absl::StatusOr<ckpt::FileDigest> model = writeSafetensors(
+      (dir / ckpt::kModelFile).string(),
+      describe(ckpt::modelTensors(plan), plan, arena, scratch),
+      {{"format", "pt"}});
+  if (!model.ok())
+    return model.status();
+  manifest.files.push_back(*model);
+  scratch.clear();
+  absl::StatusOr<ckpt::FileDigest> optimizer = writeSafetensors(
+      (dir / ckpt::kOptimizerFile).string(),
+      describe(ckpt::optimizerTensors(plan), plan, arena, scratch),
+      stateMetadata(state));
+  if (!optimizer.ok())
+    return optimizer.status();
+  manifest.files.push_back(*optimizer);
+  return writeFileAtomically((dir / ckpt::kManifestFile).string(),
+                             ckpt::formatManifest(manifest));
+}
+
+// A leftover of saveCheckpoint: ".step-NNNNNN.tmp-PID" or ".old-PID".
+struct Leftover {
+  std::string stepDir; // "step-NNNNNN"
+  bool old = false;    // a checkpoint moved aside, not a half-written one
+  pid_t pid = 0;
+};
+
+std::optional<Leftover> parseLeftover(const std::string &name) {
+  if (!absl::StartsWith(name, ".step-"))
+    return std::nullopt;
+  for (bool old : {false, true}) {
+    const std::string tag = old ? ".old-" : ".tmp-";
+    size_t at = name.rfind(tag);
+    int pid;
+    if (at == std::string::npos ||
+        !absl::SimpleAtoi(name.substr(at + tag.size()), &pid) || pid <= 0)
+      continue;
+    return Leftover{name.substr(1, at - 1), old, pid};
+  }
+  return std::nullopt;
+}
+
+bool processRuns(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 } // namespace
 
@@ -86,10 +153,47 @@ std::string checkpointDirName(int64_t step) {
   return absl::StrFormat("step-%06d", step);
 }
 
+std::vector<std::string> recoverCheckpointDir(const std::string &rootDir) {
+  std::vector<std::string> notes;
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(rootDir, ec), end; !ec && it != end;
+       it.increment(ec))
+    entries.push_back(it->path());
+  for (const fs::path &path : entries) {
+    std::optional<Leftover> left = parseLeftover(path.filename().string());
+    if (!left || left->pid == ::getpid() || processRuns(left->pid))
+      continue;
+    const fs::path finalDir = fs::path(rootDir) / left->stepDir;
+    if (left->old && !fs::exists(finalDir, ec)) {
+      fs::rename(path, finalDir, ec);
+      if (!ec)
+        notes.push_back(absl::StrCat(
+            "restored the checkpoint ", finalDir.string(),
+            ", which process ", left->pid,
+            " had moved aside to replace it when it died"));
+      continue;
+    }
+    fs::remove_all(path, ec);
+    if (!ec)
+      notes.push_back(absl::StrCat("removed ", path.string(),
+                                   ", left unfinished by process ", left->pid));
+  }
+  return notes;
+}
+
 absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
                                            const LoadedPlan &plan,
                                            const uint8_t *arena,
                                            const CheckpointState &state) {
+  if (absl::Status s =
+          checkFinite(ckpt::modelTensors(plan), plan, arena, state.step);
+      !s.ok())
+    return s;
+  if (absl::Status s =
+          checkFinite(ckpt::optimizerTensors(plan), plan, arena, state.step);
+      !s.ok())
+    return s;
   const fs::path root(rootDir);
   std::error_code ec;
   fs::create_directories(root, ec);
@@ -110,7 +214,8 @@ absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
   }
   syncDirectory(tempDir);
   // A checkpoint of the same step is moved aside first: rename cannot
-  // replace a non-empty directory.
+  // replace a non-empty directory. A crash between the two renames leaves
+  // it as ".old-PID", which recoverCheckpointDir puts back.
   bool replaced = false;
   if (fs::exists(finalDir, ec)) {
     fs::remove_all(oldDir, ec);
@@ -126,6 +231,8 @@ absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
   if (ec) {
     std::error_code ignored;
     fs::remove_all(tempDir, ignored);
+    if (replaced)
+      fs::rename(oldDir, finalDir, ignored);
     return ioError("move the checkpoint into place at", finalDir, ec);
   }
   syncDirectory(root);

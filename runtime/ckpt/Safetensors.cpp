@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/ckpt/Json.h"
 #include "runtime/data/MappedFile.h"
+#include "runtime/io/Crc32c.h"
 
 namespace braid {
 namespace {
@@ -227,10 +229,26 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string &path) {
   absl::StatusOr<MappedFile> file = MappedFile::open(path, "checkpoint");
   if (!file.ok())
     return file.status();
-  auto owner = std::make_shared<const MappedFile>(std::move(*file));
-  std::string_view view(reinterpret_cast<const char *>(owner->data()),
-                        owner->size());
-  return parseOwned(std::move(owner), view, path);
+  return fromMapping(std::make_shared<const MappedFile>(std::move(*file)));
+}
+
+absl::StatusOr<SafetensorsFile>
+SafetensorsFile::fromMapping(std::shared_ptr<const MappedFile> file) {
+  std::string_view view(reinterpret_cast<const char *>(file->data()),
+                        file->size());
+  absl::StatusOr<SafetensorsFile> parsed =
+      parseOwned(file, view, file->path());
+  if (parsed.ok())
+    parsed->file_ = std::move(file);
+  return parsed;
+}
+
+absl::Status SafetensorsFile::readData(absl::FunctionRef<void()> reader) const {
+  if (file_ == nullptr) {
+    reader();
+    return absl::OkStatus();
+  }
+  return file_->read(reader);
 }
 
 const SafetensorsTensor *SafetensorsFile::find(std::string_view name) const {
@@ -240,7 +258,7 @@ const SafetensorsTensor *SafetensorsFile::find(std::string_view name) const {
   return nullptr;
 }
 
-absl::Status
+absl::StatusOr<ckpt::FileDigest>
 writeSafetensors(const std::string &path,
                  const std::vector<SafetensorsTensor> &tensors,
                  const std::map<std::string, std::string> &metadata) {
@@ -294,18 +312,23 @@ writeSafetensors(const std::string &path,
   if (!file)
     return absl::InvalidArgumentError(
         absl::StrCat("cannot create '", path, "': ", std::strerror(errno)));
-  bool ok =
-      std::fwrite(length, 1, 8, file.get()) == 8 &&
-      std::fwrite(header.data(), 1, header.size(), file.get()) == header.size();
+  ckpt::FileDigest digest;
+  digest.name = std::filesystem::path(path).filename().string();
+  auto put = [&](std::string_view bytes) {
+    digest.crc32c = crc32c(bytes, digest.crc32c);
+    digest.bytes += bytes.size();
+    return std::fwrite(bytes.data(), 1, bytes.size(), file.get()) ==
+           bytes.size();
+  };
+  bool ok = put(std::string_view(length, 8)) && put(header);
   for (const SafetensorsTensor &t : tensors)
-    ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), file.get()) ==
-                   t.data.size();
+    ok = ok && put(t.data);
   ok = ok && std::fflush(file.get()) == 0 && ::fsync(fileno(file.get())) == 0;
   int err = errno;
   if (std::fclose(file.release()) != 0 || !ok)
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot write '", path, "': ", std::strerror(ok ? errno : err)));
-  return absl::OkStatus();
+  return digest;
 }
 
 } // namespace braid

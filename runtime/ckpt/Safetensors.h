@@ -15,8 +15,11 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "runtime/ckpt/CheckpointManifest.h"
+#include "runtime/data/MappedFile.h"
 
 namespace braid {
 
@@ -45,6 +48,9 @@ public:
   // Maps the file at `path` (checkpoints can be far larger than memory
   // would comfortably hold twice) and parses it.
   static absl::StatusOr<SafetensorsFile> read(const std::string &path);
+  // Parses a file already mapped.
+  static absl::StatusOr<SafetensorsFile>
+  fromMapping(std::shared_ptr<const MappedFile> file);
 
   SafetensorsFile(SafetensorsFile &&) = default;
   SafetensorsFile &operator=(SafetensorsFile &&) = default;
@@ -56,6 +62,10 @@ public:
   const std::map<std::string, std::string> &metadata() const {
     return metadata_;
   }
+  // Runs `reader`, which reads tensor data, under the mapping's SIGBUS
+  // guard (MappedFile::read, whose rules `reader` must follow); in-memory
+  // files just run it.
+  absl::Status readData(absl::FunctionRef<void()> reader) const;
 
 private:
   SafetensorsFile() = default;
@@ -66,15 +76,16 @@ private:
   // Keeps the buffer or mapping the tensors' data views point into alive
   // (and in place when the file object moves).
   std::shared_ptr<const void> owner_;
+  std::shared_ptr<const MappedFile> file_; // null when parsed from memory
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, std::string> metadata_;
 };
 
 // Writes `tensors` (data laid out in the order given) and `metadata` to
-// `path`, flushed to disk before returning. InvalidArgument for a tensor
-// whose data size does not match its dtype and shape, or an I/O error naming
-// the path.
-absl::Status
+// `path`, flushed to disk before returning, and returns the size and CRC-32C
+// of what was written. InvalidArgument for a tensor whose data size does not
+// match its dtype and shape, or an I/O error naming the path.
+absl::StatusOr<ckpt::FileDigest>
 writeSafetensors(const std::string &path,
                  const std::vector<SafetensorsTensor> &tensors,
                  const std::map<std::string, std::string> &metadata);

@@ -1,5 +1,6 @@
 #include "runtime/data/DataLoader.h"
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,17 +28,32 @@ absl::StatusOr<DataLoader> DataLoader::create(TokenData data, int64_t seqLen,
                     std::move(order));
 }
 
-void DataLoader::fill(int64_t firstSample, int64_t rows, int32_t *tokens,
-                      int32_t *labels) {
-  for (int64_t b = 0; b < rows; ++b) {
-    const int64_t start = order_.window(firstSample + b) * seqLen_;
-    int32_t *t = tokens + b * seqLen_;
-    int32_t *l = labels + b * seqLen_;
-    for (int64_t s = 0; s < seqLen_; ++s) {
-      t[s] = data_[start + s];
-      l[s] = data_[start + s + 1];
-    }
-  }
+absl::Status DataLoader::fill(int64_t firstSample, int64_t rows,
+                              int32_t *tokens, int32_t *labels) {
+  if (firstSample < 0 || rows < 0 ||
+      firstSample > std::numeric_limits<int64_t>::max() - rows)
+    return absl::InvalidArgumentError(
+        absl::StrCat("samples ", firstSample, " + ", rows,
+                     " are outside [0, 2^63): the data position is corrupt"));
+  // Window starts are computed before the guarded read: the shuffled order
+  // allocates its permutation, which a jump out of the read must not skip.
+  starts_.resize(static_cast<size_t>(rows));
+  for (int64_t b = 0; b < rows; ++b)
+    starts_[b] = order_.window(firstSample + b) * seqLen_;
+  if (absl::Status s = data_.read([&] {
+        for (int64_t b = 0; b < rows; ++b) {
+          const int64_t start = starts_[b];
+          int32_t *t = tokens + b * seqLen_;
+          int32_t *l = labels + b * seqLen_;
+          for (int64_t k = 0; k < seqLen_; ++k) {
+            t[k] = data_[start + k];
+            l[k] = data_[start + k + 1];
+          }
+        }
+      });
+      !s.ok())
+    return s;
+  return data_.checkUnchanged();
 }
 
 } // namespace braid

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/data/SampleOrder.h"
@@ -26,8 +27,11 @@ public:
 
   // Fills `rows` rows of S tokens and S labels with samples firstSample,
   // firstSample + 1, ...; `tokens` and `labels` hold rows * S values each.
-  void fill(int64_t firstSample, int64_t rows, int32_t *tokens,
-            int32_t *labels);
+  // InvalidArgument when a sample index is negative or beyond 2^63 - 1;
+  // DataLoss, naming the file, when the data file was truncated or
+  // rewritten since it was validated (the rows are then not to be used).
+  absl::Status fill(int64_t firstSample, int64_t rows, int32_t *tokens,
+                    int32_t *labels);
 
 private:
   DataLoader(TokenData data, int64_t seqLen, int64_t numWindows, bool shuffle,
@@ -38,6 +42,8 @@ private:
   int64_t numWindows_;
   bool shuffle_;
   SampleOrder order_;
+  // fill's scratch: the first token of each row.
+  std::vector<int64_t> starts_;
 };
 
 } // namespace braid

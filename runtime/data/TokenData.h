@@ -10,7 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "runtime/data/MappedFile.h"
 #include "runtime/data/TokenFormat.h"
 
 namespace braid {
@@ -31,6 +33,13 @@ public:
   fromFile(const std::string &path, TokenFormat format, int64_t vocabSize);
 
   int64_t size() const { return count_; }
+  // Runs `reader`, which reads tokens; fails, naming the file, when the
+  // file shrank under a read (MappedFile::read, whose rules `reader` must
+  // follow). In-memory data just runs it.
+  absl::Status read(absl::FunctionRef<void()> reader) const;
+  // Fails, naming the file, when the data file was truncated or rewritten
+  // since it was validated (MappedFile::checkUnchanged).
+  absl::Status checkUnchanged() const;
   TokenFormat format() const { return format_; }
   const std::string &origin() const { return origin_; }
 
@@ -52,15 +61,19 @@ public:
   }
 
 private:
-  static absl::StatusOr<TokenData> validate(std::shared_ptr<const void> owner,
-                                            const uint8_t *bytes, uint64_t size,
-                                            TokenFormat format,
-                                            int64_t vocabSize,
-                                            std::string origin);
+  static absl::StatusOr<TokenData>
+  validate(std::shared_ptr<const void> owner,
+           std::shared_ptr<const MappedFile> file, const uint8_t *bytes,
+           uint64_t size, TokenFormat format, int64_t vocabSize,
+           std::string origin);
+  // The first token outside [0, vocabSize), or -1.
+  int64_t firstBadToken(int64_t vocabSize) const;
 
   // Keeps the mapping or buffer behind bytes_ alive; shared so that copies
   // of a TokenData are cheap.
   std::shared_ptr<const void> owner_;
+  // The mapping of a file (null for in-memory data).
+  std::shared_ptr<const MappedFile> file_;
   const uint8_t *bytes_ = nullptr;
   int64_t count_ = 0;
   TokenFormat format_ = TokenFormat::kText;

@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/data/WholeFile.h"
+#include "runtime/io/AtomicFile.h"
+#include "runtime/plan/PlanFormat.h"
 
 namespace braid {
 namespace {
@@ -47,6 +49,62 @@ findTrailer(const unsigned char *tail, uint64_t fileSize,
         " bytes precede it: the binary is truncated or corrupt"));
   uint64_t planStart = fileSize - kTrailerBytes - length;
   return std::make_pair(planStart, length);
+}
+
+template <typename T> T readLe(const std::string &bytes, uint64_t at) {
+  T v = 0;
+  for (int i = sizeof(T) - 1; i >= 0; --i)
+    v = static_cast<T>((v << 8) | static_cast<unsigned char>(bytes[at + i]));
+  return v;
+}
+
+// Finds the RuntimeMarker section of a 64-bit little-endian ELF file.
+absl::Status checkRuntime(const std::string &exe, const std::string &path) {
+  const std::string advice = absl::StrCat(
+      ": --runtime takes the braid-run executable built with this braidc");
+  if (exe.size() < 64 || exe.compare(0, 4, "\x7f" "ELF") != 0 ||
+      exe[4] != 2 || exe[5] != 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is not a 64-bit executable (no ELF header)", advice));
+  const uint64_t shoff = readLe<uint64_t>(exe, 0x28);
+  const uint16_t shentsize = readLe<uint16_t>(exe, 0x3A);
+  const uint16_t shnum = readLe<uint16_t>(exe, 0x3C);
+  const uint16_t shstrndx = readLe<uint16_t>(exe, 0x3E);
+  auto header = [&](uint64_t i) { return shoff + i * shentsize; };
+  if (shentsize < 64 || shstrndx >= shnum || shoff > exe.size() ||
+      header(shnum) > exe.size())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' has a damaged ELF section table", advice));
+  const uint64_t namesAt = readLe<uint64_t>(exe, header(shstrndx) + 0x18);
+  const uint64_t namesSize = readLe<uint64_t>(exe, header(shstrndx) + 0x20);
+  if (namesAt > exe.size() || namesSize > exe.size() - namesAt)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' has a damaged ELF section table", advice));
+  for (uint64_t i = 0; i < shnum; ++i) {
+    const uint32_t name = readLe<uint32_t>(exe, header(i));
+    if (name >= namesSize ||
+        exe.compare(namesAt + name, sizeof kRuntimeSection,
+                    std::string_view(kRuntimeSection, sizeof kRuntimeSection)) != 0)
+      continue;
+    const uint64_t at = readLe<uint64_t>(exe, header(i) + 0x18);
+    const uint64_t size = readLe<uint64_t>(exe, header(i) + 0x20);
+    RuntimeMarker marker;
+    if (at > exe.size() || size < sizeof marker ||
+        sizeof marker > exe.size() - at)
+      break;
+    std::memcpy(&marker, exe.data() + at, sizeof marker);
+    if (std::strncmp(marker.tag, kRuntimeTag, sizeof marker.tag) != 0)
+      break;
+    if (marker.planFormatVersion != kPlanFormatVersion)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' is a braid-run of plan format ",
+          marker.planFormatVersion, " but braidc writes format ",
+          kPlanFormatVersion, advice));
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "'", path, "' is an executable but not braid-run (it has no ",
+      kRuntimeSection, " section)", advice));
 }
 
 } // namespace
@@ -97,6 +155,8 @@ absl::Status writeBinaryWithPlan(const std::string &runtimeExe,
       readWholeFile(runtimeExe, "runtime executable");
   if (!exe.ok())
     return exe.status();
+  if (absl::Status s = checkRuntime(*exe, runtimeExe); !s.ok())
+    return s;
   uint64_t keep = exe->size();
   if (exe->size() >= kTrailerBytes) {
     absl::StatusOr<std::optional<std::pair<uint64_t, uint64_t>>> where =
@@ -108,37 +168,13 @@ absl::Status writeBinaryWithPlan(const std::string &runtimeExe,
     if (where->has_value())
       keep = (*where)->first;
   }
-  std::string temp = absl::StrCat(outPath, ".tmp-", ::getpid());
-  {
-    File out(std::fopen(temp.c_str(), "wb"), &std::fclose);
-    if (!out)
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot create '", temp, "': ", std::strerror(errno)));
-    char trailer[kTrailerBytes];
-    putLe64(planBytes.size(), trailer);
-    std::memcpy(trailer + 8, kMagic, 8);
-    bool ok =
-        std::fwrite(exe->data(), 1, keep, out.get()) == keep &&
-        std::fwrite(planBytes.data(), 1, planBytes.size(), out.get()) ==
-            planBytes.size() &&
-        std::fwrite(trailer, 1, kTrailerBytes, out.get()) == kTrailerBytes &&
-        std::fflush(out.get()) == 0;
-    if (!ok) {
-      int err = errno;
-      out.reset();
-      std::remove(temp.c_str());
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot write '", temp, "': ", std::strerror(err)));
-    }
-  }
-  if (::chmod(temp.c_str(), 0755) != 0 ||
-      std::rename(temp.c_str(), outPath.c_str()) != 0) {
-    int err = errno;
-    std::remove(temp.c_str());
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot create the executable '", outPath, "': ", std::strerror(err)));
-  }
-  return absl::OkStatus();
+  char trailer[kTrailerBytes];
+  putLe64(planBytes.size(), trailer);
+  std::memcpy(trailer + 8, kMagic, 8);
+  const std::string_view pieces[] = {std::string_view(exe->data(), keep),
+                                     planBytes,
+                                     std::string_view(trailer, kTrailerBytes)};
+  return writeFileAtomically(outPath, pieces, 0755);
 }
 
 } // namespace braid

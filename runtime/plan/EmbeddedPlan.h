@@ -7,6 +7,7 @@
 // reading its own trailer.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,9 +17,23 @@
 
 namespace braid {
 
-// Writes `outPath` (mode 0755): a copy of `runtimeExe` with `planBytes`
-// embedded. If `runtimeExe` already carries a plan, that plan is replaced.
-// The file appears atomically (written beside `outPath`, then renamed).
+// What marks an executable as a Braid runtime: braid-run defines one in the
+// ELF section kRuntimeSection, and writeBinaryWithPlan refuses an
+// executable without it (a script or another program would otherwise
+// become a "training binary"), or one that reads another plan format.
+struct RuntimeMarker {
+  char tag[16]; // "braid-run"
+  uint32_t planFormatVersion;
+};
+inline constexpr char kRuntimeSection[] = ".braid_runtime";
+inline constexpr char kRuntimeTag[] = "braid-run";
+
+// Writes `outPath` (mode 0755): a copy of `runtimeExe` with `planBytes` (a
+// plan file's bytes, PlanFile.h) embedded. If `runtimeExe` already carries
+// a plan, that plan is replaced. Refuses a `runtimeExe` that is not a
+// braid-run of this plan format (RuntimeMarker). The file appears
+// atomically (written beside `outPath`, then renamed), so a failed write
+// leaves any previous `outPath` intact.
 absl::Status writeBinaryWithPlan(const std::string &runtimeExe,
                                  std::string_view planBytes,
                                  const std::string &outPath);

@@ -7,7 +7,7 @@
 
 namespace braid {
 
-inline constexpr uint32_t kPlanFormatVersion = 1;
+inline constexpr uint32_t kPlanFormatVersion = 2;
 
 // Every tensor offset in a plan is a multiple of this.
 inline constexpr uint64_t kPlanAlignment = 64;

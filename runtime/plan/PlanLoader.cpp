@@ -6,6 +6,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "runtime/data/WholeFile.h"
 #include "runtime/plan/PlanChecks.h"
+#include "runtime/plan/PlanFile.h"
 
 namespace braid {
 
@@ -42,8 +43,8 @@ absl::StatusOr<LoadedPlan> loadPlan(std::string_view bytes,
   }
   if (!parsed)
     return absl::InvalidArgumentError(
-        "the plan is not a valid binary plan (protobuf parsing failed): pass "
-        "a .plan file written by braidc");
+        "the plan does not parse as a braid.plan.Plan (protobuf parsing "
+        "failed)");
   const plan::Plan &plan = loaded.proto;
   if (absl::Status s = plan_checks::checkHeader(plan); !s.ok())
     return s;
@@ -68,11 +69,23 @@ absl::StatusOr<LoadedPlan> loadPlanFile(const std::string &path,
   absl::StatusOr<std::string> bytes = readWholeFile(path, "plan");
   if (!bytes.ok())
     return bytes.status();
-  absl::StatusOr<LoadedPlan> plan = loadPlan(*bytes, registry, device);
+  return loadSealedPlan(*bytes, absl::StrCat("the plan file '", path, "'"),
+                        PlanSource::kFile, registry, device);
+}
+
+absl::StatusOr<LoadedPlan> loadSealedPlan(std::string_view bytes,
+                                          const std::string &origin,
+                                          PlanSource source,
+                                          const KernelRegistry &registry,
+                                          Device device) {
+  absl::StatusOr<std::string_view> plan = unsealPlan(bytes, origin, source);
   if (!plan.ok())
-    return absl::Status(plan.status().code(),
-                        absl::StrCat(path, ": ", plan.status().message()));
-  return plan;
+    return plan.status();
+  absl::StatusOr<LoadedPlan> loaded = loadPlan(*plan, registry, device);
+  if (!loaded.ok())
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat(origin, ": ", loaded.status().message()));
+  return loaded;
 }
 
 } // namespace braid

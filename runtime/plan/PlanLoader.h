@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "kernels/registry/Kernel.h"
+#include "runtime/plan/PlanFile.h"
 #include "runtime/plan/PlanFormat.h"
 #include "runtime/plan/plan.pb.h"
 
@@ -80,11 +81,21 @@ struct LoadedPlan {
 absl::StatusOr<LoadedPlan>
 loadPlan(std::string_view bytes, const KernelRegistry &registry, Device device);
 
-// Reads `path` and calls loadPlan. A missing or unreadable file is NotFound /
-// InvalidArgument naming the path.
+// Reads the plan file at `path` (PlanFile.h: checksum and serialised plan)
+// and loads it as loadSealedPlan does. A missing or unreadable file is
+// NotFound / InvalidArgument naming the path.
 absl::StatusOr<LoadedPlan> loadPlanFile(const std::string &path,
                                         const KernelRegistry &registry,
                                         Device device);
+
+// Checks the header and checksum of plan-file bytes (unsealPlan), then
+// calls loadPlan on the plan inside. Every message starts with `origin`
+// ("the plan file 'x.plan'").
+absl::StatusOr<LoadedPlan> loadSealedPlan(std::string_view bytes,
+                                          const std::string &origin,
+                                          PlanSource source,
+                                          const KernelRegistry &registry,
+                                          Device device);
 
 // "f32", "bf16", "i32" for a plan dtype; "unspecified" otherwise.
 const char *planDTypeName(plan::DType dtype);

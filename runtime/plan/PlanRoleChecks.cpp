@@ -2,7 +2,9 @@
 // reads back, and the parameters it initialises and checkpoints.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -246,14 +248,26 @@ absl::Status checkParameters(const plan::Plan &plan, LoadedPlan &loaded) {
 absl::Status checkRoles(const plan::Plan &plan, LoadedPlan &loaded) {
   if (absl::Status s = checkInputs(plan, loaded); !s.ok())
     return s;
-  if (absl::Status s =
-          checkReadBackScalar(plan, plan.loss_tensor(), "loss_tensor");
-      !s.ok())
-    return s;
-  if (absl::Status s = checkReadBackScalar(plan, plan.grad_norm_tensor(),
-                                           "grad_norm_tensor");
-      !s.ok())
-    return s;
+  // The scalars each step's programs write and the runtime reads back; each
+  // is a tensor of its own.
+  const std::pair<uint32_t, absl::string_view> scalars[] = {
+      {plan.loss_tensor(), "loss_tensor"},
+      {plan.loss_sum_tensor(), "loss_sum_tensor"},
+      {plan.grad_norm_tensor(), "grad_norm_tensor"},
+      {plan.step_skipped_tensor(), "step_skipped_tensor"},
+  };
+  for (size_t i = 0; i < std::size(scalars); ++i) {
+    if (absl::Status s =
+            checkReadBackScalar(plan, scalars[i].first, scalars[i].second);
+        !s.ok())
+      return s;
+    for (size_t j = 0; j < i; ++j)
+      if (scalars[j].first == scalars[i].first)
+        return refuse(absl::StrCat("plan.", scalars[j].second, " and plan.",
+                                   scalars[i].second, " both name ",
+                                   tensorRef(plan, scalars[i].first),
+                                   ": each needs a tensor of its own"));
+  }
   return checkParameters(plan, loaded);
 }
 

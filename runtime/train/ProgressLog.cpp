@@ -4,7 +4,11 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "runtime/train/HumanUnits.h"
 
 namespace braid {
@@ -25,6 +29,8 @@ std::string formatProgressLine(const StepReport &r) {
   if (r.mfu >= 0)
     absl::StrAppend(&line, absl::StrFormat(" | MFU %.1f%%", 100 * r.mfu));
   absl::StrAppend(&line, " | ETA ", humanDuration(r.etaSeconds));
+  if (r.skipped)
+    absl::StrAppend(&line, " | skipped: not finite");
   return line;
 }
 
@@ -32,7 +38,23 @@ std::string formatJsonLine(const StepReport &r) {
   return absl::StrCat("{\"step\":", r.step, ",\"loss\":", jsonNumber(r.loss),
                       ",\"lr\":", jsonNumber(r.lr),
                       ",\"grad_norm\":", jsonNumber(r.gradNorm),
-                      ",\"tokens_per_s\":", jsonNumber(r.tokensPerSecond), "}");
+                      ",\"tokens_per_s\":", jsonNumber(r.tokensPerSecond),
+                      r.skipped ? ",\"skipped\":true}" : "}");
+}
+
+std::string logLinesThrough(std::string_view text, int64_t step) {
+  std::string kept;
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+    int64_t n;
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, "{\"step\":") || !absl::EndsWith(line, "}"))
+      continue;
+    absl::string_view digits = rest.substr(0, rest.find(','));
+    if (absl::SimpleAtoi(digits, &n) && n >= 1 && n <= step)
+      absl::StrAppend(&kept, line, "\n");
+  }
+  return kept;
 }
 
 } // namespace braid

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace braid {
 
@@ -18,15 +19,25 @@ struct StepReport {
   double mfu = -1;
   // Estimated time to the end of this run; negative when unknown.
   double etaSeconds = -1;
+  // The update was not applied: the loss or gradient norm was not finite.
+  bool skipped = false;
 };
 
 // "step   12/300 | loss 2.8431 | lr 1.80e-03 | grad_norm 0.912 |
-//  41.2k tok/s | MFU 23.1% | ETA 0:01:47" (one line, no newline).
+//  41.2k tok/s | MFU 23.1% | ETA 0:01:47" (one line, no newline), ending
+// with " | skipped: not finite" for a skipped step.
 std::string formatProgressLine(const StepReport &report);
 
 // {"step":12,"loss":2.84310007,"lr":0.00180000004,"grad_norm":0.912,
-//  "tokens_per_s":41234.5} (one line, no newline). Floats use %.9g, enough
-// to round-trip fp32; NaN and infinities, which JSON lacks, print as null.
+//  "tokens_per_s":41234.5} (one line, no newline), with "skipped":true
+// added for a skipped step. Floats use %.9g, enough to round-trip fp32;
+// NaN and infinities, which JSON lacks, print as null.
 std::string formatJsonLine(const StepReport &report);
+
+// The lines of a JSON-lines log (`text`) that record steps up to `step`, in
+// order: what a run resumed from the checkpoint of `step` keeps before it
+// appends, so that every step has one line. Lines of later steps, and a
+// torn or foreign line, are dropped.
+std::string logLinesThrough(std::string_view text, int64_t step);
 
 } // namespace braid

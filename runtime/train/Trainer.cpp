@@ -1,5 +1,6 @@
 #include "runtime/train/Trainer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/ckpt/Checkpoint.h"
+#include "runtime/ckpt/RunIdentity.h"
 #include "runtime/device/DeviceFactory.h"
 #include "runtime/train/ParameterInit.h"
 
@@ -96,6 +98,7 @@ int64_t Trainer::tokensPerStep() const {
 StepValues Trainer::values(int64_t step, int64_t microBatch) const {
   StepValues v;
   v.step = step;
+  v.update = step - skippedSteps_;
   v.microBatch = microBatch;
   v.lr = schedule_.at(step);
   v.seed = plan_.proto.train().seed();
@@ -110,9 +113,12 @@ absl::Status Trainer::fillInputs(int64_t firstSample) {
   absl::StatusOr<absl::Span<uint8_t>> labels = device_->stageInput(plan_.labels);
   if (!labels.ok())
     return labels.status();
-  data_.fill(firstSample, t.micro_batch_size(),
-             reinterpret_cast<int32_t *>(tokens->data()),
-             reinterpret_cast<int32_t *>(labels->data()));
+  if (absl::Status s =
+          data_.fill(firstSample, t.micro_batch_size(),
+                     reinterpret_cast<int32_t *>(tokens->data()),
+                     reinterpret_cast<int32_t *>(labels->data()));
+      !s.ok())
+    return s;
   if (plan_.positions) {
     absl::StatusOr<absl::Span<uint8_t>> staged =
         device_->stageInput(*plan_.positions);
@@ -124,15 +130,6 @@ absl::Status Trainer::fillInputs(int64_t firstSample) {
         pos[b * t.seq_len() + s] = static_cast<int32_t>(s);
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<float> Trainer::readScalar(uint32_t id) {
-  if (absl::Status s = device_->requestScalar(id); !s.ok())
-    return s;
-  absl::StatusOr<std::vector<float>> v = device_->collectScalars();
-  if (!v.ok())
-    return v.status();
-  return v->back();
 }
 
 absl::StatusOr<double> Trainer::runMicroBatches() {
@@ -168,7 +165,7 @@ absl::StatusOr<double> Trainer::runMicroBatches() {
   return sum / static_cast<double>(t.num_micro_batches());
 }
 
-absl::StatusOr<float> Trainer::optimizerStep() {
+absl::StatusOr<UpdateResult> Trainer::optimizerStep() {
   if (!gradientsPending_)
     return absl::FailedPreconditionError(
         absl::StrCat("there are no gradients for step ", stepsDone_ + 1,
@@ -177,13 +174,21 @@ absl::StatusOr<float> Trainer::optimizerStep() {
   if (absl::Status s = device_->run("optimizer", values(stepsDone_ + 1, 0));
       !s.ok())
     return s;
-  absl::StatusOr<float> norm = readScalar(plan_.proto.grad_norm_tensor());
-  if (!norm.ok())
-    return norm.status();
+  for (uint32_t id :
+       {plan_.proto.grad_norm_tensor(), plan_.proto.step_skipped_tensor()})
+    if (absl::Status s = device_->requestScalar(id); !s.ok())
+      return s;
+  absl::StatusOr<std::vector<float>> scalars = device_->collectScalars();
+  if (!scalars.ok())
+    return scalars.status();
+  UpdateResult result;
+  result.gradNorm = (*scalars)[0];
+  result.skipped = (*scalars)[1] != 0;
   gradientsPending_ = false;
   ++stepsDone_;
+  skippedSteps_ += result.skipped ? 1 : 0;
   cursor_ += t.num_micro_batches() * t.micro_batch_size();
-  return *norm;
+  return result;
 }
 
 absl::StatusOr<StepResult> Trainer::trainStep() {
@@ -193,11 +198,12 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
   absl::StatusOr<double> loss = runMicroBatches();
   if (!loss.ok())
     return loss.status();
-  absl::StatusOr<float> norm = optimizerStep();
-  if (!norm.ok())
-    return norm.status();
+  absl::StatusOr<UpdateResult> update = optimizerStep();
+  if (!update.ok())
+    return update.status();
   result.loss = *loss;
-  result.gradNorm = *norm;
+  result.gradNorm = update->gradNorm;
+  result.skipped = update->skipped;
   return result;
 }
 
@@ -309,24 +315,33 @@ Trainer::saveCheckpoint(const std::string &rootDir) {
   CheckpointState state;
   state.step = stepsDone_;
   state.dataCursor = cursor_;
-  state.seed = plan_.proto.train().seed();
   state.totalSteps = totalSteps_;
   state.shuffle = shuffle_;
-  state.planName = plan_.proto.name();
+  state.skippedSteps = skippedSteps_;
+  state.identity = planIdentity(plan_.proto);
+  state.fingerprint = identityFingerprint(state.identity);
   // Only the fp32 masters and moments are saved: weight copies are cast
   // from the masters again by "init" on resume.
-  if (const uint8_t *arena = device_->hostArena())
-    return braid::saveCheckpoint(rootDir, plan_, arena, state);
-  absl::StatusOr<ArenaImage> image =
-      ArenaImage::create(plan_.proto.memory().arena_bytes());
-  if (!image.ok())
-    return image.status();
-  if (absl::Status s = copyCheckpointTensors(image->data(), false); !s.ok())
-    return s;
-  return braid::saveCheckpoint(rootDir, plan_, image->data(), state);
+  absl::StatusOr<std::string> dir;
+  if (const uint8_t *arena = device_->hostArena()) {
+    dir = braid::saveCheckpoint(rootDir, plan_, arena, state);
+  } else {
+    absl::StatusOr<ArenaImage> image =
+        ArenaImage::create(plan_.proto.memory().arena_bytes());
+    if (!image.ok())
+      return image.status();
+    if (absl::Status s = copyCheckpointTensors(image->data(), false); !s.ok())
+      return s;
+    dir = braid::saveCheckpoint(rootDir, plan_, image->data(), state);
+  }
+  if (dir.ok())
+    lastCheckpoint_ = *dir;
+  return dir;
 }
 
-absl::StatusOr<std::string> Trainer::resume(const std::string &dir) {
+absl::StatusOr<ResumeReport>
+Trainer::resume(const std::string &dir,
+                const std::set<std::string> &allowedChanges) {
   absl::StatusOr<std::string> found = findCheckpointDir(dir);
   if (!found.ok())
     return found.status();
@@ -334,42 +349,79 @@ absl::StatusOr<std::string> Trainer::resume(const std::string &dir) {
   if (!ckpt.ok())
     return ckpt.status();
   const CheckpointState &state = ckpt->state();
+  std::set<std::string> allowed = allowedChanges;
+  if (explicitTotal_)
+    allowed.insert("train.steps");
+  absl::StatusOr<std::vector<IdentityChange>> changes = compareIdentity(
+      state.identity, planIdentity(plan_.proto), allowed, *found);
+  if (!changes.ok())
+    return changes.status();
   if (state.shuffle != shuffle_)
     return absl::InvalidArgumentError(absl::StrCat(
         "the checkpoint '", *found, "' was saved by a run ",
         state.shuffle ? "with" : "without",
         " --shuffle: resume it the same way, or the data order changes"));
-  const int64_t total = explicitTotal_ ? totalSteps_ : state.totalSteps;
+  // The run length: an explicit --steps wins; otherwise a plan whose steps
+  // were allowed to change sets it; otherwise the checkpoint's.
+  const bool newPlanSteps =
+      std::any_of(changes->begin(), changes->end(),
+                  [](const IdentityChange &c) { return c.name == "train.steps"; });
+  const int64_t total = explicitTotal_  ? totalSteps_
+                        : newPlanSteps ? plan_.proto.train().steps()
+                                        : state.totalSteps;
   if (absl::Status s = checkRunLength(plan_.proto.train(), total); !s.ok())
     return s;
+  if (total < state.step)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the run is to end at step ", total, " but the checkpoint '", *found,
+        "' is already at step ", state.step));
   if (uint8_t *arena = device_->hostArena()) {
-    ckpt->copyInto(plan_, arena);
+    if (absl::Status s = ckpt->copyInto(plan_, arena); !s.ok())
+      return s;
   } else {
     absl::StatusOr<ArenaImage> image =
         ArenaImage::create(plan_.proto.memory().arena_bytes());
     if (!image.ok())
       return image.status();
-    ckpt->copyInto(plan_, image->data());
+    if (absl::Status s = ckpt->copyInto(plan_, image->data()); !s.ok())
+      return s;
     if (absl::Status s = copyCheckpointTensors(image->data(), true); !s.ok())
       return s;
   }
-  // Gradients are zero between steps; a step interrupted before its
-  // optimizer update leaves them partly accumulated.
+  // Gradients and the loss sum are zero between steps; a step interrupted
+  // before its optimizer update leaves them partly accumulated.
   for (uint32_t id : plan_.parameters) {
     const plan::Tensor &g =
         plan_.proto.tensors(plan_.proto.tensors(id).param().grad());
     if (absl::Status s = device_->zero(g.offset(), g.size_bytes()); !s.ok())
       return s;
   }
+  const plan::Tensor &lossSum =
+      plan_.proto.tensors(plan_.proto.loss_sum_tensor());
+  if (absl::Status s = device_->zero(lossSum.offset(), lossSum.size_bytes());
+      !s.ok())
+    return s;
   gradientsPending_ = false;
   stepsDone_ = state.step;
   cursor_ = state.dataCursor;
+  skippedSteps_ = state.skippedSteps;
   totalSteps_ = total;
   schedule_ = LrSchedule(plan_.proto.train(), total);
+  lastCheckpoint_ = *found;
   // The weight copies follow the restored masters.
   if (absl::Status s = runInit(); !s.ok())
     return s;
-  return *found;
+
+  ResumeReport report;
+  report.dir = *found;
+  for (const IdentityChange &c : *changes)
+    if (c.name != "train.steps")
+      report.changes.push_back(
+          absl::StrCat(c.name, ": ", c.saved, " -> ", c.current));
+  if (total != state.totalSteps)
+    report.changes.push_back(absl::StrCat("run length: ", state.totalSteps,
+                                          " -> ", total, " steps"));
+  return report;
 }
 
 } // namespace braid

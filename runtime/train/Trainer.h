@@ -5,7 +5,10 @@
 // One optimizer step t (1-based) is: for each micro-batch m, fill the INPUT
 // tensors with samples cursor + m * B .. cursor + m * B + B - 1, run
 // "micro_batch" with StepValues{t, m, lr(t), seed} and read the loss; then
-// run "optimizer" with the same values and read the gradient norm. A plan
+// run "optimizer" with the same values and read the gradient norm and
+// whether the optimizer applied the update: a step whose loss or gradient
+// norm is not finite is refused on the device (the plan's step_guard), so
+// the parameters and moments stay as they were. A plan
 // with an "init" program (BF16 plans: it casts the masters to their weight
 // copies) has it run once after the parameters are initialised, and again
 // after every resume.
@@ -17,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,11 +47,27 @@ struct TrainerOptions {
   bool cudaGraphs = true;
 };
 
+// What the optimizer program reported.
+struct UpdateResult {
+  float gradNorm = 0;
+  // The loss or the gradient norm was not finite, so nothing was updated.
+  bool skipped = false;
+};
+
 struct StepResult {
   int64_t step = 0; // the step just completed (1-based)
   double loss = 0;  // mean of the micro-batch losses
   double lr = 0;
   float gradNorm = 0;
+  bool skipped = false; // UpdateResult::skipped
+};
+
+// What resume() restored, and what it changed with the user's leave.
+struct ResumeReport {
+  std::string dir; // the checkpoint directory read
+  // One line per setting that differs from the checkpoint's
+  // ("train.lr: 0.003 -> 0.001"), including the run length.
+  std::vector<std::string> changes;
 };
 
 class Trainer {
@@ -66,6 +86,12 @@ public:
   int64_t totalSteps() const { return totalSteps_; }
   // Samples consumed so far.
   int64_t dataCursor() const { return cursor_; }
+  // Steps not applied because they were not finite, over the whole run
+  // (those before a resume included).
+  int64_t skippedSteps() const { return skippedSteps_; }
+  // The checkpoint most recently saved or resumed from; empty when none.
+  // Every checkpoint holds finite values only.
+  const std::string &lastCheckpoint() const { return lastCheckpoint_; }
   // Tokens trained per optimizer step: B * M * S.
   int64_t tokensPerStep() const;
   // The learning rate of step `step` (1-based).
@@ -83,9 +109,10 @@ public:
   // FailedPrecondition when called twice without optimizerStep() between,
   // or when all totalSteps() steps are done.
   absl::StatusOr<double> runMicroBatches();
-  // Clipping and AdamW for the step whose gradients runMicroBatches() left;
-  // returns the gradient norm. FailedPrecondition without them.
-  absl::StatusOr<float> optimizerStep();
+  // Clipping and AdamW for the step whose gradients runMicroBatches() left,
+  // unless its loss or gradient norm is not finite. The step counts as done
+  // either way. FailedPrecondition without gradients.
+  absl::StatusOr<UpdateResult> optimizerStep();
   // runMicroBatches() then optimizerStep().
   absl::StatusOr<StepResult> trainStep();
 
@@ -103,17 +130,22 @@ public:
   // optimizerStep().
   absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir);
   // Restores the state saved in `dir` (a checkpoint directory, or a
-  // directory of them, whose latest is used) and returns the checkpoint
-  // directory read. Refuses a checkpoint of another plan or seed, or one
-  // saved with the other shuffle setting, leaving the trainer unchanged.
-  absl::StatusOr<std::string> resume(const std::string &dir);
+  // directory of them, whose latest is used). Refuses, leaving the trainer
+  // unchanged, a damaged or inconsistent checkpoint (readCheckpoint), one
+  // saved with the other shuffle setting, and one whose plan identity
+  // differs from this plan's in a field not in `allowedChanges` (full field
+  // names, RunIdentity.h), naming every such field. An explicit
+  // TrainerOptions::totalSteps allows train.steps to differ: the run length
+  // is then the option's.
+  absl::StatusOr<ResumeReport>
+  resume(const std::string &dir,
+         const std::set<std::string> &allowedChanges = {});
 
 private:
   Trainer(LoadedPlan plan, DataLoader data, const TrainerOptions &options,
           int64_t totalSteps);
   StepValues values(int64_t step, int64_t microBatch) const;
   absl::Status fillInputs(int64_t firstSample);
-  absl::StatusOr<float> readScalar(uint32_t id);
   // Writes the initial parameters and runs "init".
   absl::Status initialise();
   // Runs "init" when the plan has it (after initialisation or a restore).
@@ -132,6 +164,8 @@ private:
   LrSchedule schedule_;
   int64_t stepsDone_ = 0;
   int64_t cursor_ = 0;
+  int64_t skippedSteps_ = 0;
+  std::string lastCheckpoint_;
   // runMicroBatches() ran and optimizerStep() has not yet.
   bool gradientsPending_ = false;
 };

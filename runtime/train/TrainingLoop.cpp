@@ -18,6 +18,9 @@
 #include "runtime/train/PeakFlops.h"
 #include "runtime/train/ProgressLog.h"
 #include "runtime/train/StopSignal.h"
+#include "runtime/ckpt/Checkpoint.h"
+#include "runtime/data/WholeFile.h"
+#include "runtime/io/AtomicFile.h"
 
 namespace braid {
 namespace {
@@ -92,6 +95,50 @@ absl::Status save(Trainer &trainer, const RunOptions &options) {
   return absl::OkStatus();
 }
 
+// Where to go from a step that was not applied.
+std::string resumeAdvice(const Trainer &trainer) {
+  if (trainer.lastCheckpoint().empty())
+    return "No checkpoint was saved in this run (--save-dir with "
+           "--save-interval keeps one)";
+  return absl::StrCat("The last checkpoint, all of whose values are "
+                      "finite, is ",
+                      trainer.lastCheckpoint(),
+                      ": resume from it with a lower learning rate "
+                      "(--allow-change=lr), or pass --skip-nonfinite N to "
+                      "skip up to N such steps");
+}
+
+std::string number(double v) {
+  return std::isnan(v) ? "NaN" : absl::StrFormat("%g", v);
+}
+
+std::string nonFiniteStep(const StepResult &r) {
+  return absl::StrCat("step ", r.step, ": the loss is ", number(r.loss),
+                      " and the gradient norm is ", number(r.gradNorm),
+                      ", not both finite, so its update was not applied");
+}
+
+// Opens the JSON-lines log: truncated for a run from step 0; for a resumed
+// run, cut back to the steps up to the checkpoint and appended to.
+absl::StatusOr<File> openLog(const std::string &path, int64_t stepsDone) {
+  if (stepsDone > 0) {
+    absl::StatusOr<std::string> old = readWholeFile(path, "log");
+    if (old.ok()) {
+      std::string kept = logLinesThrough(*old, stepsDone);
+      if (kept.size() != old->size())
+        if (absl::Status s = writeFileAtomically(path, kept); !s.ok())
+          return s;
+    } else if (!absl::IsNotFound(old.status())) {
+      return old.status();
+    }
+  }
+  File log(std::fopen(path.c_str(), stepsDone == 0 ? "w" : "a"), &std::fclose);
+  if (!log)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot open the log file '", path, "': ", std::strerror(errno)));
+  return log;
+}
+
 } // namespace
 
 absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
@@ -105,7 +152,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     std::fflush(options.out);
   }
   // A checkpoint directory that cannot be made is an error now, not after
-  // the last step.
+  // the last step. What a process that died while saving left is tidied.
   if (!options.saveDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.saveDir, ec);
@@ -113,15 +160,15 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--save-dir '", options.saveDir, "' is not a directory and cannot "
           "be created", ec ? absl::StrCat(": ", ec.message()) : ""));
+    for (const std::string &note : recoverCheckpointDir(options.saveDir))
+      std::fprintf(options.err, "braid-run: %s\n", note.c_str());
   }
   File log(nullptr, &std::fclose);
   if (!options.logPath.empty()) {
-    log.reset(std::fopen(options.logPath.c_str(),
-                         trainer.stepsDone() == 0 ? "w" : "a"));
-    if (!log)
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot open the log file '", options.logPath,
-                       "': ", std::strerror(errno)));
+    absl::StatusOr<File> opened = openLog(options.logPath, trainer.stepsDone());
+    if (!opened.ok())
+      return opened.status();
+    log = std::move(*opened);
   }
 
   const double flopsPerToken = trainer.plan().proto.model().flops_per_token();
@@ -131,6 +178,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     trainer.setProfile(&profile);
   const Clock::time_point runStart = Clock::now();
   bool savedLast = false;
+  int64_t skippedHere = 0;
   while (trainer.stepsDone() < last && stopSignal() == 0) {
     const Clock::time_point t0 = Clock::now();
     absl::StatusOr<StepResult> r = trainer.trainStep();
@@ -148,6 +196,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     report.loss = r->loss;
     report.lr = r->lr;
     report.gradNorm = r->gradNorm;
+    report.skipped = r->skipped;
     report.tokensPerSecond =
         stepSeconds > 0 ? trainer.tokensPerStep() / stepSeconds : 0;
     if (peak > 0 && flopsPerToken > 0)
@@ -164,11 +213,27 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
             absl::StrCat("cannot write the log file '", options.logPath,
                          "': ", std::strerror(errno)));
     }
-    if (!std::isfinite(r->loss))
+    if (!r->skipped && !(std::isfinite(r->loss) && std::isfinite(r->gradNorm)))
       return absl::InternalError(absl::StrCat(
           "step ", r->step, ": the loss is ", r->loss,
-          "; stopping (lower the learning rate, or resume from the last "
-          "checkpoint)"));
+          " and the gradient norm is ", r->gradNorm,
+          ", yet the plan applied the update: its optimizer program has no "
+          "step_guard; recompile the spec with this release's braidc"));
+    if (r->skipped) {
+      if (++skippedHere > options.skipNonfinite)
+        return absl::FailedPreconditionError(absl::StrCat(
+            nonFiniteStep(*r), "; stopping",
+            options.skipNonfinite > 0
+                ? absl::StrCat(" after ", options.skipNonfinite,
+                               " skipped steps (--skip-nonfinite)")
+                : "",
+            ". ", resumeAdvice(trainer)));
+      std::fprintf(options.err, "braid-run: %s; skipped (%lld of %lld "
+                   "allowed by --skip-nonfinite)\n",
+                   nonFiniteStep(*r).c_str(),
+                   static_cast<long long>(skippedHere),
+                   static_cast<long long>(options.skipNonfinite));
+    }
     savedLast = false;
     if (!options.saveDir.empty() && options.saveInterval > 0 &&
         r->step % options.saveInterval == 0) {
@@ -199,15 +264,17 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
       return s;
   }
   if (int sig = stopSignal(); sig != 0) {
-    std::fprintf(
-        options.err, "braid-run: stopped by %s after step %lld of %lld%s\n",
-        sig == SIGINT    ? "SIGINT"
-        : sig == SIGTERM ? "SIGTERM"
-                         : "a signal",
-        static_cast<long long>(trainer.stepsDone()),
-        static_cast<long long>(total),
-        options.saveDir.empty() ? " (no --save-dir: progress was not saved)"
-                                : "; resume with --resume");
+    std::string next =
+        !trainer.lastCheckpoint().empty()
+            ? absl::StrCat("; resume with --resume ", trainer.lastCheckpoint())
+        : options.saveDir.empty()
+            ? std::string(" (no --save-dir: progress was not saved)")
+            : std::string(" (no step finished, so nothing was saved)");
+    std::fprintf(options.err,
+                 "braid-run: stopped by %s after step %lld of %lld%s\n",
+                 stopSignalName(sig),
+                 static_cast<long long>(trainer.stepsDone()),
+                 static_cast<long long>(total), next.c_str());
     return 128 + sig;
   }
   return 0;

@@ -1,7 +1,8 @@
 // The training run braid-run performs: start-up reports, one progress line
-// and one JSON log record per step, periodic and final checkpoints, and a
-// graceful stop on SIGINT / SIGTERM (see StopSignal.h; installing the
-// handlers is the caller's choice).
+// and one JSON log record per step, periodic and final checkpoints, the
+// policy for steps that are not finite, and a graceful stop on SIGINT,
+// SIGTERM and SIGHUP (see StopSignal.h; installing the handlers is the
+// caller's choice).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,9 @@
 namespace braid {
 
 struct RunOptions {
-  // JSON-lines log; empty: none. Truncated when the run starts at step 0,
-  // appended to when it continues a checkpoint.
+  // JSON-lines log; empty: none. Truncated when the run starts at step 0;
+  // when it continues a checkpoint, cut back to the checkpoint's step (so
+  // the steps redone after it are not logged twice) and appended to.
   std::string logPath;
   // Checkpoints go to saveDir/step-NNNNNN; empty: no checkpoints.
   std::string saveDir;
@@ -23,6 +25,9 @@ struct RunOptions {
   int64_t saveInterval = 0;
   // Stop after this step (0: run to the trainer's total).
   int64_t stopAfter = 0;
+  // Steps whose loss or gradient norm is not finite are never applied. Up
+  // to this many of them are skipped (and logged); one more stops the run.
+  int64_t skipNonfinite = 0;
   // No start-up report or progress lines (errors still print).
   bool quiet = false;
   // Print the time spent in each kernel at the end of the run.
@@ -37,7 +42,9 @@ struct RunOptions {
 // and returns the process exit code: 0 when it reached its last step, 128 +
 // the signal number when a signal stopped it (after finishing the step in
 // flight and saving a checkpoint when saveDir is set). An error status for
-// an unwritable log or checkpoint, or a loss that is no longer finite.
+// an unwritable log or checkpoint, or a step that is not finite beyond
+// options.skipNonfinite; its message names the step and the last
+// checkpoint (whose values are all finite) to resume from.
 absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options);
 
 } // namespace braid

@@ -105,7 +105,7 @@ TEST(Bf16Training, ResumeIsBitExact) {
 
   auto second = makeTrainer("llama-tiny-bf16");
   ASSERT_NE(second, nullptr);
-  absl::StatusOr<std::string> from = second->resume(dir);
+  absl::StatusOr<ResumeReport> from = second->resume(dir);
   ASSERT_TRUE(from.ok()) << from.status();
   std::vector<double> tail = train(*second, kSteps - kSteps / 2);
   head.insert(head.end(), tail.begin(), tail.end());

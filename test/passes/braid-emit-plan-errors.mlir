@@ -9,7 +9,7 @@ sched.global @w "parameter" : memref<4xf32> info {name = "w", init = "ones"}
 // -----
 
 // Without the loss scalar there is nothing for the runtime to report.
-// expected-error @+1 {{needs the @loss and @grad_norm scalar globals (run braid-lower-to-sched first)}}
+// expected-error @+1 {{needs the @loss, @loss_sum, @grad_norm and @step_skipped scalar globals (run braid-lower-to-sched first)}}
 module {
   sched.global @w "parameter" : memref<4xf32> offset(0) info {name = "w", init = "ones", grad = "w", exp_avg = "w", exp_avg_sq = "w"}
 }
@@ -28,6 +28,8 @@ module {
 module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
   // expected-error @+1 {{uses a buffer that is neither a global nor an alloc}}
   sched.program @micro_batch {
     %b = "test.buffer"() : () -> memref<4xf32>
@@ -41,6 +43,8 @@ module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
 module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
   sched.program @micro_batch {
     %l = sched.get_global @loss : memref<f32>
     // expected-error @+1 {{parameter 'value' is neither an integer nor a float}}
@@ -55,6 +59,8 @@ module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
 module attributes {sched.memory = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
 }
 
 // -----
@@ -64,6 +70,8 @@ module attributes {sched.memory = {}} {
 module attributes {braid.model = {}, braid.train = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
 }
 
 // -----
@@ -99,4 +107,6 @@ module {
 module attributes {braid.model = {}, braid.train = {precision = "fp16"}, sched.memory = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
 }

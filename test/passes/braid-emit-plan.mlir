@@ -5,7 +5,7 @@
 // A planned module (braid-plan-memory output) becomes a plan: settings
 // copied, globals first as tensors with their ids, then each program's
 // allocs as activations named after the launch that writes them.
-// CHECK: format_version: 1
+// CHECK: format_version: 2
 // CHECK: name: "tiny"
 // CHECK: model {
 // CHECK: family: "llama"
@@ -31,7 +31,7 @@
 // CHECK-NEXT: name: "tokens"
 // CHECK: kind: INPUT
 // CHECK: role: TOKENS
-// CHECK: id: 16
+// CHECK: id: 18
 // CHECK-NEXT: name: "micro_batch/embedding#0.out0"
 // CHECK: kind: ACTIVATION
 // CHECK-NEXT: offset: 4608
@@ -43,7 +43,7 @@
 // CHECK-NEXT: kernel: "embedding"
 // CHECK-NEXT: inputs: 0
 // CHECK-NEXT: inputs: 12
-// CHECK-NEXT: outputs: 16
+// CHECK-NEXT: outputs: 18
 // CHECK: kernel: "cross_entropy_grad_input"
 // CHECK: attrs {
 // CHECK-NEXT: name: "scale"
@@ -56,12 +56,14 @@
 // CHECK: kernel: "adamw"
 // CHECK: num_streams: 1
 // CHECK: memory {
-// CHECK: arena_bytes: 5184
+// CHECK: arena_bytes: 5312
 // CHECK: loss_tensor: 14
 // CHECK: grad_norm_tensor: 15
+// CHECK: loss_sum_tensor: 16
+// CHECK: step_skipped_tensor: 17
 
 // FORMAT: braid-emit-plan: unknown format 'json'; use binary or text
-module attributes {braid.model = {family = "llama", ffn_hidden_size = 8 : i64, flops_per_token = 1.200000e+03 : f64, hidden_size = 8 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, num_layers = 1 : i64, num_parameters = 200 : i64, vocab_size = 16 : i64}, braid.name = "tiny", braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decay = "cosine", eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, lr = 1.000000e-03 : f64, micro_batch_size = 2 : i64, min_lr = 1.000000e-04 : f64, num_micro_batches = 4 : i64, seed = 7 : i64, seq_len = 4 : i64, steps = 10 : i64, warmup_steps = 2 : i64, weight_decay = 1.000000e-01 : f64}, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5184 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
+module attributes {braid.model = {family = "llama", ffn_hidden_size = 8 : i64, flops_per_token = 1.200000e+03 : f64, hidden_size = 8 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, num_layers = 1 : i64, num_parameters = 200 : i64, vocab_size = 16 : i64}, braid.name = "tiny", braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decay = "cosine", eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, lr = 1.000000e-03 : f64, micro_batch_size = 2 : i64, min_lr = 1.000000e-04 : f64, num_micro_batches = 4 : i64, seed = 7 : i64, seq_len = 4 : i64, steps = 10 : i64, warmup_steps = 2 : i64, weight_decay = 1.000000e-01 : f64}, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5312 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
   sched.global @table "parameter" : memref<16x8xf32> offset(0) info {exp_avg = "table.exp_avg", exp_avg_sq = "table.exp_avg_sq", grad = "table.grad", init = "normal", name = "table", weight_decay = true}
   sched.global @w "parameter" : memref<8x8xf32> offset(512) info {exp_avg = "w.exp_avg", exp_avg_sq = "w.exp_avg_sq", grad = "w.grad", init = "normal", name = "w", weight_decay = true}
   sched.global @b "parameter" : memref<8xf32> offset(768) info {exp_avg = "b.exp_avg", exp_avg_sq = "b.exp_avg_sq", grad = "b.grad", init = "zeros", name = "b", weight_decay = false}
@@ -78,6 +80,8 @@ module attributes {braid.model = {family = "llama", ffn_hidden_size = 8 : i64, f
   sched.global @labels "input" : memref<2x4xi32> offset(3392) info {role = "labels"}
   sched.global @loss "scalar" : memref<f32> offset(3456) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(3520) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(5184) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(5248) info {role = "step_skipped"}
   sched.program @micro_batch {
     %0 = sched.get_global @table : memref<16x8xf32>
     %1 = sched.get_global @w : memref<8x8xf32>

@@ -10,8 +10,10 @@
 // STEP: %[[G2:.+]] = sched.get_global @b.grad
 // STEP: %[[NORM:.+]] = sched.get_global @grad_norm
 // STEP: sched.launch "grad_norm"
+// STEP: %[[SKIP:.+]] = sched.get_global @step_skipped
+// STEP: sched.launch "step_guard"
 // STEP-NOT: "adamw"
-// STEP: sched.launch "multi_adamw" on 0 ins(%[[G0]], %[[G1]], %[[G2]], %[[NORM]] : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<f32>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decayed = 2 : i64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+// STEP: sched.launch "multi_adamw" on 0 ins(%[[G0]], %[[G1]], %[[G2]], %[[NORM]], %[[SKIP]] : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<f32>, memref<f32>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decayed = 2 : i64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
 // STEP-NOT: "adamw"
 // STEP: sched.launch "fill" on 0 outs(%[[G0]]
 // STEP: sched.launch "fill" on 0 outs(%[[G1]]
@@ -25,6 +27,7 @@ sched.global @a.grad "gradient" : memref<4xf32> info {of = "a"}
 sched.global @b.grad "gradient" : memref<4xf32> info {of = "b"}
 sched.global @c.grad "gradient" : memref<4xf32> info {of = "c"}
 sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
+sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 
 // Decayed tensors go first, whatever the launch order; each part keeps it.
 // CHECK-LABEL: sched.program @optimizer
@@ -35,7 +38,8 @@ sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
 // CHECK-NEXT: %[[C:.+]] = sched.get_global @c :
 // CHECK-NEXT: %[[CG:.+]] = sched.get_global @c.grad
 // CHECK-NEXT: %[[N:.+]] = sched.get_global @grad_norm
-// CHECK-NEXT: sched.launch "multi_adamw" on 0 ins(%[[BG]], %[[AG]], %[[CG]], %[[N]] : {{.+}}) outs(%[[B]], %[[A]], %[[C]], %[[B]], %[[A]], %[[C]], %[[B]], %[[A]], %[[C]] : {{.+}}) params {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, decayed = 1 : i64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK-NEXT: %[[S:.+]] = sched.get_global @step_skipped
+// CHECK-NEXT: sched.launch "multi_adamw" on 0 ins(%[[BG]], %[[AG]], %[[CG]], %[[N]], %[[S]] : {{.+}}) outs(%[[B]], %[[A]], %[[C]], %[[B]], %[[A]], %[[C]], %[[B]], %[[A]], %[[C]] : {{.+}}) params {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, decayed = 1 : i64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
 // CHECK-NEXT: }
 sched.program @optimizer {
   %a = sched.get_global @a : memref<4xf32>
@@ -45,9 +49,10 @@ sched.program @optimizer {
   %c = sched.get_global @c : memref<4xf32>
   %cg = sched.get_global @c.grad : memref<4xf32>
   %n = sched.get_global @grad_norm : memref<f32>
-  sched.launch "adamw" on 0 ins(%ag, %n : memref<4xf32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
-  sched.launch "adamw" on 0 ins(%bg, %n : memref<4xf32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
-  sched.launch "adamw" on 0 ins(%cg, %n : memref<4xf32>, memref<f32>) outs(%c, %c, %c : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
+  %s = sched.get_global @step_skipped : memref<f32>
+  sched.launch "adamw" on 0 ins(%ag, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
+  sched.launch "adamw" on 0 ins(%bg, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
+  sched.launch "adamw" on 0 ins(%cg, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%c, %c, %c : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
 }
 
 // -----
@@ -56,6 +61,7 @@ sched.global @a "parameter" : memref<4xf32> info {name = "a", init = "zeros"}
 sched.global @b "parameter" : memref<4xf32> info {name = "b", init = "zeros"}
 sched.global @c "parameter" : memref<4xf32> info {name = "c", init = "zeros"}
 sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
+sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 
 // Two different decay values: one launch could carry only one, so the
 // launches are left alone. Another program is never touched.
@@ -69,15 +75,17 @@ sched.program @optimizer {
   %a = sched.get_global @a : memref<4xf32>
   %b = sched.get_global @b : memref<4xf32>
   %n = sched.get_global @grad_norm : memref<f32>
-  sched.launch "adamw" on 0 ins(%a, %n : memref<4xf32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
-  sched.launch "adamw" on 0 ins(%b, %n : memref<4xf32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.2 : f64}
+  %s = sched.get_global @step_skipped : memref<f32>
+  sched.launch "adamw" on 0 ins(%a, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
+  sched.launch "adamw" on 0 ins(%b, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.2 : f64}
 }
 sched.program @micro_batch {
   %a = sched.get_global @a : memref<4xf32>
   %b = sched.get_global @b : memref<4xf32>
   %n = sched.get_global @grad_norm : memref<f32>
-  sched.launch "adamw" on 0 ins(%a, %n : memref<4xf32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
-  sched.launch "adamw" on 0 ins(%b, %n : memref<4xf32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
+  %s = sched.get_global @step_skipped : memref<f32>
+  sched.launch "adamw" on 0 ins(%a, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
+  sched.launch "adamw" on 0 ins(%b, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
 }
 
 // -----
@@ -86,6 +94,7 @@ sched.global @a "parameter" : memref<4xf32> info {name = "a", init = "zeros"}
 sched.global @b "parameter" : memref<4xf32> info {name = "b", init = "zeros"}
 sched.global @c "parameter" : memref<4xf32> info {name = "c", init = "zeros"}
 sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
+sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 
 // A launch between two adamw launches ends the run: a and b are not merged
 // across the fill; b and c (after it) are. Launches with another beta2 form
@@ -93,7 +102,7 @@ sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
 // CHECK-LABEL: sched.program @optimizer
 // CHECK: sched.launch "adamw" on 0 ins(%[[A:.+]], %{{.+}} :
 // CHECK-NEXT: sched.launch "fill"
-// CHECK-NEXT: sched.launch "multi_adamw" on 0 ins(%[[B:.+]], %[[C:.+]], %{{.+}} : memref<4xf32>, memref<4xf32>, memref<f32>) {{.+}} beta2 = 0.99899999999999999 : f64, decayed = 0 : i64
+// CHECK-NEXT: sched.launch "multi_adamw" on 0 ins(%[[B:.+]], %[[C:.+]], %{{.+}}, %{{.+}} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<f32>) {{.+}} beta2 = 0.99899999999999999 : f64, decayed = 0 : i64
 // CHECK-NEXT: sched.launch "adamw" on 0 ins(%[[A]], {{.+}} beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64}
 // CHECK-NEXT: }
 sched.program @optimizer {
@@ -101,9 +110,10 @@ sched.program @optimizer {
   %b = sched.get_global @b : memref<4xf32>
   %c = sched.get_global @c : memref<4xf32>
   %n = sched.get_global @grad_norm : memref<f32>
-  sched.launch "adamw" on 0 ins(%a, %n : memref<4xf32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
+  %s = sched.get_global @step_skipped : memref<f32>
+  sched.launch "adamw" on 0 ins(%a, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
   sched.launch "fill" on 0 outs(%a : memref<4xf32>) params {value = 0.0 : f64}
-  sched.launch "adamw" on 0 ins(%b, %n : memref<4xf32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
-  sched.launch "adamw" on 0 ins(%c, %n : memref<4xf32>, memref<f32>) outs(%c, %c, %c : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
-  sched.launch "adamw" on 0 ins(%a, %n : memref<4xf32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
+  sched.launch "adamw" on 0 ins(%b, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
+  sched.launch "adamw" on 0 ins(%c, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%c, %c, %c : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
+  sched.launch "adamw" on 0 ins(%a, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.0 : f64}
 }

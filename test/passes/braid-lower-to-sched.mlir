@@ -9,7 +9,9 @@
 // CHECK: sched.global @b.exp_avg_sq "optimizer_state" : memref<8xf32>
 // CHECK: sched.global @tokens "input" : memref<2x4xi32> info {role = "tokens"}
 // CHECK: sched.global @loss "scalar" : memref<f32> info {role = "loss"}
+// CHECK: sched.global @loss_sum "scalar" : memref<f32> info {role = "loss_sum"}
 // CHECK: sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
+// CHECK: sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 // CHECK-NOT: func.func
 
 // One launch per braid op, in order, on stream 0.
@@ -32,22 +34,32 @@
 // CHECK: sched.launch "linear_grad_weight" on 0 ins({{.+}}) outs(%[[WG]], %[[BG]] : memref<8x8xf32>, memref<8xf32>) params {accumulate = 1 : i64}
 // CHECK: %[[TG2:.+]] = sched.get_global @table.grad
 // CHECK: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<16x8xf32>) params {accumulate = 1 : i64}
+// Last, the micro-batch's loss joins the step's sum, which the optimizer
+// checks.
+// CHECK-NEXT: %[[L:.+]] = sched.get_global @loss :
+// CHECK-NEXT: %[[LS:.+]] = sched.get_global @loss_sum :
+// CHECK-NEXT: sched.launch "accumulate" on 0 ins(%[[L]] : memref<f32>) outs(%[[LS]] : memref<f32>)
 // CHECK-NEXT: }
 
-// The optimizer: global norm, AdamW per parameter (no decay on rank-1
-// parameters), then zeroed gradients.
+// The optimizer: global norm, the guard that refuses a non-finite step,
+// AdamW per parameter (no decay on rank-1 parameters; nothing when the
+// guard says skip), then zeroed gradients and loss sum.
 // CHECK-LABEL: sched.program @optimizer
 // CHECK: %[[G0:.+]] = sched.get_global @table.grad
 // CHECK: %[[G1:.+]] = sched.get_global @w.grad
 // CHECK: %[[G2:.+]] = sched.get_global @b.grad
 // CHECK: %[[NORM:.+]] = sched.get_global @grad_norm
 // CHECK: sched.launch "grad_norm" on 0 ins(%[[G0]], %[[G1]], %[[G2]] : {{.+}}) outs(%[[NORM]] : memref<f32>)
-// CHECK: sched.launch "adamw" on 0 ins(%[[G0]], %[[NORM]] : {{.+}}) outs({{.+}}) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
-// CHECK: sched.launch "adamw" on 0 ins(%[[G1]], %[[NORM]]
-// CHECK: sched.launch "adamw" on 0 ins(%[[G2]], %[[NORM]] {{.+}} weight_decay = 0.000000e+00 : f64}
+// CHECK: %[[SUM:.+]] = sched.get_global @loss_sum
+// CHECK: %[[SKIP:.+]] = sched.get_global @step_skipped
+// CHECK: sched.launch "step_guard" on 0 ins(%[[SUM]], %[[NORM]] : memref<f32>, memref<f32>) outs(%[[SKIP]] : memref<f32>)
+// CHECK: sched.launch "adamw" on 0 ins(%[[G0]], %[[NORM]], %[[SKIP]] : {{.+}}) outs({{.+}}) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK: sched.launch "adamw" on 0 ins(%[[G1]], %[[NORM]], %[[SKIP]]
+// CHECK: sched.launch "adamw" on 0 ins(%[[G2]], %[[NORM]], %[[SKIP]] {{.+}} weight_decay = 0.000000e+00 : f64}
 // CHECK: sched.launch "fill" on 0 outs(%[[G0]] : memref<16x8xf32>) params {value = 0.000000e+00 : f64}
 // CHECK: sched.launch "fill" on 0 outs(%[[G1]]
 // CHECK: sched.launch "fill" on 0 outs(%[[G2]]
+// CHECK: sched.launch "fill" on 0 outs(%[[SUM]] : memref<f32>) params {value = 0.000000e+00 : f64}
 module attributes {braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, num_micro_batches = 4 : i64, weight_decay = 1.000000e-01 : f64}} {
   func.func @train_step(%arg0: tensor<2x4xi32> {braid.input = "tokens"}, %arg1: tensor<2x4xi32> {braid.input = "labels"}, %arg2: tensor<16x8xf32> {braid.param = {init = "normal", name = "table", weight_decay = true}}, %arg3: tensor<8x8xf32> {braid.param = {init = "normal", name = "w", weight_decay = true}}, %arg4: tensor<8xf32> {braid.param = {init = "zeros", name = "b", weight_decay = true}}) -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "table"}, tensor<8x8xf32> {braid.grad_of = "w"}, tensor<8xf32> {braid.grad_of = "b"}) {
     %0 = braid.embedding %arg2, %arg0 : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>

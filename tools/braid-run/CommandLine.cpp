@@ -6,6 +6,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runtime/ckpt/RunIdentity.h"
 
 namespace braid {
 namespace {
@@ -32,11 +35,19 @@ struct ValueFlag {
 
 constexpr int64_t kMaxInt64 = INT64_MAX;
 
+// A path flag's value; an empty one would silently mean "none".
+absl::Status path(absl::string_view flag, const std::string &value,
+                  absl::string_view what, std::string *out) {
+  if (value.empty())
+    return bad(absl::StrCat(flag, " needs ", what, ", not an empty string"));
+  *out = value;
+  return absl::OkStatus();
+}
+
 const ValueFlag kValueFlags[] = {
     {"--data",
      [](const std::string &v, CommandLine &cl) {
-       cl.dataPath = v;
-       return absl::OkStatus();
+       return path("--data", v, "a data file", &cl.dataPath);
      }},
     {"--data-format",
      [](const std::string &v, CommandLine &cl) {
@@ -57,13 +68,11 @@ const ValueFlag kValueFlags[] = {
      }},
     {"--log",
      [](const std::string &v, CommandLine &cl) {
-       cl.logPath = v;
-       return absl::OkStatus();
+       return path("--log", v, "a file", &cl.logPath);
      }},
     {"--save-dir",
      [](const std::string &v, CommandLine &cl) {
-       cl.saveDir = v;
-       return absl::OkStatus();
+       return path("--save-dir", v, "a directory", &cl.saveDir);
      }},
     {"--save-interval",
      [](const std::string &v, CommandLine &cl) {
@@ -71,7 +80,24 @@ const ValueFlag kValueFlags[] = {
      }},
     {"--resume",
      [](const std::string &v, CommandLine &cl) {
-       cl.resumeDir = v;
+       return path("--resume", v, "a checkpoint directory", &cl.resumeDir);
+     }},
+    {"--allow-change",
+     [](const std::string &v, CommandLine &cl) {
+       absl::StatusOr<std::set<std::string>> fields = parseAllowedChanges(v);
+       if (!fields.ok())
+         return fields.status();
+       cl.allowChanges.insert(fields->begin(), fields->end());
+       return absl::OkStatus();
+     }},
+    {"--skip-nonfinite",
+     [](const std::string &v, CommandLine &cl) {
+       int64_t n;
+       if (!absl::SimpleAtoi(v, &n) || n < 0)
+         return bad(absl::StrCat("--skip-nonfinite needs a whole number of "
+                                 "steps, 0 or more, not \"",
+                                 v, "\""));
+       cl.skipNonfinite = n;
        return absl::OkStatus();
      }},
     {"--threads",
@@ -180,8 +206,30 @@ parseCommandLine(const std::vector<std::string> &args, bool embeddedPlan) {
     return bad("missing --data FILE (the training tokens)");
   if (cl.saveInterval > 0 && cl.saveDir.empty())
     return bad("--save-interval needs --save-dir");
+  if (!cl.allowChanges.empty() && cl.resumeDir.empty())
+    return bad("--allow-change only applies with --resume");
   return cl;
 }
+
+namespace {
+
+// `text` broken at spaces into lines of at most `width` characters, each
+// indented by `indent` spaces and ended by a newline.
+std::string wrapped(const std::string &text, int indent, size_t width) {
+  std::string out, line;
+  for (absl::string_view word : absl::StrSplit(text, ' ')) {
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+  }
+  if (!line.empty())
+    absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+  return out;
+}
+
+} // namespace
 
 std::string usage(const std::string &program, bool embeddedPlan) {
   return absl::StrCat(
@@ -204,6 +252,11 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "  --save-interval N    also save every N steps\n"
       "  --resume DIR         continue from a checkpoint (or the latest one\n"
       "                       under DIR)\n"
+      "  --allow-change LIST  on resume, accept a plan whose settings in\n"
+      "                       LIST differ from the checkpoint's:\n",
+      wrapped(absl::StrJoin(changeableFieldNames(), ", "), 23, 72),
+      "  --skip-nonfinite N   skip up to N steps whose loss or gradient norm\n"
+      "                       is not finite (default 0: stop at the first)\n"
       "  --threads N          kernel threads (default: all cores)\n"
       "  --device D           cpu (default) or cuda\n"
       "  --cuda-graphs on|off replay each program as a CUDA graph after its\n"

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct CommandLine {
   std::string saveDir;
   int64_t saveInterval = 0;
   std::string resumeDir;
+  // Full field names (RunIdentity.h) that may differ on resume.
+  std::set<std::string> allowChanges;
+  int64_t skipNonfinite = 0;
   int threads = 0; // 0: the default thread count
   std::string device = "cpu";
   bool cudaGraphs = true; // --cuda-graphs=on|off (CUDA only)

@@ -1,5 +1,6 @@
 // braid-run: trains the model of a plan on the CPU or an NVIDIA GPU. See
 // docs/braid-run.md.
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,6 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/registry/Kernel.h"
+#include "runtime/ckpt/Checkpoint.h"
+#include "runtime/ckpt/CheckpointManifest.h"
+#include "runtime/io/FileIdentity.h"
 #include "runtime/data/TokenData.h"
 #include "runtime/data/TokenFormat.h"
 #include "runtime/device/DeviceFactory.h"
@@ -22,6 +26,11 @@
 
 namespace braid {
 namespace {
+
+// Marks this executable as a Braid runtime, so that braidc --emit=binary
+// accepts it as --runtime (EmbeddedPlan.h).
+[[gnu::section(".braid_runtime"), gnu::used]] constexpr RuntimeMarker
+    kRuntimeMarker = {"braid-run", kPlanFormatVersion};
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
@@ -38,12 +47,13 @@ buildTrainer(const CommandLine &cl,
              const std::optional<std::string> &embedded) {
   const Device device = cl.device == "cuda" ? Device::kCUDA : Device::kCPU;
   absl::StatusOr<LoadedPlan> plan =
-      embedded ? loadPlan(*embedded, defaultKernelRegistry(), device)
+      embedded ? loadSealedPlan(*embedded,
+                                "the plan embedded in this executable",
+                                PlanSource::kEmbedded, defaultKernelRegistry(),
+                                device)
                : loadPlanFile(cl.planPath, defaultKernelRegistry(), device);
   if (!plan.ok())
-    return embedded ? absl::InvalidArgumentError(absl::StrCat(
-                          "the embedded plan: ", plan.status().message()))
-                    : plan.status();
+    return plan.status();
   absl::StatusOr<TokenFormat> format =
       chooseTokenFormat(cl.dataPath, cl.dataFormat);
   if (!format.ok())
@@ -60,16 +70,38 @@ buildTrainer(const CommandLine &cl,
   return Trainer::create(std::move(*plan), std::move(*data), options);
 }
 
+// The files the run reads, which no output may be.
+std::vector<NamedInput> inputsOf(const CommandLine &cl, bool embedded) {
+  std::vector<NamedInput> inputs = {
+      {"the data file (--data)", cl.dataPath},
+      embedded ? NamedInput{"this executable", "/proc/self/exe"}
+               : NamedInput{"the plan file", cl.planPath},
+  };
+  if (!cl.resumeDir.empty()) {
+    absl::StatusOr<std::string> dir = findCheckpointDir(cl.resumeDir);
+    if (dir.ok())
+      for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile,
+                               ckpt::kManifestFile})
+        inputs.push_back({"a file of the checkpoint being resumed",
+                          absl::StrCat(*dir, "/", file)});
+  }
+  return inputs;
+}
+
 // Restores the checkpoint of --resume. Returns true when training should go
 // on, false when the checkpoint already is where the run would stop.
 absl::StatusOr<bool> resume(const CommandLine &cl, Trainer &trainer) {
-  absl::StatusOr<std::string> from = trainer.resume(cl.resumeDir);
+  absl::StatusOr<ResumeReport> from =
+      trainer.resume(cl.resumeDir, cl.allowChanges);
   if (!from.ok())
     return from.status();
   const long long done = trainer.stepsDone();
   if (!cl.quiet)
-    std::printf("resumed from %s (step %lld of %lld)\n", from->c_str(), done,
-                static_cast<long long>(trainer.totalSteps()));
+    std::printf("resumed from %s (step %lld of %lld)\n", from->dir.c_str(),
+                done, static_cast<long long>(trainer.totalSteps()));
+  // What differs from the checkpoint is said even with --quiet.
+  for (const std::string &change : from->changes)
+    std::printf("changed on resume: %s\n", change.c_str());
   if (cl.stopAfter > 0 && cl.stopAfter <= done) {
     std::printf("nothing to do: --stop-after %lld, and the checkpoint is at "
                 "step %lld\n",
@@ -92,6 +124,11 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
       return fail(absl::Status(s.code(),
                                absl::StrCat("--device=cuda: ", s.message())));
   }
+  if (!cl.logPath.empty())
+    if (absl::Status s = refuseInputAsOutput(
+            "--log", cl.logPath, inputsOf(cl, embedded.has_value()));
+        !s.ok())
+      return fail(s);
   absl::StatusOr<std::unique_ptr<Trainer>> trainer = buildTrainer(cl, embedded);
   if (!trainer.ok())
     return fail(trainer.status());
@@ -110,10 +147,11 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
   options.saveDir = cl.saveDir;
   options.saveInterval = cl.saveInterval;
   options.stopAfter = cl.stopAfter;
+  options.skipNonfinite = cl.skipNonfinite;
   options.quiet = cl.quiet;
   options.profile = cl.profile;
   options.peakGflops = cl.peakGflops;
-  installStopHandlers();
+  installStopHandlers(!cl.saveDir.empty());
   absl::StatusOr<int> code = runTraining(**trainer, options);
   if (!code.ok())
     return fail(code.status());
@@ -124,6 +162,9 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
 } // namespace braid
 
 int main(int argc, char **argv) {
+  // Past a file-size limit a write fails with EFBIG, which every output
+  // reports; the default action of SIGXFSZ would kill the run instead.
+  std::signal(SIGXFSZ, SIG_IGN);
   const std::string program = argc > 0 ? argv[0] : "braid-run";
   absl::StatusOr<std::optional<std::string>> embedded =
       braid::readEmbeddedPlan("/proc/self/exe");

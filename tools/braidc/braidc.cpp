@@ -13,9 +13,9 @@
 //===----------------------------------------------------------------------===//
 
 #include <chrono>
+#include <csignal>
 #include <string>
 
-#include "google/protobuf/text_format.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -34,6 +34,8 @@
 #include "passes/MemoryComparison.h"
 #include "passes/Passes.h"
 #include "passes/fuse/FusionSet.h"
+#include "runtime/io/AtomicFile.h"
+#include "runtime/io/FileIdentity.h"
 #include "runtime/plan/EmbeddedPlan.h"
 
 namespace cl = llvm::cl;
@@ -124,17 +126,19 @@ static mlir::LogicalResult compareWithUnfused(mlir::MLIRContext &context,
   return mlir::success();
 }
 
+// Through a temporary file and a rename: a full disk or a write error
+// leaves the previous file intact.
 static int writeFile(const std::string &path, llvm::StringRef bytes) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return fail("cannot write '" + path + "': " + ec.message());
-  os << bytes;
-  return 0;
+  absl::Status status = braid::writeFileAtomically(
+      path, std::string_view(bytes.data(), bytes.size()));
+  return status.ok() ? 0 : fail(std::string(status.message()));
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Past a file-size limit a write fails with EFBIG, which writeFile
+  // reports; the default action of SIGXFSZ would kill braidc instead.
+  std::signal(SIGXFSZ, SIG_IGN);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
@@ -152,6 +156,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::string output = outputPath.empty() ? defaultOutput(*spec) : outputPath;
+  std::string runtime =
+      runtimePath.empty() ? siblingRuntime(argv[0]) : runtimePath;
+  if (output != "-") {
+    std::vector<braid::NamedInput> inputs = {{"the spec", specPath}};
+    if (emit == Emit::kBinary)
+      inputs.push_back({"the runtime (--runtime)", runtime});
+    if (absl::Status s = braid::refuseInputAsOutput("-o", output, inputs);
+        !s.ok())
+      return fail(std::string(s.message()));
+  }
   auto start = std::chrono::steady_clock::now();
 
   mlir::DialectRegistry registry;
@@ -203,16 +217,10 @@ int main(int argc, char **argv) {
   mlir::FailureOr<braid::plan::Plan> plan = braid::emitPlan(*module);
   if (mlir::failed(plan))
     return fail("plan emission failed");
-  std::string bytes;
-  bool ok = planFormat == "text" && emit == Emit::kPlan
-                ? google::protobuf::TextFormat::PrintToString(*plan, &bytes)
-                : plan->SerializeToString(&bytes);
-  if (!ok)
-    return fail("could not serialise the plan");
+  const std::string bytes = braid::planFileBytes(
+      *plan, planFormat == "text" && emit == Emit::kPlan);
 
   if (emit == Emit::kBinary) {
-    std::string runtime =
-        runtimePath.empty() ? siblingRuntime(argv[0]) : runtimePath;
     if (!llvm::sys::fs::exists(runtime))
       return fail("no braid-run executable at '" + runtime +
                   "'; build it or pass --runtime=PATH");

@@ -54,6 +54,7 @@ absl::Status CpuDevice::run(std::string_view program,
                             const StepValues &values) {
   KernelContext ctx;
   ctx.step = values.step;
+  ctx.update = values.update;
   ctx.microBatch = values.microBatch;
   ctx.lr = values.lr;
   ctx.seed = values.seed;

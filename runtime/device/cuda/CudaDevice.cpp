@@ -469,6 +469,7 @@ absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
   std::vector<KernelContext> contexts(gpuContexts_.size());
   for (size_t s = 0; s < contexts.size(); ++s) {
     contexts[s].step = values.step;
+    contexts[s].update = values.update;
     contexts[s].microBatch = values.microBatch;
     contexts[s].lr = values.lr;
     contexts[s].seed = values.seed;

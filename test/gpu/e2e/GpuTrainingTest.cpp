@@ -245,7 +245,7 @@ TEST(GpuTraining, ResumeIsBitExact) {
   std::unique_ptr<Trainer> second =
       makeTrainer("llama-tiny-bf16", Device::kCUDA, true);
   ASSERT_NE(second, nullptr);
-  absl::StatusOr<std::string> from = second->resume(dir);
+  absl::StatusOr<ResumeReport> from = second->resume(dir);
   ASSERT_TRUE(from.ok()) << from.status();
   trainSteps(*second, kSteps - kSteps / 2, resumed);
   ASSERT_EQ(resumed.losses.size(), full.losses.size());

@@ -84,6 +84,7 @@ void run(const std::string &kernel, std::vector<Tensor *> ins,
     outViews.push_back({t->data(), &t->desc});
   KernelContext ctx;
   ctx.step = step;
+  ctx.update = step;
   ctx.lr = lr;
   ctx.pool = threads > 0 ? &testPool(threads) : nullptr;
   def->run(KernelArgs{inViews, outViews, &params, &ctx});
@@ -371,6 +372,7 @@ TEST(MultiAdamw, MatchesPerTensorAdamwBitForBit) {
                             randomVector(grads[i].desc.numel(),
                                          100 * t + i, -3, 3));
     Tensor norm = Tensor::zeros({}, DType::kF32);
+    Tensor skip = Tensor::zeros({}, DType::kF32);
     std::vector<Tensor *> g;
     for (Tensor &x : grads)
       g.push_back(&x);
@@ -380,13 +382,15 @@ TEST(MultiAdamw, MatchesPerTensorAdamwBitForBit) {
     for (int64_t i = 0; i < n; ++i) {
       KernelParams p = common;
       p.setFloat("weight_decay", i < decayed ? 0.1 : 0.0);
-      run("adamw", {&grads[i], &norm}, {&pa[i], &ma[i], &va[i]}, p, 2, t, lr);
+      run("adamw", {&grads[i], &norm, &skip}, {&pa[i], &ma[i], &va[i]}, p, 2,
+          t, lr);
     }
     KernelParams p = common;
     p.setFloat("weight_decay", 0.1);
     p.setInt("decayed", decayed);
     std::vector<Tensor *> ins = g, outs;
     ins.push_back(&norm);
+    ins.push_back(&skip);
     for (auto *part : {&pb, &mb, &vb})
       for (Tensor &x : *part)
         outs.push_back(&x);
@@ -413,7 +417,7 @@ TEST(MultiAdamw, ChecksCountOperands) {
   params.setFloat("weight_decay", 0.1);
   params.setInt("decayed", 1);
   std::vector<TensorDesc> ins = {{{4}, DType::kF32}, {{2, 3}, DType::kF32},
-                                 {{}, DType::kF32}};
+                                 {{}, DType::kF32}, {{}, DType::kF32}};
   std::vector<TensorDesc> outs = {{{4}, DType::kF32}, {{2, 3}, DType::kF32},
                                   {{4}, DType::kF32}, {{2, 3}, DType::kF32},
                                   {{4}, DType::kF32}, {{2, 3}, DType::kF32}};
@@ -425,6 +429,26 @@ TEST(MultiAdamw, ChecksCountOperands) {
   outs.back().shape = {2, 3};
   params.setInt("decayed", 3);
   EXPECT_FALSE(def->check(KernelSignature{ins, outs, &params}).ok());
+}
+
+TEST(MultiAdamw, SkippedStepChangesNothing) {
+  Tensor grad = Tensor::of({5000}, DType::kF32, randomVector(5000, 3));
+  Tensor param = Tensor::of({5000}, DType::kF32, randomVector(5000, 4));
+  Tensor m = Tensor::zeros({5000}, DType::kF32);
+  Tensor v = Tensor::zeros({5000}, DType::kF32);
+  Tensor norm = Tensor::of({}, DType::kF32, {1.0f});
+  Tensor skip = Tensor::of({}, DType::kF32, {1.0f});
+  const Tensor before = param;
+  KernelParams p;
+  p.setFloat("beta1", 0.9);
+  p.setFloat("beta2", 0.95);
+  p.setFloat("eps", 1e-8);
+  p.setFloat("grad_clip", 1.0);
+  p.setFloat("weight_decay", 0.1);
+  p.setInt("decayed", 1);
+  run("multi_adamw", {&grad, &norm, &skip}, {&param, &m, &v}, p, 2, 1, 1e-3);
+  expectSameBits(param, before, "param");
+  expectSameBits(m, Tensor::zeros({5000}, DType::kF32), "exp_avg");
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // against a double implementation of PyTorch's formulas (clip_grad_norm_
 // then AdamW), with clipping active and inactive.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "test/unit/kernels/KernelHarness.h"
@@ -68,12 +69,13 @@ void runThreeSteps(const AdamwSettings &s, bool expectClipped) {
     EXPECT_EQ(expectClipped, s.gradClip > 0 && s.gradClip < nrm);
 
     Launch step("adamw");
-    step.in({10, 100}, grad).in({}, {nrm});
+    step.in({10, 100}, grad).in({}, {nrm}).in({}, {0.0f});
     step.out({10, 100}, pk).out({10, 100}, mk).out({10, 100}, vk);
     step.paramF("beta1", s.beta1).paramF("beta2", s.beta2);
     step.paramF("eps", s.eps).paramF("weight_decay", s.weightDecay);
     step.paramF("grad_clip", s.gradClip);
     step.context().step = t;
+    step.context().update = t;
     step.context().lr = lrs[t - 1];
     step.run(&testPool(2));
     pk = step.output(0);
@@ -101,6 +103,47 @@ TEST(Adamw, MatchesPyTorchFormulaWithClippingInactive) {
   runThreeSteps(s, false);
   s.gradClip = 0.0; // disabled
   runThreeSteps(s, false);
+}
+
+TEST(StepGuard, FlagsANonFiniteLossSumOrNorm) {
+  const float kNan = std::numeric_limits<float>::quiet_NaN();
+  const float kInf = std::numeric_limits<float>::infinity();
+  struct Case {
+    float lossSum, norm, flag;
+  };
+  for (Case c : {Case{3.5f, 0.25f, 0}, Case{kNan, 0.25f, 1},
+                 Case{3.5f, kInf, 1}, Case{-kInf, 1.0f, 1},
+                 Case{3.5f, kNan, 1}}) {
+    Launch guard("step_guard");
+    guard.in({}, {c.lossSum}).in({}, {c.norm}).out({});
+    guard.run();
+    EXPECT_EQ(guard.output(0)[0], c.flag) << c.lossSum << " " << c.norm;
+  }
+}
+
+// A skipped step writes nothing, and the next update's bias correction
+// counts the updates made (ctx.update), not the steps.
+TEST(Adamw, SkipsOnTheFlagAndCorrectsBiasByUpdates) {
+  const int n = 64;
+  const std::vector<float> p0 = randomVector(n, 7), grad =
+                                                        randomVector(n, 8);
+  auto launch = [&](float skip, int64_t step, int64_t update) {
+    Launch l("adamw");
+    l.in({n}, grad).in({}, {1.0f}).in({}, {skip});
+    l.out({n}, p0).out({n}, std::vector<float>(n, 0.0f));
+    l.out({n}, std::vector<float>(n, 0.0f));
+    l.paramF("beta1", 0.9).paramF("beta2", 0.95).paramF("eps", 1e-8);
+    l.paramF("weight_decay", 0.1).paramF("grad_clip", 0.0);
+    l.context().step = step;
+    l.context().update = update;
+    l.context().lr = 1e-2;
+    l.run();
+    return l.output(0);
+  };
+  EXPECT_EQ(launch(1.0f, 1, 1), p0);
+  // Step 2 after a skipped step 1 is AdamW's first update.
+  EXPECT_EQ(launch(0.0f, 2, 1), launch(0.0f, 1, 1));
+  EXPECT_NE(launch(0.0f, 2, 2), launch(0.0f, 2, 1));
 }
 
 } // namespace

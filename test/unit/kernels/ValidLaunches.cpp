@@ -136,8 +136,10 @@ std::map<std::string, Sig> validLaunches() {
   add("accumulate").in({4}).out({4});
   add("fill").out({4}).f("value", 0.0);
   add("grad_norm").in({4}).in({2, 3}).out({});
+  add("step_guard").in({}).in({}).out({});
   add("adamw")
       .in({4, 2})
+      .in({})
       .in({})
       .out({4, 2})
       .out({4, 2})
@@ -190,7 +192,7 @@ std::map<std::string, Sig> validLaunches() {
       .out({}).out({2, 3, 4}).out({7, 4}).out({4, 7})
       .f("scale", 0.5).i("accumulate", 1);
   add("multi_adamw")
-      .in({4, 2}).in({3}).in({})
+      .in({4, 2}).in({3}).in({}).in({})
       .out({4, 2}).out({3}).out({4, 2}).out({3}).out({4, 2}).out({3})
       .f("beta1", 0.9).f("beta2", 0.999).f("eps", 1e-8)
       .f("weight_decay", 0.1).f("grad_clip", 1.0).i("decayed", 1);

@@ -16,6 +16,7 @@
 #include "runtime/ckpt/Json.h"
 #include "runtime/device/DeviceFactory.h"
 #include "runtime/plan/EmbeddedPlan.h"
+#include "runtime/plan/PlanFile.h"
 #include "test/unit/runtime/TinyModelPlan.h"
 #include "test/unit/runtime/TinyTrainer.h"
 #include "gtest/gtest.h"
@@ -64,7 +65,7 @@ std::string shakespeare() {
 std::string writePlan(const std::string &dir) {
   std::string path = dir + "/tiny.plan";
   std::ofstream(path, std::ios::binary)
-      << test::tinyModelPlan().SerializeAsString();
+      << sealPlan(test::tinyModelPlan().SerializeAsString());
   return path;
 }
 
@@ -127,7 +128,8 @@ TEST(BraidRunCli, HelpDescribesEveryFlag) {
   for (const char *flag :
        {"--data FILE", "--data-format", "--steps N", "--stop-after N",
         "--shuffle", "--log FILE", "--save-dir DIR", "--save-interval N",
-        "--resume DIR", "--threads N", "--device", "--cuda-graphs on|off",
+        "--resume DIR", "--allow-change LIST", "--skip-nonfinite N",
+        "--threads N", "--device", "--cuda-graphs on|off",
         "--peak-gflops X", "--quiet",
         "--profile", "--help"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
@@ -157,7 +159,9 @@ TEST(BraidRunCli, ReportsBadInputAsErrors) {
   std::ofstream(dir + "/garbage.plan") << "this is not a plan";
   r = run({dir + "/garbage.plan", "--data", shakespeare()});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("garbage.plan: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("garbage.plan' is not a Braid plan"),
+            std::string::npos)
+      << r.output;
   std::ofstream(dir + "/tokens.bin") << "abc";
   r = run({plan, "--data", dir + "/tokens.bin"});
   EXPECT_EQ(r.code, 1);
@@ -238,7 +242,8 @@ TEST(BraidRunCli, SelfContainedBinaryCarriesItsPlan) {
   const std::string dir = tempDir("embedded");
   const std::string exe = dir + "/train_tiny";
   ASSERT_TRUE(writeBinaryWithPlan(
-                  BRAID_RUN_EXE, test::tinyModelPlan().SerializeAsString(), exe)
+                  BRAID_RUN_EXE,
+                  sealPlan(test::tinyModelPlan().SerializeAsString()), exe)
                   .ok());
   Result r = run({"--data", shakespeare(), "--steps", "2", "--quiet", "--log",
                   dir + "/log.jsonl"},
@@ -254,58 +259,178 @@ TEST(BraidRunCli, SelfContainedBinaryCarriesItsPlan) {
   EXPECT_NE(r.output.find("train_tiny --data FILE [flags]"), std::string::npos)
       << r.output;
 
-  // A corrupt embedded plan is reported as such.
-  ASSERT_TRUE(writeBinaryWithPlan(BRAID_RUN_EXE, "not a plan", exe).ok());
-  r = run({"--data", shakespeare()}, exe);
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("braid-run: error: the embedded plan: "),
-            std::string::npos)
-      << r.output;
+  // A corrupt embedded plan is reported as such, and never with advice
+  // about .plan files, which the binary's user has none of.
+  std::string sealed = sealPlan(test::tinyModelPlan().SerializeAsString());
+  sealed[sealed.size() / 2] ^= 0x01;
+  for (const std::string &bad : {std::string("not a plan"), sealed}) {
+    ASSERT_TRUE(writeBinaryWithPlan(BRAID_RUN_EXE, bad, exe).ok());
+    r = run({"--data", shakespeare()}, exe);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.output.find("braid-run: error: the plan embedded in this "
+                            "executable "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("rebuild this executable with braidc "
+                            "--emit=binary"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find(".plan file"), std::string::npos) << r.output;
+  }
 }
 
-TEST(BraidRunCli, SigtermSavesAndExits143) {
-  const std::string dir = tempDir("sigterm");
+struct Stopped {
+  int code = -1; // exit status; -1 when killed by a signal
+  std::string output;
+};
+
+// Starts a long run, waits for its first progress line, sends `sig` and
+// collects what the run printed until it exits.
+Stopped stopWith(int sig, const std::string &dir, bool save) {
   const std::string plan = writePlan(dir);
   int pipefd[2];
-  ASSERT_EQ(::pipe(pipefd), 0);
+  if (::pipe(pipefd) != 0)
+    return {};
   pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::dup2(pipefd[1], STDOUT_FILENO);
     ::dup2(pipefd[1], STDERR_FILENO);
     ::close(pipefd[0]);
-    const std::string data = shakespeare(), save = dir + "/ckpt";
-    ::execl(BRAID_RUN_EXE, BRAID_RUN_EXE, plan.c_str(), "--data", data.c_str(),
-            "--steps", "1000000", "--threads", "1", "--peak-gflops", "10",
-            "--save-dir", save.c_str(), static_cast<char *>(nullptr));
+    const std::string data = shakespeare(), ckpt = dir + "/ckpt";
+    std::vector<const char *> argv = {BRAID_RUN_EXE, plan.c_str(), "--data",
+                                      data.c_str(), "--steps", "1000000",
+                                      "--threads", "1", "--peak-gflops", "10"};
+    if (save) {
+      argv.push_back("--save-dir");
+      argv.push_back(ckpt.c_str());
+    }
+    argv.push_back(nullptr);
+    ::execv(BRAID_RUN_EXE, const_cast<char *const *>(argv.data()));
     ::_exit(127);
   }
   ::close(pipefd[1]);
   // Wait for the first progress line, so that training is under way.
-  std::string seen;
+  Stopped r;
   char c;
-  while (seen.find("step ") == std::string::npos &&
+  while (r.output.find("step ") == std::string::npos &&
          ::read(pipefd[0], &c, 1) == 1)
-    seen += c;
+    r.output += c;
   // Signalled even when no step was seen, so the child never outlives us.
-  EXPECT_NE(seen.find("step "), std::string::npos) << seen;
-  ::kill(pid, SIGTERM);
+  ::kill(pid, sig);
   while (::read(pipefd[0], &c, 1) == 1)
-    seen += c;
+    r.output += c;
   ::close(pipefd[0]);
   int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  ::waitpid(pid, &status, 0);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(BraidRunCli, SigtermSavesAndExits143) {
+  const std::string dir = tempDir("sigterm");
+  Stopped r = stopWith(SIGTERM, dir, true);
+  EXPECT_EQ(r.code, 128 + SIGTERM) << r.output;
   // The checkpoint of the last finished step exists.
   bool found = false;
   for (const auto &e : fs::directory_iterator(dir + "/ckpt"))
-    found = found || fs::exists(e.path() / "model.safetensors");
+    found = found || fs::exists(e.path() / "manifest.json");
   EXPECT_TRUE(found);
-  EXPECT_NE(seen.find("saved checkpoint"), std::string::npos) << seen;
-  EXPECT_NE(seen.find("braid-run: stopped by SIGTERM after step "),
+  EXPECT_NE(r.output.find("braid-run: SIGTERM: saving at the end of this "
+                          "step; send it again to abort"),
             std::string::npos)
-      << seen;
+      << r.output;
+  EXPECT_NE(r.output.find("saved checkpoint"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("braid-run: stopped by SIGTERM after step "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("; resume with --resume " + dir + "/ckpt/step-"),
+            std::string::npos)
+      << r.output;
+}
+
+// Ctrl-C is acknowledged at once; without --save-dir the run says nothing
+// will be saved and offers no --resume.
+TEST(BraidRunCli, CtrlCIsAcknowledgedAndNeverOffersAMissingResume) {
+  Stopped r = stopWith(SIGINT, tempDir("sigint"), false);
+  EXPECT_EQ(r.code, 128 + SIGINT) << r.output;
+  EXPECT_NE(r.output.find("braid-run: SIGINT: stopping at the end of this "
+                          "step (nothing is saved without --save-dir); press "
+                          "Ctrl-C again to abort"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(no --save-dir: progress was not saved)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("--resume"), std::string::npos) << r.output;
+}
+
+// A closed terminal (SIGHUP) stops a run as SIGTERM does: saved, 129.
+TEST(BraidRunCli, SighupIsTreatedLikeSigterm) {
+  const std::string dir = tempDir("sighup");
+  Stopped r = stopWith(SIGHUP, dir, true);
+  EXPECT_EQ(r.code, 128 + SIGHUP) << r.output;
+  EXPECT_NE(r.output.find("braid-run: stopped by SIGHUP after step "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("saved checkpoint"), std::string::npos) << r.output;
+}
+
+// Outputs never destroy inputs: a log naming the data or the plan is
+// refused before anything is written, and both stay intact.
+TEST(BraidRunCli, RefusesAnOutputThatIsAnInput) {
+  const std::string dir = tempDir("clobber");
+  const std::string plan = writePlan(dir);
+  const std::string data = dir + "/data.txt";
+  fs::copy_file(shakespeare(), data);
+  const std::string planBytes = readText(plan), dataBytes = readText(data);
+  Result r = run({plan, "--data", data, "--steps", "1", "--log", data});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("braid-run: error: --log '" + data +
+                          "' is the data file (--data) '" + data +
+                          "': writing it would destroy it"),
+            std::string::npos)
+      << r.output;
+  r = run({plan, "--data", data, "--steps", "1", "--log",
+           dir + "/../cli-clobber/tiny.plan"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("is the plan file"), std::string::npos) << r.output;
+  EXPECT_EQ(readText(plan), planBytes);
+  EXPECT_EQ(readText(data), dataBytes);
+  // A checkpoint being resumed is an input too.
+  ASSERT_EQ(run({plan, "--data", data, "--steps", "1", "--quiet",
+                 "--save-dir", dir + "/ckpt"})
+                .code,
+            0);
+  const std::string model = dir + "/ckpt/step-000001/model.safetensors";
+  r = run({plan, "--data", data, "--steps", "2", "--resume", dir + "/ckpt",
+           "--log", model});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("is a file of the checkpoint being resumed"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(BraidRunCli, RefusesEmptyPathsAndBadResumeFlags) {
+  const std::string data = shakespeare();
+  expectUsageError({"p.plan", "--data", data, "--save-dir", ""},
+                   "--save-dir needs a directory, not an empty string");
+  expectUsageError({"p.plan", "--data", data, "--log="},
+                   "--log needs a file, not an empty string");
+  expectUsageError({"p.plan", "--data", ""},
+                   "--data needs a data file, not an empty string");
+  expectUsageError({"p.plan", "--data", data, "--resume", ""},
+                   "--resume needs a checkpoint directory");
+  expectUsageError({"p.plan", "--data", data, "--skip-nonfinite", "-1"},
+                   "--skip-nonfinite needs a whole number of steps, 0 or "
+                   "more, not \"-1\"");
+  expectUsageError({"p.plan", "--data", data, "--resume", "d",
+                    "--allow-change", "lr,seq_len"},
+                   "--allow-change: \"seq_len\" is not a setting that may "
+                   "change on resume; these may: name, steps, lr, min_lr, "
+                   "warmup_steps, decay, beta1, beta2, eps, weight_decay, "
+                   "grad_clip");
+  expectUsageError({"p.plan", "--data", data, "--allow-change", "lr"},
+                   "--allow-change only applies with --resume");
 }
 
 } // namespace

@@ -1,15 +1,22 @@
 // Checkpoint layout (names, transposition, tied aliases, metadata), atomic
 // saving, finding the latest checkpoint, and refusing mismatched ones.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "runtime/ckpt/Checkpoint.h"
+#include "runtime/ckpt/CheckpointManifest.h"
+#include "runtime/ckpt/RunIdentity.h"
 #include "runtime/ckpt/Safetensors.h"
 #include "runtime/data/WholeFile.h"
+#include "runtime/io/AtomicFile.h"
 #include "test/unit/runtime/TestKernels.h"
 #include "test/unit/runtime/TinyTrainer.h"
 #include "gtest/gtest.h"
@@ -95,10 +102,33 @@ TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
   EXPECT_EQ(opt->find("lm_head.weight.exp_avg")->shape,
             (std::vector<int64_t>{256, 16}));
   const std::map<std::string, std::string> expected = {
-      {"format", "pt"},     {"format_version", "1"},    {"step", "1"},
-      {"data_cursor", "4"}, {"seed", "1234"},           {"total_steps", "6"},
-      {"shuffle", "false"}, {"plan_name", "tiny-model"}};
-  EXPECT_EQ(opt->metadata(), expected);
+      {"format", "pt"},         {"format_version", "2"},
+      {"step", "1"},            {"data_cursor", "4"},
+      {"total_steps", "6"},     {"shuffle", "false"},
+      {"skipped_steps", "0"},   {"plan.name", "tiny-model"},
+      {"plan.train.seed", "1234"}, {"plan.train.lr", "0.01"},
+      {"plan.train.seq_len", "8"}, {"plan.model.hidden_size", "16"}};
+  for (const auto &[key, value] : expected)
+    EXPECT_EQ(opt->metadata().at(key), value) << key;
+  // Every identity field is stored, and the fingerprint covers them.
+  EXPECT_EQ(opt->metadata().at("fingerprint"),
+            identityFingerprint(planIdentity(trainer->plan().proto)));
+
+  // The manifest lists both files with their sizes and checksums.
+  absl::StatusOr<std::string> text =
+      readWholeFile(*dir + "/manifest.json", "test");
+  ASSERT_TRUE(text.ok());
+  absl::StatusOr<ckpt::Manifest> manifest =
+      ckpt::parseManifest(*text, "manifest.json");
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->step, 1);
+  ASSERT_EQ(manifest->files.size(), 2u);
+  for (const ckpt::FileDigest &f : manifest->files) {
+    absl::StatusOr<ckpt::FileDigest> onDisk = ckpt::digestFile(*dir + "/" + f.name);
+    ASSERT_TRUE(onDisk.ok());
+    EXPECT_EQ(onDisk->bytes, f.bytes) << f.name;
+    EXPECT_EQ(onDisk->crc32c, f.crc32c) << f.name;
+  }
 }
 
 TEST(Checkpoint, ResumeRestoresTransposedAndTiedTensorsExactly) {
@@ -169,6 +199,27 @@ TEST(Checkpoint, RefusesCheckpointsOfAnotherModel) {
   EXPECT_TRUE(readAgainst(dir, tiedAndTransposed()).ok());
 }
 
+// Writes the manifest of `dir` anew for the files as they are now, so that
+// a test can reach the checks behind the integrity check.
+void reseal(const std::string &dir) {
+  ckpt::Manifest m;
+  m.formatVersion = kCheckpointFormatVersion;
+  for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile}) {
+    absl::StatusOr<ckpt::FileDigest> d = ckpt::digestFile(dir + "/" + file);
+    ASSERT_TRUE(d.ok()) << d.status();
+    m.files.push_back(*d);
+  }
+  absl::StatusOr<SafetensorsFile> opt =
+      SafetensorsFile::read(dir + "/" + ckpt::kOptimizerFile);
+  ASSERT_TRUE(opt.ok());
+  auto step = opt->metadata().find("step");
+  if (step != opt->metadata().end())
+    m.step = std::stoll(step->second);
+  ASSERT_TRUE(writeFileAtomically(dir + "/manifest.json",
+                                  ckpt::formatManifest(m))
+                  .ok());
+}
+
 // Rewrites one file of a checkpoint through `edit`.
 void rewrite(
     const std::string &path,
@@ -183,6 +234,7 @@ void rewrite(
   std::map<std::string, std::string> metadata = f->metadata();
   edit(tensors, metadata);
   ASSERT_TRUE(writeSafetensors(path, tensors, metadata).ok());
+  reseal(fs::path(path).parent_path().string());
 }
 
 TEST(Checkpoint, RefusesBadDtypesAndMetadata) {
@@ -209,22 +261,128 @@ TEST(Checkpoint, RefusesBadDtypesAndMetadata) {
     });
     EXPECT_MESSAGE(readAgainst(d, {}), fragment);
   };
-  metadataCase("ckpt-meta-1", "format_version", "2",
-               "has format version 2 but this runtime reads version 1");
+  metadataCase("ckpt-meta-1", "format_version", "3",
+               "has format version 3 but this runtime reads version 2");
   metadataCase("ckpt-meta-2", "step", nullptr,
                "has no valid \"step\" in its metadata");
   metadataCase("ckpt-meta-3", "data_cursor", "-5",
                "has no valid \"data_cursor\"");
   metadataCase("ckpt-meta-4", "shuffle", "yes",
                "has no valid \"shuffle\" in its metadata (true or false)");
-  metadataCase("ckpt-meta-5", "seed", "x", "has no valid \"seed\"");
+  metadataCase("ckpt-meta-5", "plan.train.lr", "0.5",
+               "has a \"fingerprint\" that does not match the plan settings "
+               "in its metadata");
   metadataCase("ckpt-meta-6", "total_steps", "0", "has total_steps 0");
+  metadataCase("ckpt-meta-7", "skipped_steps", "2",
+               "has step 1, total_steps 6 and skipped_steps 2 in its "
+               "metadata: they contradict each other");
+  // Step and data position must agree: 1 step of 2 x 2 samples ends at 4.
+  metadataCase("ckpt-meta-8", "data_cursor", "9223372036854775800",
+               "has data position 9223372036854775800 after 1 steps, but 1 "
+               "steps of 4 samples end at 4: the data position is corrupt");
+  metadataCase("ckpt-meta-9", "step", "2",
+               "is of step 2 by its metadata but its directory is named for "
+               "step 1");
 
   std::string missing = savedCheckpoint("ckpt-missing", {});
   fs::remove(missing + "/optimizer.safetensors");
   absl::Status s = readAgainst(missing, {});
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_MESSAGE(s, "optimizer.safetensors");
+}
+
+// A flipped, missing or added byte anywhere in a checkpoint is refused with
+// the file's name, before anything is read from it.
+TEST(Checkpoint, RefusesDamagedFiles) {
+  for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile}) {
+    std::string dir = savedCheckpoint(std::string("ckpt-flip-") + file, {});
+    const std::string path = dir + "/" + file;
+    std::string bytes = *readWholeFile(path, "test");
+    for (size_t at : {size_t{3}, size_t{100}, bytes.size() - 1}) {
+      std::string flipped = bytes;
+      flipped[at] ^= 0x10;
+      ASSERT_TRUE(writeFileAtomically(path, flipped).ok());
+      absl::Status s = readAgainst(dir, {});
+      EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+      EXPECT_MESSAGE(s, "the checkpoint file '" + path +
+                            "' is corrupt: its CRC-32C is ");
+    }
+    ASSERT_TRUE(writeFileAtomically(path, bytes.substr(0, bytes.size() - 4)).ok());
+    EXPECT_MESSAGE(readAgainst(dir, {}),
+                   "bytes but its manifest records " +
+                       std::to_string(bytes.size()));
+    ASSERT_TRUE(writeFileAtomically(path, bytes).ok());
+    EXPECT_TRUE(readAgainst(dir, {}).ok());
+  }
+  std::string dir = savedCheckpoint("ckpt-manifest", {});
+  std::string manifest = *readWholeFile(dir + "/manifest.json", "test");
+  manifest[manifest.find("crc32c\": \"") + 10] ^= 0x01;
+  ASSERT_TRUE(writeFileAtomically(dir + "/manifest.json", manifest).ok());
+  EXPECT_FALSE(readAgainst(dir, {}).ok());
+  fs::remove(dir + "/manifest.json");
+  EXPECT_MESSAGE(readAgainst(dir, {}),
+                 "has no manifest.json: it is incomplete");
+  // Without its manifest, a directory is not a checkpoint to resume from.
+  EXPECT_EQ(findCheckpointDir(fs::path(dir).parent_path().string())
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
+// No checkpoint holds a NaN or an infinity: the writer refuses one, and the
+// reader names one it finds.
+TEST(Checkpoint, HoldsOnlyFiniteValues) {
+  auto trainer = tinyTrainer();
+  ASSERT_TRUE(trainer->trainStep().ok());
+  std::string root = freshDir("ckpt-nonfinite");
+  absl::StatusOr<std::string> good = trainer->saveCheckpoint(root);
+  ASSERT_TRUE(good.ok());
+  ASSERT_TRUE(trainer->trainStep().ok());
+  (*trainer->f32Tensor("model.norm.weight"))[5] = NAN;
+  absl::Status s = trainer->saveCheckpoint(root).status();
+  EXPECT_MESSAGE(s, "refusing to save the checkpoint of step 2: tensor "
+                    "\"model.norm.weight\" holds a non-finite value at index "
+                    "5; earlier checkpoints are kept");
+  EXPECT_EQ(*findCheckpointDir(root), *good);
+  EXPECT_TRUE(readAgainst(*good, {}).ok());
+
+  rewrite(*good + "/optimizer.safetensors", [](auto &tensors, auto &) {
+    for (SafetensorsTensor &t : tensors)
+      if (t.name == "lm_head.weight.exp_avg_sq") {
+        static std::string bytes;
+        bytes = std::string(t.data);
+        const float inf = INFINITY;
+        std::memcpy(bytes.data() + 4 * 7, &inf, 4);
+        t.data = bytes;
+      }
+  });
+  EXPECT_MESSAGE(readAgainst(*good, {}),
+                 "stores tensor \"lm_head.weight.exp_avg_sq\" with a "
+                 "non-finite value at index 7");
+}
+
+// What a process that died while saving leaves is tidied: unfinished
+// directories go, a checkpoint moved aside to be replaced comes back.
+TEST(Checkpoint, RecoversFromADeadSaver) {
+  std::string root = freshDir("ckpt-recover");
+  auto trainer = tinyTrainer();
+  ASSERT_TRUE(trainer->trainStep().ok());
+  ASSERT_TRUE(trainer->saveCheckpoint(root).ok());
+  // A pid that cannot be running: above the kernel's pid_max.
+  const std::string dead = "4194999";
+  fs::rename(root + "/step-000001", root + "/.step-000001.old-" + dead);
+  fs::create_directory(root + "/.step-000002.tmp-" + dead);
+  fs::create_directory(root + "/.step-000003.tmp-" + std::to_string(::getpid()));
+  std::vector<std::string> notes = recoverCheckpointDir(root);
+  ASSERT_EQ(notes.size(), 2u);
+  std::vector<std::string> entries;
+  for (const auto &e : fs::directory_iterator(root))
+    entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{
+                         ".step-000003.tmp-" + std::to_string(::getpid()),
+                         "step-000001"}));
+  EXPECT_TRUE(readAgainst(root + "/step-000001", {}).ok());
 }
 
 } // namespace

@@ -1,9 +1,14 @@
 // Token files, their validation, and the sample order of docs/numerics.md.
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/data/DataLoader.h"
 #include "runtime/data/SampleOrder.h"
@@ -171,7 +176,8 @@ TEST(DataLoader, WindowsGiveTokensAndShiftedLabels) {
   ASSERT_TRUE(loader.ok()) << loader.status();
   EXPECT_EQ(loader->numWindows(), 4); // (20 - 1) / 4
   std::vector<int32_t> tokens(3 * 4), labels(3 * 4);
-  loader->fill(3, 3, tokens.data(), labels.data()); // samples 3, 4, 5
+  ASSERT_TRUE(loader->fill(3, 3, tokens.data(), labels.data()).ok());
+  // Samples 3, 4, 5.
   // Sample 3 is window 3 (tokens 12..15), 4 wraps to window 0, 5 is 1.
   EXPECT_EQ(tokens, (std::vector<int32_t>{'m', 'n', 'o', 'p', 'a', 'b', 'c',
                                           'd', 'e', 'f', 'g', 'h'}));
@@ -189,7 +195,7 @@ TEST(DataLoader, ShuffledRowsFollowThePermutation) {
   ASSERT_TRUE(loader.ok());
   ASSERT_EQ(loader->numWindows(), 10);
   std::vector<int32_t> tokens(10 * 4), labels(10 * 4);
-  loader->fill(0, 10, tokens.data(), labels.data());
+  ASSERT_TRUE(loader->fill(0, 10, tokens.data(), labels.data()).ok());
   const std::vector<int64_t> perm = {9, 5, 3, 0, 7, 4, 8, 6, 2, 1};
   for (int b = 0; b < 10; ++b) {
     EXPECT_EQ(tokens[b * 4], perm[b] * 4) << "row " << b;
@@ -215,6 +221,60 @@ TEST(DataLoader, RefusesDataShorterThanOneWindow) {
                                8, 1, false)
                 ->numWindows(),
             1);
+}
+
+// Sample arithmetic is checked: a data position near 2^63 (a corrupt
+// checkpoint's) is refused instead of wrapping to a negative index.
+TEST(DataLoader, RefusesSamplesOutsideTheRange) {
+  absl::StatusOr<DataLoader> loader = DataLoader::create(
+      *TokenData::fromBytes("abcdefghij", TokenFormat::kText, 256, "mem"), 4,
+      1, false);
+  ASSERT_TRUE(loader.ok());
+  std::vector<int32_t> tokens(8), labels(8);
+  EXPECT_MESSAGE(loader->fill(INT64_MAX - 1, 2, tokens.data(), labels.data()),
+                 "are outside [0, 2^63): the data position is corrupt");
+  EXPECT_MESSAGE(loader->fill(-3, 2, tokens.data(), labels.data()),
+                 "samples -3 + 2 are outside");
+}
+
+// A data file truncated or rewritten in place while a run reads it stops
+// the run with a message naming the file, never with SIGBUS.
+TEST(DataLoader, SurvivesAFileChangedUnderIt) {
+  const std::string path = test::scratchDir() + "/changing.txt";
+  const std::string text(20000, 'x');
+  std::ofstream(path, std::ios::binary) << text;
+  // Backdate the file, so that a rewrite within the same clock tick still
+  // changes its modification time.
+  struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+  absl::StatusOr<TokenData> data =
+      TokenData::fromFile(path, TokenFormat::kText, 256);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<DataLoader> loader = DataLoader::create(*data, 8, 1, false);
+  ASSERT_TRUE(loader.ok());
+  std::vector<int32_t> tokens(2 * 8), labels(2 * 8);
+  ASSERT_TRUE(loader->fill(0, 2, tokens.data(), labels.data()).ok());
+
+  // Rewritten in place, same size: the bytes mapped are no longer the
+  // ones validated.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5);
+    f << "yyyy";
+  }
+  EXPECT_MESSAGE(loader->fill(0, 2, tokens.data(), labels.data()),
+                 "the data file '" + path +
+                     "' was rewritten while in use (its modification time "
+                     "changed)");
+
+  // Truncated: reading past the new end raises SIGBUS, caught in the read.
+  ASSERT_EQ(::truncate(path.c_str(), 100), 0);
+  absl::Status s = loader->fill(2000, 2, tokens.data(), labels.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_MESSAGE(s, "the data file '" + path +
+                        "' was truncated while in use (reading it failed "
+                        "with SIGBUS)");
+  EXPECT_MESSAGE(data->checkUnchanged(), "it had 20000 bytes and now has 100");
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "test/unit/runtime/PlanBuilder.h"
 
+#include "runtime/plan/PlanFormat.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -25,7 +27,7 @@ plan::Attr floatAttr(const std::string &name, double value) {
 }
 
 PlanBuilder::PlanBuilder() {
-  plan_.set_format_version(1);
+  plan_.set_format_version(kPlanFormatVersion);
   plan_.set_name("test-plan");
   plan_.set_num_streams(1);
   plan::ModelInfo *m = plan_.mutable_model();
@@ -108,7 +110,10 @@ void PlanBuilder::standardInputsAndScalars(bool positions) {
     plan_.mutable_tensors(tensor("positions", {b, s}, plan::I32, plan::INPUT))
         ->set_role(plan::POSITIONS);
   plan_.set_loss_tensor(tensor("loss", {}, plan::F32, plan::SCALAR));
+  plan_.set_loss_sum_tensor(tensor("loss_sum", {}, plan::F32, plan::SCALAR));
   plan_.set_grad_norm_tensor(tensor("grad_norm", {}, plan::F32, plan::SCALAR));
+  plan_.set_step_skipped_tensor(
+      tensor("step_skipped", {}, plan::F32, plan::SCALAR));
 }
 
 uint32_t PlanBuilder::id(const std::string &name) const {

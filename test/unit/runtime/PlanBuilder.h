@@ -17,7 +17,7 @@ plan::Attr floatAttr(const std::string &name, double value);
 
 class PlanBuilder {
 public:
-  // A plan of format version 1 with one stream, no events and a train
+  // A plan of the current format version with one stream, no events and a train
   // config of B = 2, S = 4, M = 1, 3 steps, AdamW defaults, cosine decay.
   PlanBuilder();
 
@@ -34,8 +34,9 @@ public:
   // ("<name>.exp_avg", "<name>.exp_avg_sq") tensors; returns its id.
   uint32_t parameter(const std::string &name, std::vector<int64_t> shape,
                      plan::InitKind init, float std = 0.02f);
-  // TOKENS, LABELS (and POSITIONS) inputs of shape [B, S], and the loss and
-  // grad-norm scalars, using the current train config.
+  // TOKENS, LABELS (and POSITIONS) inputs of shape [B, S], and the loss,
+  // loss-sum, grad-norm and step-skipped scalars, using the current train
+  // config.
   void standardInputsAndScalars(bool positions = false);
 
   uint32_t id(const std::string &name) const;

@@ -104,7 +104,7 @@ TEST(PlanLoader, RefusesBytesThatAreNotAPlan) {
   absl::Status s =
       loadPlan("\xff\xff\xff\xff", testKernelRegistry(), Device::kCPU).status();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(std::string(s.message()).find("not a valid binary plan"),
+  EXPECT_NE(std::string(s.message()).find("does not parse as a braid.plan.Plan"),
             std::string::npos)
       << s;
 }
@@ -122,17 +122,17 @@ TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
   ::testing::internal::CaptureStderr();
   absl::Status s = loadPlan(bytes, testKernelRegistry(), Device::kCPU).status();
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
-  EXPECT_NE(std::string(s.message()).find("not a valid binary plan"),
+  EXPECT_NE(std::string(s.message()).find("does not parse as a braid.plan.Plan"),
             std::string::npos)
       << s;
 }
 
 TEST(PlanLoader, RefusesOtherFormatVersions) {
-  expectRefused([](plan::Plan &p) { p.set_format_version(2); },
-                "plan.format_version is 2 but this runtime reads version 1: "
+  expectRefused([](plan::Plan &p) { p.set_format_version(3); },
+                "plan.format_version is 3 but this runtime reads version 2: "
                 "the plan was written by a newer braidc");
   expectRefused([](plan::Plan &p) { p.set_format_version(0); },
-                "plan.format_version is 0 but this runtime reads version 1: "
+                "plan.format_version is 0 but this runtime reads version 2: "
                 "the plan was written by an older braidc");
   // An empty byte string parses as an all-default plan: version 0.
   absl::Status s = loadPlan("", testKernelRegistry(), Device::kCPU).status();
@@ -260,8 +260,8 @@ TEST(PlanLoader, RefusesActivationsSharingBytesWhileLive) {
   // x is live from instruction 0 to 8, dh from 6 to 8.
   expectRefused(
       [](plan::Plan &p) { named(p, "dh").set_offset(named(p, "x").offset()); },
-      "plan.tensors[16] (x) and plan.tensors[22] (dh) share arena bytes "
-      "[131584, 132608) while both are live in plan.programs[0] (micro_batch): "
+      "plan.tensors[18] (x) and plan.tensors[24] (dh) share arena bytes "
+      "[131712, 132736) while both are live in plan.programs[0] (micro_batch): "
       "instructions 0..8 and 6..8; activations may share bytes only when "
       "their live ranges are disjoint");
 }
@@ -324,7 +324,7 @@ TEST(PlanLoader, RefusesBadReadBackScalars) {
                 "plan.loss_tensor names plan.tensors[");
   expectRefused(
       [](plan::Plan &p) { named(p, "grad_norm").set_kind(plan::ACTIVATION); },
-      "plan.grad_norm_tensor names plan.tensors[15] (grad_norm), which is "
+      "plan.grad_norm_tensor names plan.tensors[16] (grad_norm), which is "
       "ACTIVATION f32 []: it must be a SCALAR f32 of shape []");
 }
 
@@ -451,14 +451,14 @@ TEST(PlanLoader, RefusesBadInstructions) {
         plan::Launch *l = inst(p, 2).mutable_launch();
         l->set_outputs(0, l->inputs(0));
       },
-      "instruction 2 (kernel linear): outputs[0] is plan.tensors[17] (h), "
+      "instruction 2 (kernel linear): outputs[0] is plan.tensors[19] (h), "
       "which is also inputs[0]; a kernel never writes a tensor it reads");
   expectRefused(
       [&](plan::Plan &p) {
         plan::Launch *l = inst(p, 1).mutable_launch();
         l->set_outputs(1, l->outputs(0));
       },
-      "instruction 1 (kernel rms_norm): outputs[1] is plan.tensors[17] (h), "
+      "instruction 1 (kernel rms_norm): outputs[1] is plan.tensors[19] (h), "
       "which is also outputs[0]");
   expectRefused([&](plan::Plan &p) { inst(p, 0).clear_op(); },
                 "instruction 0: the instruction has no operation");
@@ -473,13 +473,13 @@ TEST(PlanLoader, RefusesBadEvents) {
       [&](plan::Plan &p) {
         add(p).add_instructions()->mutable_record()->set_event(2);
       },
-      "instruction 10: records event 2, which is not below plan.num_events "
+      "instruction 11: records event 2, which is not below plan.num_events "
       "= 2");
   expectRefused(
       [&](plan::Plan &p) {
         add(p).add_instructions()->mutable_wait()->set_event(5);
       },
-      "instruction 10: waits for event 5, which is not below");
+      "instruction 11: waits for event 5, which is not below");
   expectRefused(
       [&](plan::Plan &p) {
         plan::Program &mb = add(p);
@@ -488,7 +488,7 @@ TEST(PlanLoader, RefusesBadEvents) {
         w->mutable_wait()->set_event(1);
         mb.add_instructions()->mutable_record()->set_event(1);
       },
-      "plan.programs[0] (micro_batch) instruction 10: waits for event 1 "
+      "plan.programs[0] (micro_batch) instruction 11: waits for event 1 "
       "before any instruction records it, so stream 0 would deadlock");
   // A record in another program does not count.
   expectRefused(
@@ -530,12 +530,13 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
   p.set_format_version(3);
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
-  std::string bytes = p.SerializeAsString();
+  std::string bytes = sealPlan(p.SerializeAsString());
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
   absl::Status s =
       loadPlanFile(path, testKernelRegistry(), Device::kCPU).status();
-  EXPECT_NE(std::string(s.message()).find(path + ": plan.format_version is 3"),
+  EXPECT_NE(std::string(s.message())
+                .find("the plan file '" + path + "': plan.format_version is 3"),
             std::string::npos)
       << s;
   absl::Status dir =

@@ -95,18 +95,20 @@ TEST(Safetensors, WriterRefusesInconsistentTensors) {
   std::string path = test::scratchDir() + "/bad.safetensors";
   float x = 1;
   std::string_view one(reinterpret_cast<const char *>(&x), 4);
-  absl::Status s = writeSafetensors(path, {{"t", "F32", {2}, one}}, {});
+  absl::Status s =
+      writeSafetensors(path, {{"t", "F32", {2}, one}}, {}).status();
   EXPECT_NE(std::string(s.message()).find("do not match its 4 bytes"),
             std::string::npos)
       << s;
   s = writeSafetensors(path, {{"t", "F32", {1}, one}, {"t", "F32", {1}, one}},
-                       {});
+                       {})
+          .status();
   EXPECT_NE(std::string(s.message()).find("two tensors are called \"t\""),
             std::string::npos)
       << s;
-  s = writeSafetensors(path, {{"t", "Q8", {1}, one}}, {});
+  s = writeSafetensors(path, {{"t", "Q8", {1}, one}}, {}).status();
   EXPECT_FALSE(s.ok());
-  s = writeSafetensors("/nonexistent/dir/x.safetensors", {}, {});
+  s = writeSafetensors("/nonexistent/dir/x.safetensors", {}, {}).status();
   EXPECT_NE(std::string(s.message()).find("cannot create"), std::string::npos);
 }
 

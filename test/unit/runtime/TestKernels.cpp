@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -41,6 +42,17 @@ void runStop(const KernelArgs &args) {
     std::raise(SIGTERM);
 }
 
+absl::Status checkPoison(const KernelSignature &sig) {
+  if (sig.outs.size() != 1 || sig.outs[0].dtype != DType::kF32)
+    return absl::InvalidArgumentError("test.poison writes one f32 tensor");
+  return sig.params->getInt("step").status();
+}
+
+void runPoison(const KernelArgs &args) {
+  if (args.ctx->step == args.params->intOr("step", 0))
+    args.outs[0].f32()[0] = std::numeric_limits<float>::quiet_NaN();
+}
+
 } // namespace
 
 const KernelRegistry &testKernelRegistry() {
@@ -49,7 +61,8 @@ const KernelRegistry &testKernelRegistry() {
     if (!registerCpuKernels(*r).ok() ||
         !r->add({"test.log", Device::kCPU, checkLog, runLog}).ok() ||
         !r->add({"test.touch", Device::kCPU, checkTouch, runTouch}).ok() ||
-        !r->add({"test.stop", Device::kCPU, checkStop, runStop}).ok())
+        !r->add({"test.stop", Device::kCPU, checkStop, runStop}).ok() ||
+        !r->add({"test.poison", Device::kCPU, checkPoison, runPoison}).ok())
       std::abort();
     return r;
   }();

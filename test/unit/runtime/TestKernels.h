@@ -6,6 +6,8 @@
 //   test.touch  any operands, accepts everything, does nothing.
 //   test.stop   no operands; raises SIGTERM when ctx.step equals its "step"
 //               parameter and ctx.microBatch is 0 (signal-handling tests).
+//   test.poison one f32 output; writes NaN into its first element when
+//               ctx.step equals its "step" parameter (non-finite steps).
 #pragma once
 
 #include <cstdint>

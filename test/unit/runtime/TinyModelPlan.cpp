@@ -33,6 +33,8 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   const uint32_t tokens = b.id("tokens"), labels = b.id("labels");
   const uint32_t loss = b.plan().loss_tensor();
   const uint32_t gradNorm = b.plan().grad_norm_tensor();
+  const uint32_t lossSum = b.plan().loss_sum_tensor();
+  const uint32_t skipped = b.plan().step_skipped_tensor();
 
   auto act = [&](const std::string &name, std::vector<int64_t> shape) {
     return b.tensor(name, std::move(shape), plan::F32, plan::ACTIVATION);
@@ -71,13 +73,15 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   b.launch(mb, 0, "rms_norm_grad_input", {dh, x, norm, rstd}, {dx});
   b.launch(mb, 0, "embedding_grad_weight", {dx, tokens}, {b.grad(embed)},
            {intAttr("accumulate", 1)});
+  b.launch(mb, 0, "accumulate", {loss}, {lossSum});
 
   const std::string opt = "optimizer";
   b.launch(opt, 0, "grad_norm", {b.grad(embed), b.grad(norm), b.grad(head)},
            {gradNorm});
+  b.launch(opt, 0, "step_guard", {lossSum, gradNorm}, {skipped});
   for (uint32_t p : {embed, norm, head}) {
     const plan::Tensor &pt = b.plan().tensors(p);
-    b.launch(opt, 0, "adamw", {b.grad(p), gradNorm},
+    b.launch(opt, 0, "adamw", {b.grad(p), gradNorm, skipped},
              {p, pt.param().exp_avg(), pt.param().exp_avg_sq()},
              {floatAttr("beta1", t.beta1()), floatAttr("beta2", t.beta2()),
               floatAttr("eps", t.eps()),
@@ -87,6 +91,7 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   }
   for (uint32_t p : {embed, norm, head})
     b.launch(opt, 0, "fill", {}, {b.grad(p)}, {floatAttr("value", 0)});
+  b.launch(opt, 0, "fill", {}, {lossSum}, {floatAttr("value", 0)});
   if (o.weightCopies) {
     t.set_precision("bf16");
     for (uint32_t p : {embed, head}) {

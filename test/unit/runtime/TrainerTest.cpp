@@ -112,9 +112,10 @@ TEST(Trainer, StepsFollowTheProtocol) {
   EXPECT_FALSE(allZero(copyOf(*trainer, "lm_head.weight.grad")));
 
   std::vector<float> before = copyOf(*trainer, "lm_head.weight");
-  absl::StatusOr<float> norm = trainer->optimizerStep();
-  ASSERT_TRUE(norm.ok());
-  EXPECT_GT(*norm, 0.0f);
+  absl::StatusOr<UpdateResult> update = trainer->optimizerStep();
+  ASSERT_TRUE(update.ok());
+  EXPECT_GT(update->gradNorm, 0.0f);
+  EXPECT_FALSE(update->skipped);
   EXPECT_EQ(trainer->stepsDone(), 1);
   // The optimizer updated the weights and reset the gradients.
   EXPECT_NE(copyOf(*trainer, "lm_head.weight"), before);
@@ -204,8 +205,9 @@ void expectBitExactResume(const TrainerOptions &options, const char *dir) {
   fresh.totalSteps = 0; // taken from the checkpoint
   auto second = tinyTrainer(model, fresh);
   ASSERT_NE(second, nullptr);
-  absl::StatusOr<std::string> from = second->resume(*saved);
+  absl::StatusOr<ResumeReport> from = second->resume(*saved);
   ASSERT_TRUE(from.ok()) << from.status();
+  EXPECT_TRUE(from->changes.empty());
   EXPECT_EQ(second->stepsDone(), kSplit);
   EXPECT_EQ(second->totalSteps(), kTotal);
   EXPECT_EQ(second->dataCursor(), kSplit * 2 * 2);
@@ -234,7 +236,7 @@ TEST(Trainer, ResumeRefusesAnotherShuffleSettingOrSeed) {
   TrainerOptions shuffled;
   shuffled.shuffle = true;
   auto other = tinyTrainer(TinyModelOptions(), shuffled);
-  absl::StatusOr<std::string> r = other->resume(*saved);
+  absl::StatusOr<ResumeReport> r = other->resume(*saved);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message())
                 .find("was saved by a run without --shuffle: resume it the "
@@ -249,7 +251,61 @@ TEST(Trainer, ResumeRefusesAnotherShuffleSettingOrSeed) {
   r = third->resume(*saved);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message())
-                .find("was trained with seed 1234 but the plan's seed is 7"),
+                .find("train.seed is \"1234\" in the checkpoint but \"7\" "
+                      "in the plan"),
+            std::string::npos)
+      << r.status();
+}
+
+// A checkpoint resumes only with a plan it belongs to: every differing
+// field is named; the learning-rate settings and the run length may change
+// when the user says so, and the report says what changed.
+TEST(Trainer, ResumeComparesThePlanIdentity) {
+  auto trainer = tinyTrainer();
+  ASSERT_TRUE(trainer->trainStep().ok());
+  absl::StatusOr<std::string> saved =
+      trainer->saveCheckpoint(test::freshDir("resume-identity"));
+  ASSERT_TRUE(saved.ok());
+
+  plan::Plan changed = tinyModelPlan();
+  changed.mutable_train()->set_lr(0.002);
+  changed.mutable_train()->set_steps(12);
+  changed.set_name("renamed");
+  auto other = tinyTrainer(changed);
+  absl::StatusOr<ResumeReport> r = other->resume(*saved);
+  ASSERT_FALSE(r.ok());
+  const std::string message(r.status().message());
+  EXPECT_NE(message.find("does not belong to this plan: name is "
+                         "\"tiny-model\" in the checkpoint but \"renamed\" in "
+                         "the plan; train.steps is \"6\" in the checkpoint but "
+                         "\"12\" in the plan; train.lr is \"0.01\" in the "
+                         "checkpoint but \"0.002\" in the plan. To continue"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("pass --allow-change=name,steps,lr"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(other->stepsDone(), 0);
+
+  r = other->resume(*saved, {"name", "train.steps", "train.lr"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->changes,
+            (std::vector<std::string>{"name: tiny-model -> renamed",
+                                      "train.lr: 0.01 -> 0.002",
+                                      "run length: 6 -> 12 steps"}));
+  EXPECT_EQ(other->totalSteps(), 12);
+  EXPECT_DOUBLE_EQ(other->learningRate(12), changed.train().min_lr());
+
+  // The shapes of training never change mid-run, whatever is allowed.
+  plan::Plan bigger = tinyModelPlan();
+  bigger.mutable_train()->set_num_micro_batches(4);
+  auto third = tinyTrainer(bigger);
+  r = third->resume(*saved, {"train.lr"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message())
+                .find("train.num_micro_batches is \"2\" in the checkpoint but "
+                      "\"4\" in the plan. Resume with the plan it was saved "
+                      "from"),
             std::string::npos)
       << r.status();
 }
@@ -263,8 +319,10 @@ TEST(Trainer, ExplicitTotalOverridesTheCheckpoint) {
   longer.totalSteps = 50;
   auto resumed = tinyTrainer(TinyModelOptions(), longer);
   // A directory of checkpoints resumes from its latest.
-  absl::StatusOr<std::string> from = resumed->resume(dir);
+  absl::StatusOr<ResumeReport> from = resumed->resume(dir);
   ASSERT_TRUE(from.ok()) << from.status();
+  EXPECT_EQ(from->changes,
+            std::vector<std::string>{"run length: 6 -> 50 steps"});
   EXPECT_EQ(resumed->totalSteps(), 50);
   EXPECT_EQ(resumed->stepsDone(), 1);
 }

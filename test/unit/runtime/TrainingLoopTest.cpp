@@ -1,6 +1,7 @@
 // The training run: reports, progress lines, the JSON log, periodic and
-// final checkpoints, stopping early, stopping on a signal, and refusing to
-// continue past a non-finite loss.
+// final checkpoints, stopping early, stopping on a signal, never applying or
+// saving a non-finite step, and one log line per step across a resume.
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -8,9 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "runtime/ckpt/Checkpoint.h"
 #include "runtime/ckpt/Json.h"
 #include "runtime/train/PeakFlops.h"
+#include "runtime/train/ProgressLog.h"
 #include "runtime/train/StopSignal.h"
 #include "runtime/train/TrainingLoop.h"
 #include "test/unit/runtime/PlanBuilder.h"
@@ -171,7 +175,7 @@ TEST(TrainingLoop, StopsCleanlyOnSigterm) {
   *stop->add_attrs() = test::intAttr("step", 2);
   auto trainer = tinyTrainer(plan);
   ASSERT_NE(trainer, nullptr);
-  installStopHandlers();
+  installStopHandlers(true);
   clearStopSignal();
   RunOptions options;
   options.quiet = true;
@@ -188,15 +192,33 @@ TEST(TrainingLoop, StopsCleanlyOnSigterm) {
   EXPECT_EQ(dirNames(options.saveDir),
             (std::vector<std::string>{"step-000002"}));
   EXPECT_EQ(err.text(), "braid-run: stopped by SIGTERM after step 2 of 6; "
-                        "resume with --resume\n");
+                        "resume with --resume " +
+                            options.saveDir + "/step-000002\n");
 }
 
-TEST(TrainingLoop, RefusesToContinuePastANonFiniteLoss) {
+// The tiny plan with a NaN written into the LM head's gradient during
+// step `step`, after every backward kernel.
+plan::Plan poisonedAt(int64_t step) {
+  plan::Plan plan = test::tinyModelPlan();
+  uint32_t grad = 0;
+  for (const plan::Tensor &t : plan.tensors())
+    if (t.name() == "lm_head.weight.grad")
+      grad = t.id();
+  plan::Launch *poison =
+      plan.mutable_programs(0)->add_instructions()->mutable_launch();
+  poison->set_kernel("test.poison");
+  poison->add_outputs(grad);
+  *poison->add_attrs() = test::intAttr("step", step);
+  return plan;
+}
+
+TEST(TrainingLoop, NeverAppliesOrSavesANonFiniteStep) {
   plan::Plan plan = test::tinyModelPlan();
   // Weights blow up after the first update; the loss follows.
   plan.mutable_train()->set_lr(1e30);
   plan.mutable_train()->set_min_lr(0);
   plan.mutable_train()->set_grad_clip(0);
+  plan.mutable_train()->set_warmup_steps(0);
   for (plan::Instruction &inst :
        *plan.mutable_programs(1)->mutable_instructions())
     for (plan::Attr &a : *inst.mutable_launch()->mutable_attrs())
@@ -205,12 +227,126 @@ TEST(TrainingLoop, RefusesToContinuePastANonFiniteLoss) {
   auto trainer = tinyTrainer(plan);
   RunOptions options;
   options.quiet = true;
+  options.saveDir = freshDir("loop-nonfinite");
+  options.saveInterval = 1;
+  Capture err;
+  options.err = err.get();
   absl::StatusOr<int> code = runTraining(*trainer, options);
   ASSERT_FALSE(code.ok());
-  EXPECT_NE(std::string(code.status().message()).find(": the loss is "),
+  const std::string message(code.status().message());
+  const int64_t bad = trainer->stepsDone();
+  ASSERT_GE(bad, 2);
+  EXPECT_NE(message.find(absl::StrCat("step ", bad, ": the loss is ")),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("not both finite, so its update was not applied; "
+                         "stopping. The last checkpoint, all of whose values "
+                         "are finite, is " +
+                         options.saveDir + "/" + checkpointDirName(bad - 1)),
+            std::string::npos)
+      << message;
+  // No step at or after the bad one was saved, and each saved one loads.
+  EXPECT_EQ(dirNames(options.saveDir).back(), checkpointDirName(bad - 1));
+  for (const std::string &dir : dirNames(options.saveDir))
+    EXPECT_TRUE(readCheckpoint(options.saveDir + "/" + dir, trainer->plan()).ok())
+        << dir;
+  // The state in memory is still finite: the update was refused on the
+  // device.
+  for (const std::vector<float> &t : test::trainedState(*trainer))
+    for (float v : t)
+      ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST(TrainingLoop, SkipsUpToTheAllowedNonFiniteSteps) {
+  // Step 2's gradient is NaN: with --skip-nonfinite 1 the step is skipped
+  // and logged, and the run goes on to its end.
+  auto trainer = tinyTrainer(poisonedAt(2));
+  RunOptions options;
+  options.quiet = true;
+  options.skipNonfinite = 1;
+  options.logPath = freshDir("loop-skip") + "/log.jsonl";
+  Capture err;
+  options.err = err.get();
+  absl::StatusOr<int> code = runTraining(*trainer, options);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(trainer->stepsDone(), 6);
+  EXPECT_EQ(trainer->skippedSteps(), 1);
+  EXPECT_NE(err.text().find("braid-run: step 2: the loss is "),
+            std::string::npos)
+      << err.text();
+  EXPECT_NE(err.text().find("skipped (1 of 1 allowed by --skip-nonfinite)"),
+            std::string::npos);
+  std::vector<std::string> log = lines(options.logPath);
+  ASSERT_EQ(log.size(), 6u);
+  EXPECT_NE(log[1].find("\"grad_norm\":null,\"tokens_per_s\":"),
+            std::string::npos)
+      << log[1];
+  EXPECT_NE(log[1].find(",\"skipped\":true}"), std::string::npos);
+  EXPECT_EQ(log[2].find("skipped"), std::string::npos);
+
+  // A skipped step leaves parameters and moments as they were, and the
+  // next update is AdamW's second, not its third.
+  auto manual = tinyTrainer(poisonedAt(2));
+  ASSERT_TRUE(manual->trainStep().ok());
+  std::vector<std::vector<float>> afterOne = test::trainedState(*manual);
+  absl::StatusOr<StepResult> second = manual->trainStep();
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->skipped);
+  EXPECT_EQ(test::trainedState(*manual), afterOne);
+  EXPECT_EQ(manual->dataCursor(), 8); // the data of step 2 was consumed
+
+  // Without the allowance the run stops at step 2 and says there is no
+  // checkpoint to go back to.
+  auto strict = tinyTrainer(poisonedAt(2));
+  RunOptions none;
+  none.quiet = true;
+  none.err = err.get();
+  code = runTraining(*strict, none);
+  ASSERT_FALSE(code.ok());
+  EXPECT_NE(std::string(code.status().message())
+                .find("No checkpoint was saved in this run"),
             std::string::npos)
       << code.status();
-  EXPECT_LT(trainer->stepsDone(), 6);
+  EXPECT_EQ(strict->stepsDone(), 2);
+}
+
+TEST(TrainingLoop, ResumedLogKeepsOneLinePerStep) {
+  // Saved at step 2, killed after step 4: the resumed run redoes 3 and 4,
+  // and the log holds each step once.
+  std::string dir = freshDir("loop-relog");
+  auto first = tinyTrainer();
+  RunOptions options;
+  options.quiet = true;
+  options.logPath = dir + "/log.jsonl";
+  options.saveDir = dir + "/ckpt";
+  options.stopAfter = 2;
+  ASSERT_TRUE(runTraining(*first, options).ok());
+  options.saveDir.clear();
+  options.stopAfter = 4;
+  ASSERT_TRUE(runTraining(*first, options).ok());
+  ASSERT_EQ(lines(options.logPath).size(), 4u);
+  {
+    std::ofstream torn(options.logPath, std::ios::app);
+    torn << "{\"step\":5,\"lo"; // a write the crash cut short
+  }
+
+  auto second = tinyTrainer();
+  ASSERT_TRUE(second->resume(dir + "/ckpt").ok());
+  options.stopAfter = 0;
+  ASSERT_TRUE(runTraining(*second, options).ok());
+  std::vector<std::string> log = lines(options.logPath);
+  ASSERT_EQ(log.size(), 6u);
+  for (size_t i = 0; i < log.size(); ++i)
+    EXPECT_EQ(log[i].rfind(absl::StrCat("{\"step\":", i + 1, ","), 0), 0u)
+        << log[i];
+}
+
+TEST(TrainingLoop, ProgressLogHelpers) {
+  EXPECT_EQ(logLinesThrough("{\"step\":1,\"loss\":2}\n{\"step\":2,\"loss\":1}\n"
+                            "{\"step\":3,\"loss\":0}\n{\"step\":4,",
+                            2),
+            "{\"step\":1,\"loss\":2}\n{\"step\":2,\"loss\":1}\n");
+  EXPECT_EQ(logLinesThrough("garbage\n{\"step\":x}\n", 5), "");
 }
 
 TEST(TrainingLoop, MeasuresTheSgemmPeak) {

@@ -297,6 +297,7 @@ TwinHarness::runCpu(const TwinLaunch &launch,
   for (const StepValues &sv : steps) {
     KernelContext ctx;
     ctx.step = sv.step;
+    ctx.update = sv.update;
     ctx.microBatch = sv.microBatch;
     ctx.lr = sv.lr;
     ctx.seed = sv.seed;
@@ -343,6 +344,7 @@ TwinHarness::runGpu(const TwinLaunch &launch,
   ctx.gpu = &gpu;
   auto setHost = [&](const StepValues &sv) {
     ctx.step = sv.step;
+    ctx.update = sv.update;
     ctx.microBatch = sv.microBatch;
     ctx.lr = sv.lr;
     ctx.seed = sv.seed;

@@ -14,6 +14,8 @@
 // After a few steps the difference stays within rtol 1e-6 plus atol 1e-7
 // (parameters near 1, learning rates near 1e-2).
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -60,11 +62,12 @@ TEST(GradNormTest, NoElements) {
 }
 
 TwinLaunch adamwLaunch(int64_t n, float norm, double gradClip,
-                       double weightDecay) {
+                       double weightDecay, float skip = 0) {
   TwinLaunch l;
   l.kernel = "adamw";
   l.ins.push_back(randomTensor({n}, DType::kF32, 1, -0.5f, 0.5f));
   l.ins.push_back(tensorOf({}, DType::kF32, {norm}));
+  l.ins.push_back(tensorOf({}, DType::kF32, {skip}));
   l.outs.push_back(randomTensor({n}, DType::kF32, 2, -1.0f, 1.0f));
   l.outs.push_back(randomTensor({n}, DType::kF32, 3, -0.01f, 0.01f));
   l.outs.push_back(randomTensor({n}, DType::kF32, 4, 0.0f, 1e-4f));
@@ -81,6 +84,7 @@ std::vector<StepValues> schedule(int count) {
   std::vector<StepValues> steps(count);
   for (int i = 0; i < count; ++i) {
     steps[i].step = i + 1;
+    steps[i].update = i + 1;
     steps[i].lr = 1e-2 * (1.0 - 0.1 * i);
   }
   return steps;
@@ -123,6 +127,36 @@ TEST(AdamwTest, LaterStepsDifferFromTheFirst) {
   ASSERT_TRUE(same.ok()) << same.status();
   ASSERT_TRUE(real.ok()) << real.status();
   EXPECT_FALSE(closeTo((*same)[0], (*real)[0], kAdamwTolerance));
+}
+
+// A step that step_guard refused changes nothing, on either device.
+TEST(AdamwTest, SkippedStepChangesNothing) {
+  TwinLaunch l = adamwLaunch(1025, 2.0f, 1.0, 0.01, /*skip=*/1.0f);
+  absl::StatusOr<std::vector<HostTensor>> gpu =
+      harness().runGpu(l, schedule(2), GpuMode::kGraph);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  for (size_t i = 0; i < l.outs.size(); ++i)
+    EXPECT_EQ((*gpu)[i].bytes, l.outs[i].bytes) << "output " << i;
+}
+
+// step_guard flags a NaN or infinite loss sum or norm, and only those.
+TEST(StepGuardTest, FlagsNonFiniteInputs) {
+  const float kNan = std::numeric_limits<float>::quiet_NaN();
+  const float kInf = std::numeric_limits<float>::infinity();
+  for (auto [loss, norm] : {std::pair{2.0f, 1.0f}, std::pair{kNan, 1.0f},
+                            std::pair{2.0f, kInf}, std::pair{-kInf, kNan}}) {
+    TwinLaunch l;
+    l.kernel = "step_guard";
+    l.ins.push_back(tensorOf({}, DType::kF32, {loss}));
+    l.ins.push_back(tensorOf({}, DType::kF32, {norm}));
+    l.outs.push_back(tensorOf({}, DType::kF32, {-1.0f}));
+    absl::StatusOr<TwinOutputs> outs = harness().runSteps(l, schedule(1));
+    ASSERT_TRUE(outs.ok()) << outs.status();
+    EXPECT_TRUE(twinsAgree(*outs, Tolerance{0, 0})) << loss << " " << norm;
+    float flag;
+    std::memcpy(&flag, outs->cpu[0].bytes.data(), sizeof flag);
+    EXPECT_EQ(flag, std::isfinite(loss) && std::isfinite(norm) ? 0.0f : 1.0f);
+  }
 }
 
 }  // namespace
