@@ -3,7 +3,8 @@
 // The arena the runtime allocates is exactly what this pass computes, so the
 // peak reported here is the peak the run will use. Transient placement is
 // greedy: largest buffer first, at the lowest 64-byte-aligned offset where it
-// collides with no already-placed buffer whose live range overlaps its own.
+// collides with no already-placed buffer whose live range overlaps its own
+// (FirstFitPlacer finds that offset without scanning every placed buffer).
 // Every buffer counts at its element type's size, so a BF16 plan's bf16
 // activations and weight copies take half the bytes of their f32 twins.
 //
@@ -23,6 +24,7 @@
 
 #include "dialects/sched/SchedOps.h"
 #include "passes/MemoryComparison.h"
+#include "passes/analysis/FirstFit.h"
 #include "passes/analysis/Liveness.h"
 
 namespace braid {
@@ -85,25 +87,18 @@ int64_t placeTransients(std::vector<LiveRange> &ranges, int64_t base) {
     return ranges[a].begin < ranges[b].begin;
   });
 
+  int64_t numSteps = 0;
+  for (const LiveRange &r : ranges)
+    numSteps = std::max(numSteps, r.end + 1);
+  FirstFitPlacer placer(numSteps);
   std::vector<int64_t> offsets(ranges.size(), -1);
-  std::vector<size_t> placed;
   int64_t peak = 0;
   for (size_t i : order) {
-    // Occupied intervals of placed buffers alive at the same time.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t j : placed)
-      if (ranges[i].overlaps(ranges[j]))
-        busy.push_back({offsets[j], offsets[j] + alignUp(ranges[j].bytes)});
-    std::sort(busy.begin(), busy.end());
-    int64_t candidate = 0, size = alignUp(ranges[i].bytes);
-    for (auto [lo, hi] : busy) {
-      if (candidate + size <= lo)
-        break;
-      candidate = std::max(candidate, hi);
-    }
-    offsets[i] = candidate;
-    placed.push_back(i);
-    peak = std::max(peak, candidate + size);
+    const LiveRange &r = ranges[i];
+    int64_t size = alignUp(r.bytes);
+    offsets[i] = placer.findOffset(r.begin, r.end, size);
+    placer.place(r.begin, r.end, offsets[i], size);
+    peak = std::max(peak, offsets[i] + size);
   }
   for (size_t i = 0; i < ranges.size(); ++i) {
     OpBuilder b(ranges[i].alloc);
@@ -174,7 +169,7 @@ struct LayerBytes {
 std::vector<LayerBytes>
 activationsPerLayer(const std::vector<LiveRange> &ranges,
                     const std::vector<sched::LaunchOp> &launches,
-                    int64_t boundary) {
+                    int64_t boundary, const SymbolTable &globals) {
   const int64_t n = static_cast<int64_t>(launches.size());
   const int64_t split = boundary < 0 ? n : boundary;
   // -2: touches no parameter; -1: only parameters outside the layers.
@@ -184,8 +179,7 @@ activationsPerLayer(const std::vector<LiveRange> &ranges,
       auto get = v.getDefiningOp<sched::GetGlobalOp>();
       if (!get)
         continue;
-      auto global = SymbolTable::lookupNearestSymbolFrom<sched::GlobalOp>(
-          get, get.getGlobalAttr());
+      auto global = globals.lookup<sched::GlobalOp>(get.getGlobal());
       if (!global)
         continue;
       StringRef kind = global.getKind();
@@ -281,6 +275,8 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     MemoryTotals totals;
     std::vector<LayerBytes> perLayer;
     int64_t transientBase = alignUp(placeGlobals(module, totals));
+    // Looking a symbol up without a table scans the module.
+    SymbolTable globals(module);
 
     for (auto program : module.getOps<sched::ProgramOp>()) {
       std::vector<sched::LaunchOp> launches;
@@ -291,7 +287,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (program.getSymName() == "micro_batch") {
         totals.savedActivations = savedAcrossBoundary(ranges, launches);
         perLayer = activationsPerLayer(ranges, launches,
-                                       backwardBoundary(launches));
+                                       backwardBoundary(launches), globals);
       }
     }
     totals.arena = transientBase + totals.activationPeak;

@@ -26,11 +26,13 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include "compiler/emit/PlanEmitter.h"
 #include "compiler/spec/SpecLoader.h"
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
+#include "passes/CompileProgress.h"
 #include "passes/MemoryComparison.h"
 #include "passes/Passes.h"
 #include "passes/fuse/FusionSet.h"
@@ -142,6 +144,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "braidc: compile a Braid model spec\n");
   if (planFormat != "binary" && planFormat != "text")
@@ -179,6 +182,7 @@ int main(int argc, char **argv) {
   mlir::PassManager pm(&context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return fail("invalid pass manager options");
+  braid::addCompileInstrumentation(pm, "braidc");
   braid::TrainingPipelineOptions options;
   options.spec = specPath;
   options.reportMemory = reportMemory;
