@@ -16,9 +16,16 @@ namespace {
 
 struct ImportSpecPass : impl::ImportSpecPassBase<ImportSpecPass> {
   using ImportSpecPassBase::ImportSpecPassBase;
+  explicit ImportSpecPass(std::shared_ptr<const spec::ModelSpec> spec)
+      : preloaded_(std::move(spec)) {}
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (preloaded_) {
+      if (failed(importSpec(*preloaded_, module)))
+        signalPassFailure();
+      return;
+    }
     if (specPath.empty()) {
       module.emitError("braid-import needs a spec: --braid-import=spec=PATH");
       return signalPassFailure();
@@ -31,7 +38,16 @@ struct ImportSpecPass : impl::ImportSpecPassBase<ImportSpecPass> {
     if (failed(importSpec(*spec, module)))
       signalPassFailure();
   }
+
+private:
+  std::shared_ptr<const spec::ModelSpec> preloaded_;
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+createImportSpecPass(std::shared_ptr<const spec::ModelSpec> spec) {
+  return std::make_unique<ImportSpecPass>(std::move(spec));
+}
+
 } // namespace braid

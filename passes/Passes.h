@@ -1,6 +1,7 @@
 //===- Passes.h - Braid compiler passes -------------------------*- C++ -*-===//
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,6 +12,9 @@
 #include "dialects/sched/SchedDialect.h"
 
 namespace braid {
+namespace spec {
+class ModelSpec;
+} // namespace spec
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -30,7 +34,14 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Fusions to apply: all, none, or a comma-separated "
                      "list (docs/fusion.md)"),
       llvm::cl::init("none")};
+  // A spec already loaded (braidc reads its SPEC once, so that a pipe can
+  // be one); when set, `spec` only names it in diagnostics.
+  std::shared_ptr<const spec::ModelSpec> loadedSpec;
 };
+
+// braid-import on a spec already loaded.
+std::unique_ptr<mlir::Pass>
+createImportSpecPass(std::shared_ptr<const spec::ModelSpec> spec);
 
 // import -> autodiff -> graph fusions -> lower-to-sched -> sched fusions ->
 // plan-memory. Emission is left to the caller (braidc writes MLIR, a plan

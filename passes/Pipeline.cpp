@@ -16,9 +16,13 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
       parseFusionList(options.fusion, error);
   if (failed(fusions))
     return failure();
-  ImportSpecPassOptions import;
-  import.specPath = options.spec;
-  pm.addPass(createImportSpecPass(import));
+  if (options.loadedSpec) {
+    pm.addPass(createImportSpecPass(options.loadedSpec));
+  } else {
+    ImportSpecPassOptions import;
+    import.specPath = options.spec;
+    pm.addPass(createImportSpecPass(import));
+  }
   pm.addPass(createAutodiffPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kGraph, error)))
     return failure();

@@ -24,6 +24,15 @@ void validateCompile(const spec::Compile &compile, RuleSink &sink) {
   const std::vector<std::string> &known = knownFusionNames();
   for (absl::string_view raw : absl::StrSplit(text, ',')) {
     absl::string_view name = absl::StripAsciiWhitespace(raw);
+    // As braidc --fusion: "all" may stand beside names, "none" may not.
+    if (name == "all")
+      continue;
+    if (name == "none") {
+      sink.report("compile.fusion",
+                  "\"none\" cannot stand beside fusions; write \"none\" "
+                  "alone for no fusion");
+      return;
+    }
     bool found = false;
     for (const std::string &k : known)
       found |= k == name;

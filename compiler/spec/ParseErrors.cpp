@@ -1,6 +1,9 @@
 #include "compiler/spec/ParseErrors.h"
 
+#include <cctype>
+#include <cstdlib>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -363,6 +366,9 @@ private:
                 absl::StrFormat("byte 0x%02x is not ASCII; outside quoted "
                                 "strings a spec uses ASCII only",
                                 byte));
+    if (std::optional<std::pair<size_t, std::string>> hex = hexFloatAdvice())
+      return SpecError{positions_.pointAt(hex->first),
+                       contextOfTokenBefore().path(), hex->second};
     std::string advice;
     if (m == "Unexpected end of string." ||
         m == "String literals cannot cross line boundaries.")
@@ -386,6 +392,49 @@ private:
     else
       return std::nullopt;
     return at(contextOfTokenBefore().path(), advice);
+  }
+
+  // A hexadecimal floating-point literal (0x1p-8, 0x1.8p3), which the
+  // tokenizer reads as an integer running into a name or a point: advice
+  // with the value in decimal, which specs take.
+  // Returns where the literal starts and the advice.
+  std::optional<std::pair<size_t, std::string>> hexFloatAdvice() const {
+    std::string_view text = positions_.text();
+    size_t start = offset_;
+    for (auto it = tokens_.rbegin(); it != tokens_.rend(); ++it)
+      if (it->offset < offset_) {
+        start = it->offset;
+        break;
+      }
+    if (start >= text.size())
+      return std::nullopt;
+    std::string_view rest = text.substr(start);
+    size_t digits = rest[0] == '-' ? 1 : 0;
+    if (rest.substr(digits, 2) != "0x" && rest.substr(digits, 2) != "0X")
+      return std::nullopt;
+    size_t end = digits + 2;
+    while (end < rest.size() &&
+           (std::isxdigit(static_cast<unsigned char>(rest[end])) ||
+            rest[end] == '.' || rest[end] == 'p' || rest[end] == 'P' ||
+            ((rest[end] == '-' || rest[end] == '+') &&
+             (rest[end - 1] == 'p' || rest[end - 1] == 'P'))))
+      ++end;
+    std::string literal(rest.substr(0, end));
+    if (literal.find_first_of(".pP") == std::string::npos)
+      return std::nullopt;
+    char *parsed = nullptr;
+    const double value = std::strtod(literal.c_str(), &parsed);
+    if (parsed != literal.c_str() + literal.size())
+      return std::make_pair(
+          start, absl::StrCat("'", literal,
+                              "' is not a number a spec takes: hexadecimal "
+                              "floating-point numbers are not accepted; "
+                              "write the value in decimal"));
+    return std::make_pair(
+        start, absl::StrCat("'", literal,
+                            "' is a hexadecimal floating-point number, "
+                            "which specs do not take; write it in decimal: ",
+                            absl::StrFormat("%.17g", value)));
   }
 
   FieldContext contextOfTokenBefore() const {

@@ -111,6 +111,16 @@ absl::StatusOr<spec::ModelSpec> loadSpecText(std::string_view text,
   std::vector<SpecToken> tokens = lexSpecText(text);
   SpecErrors errors{std::string(displayName)};
 
+  // Some editors save UTF-8 with a byte-order mark, which is not text the
+  // spec grammar knows; say what it is rather than "byte 0xef".
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    errors.add(positions.pointAt(0), fieldContextAt(tokens, 0).path(),
+               "the file starts with a UTF-8 byte-order mark (bytes EF BB "
+               "BF); save it as UTF-8 without a BOM, or remove those three "
+               "bytes");
+    return errors.toStatus();
+  }
+
   if (std::optional<size_t> deep =
           firstBracketDeeperThan(tokens, kMaxNesting)) {
     errors.add(positions.pointAt(*deep), fieldContextAt(tokens, *deep).path(),

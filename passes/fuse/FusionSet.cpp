@@ -1,9 +1,13 @@
 //===- FusionSet.cpp - which fusions a compilation applies ----------------===//
 #include "passes/fuse/FusionSet.h"
 
+#include <optional>
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassRegistry.h"
 
 #include "dialects/braid/BraidDialect.h"
@@ -48,31 +52,50 @@ ArrayRef<Fusion> allFusions() {
 
 FailureOr<SmallVector<const Fusion *>>
 parseFusionList(StringRef text, std::string &error) {
+  SmallVector<StringRef> valid;
+  for (const Fusion &f : allFusions())
+    valid.push_back(f.name);
+  const std::string expected =
+      "expected all, none, or a comma-separated list of: " +
+      llvm::join(valid, ", ");
   SmallVector<const Fusion *> out;
   text = text.trim();
-  if (text == "none" || text.empty())
-    return out;
-  if (text == "all") {
-    for (const Fusion &f : allFusions())
-      out.push_back(&f);
-    return out;
+  if (text.empty()) {
+    error = "the fusion list is empty; write none for no fusion, or all; " +
+            expected;
+    return failure();
   }
+  if (text == "none")
+    return out;
   SmallVector<StringRef> names;
   text.split(names, ',');
   llvm::SmallDenseSet<const Fusion *> chosen;
   for (StringRef raw : names) {
     StringRef name = raw.trim();
+    // "all" may be written beside names (they are in it anyway); "none"
+    // beside names contradicts them.
+    if (name == "all") {
+      for (const Fusion &f : allFusions())
+        chosen.insert(&f);
+      continue;
+    }
+    if (name == "none") {
+      error = ("the fusion list '" + text +
+               "' combines none with fusions; write none alone for no "
+               "fusion")
+                  .str();
+      return failure();
+    }
     const Fusion *match = nullptr;
     for (const Fusion &f : allFusions())
       if (f.name == name)
         match = &f;
     if (!match) {
-      SmallVector<StringRef> valid;
-      for (const Fusion &f : allFusions())
-        valid.push_back(f.name);
-      error = ("unknown fusion '" + name + "'; expected all, none, or a " +
-               "comma-separated list of: " + llvm::join(valid, ", "))
-                  .str();
+      error = name.empty()
+                  ? ("the fusion list '" + text + "' has an empty entry; " +
+                     expected)
+                        .str()
+                  : ("unknown fusion '" + name + "'; " + expected).str();
       return failure();
     }
     chosen.insert(match);
@@ -81,6 +104,51 @@ parseFusionList(StringRef text, std::string &error) {
     if (chosen.contains(&f))
       out.push_back(&f);
   return out;
+}
+
+bool namesEveryFusion(StringRef text) {
+  SmallVector<StringRef> names;
+  text.split(names, ',');
+  return llvm::any_of(names, [](StringRef n) { return n.trim() == "all"; });
+}
+
+namespace {
+
+// Compares each fusion pass's module before and after it.
+class FusionWatch : public PassInstrumentation {
+public:
+  explicit FusionWatch(std::shared_ptr<FusionOutcome> outcome)
+      : outcome_(std::move(outcome)) {}
+
+  void runBeforePass(Pass *pass, Operation *op) override {
+    if (fusionOf(pass))
+      before_.emplace(op);
+  }
+  void runAfterPass(Pass *pass, Operation *op) override {
+    const Fusion *f = fusionOf(pass);
+    if (!f || !before_)
+      return;
+    if (*before_ == OperationFingerPrint(op))
+      outcome_->unchanged.push_back(f);
+    before_.reset();
+  }
+
+private:
+  static const Fusion *fusionOf(Pass *pass) {
+    for (const Fusion &f : allFusions())
+      if (pass->getArgument() == f.pass)
+        return &f;
+    return nullptr;
+  }
+
+  std::shared_ptr<FusionOutcome> outcome_;
+  std::optional<OperationFingerPrint> before_;
+};
+
+} // namespace
+
+void watchFusions(PassManager &pm, std::shared_ptr<FusionOutcome> outcome) {
+  pm.addInstrumentation(std::make_unique<FusionWatch>(std::move(outcome)));
 }
 
 LogicalResult addFusionPasses(OpPassManager &pm,

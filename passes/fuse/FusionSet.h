@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "llvm/ADT/ArrayRef.h"
@@ -30,10 +31,25 @@ struct Fusion {
 // Every fusion, in the order the pipeline applies them.
 llvm::ArrayRef<Fusion> allFusions();
 
-// The fusions `text` names, in pipeline order; on a bad list, a sentence
-// naming the unknown entry and the valid names.
+// The fusions `text` names, in pipeline order. "all" may appear beside
+// names. On a bad list (empty, an unknown or empty entry, "none" beside
+// names), a sentence naming the problem and the valid names.
 mlir::FailureOr<llvm::SmallVector<const Fusion *>>
 parseFusionList(llvm::StringRef text, std::string &error);
+
+// Whether the list `text` asks for every fusion ("all" in it).
+bool namesEveryFusion(llvm::StringRef text);
+
+// What the fusion passes of a compilation did.
+struct FusionOutcome {
+  // The fusions whose pass ran and left the module unchanged: they matched
+  // nothing in the model.
+  llvm::SmallVector<const Fusion *> unchanged;
+};
+
+// Records into `outcome` which fusion passes of `pm` change nothing.
+void watchFusions(mlir::PassManager &pm,
+                  std::shared_ptr<FusionOutcome> outcome);
 
 // Adds the passes of the `stage` fusions in `fusions` to `pm`. Fails, with a
 // sentence in `error`, if this build lacks one of them.

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,8 @@ class LoadedCheckpoint {
 public:
   const CheckpointState &state() const { return state_; }
   const std::string &dir() const { return dir_; }
+  // The identity fields that differ from the plan's, all of them allowed.
+  const std::vector<IdentityChange> &changes() const { return changes_; }
   // Writes the saved parameters and optimizer moments into their tensors
   // in `arena`, undoing the transposition of transposed parameters. Fails,
   // naming the file, when a file shrank since it was read.
@@ -77,10 +80,12 @@ public:
 
 private:
   friend absl::StatusOr<LoadedCheckpoint>
-  readCheckpoint(const std::string &dir, const LoadedPlan &plan);
+  readCheckpoint(const std::string &dir, const LoadedPlan &plan,
+                 const std::set<std::string> &allowedChanges);
   struct Impl;
   std::shared_ptr<const Impl> impl_;
   CheckpointState state_;
+  std::vector<IdentityChange> changes_;
   std::string dir_;
 };
 
@@ -88,11 +93,12 @@ private:
 // manifest's sizes and checksums (a flipped or missing byte is refused,
 // naming the file), the state's consistency (the step of the directory, the
 // manifest and the metadata agree; the data position is the step's; every
-// count is in range), and every tensor against `plan` (missing, extra,
-// dtype, shape) and for NaN or infinity, naming the tensor. Whether the
-// checkpoint belongs to the plan is the caller's question
-// (compareIdentity on state().identity).
-absl::StatusOr<LoadedCheckpoint> readCheckpoint(const std::string &dir,
-                                                const LoadedPlan &plan);
+// count is in range), whether it belongs to `plan` (compareIdentity: every
+// differing identity field not in `allowedChanges` is named), and every
+// tensor against `plan` (missing, extra, dtype, shape) and for NaN or
+// infinity, naming the tensor.
+absl::StatusOr<LoadedCheckpoint>
+readCheckpoint(const std::string &dir, const LoadedPlan &plan,
+               const std::set<std::string> &allowedChanges = {});
 
 } // namespace braid

@@ -328,8 +328,9 @@ struct LoadedCheckpoint::Impl {
   std::vector<const SafetensorsTensor *> optimizerFound;
 };
 
-absl::StatusOr<LoadedCheckpoint> readCheckpoint(const std::string &dir,
-                                                const LoadedPlan &plan) {
+absl::StatusOr<LoadedCheckpoint>
+readCheckpoint(const std::string &dir, const LoadedPlan &plan,
+               const std::set<std::string> &allowedChanges) {
   ckpt::Manifest manifest;
   absl::StatusOr<std::vector<std::shared_ptr<const MappedFile>>> files =
       openVerified(dir, manifest);
@@ -349,6 +350,12 @@ absl::StatusOr<LoadedCheckpoint> readCheckpoint(const std::string &dir,
     return state.status();
   if (absl::Status s = checkPosition(*state, manifest, dir); !s.ok())
     return s;
+  // Before the tensors: "another model" reads better as the settings that
+  // differ than as the first tensor that does.
+  absl::StatusOr<std::vector<IdentityChange>> changes = compareIdentity(
+      state->identity, planIdentity(plan.proto), allowedChanges, dir);
+  if (!changes.ok())
+    return changes.status();
 
   auto impl = std::make_shared<LoadedCheckpoint::Impl>(
       LoadedCheckpoint::Impl{std::move(*model),
@@ -376,6 +383,7 @@ absl::StatusOr<LoadedCheckpoint> readCheckpoint(const std::string &dir,
   LoadedCheckpoint loaded;
   loaded.impl_ = std::move(impl);
   loaded.state_ = std::move(*state);
+  loaded.changes_ = std::move(*changes);
   loaded.dir_ = dir;
   return loaded;
 }

@@ -1,5 +1,6 @@
 #include "runtime/ckpt/RunIdentity.h"
 
+#include <cstdlib>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -12,7 +13,16 @@
 namespace braid {
 namespace {
 
-std::string exact(double v) { return absl::StrFormat("%.17g", v); }
+// The shortest decimal that reads back as exactly `v`: exact, and as the
+// user wrote it in the spec ("0.003", not "0.0030000000000000001").
+std::string exact(double v) {
+  for (int digits = 1; digits < 17; ++digits) {
+    std::string text = absl::StrFormat("%.*g", digits, v);
+    if (std::strtod(text.c_str(), nullptr) == v)
+      return text;
+  }
+  return absl::StrFormat("%.17g", v);
+}
 
 } // namespace
 

@@ -17,7 +17,9 @@ namespace braid {
 
 struct IdentityField {
   std::string name;  // "train.lr": the plan's field path
-  std::string value; // exact: integers in decimal, doubles with %.17g
+  // Exact: integers in decimal, doubles as the shortest decimal that reads
+  // back as the same double.
+  std::string value;
   // May differ on resume when the user allows it (--allow-change).
   bool changeable = false;
 };

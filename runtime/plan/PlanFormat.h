@@ -9,6 +9,10 @@ namespace braid {
 
 inline constexpr uint32_t kPlanFormatVersion = 2;
 
+// The largest arena a plan may ask for: the 128 TiB of user address space
+// an x86-64 process has with 4-level paging.
+inline constexpr uint64_t kMaxArenaBytes = uint64_t{1} << 47;
+
 // Every tensor offset in a plan is a multiple of this.
 inline constexpr uint64_t kPlanAlignment = 64;
 

@@ -53,6 +53,11 @@ std::string tensorRef(const plan::Plan &plan, uint32_t id) {
 
 absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
   const uint64_t arena = plan.memory().arena_bytes();
+  if (arena > kMaxArenaBytes)
+    return refuse(absl::StrCat(
+        "plan.memory.arena_bytes is ", arena, " (", arena >> 40,
+        " TiB), more than the ", kMaxArenaBytes >> 40,
+        " TiB a process can address: no machine can run this plan"));
   loaded.descs.reserve(plan.tensors_size());
   for (int i = 0; i < plan.tensors_size(); ++i) {
     const plan::Tensor &t = plan.tensors(i);

@@ -345,17 +345,15 @@ Trainer::resume(const std::string &dir,
   absl::StatusOr<std::string> found = findCheckpointDir(dir);
   if (!found.ok())
     return found.status();
-  absl::StatusOr<LoadedCheckpoint> ckpt = readCheckpoint(*found, plan_);
-  if (!ckpt.ok())
-    return ckpt.status();
-  const CheckpointState &state = ckpt->state();
   std::set<std::string> allowed = allowedChanges;
   if (explicitTotal_)
     allowed.insert("train.steps");
-  absl::StatusOr<std::vector<IdentityChange>> changes = compareIdentity(
-      state.identity, planIdentity(plan_.proto), allowed, *found);
-  if (!changes.ok())
-    return changes.status();
+  absl::StatusOr<LoadedCheckpoint> ckpt =
+      readCheckpoint(*found, plan_, allowed);
+  if (!ckpt.ok())
+    return ckpt.status();
+  const CheckpointState &state = ckpt->state();
+  const std::vector<IdentityChange> *changes = &ckpt->changes();
   if (state.shuffle != shuffle_)
     return absl::InvalidArgumentError(absl::StrCat(
         "the checkpoint '", *found, "' was saved by a run ",

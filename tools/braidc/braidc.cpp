@@ -4,16 +4,21 @@
 //               [--report-memory] [--fusion=all|none|LIST]
 //               [--runtime=BRAID_RUN] [MLIR pass options]
 //
-// Runs the training pipeline (docs/passes.md) and writes the result. Every
-// MLIR pass-manager option works, e.g. --mlir-print-ir-after-all. With
+// Runs the training pipeline (docs/passes.md) and writes the result. The
+// spec is read once, so SPEC may be a pipe (`braidc <(cat spec.pbtxt)`).
+// Every MLIR pass-manager option works, e.g. --mlir-print-ir-after-all;
+// --help lists braidc's own options and the MLIR ones users reach for. With
 // --report-memory and any fusion, the pipeline runs a second time without
 // fusion and the report ends with the fused figures against the unfused
-// ones (docs/memory.md).
+// ones (docs/memory.md). A plan braid-run would refuse (a kernel beyond its
+// limits, an arena no process can map) is refused here, naming the spec
+// fields that size it.
 //
 //===----------------------------------------------------------------------===//
 
 #include <chrono>
 #include <csignal>
+#include <memory>
 #include <string>
 
 #include "llvm/Support/CommandLine.h"
@@ -32,6 +37,7 @@
 #include "compiler/spec/SpecLoader.h"
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
+#include "kernels/registry/Kernel.h"
 #include "passes/CompileProgress.h"
 #include "passes/MemoryComparison.h"
 #include "passes/Passes.h"
@@ -39,47 +45,72 @@
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/FileIdentity.h"
 #include "runtime/plan/EmbeddedPlan.h"
+#include "runtime/plan/PlanLoader.h"
 
 namespace cl = llvm::cl;
 
+static cl::OptionCategory braidcOptions("braidc options");
+static cl::OptionCategory mlirOptions("MLIR options (docs/passes.md)");
+
 static cl::opt<std::string> specPath(cl::Positional, cl::desc("<spec.pbtxt>"),
-                                     cl::Required);
+                                     cl::Required, cl::cat(braidcOptions));
 static cl::opt<std::string>
-    outputPath("o", cl::desc("Output file (default: <spec name>.plan for "
-                             "plans, <spec name> for binaries, stdout for "
-                             "MLIR)"),
-               cl::value_desc("path"));
-enum class Emit { kPlan, kMLIR, kBinary };
-static cl::opt<Emit> emit(
-    "emit", cl::desc("What to write"), cl::init(Emit::kPlan),
-    cl::values(clEnumValN(Emit::kPlan, "plan", "the plan (protobuf)"),
-               clEnumValN(Emit::kMLIR, "mlir", "the planned MLIR"),
-               clEnumValN(Emit::kBinary, "binary",
-                          "a self-contained training executable")));
+    outputPath("o",
+               cl::desc("Output file (default: <spec name>.plan for plans, "
+                        "<spec name> for binaries, stdout for MLIR)"),
+               cl::value_desc("path"), cl::cat(braidcOptions));
 static cl::opt<std::string>
-    planFormat("plan-format", cl::desc("Plan encoding: binary or text"),
-               cl::init("binary"));
+    emitOption("emit",
+               cl::desc("What to write: plan (default), mlir (the planned "
+                        "IR) or binary (a self-contained training "
+                        "executable)"),
+               cl::value_desc("plan|mlir|binary"), cl::init("plan"),
+               cl::cat(braidcOptions));
+static cl::opt<std::string>
+    planFormat("plan-format",
+               cl::desc("Plan encoding: binary (default; what braid-run "
+                        "loads) or text (for reading)"),
+               cl::value_desc("binary|text"), cl::init("binary"),
+               cl::cat(braidcOptions));
 static cl::opt<bool> reportMemory("report-memory",
                                   cl::desc("Print the memory report"),
-                                  cl::init(false));
+                                  cl::init(false), cl::cat(braidcOptions));
 static cl::opt<std::string>
     fusion("fusion",
            cl::desc("Fusions to apply: all, none, or names separated by "
                     "commas (docs/fusion.md); overrides the spec's "
                     "compile.fusion, whose default is none"),
-           cl::value_desc("list"));
+           cl::value_desc("list"), cl::cat(braidcOptions));
 static cl::opt<std::string>
     runtimePath("runtime",
                 cl::desc("braid-run executable to embed the plan into "
                          "(default: the braid-run beside braidc)"),
-                cl::value_desc("path"));
+                cl::value_desc("path"), cl::cat(braidcOptions));
+
+enum class Emit { kPlan, kMLIR, kBinary };
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "braidc: error: " << message << "\n";
   return 1;
 }
 
-static std::string defaultOutput(const braid::spec::ModelSpec &spec) {
+// The MLIR options worth listing in --help; the rest stay hidden (and keep
+// working, see --help-hidden).
+static void showUsefulMlirOptions() {
+  auto &all = cl::getRegisteredOptions();
+  for (const char *name :
+       {"mlir-print-ir-after-all", "mlir-print-ir-before-all",
+        "mlir-print-ir-after-change", "mlir-timing", "mlir-pass-statistics",
+        "mlir-print-debuginfo"}) {
+    auto it = all.find(name);
+    if (it != all.end())
+      it->second->addCategory(mlirOptions);
+  }
+  cl::HideUnrelatedOptions({&braidcOptions, &mlirOptions});
+}
+
+static std::string defaultOutput(const braid::spec::ModelSpec &spec,
+                                 Emit emit) {
   std::string stem = spec.name().empty()
                          ? llvm::sys::path::stem(specPath).str()
                          : spec.name();
@@ -105,13 +136,15 @@ static std::string siblingRuntime(const char *argv0) {
 // Plans the spec again without fusion and prints `fused`'s memory figures
 // against that plan's. Only the pipeline runs: no report of its own, no
 // emission, none of the pass-manager options of the command line.
-static mlir::LogicalResult compareWithUnfused(mlir::MLIRContext &context,
-                                              mlir::ModuleOp fused) {
+static mlir::LogicalResult
+compareWithUnfused(mlir::MLIRContext &context, mlir::ModuleOp fused,
+                   std::shared_ptr<const braid::spec::ModelSpec> spec) {
   mlir::OwningOpRef<mlir::ModuleOp> unfused = mlir::ModuleOp::create(
       mlir::FileLineColLoc::get(&context, specPath, 1, 1));
   mlir::PassManager pm(&context);
   braid::TrainingPipelineOptions options;
   options.spec = specPath;
+  options.loadedSpec = std::move(spec);
   options.fusion = "none";
   options.reportMemory = false;
   std::string error;
@@ -136,6 +169,29 @@ static int writeFile(const std::string &path, llvm::StringRef bytes) {
   return status.ok() ? 0 : fail(std::string(status.message()));
 }
 
+// Loads the plan as braid-run will, so that a plan no machine could run is
+// refused now, with the spec fields that size what was refused.
+static int checkRunnable(const braid::plan::Plan &plan) {
+  absl::StatusOr<braid::LoadedPlan> loaded =
+      braid::loadPlan(plan.SerializeAsString(), braid::defaultKernelRegistry(),
+                      braid::Device::kCPU);
+  if (loaded.ok())
+    return 0;
+  std::string message(loaded.status().message());
+  std::string hint;
+  if (message.find("arena") != std::string::npos)
+    hint = "; the arena holds the parameters, gradients and optimizer state "
+           "(model.vocab_size, model.hidden_size, model.num_layers, "
+           "model.ffn_hidden_size) and one micro-batch's activations "
+           "(train.micro_batch_size x train.seq_len): reduce them";
+  else if (message.find("GEMM") != std::string::npos ||
+           message.find("2^31") != std::string::npos)
+    hint = "; GEMM rows are train.micro_batch_size x train.seq_len and "
+           "columns model.hidden_size, model.ffn_hidden_size or "
+           "model.vocab_size: reduce them";
+  return fail("braid-run could not run this plan: " + message + hint);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // Past a file-size limit a write fails with EFBIG, which writeFile
@@ -145,20 +201,34 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
+  showUsefulMlirOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "braidc: compile a Braid model spec\n");
+  Emit emit;
+  if (emitOption == "plan")
+    emit = Emit::kPlan;
+  else if (emitOption == "mlir")
+    emit = Emit::kMLIR;
+  else if (emitOption == "binary")
+    emit = Emit::kBinary;
+  else
+    return fail("--emit must be plan, mlir or binary, not '" + emitOption +
+                "'");
   if (planFormat != "binary" && planFormat != "text")
     return fail("--plan-format must be binary or text, not '" + planFormat +
                 "'");
 
   // Spec errors are the user's most common mistake: report them plainly,
-  // before any MLIR machinery runs.
-  absl::StatusOr<braid::spec::ModelSpec> spec = braid::loadSpecFile(specPath);
-  if (!spec.ok()) {
-    llvm::errs() << std::string(spec.status().message()) << "\n";
+  // before any MLIR machinery runs. The spec is read here, once.
+  absl::StatusOr<braid::spec::ModelSpec> loaded = braid::loadSpecFile(specPath);
+  if (!loaded.ok()) {
+    llvm::errs() << std::string(loaded.status().message()) << "\n";
     return 1;
   }
-  std::string output = outputPath.empty() ? defaultOutput(*spec) : outputPath;
+  auto spec =
+      std::make_shared<const braid::spec::ModelSpec>(std::move(*loaded));
+  std::string output =
+      outputPath.empty() ? defaultOutput(*spec, emit) : outputPath;
   std::string runtime =
       runtimePath.empty() ? siblingRuntime(argv[0]) : runtimePath;
   if (output != "-") {
@@ -176,18 +246,22 @@ int main(int argc, char **argv) {
                   mlir::func::FuncDialect>();
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
   context.loadAllAvailableDialects();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, specPath, 1, 1));
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(
+      mlir::FileLineColLoc::get(&context, specPath, 1, 1));
 
   mlir::PassManager pm(&context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return fail("invalid pass manager options");
   braid::addCompileInstrumentation(pm, "braidc");
+  auto fusionOutcome = std::make_shared<braid::FusionOutcome>();
+  braid::watchFusions(pm, fusionOutcome);
   braid::TrainingPipelineOptions options;
   options.spec = specPath;
+  options.loadedSpec = spec;
   options.reportMemory = reportMemory;
   // The flag wins over the spec; neither means no fusion.
-  if (fusion.getNumOccurrences() > 0)
+  const bool fusionFlag = fusion.getNumOccurrences() > 0;
+  if (fusionFlag)
     options.fusion = fusion;
   else if (!spec->compile().fusion().empty())
     options.fusion = spec->compile().fusion();
@@ -195,15 +269,23 @@ int main(int argc, char **argv) {
     options.fusion = "none";
   std::string pipelineError;
   if (mlir::failed(braid::buildTrainingPipeline(pm, options, pipelineError)))
-    return fail(pipelineError);
+    return fail((fusionFlag ? "--fusion: " : "compile.fusion: ") +
+                pipelineError);
   if (mlir::failed(pm.run(*module)))
     return fail("compilation failed");
+  // A fusion asked for by name that found nothing to fuse is most likely a
+  // mistake about the model; "all" asks for whatever applies.
+  if (!braid::namesEveryFusion(options.fusion))
+    for (const braid::Fusion *f : fusionOutcome->unchanged)
+      llvm::errs() << "braidc: warning: fusion '" << f->name
+                   << "' matched nothing in this model (docs/fusion.md says "
+                      "which ops it fuses)\n";
   // Only a plan that fuses something has an unfused plan to compare with.
   mlir::FailureOr<llvm::SmallVector<const braid::Fusion *>> fusions =
       braid::parseFusionList(options.fusion, pipelineError);
   bool fuses = mlir::succeeded(fusions) && !fusions->empty();
   if (reportMemory && fuses &&
-      mlir::failed(compareWithUnfused(context, *module)))
+      mlir::failed(compareWithUnfused(context, *module, spec)))
     llvm::errs() << "braidc: warning: the plan without fusion failed, so the "
                     "memory report has no comparison with it\n";
 
@@ -221,6 +303,8 @@ int main(int argc, char **argv) {
   mlir::FailureOr<braid::plan::Plan> plan = braid::emitPlan(*module);
   if (mlir::failed(plan))
     return fail("plan emission failed");
+  if (int rc = checkRunnable(*plan))
+    return rc;
   const std::string bytes = braid::planFileBytes(
       *plan, planFormat == "text" && emit == Emit::kPlan);
 
@@ -231,6 +315,8 @@ int main(int argc, char **argv) {
     absl::Status status = braid::writeBinaryWithPlan(runtime, bytes, output);
     if (!status.ok())
       return fail(std::string(status.message()));
+  } else if (output == "-") {
+    llvm::outs() << bytes;
   } else if (int rc = writeFile(output, bytes)) {
     return rc;
   }

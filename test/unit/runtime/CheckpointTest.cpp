@@ -178,13 +178,32 @@ TEST(Checkpoint, SavesAtomicallyAndFindsTheLatest) {
                  "cannot create the checkpoint directory '/proc/forbidden'");
 }
 
+void rewrite(
+    const std::string &path,
+    const std::function<void(std::vector<SafetensorsTensor> &,
+                             std::map<std::string, std::string> &)> &edit);
+
 TEST(Checkpoint, RefusesCheckpointsOfAnotherModel) {
   std::string dir = savedCheckpoint("ckpt-mismatch", tiedAndTransposed());
   TinyModelOptions narrower = tiedAndTransposed();
   narrower.hidden = 8;
+  // Another model is told by its settings first, every one that differs.
   EXPECT_MESSAGE(readAgainst(dir, narrower),
-                 "stores tensor \"model.embed_tokens.weight\" with shape "
-                 "[256, 16] but the plan needs [256, 8]");
+                 "does not belong to this plan: model.hidden_size is \"16\" "
+                 "in the checkpoint but \"8\" in the plan; "
+                 "model.num_parameters is \"8208\" in the checkpoint but "
+                 "\"4104\" in the plan. Resume with the plan it was saved "
+                 "from");
+  // With the same settings, a tensor of another shape is named.
+  std::string reshaped = savedCheckpoint("ckpt-reshaped", {});
+  rewrite(reshaped + "/model.safetensors", [](auto &tensors, auto &) {
+    for (SafetensorsTensor &t : tensors)
+      if (t.name == "model.norm.weight")
+        t.shape = {4, 4};
+  });
+  EXPECT_MESSAGE(readAgainst(reshaped, {}),
+                 "stores tensor \"model.norm.weight\" with shape [4, 4] but "
+                 "the plan needs [16]");
   TinyModelOptions untransposed = tiedAndTransposed();
   untransposed.transposedHead = false;
   EXPECT_MESSAGE(readAgainst(dir, untransposed),

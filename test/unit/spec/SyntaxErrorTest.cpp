@@ -124,6 +124,26 @@ TEST(SyntaxErrors, HexFloat) {
             "0x10");
 }
 
+// A hexadecimal floating-point literal is named as such, with its value in
+// decimal, whichever way the tokenizer splits it.
+TEST(SyntaxErrors, HexFloatLiteral) {
+  EXPECT_EQ(errorOf(edit(kLlama, "lr: 1e-3", "lr: 0x1p-10")),
+            "t.pbtxt:18:15: train.adamw.lr: '0x1p-10' is a hexadecimal "
+            "floating-point number, which specs do not take; write it in "
+            "decimal: 0.0009765625");
+  EXPECT_EQ(errorOf(edit(kLlama, "lr: 1e-3", "lr: 0x1.8p3")),
+            "t.pbtxt:18:15: train.adamw.lr: '0x1.8p3' is a hexadecimal "
+            "floating-point number, which specs do not take; write it in "
+            "decimal: 12");
+}
+
+TEST(SyntaxErrors, ByteOrderMark) {
+  EXPECT_EQ(errorOf("\xEF\xBB\xBF" + std::string(kLlama)),
+            "t.pbtxt:1:1: (top level): the file starts with a UTF-8 "
+            "byte-order mark (bytes EF BB BF); save it as UTF-8 without a "
+            "BOM, or remove those three bytes");
+}
+
 TEST(SyntaxErrors, NotABoolean) {
   EXPECT_EQ(errorOf(edit(kLlama, "  naming: HF_LLAMA\n",
                          "  naming: HF_LLAMA\n  linear_bias: maybe\n")),

@@ -184,10 +184,12 @@ TEST(TrainRules, TokensOfRunOverflow) {
             "steps");
 }
 
-// compile.fusion: "all", "none", empty or known names separated by commas.
+// compile.fusion: "all", "none", empty or known names separated by commas;
+// "all" may stand beside names, "none" may not.
 TEST(CompileRules, FusionList) {
   const std::string spec(kLlama);
   for (const char *ok : {"all", "none", "", "add-norm", " add-norm , bias-gelu",
+                         "all,gqa",
                          "rope-qkv,add-norm,bias-gelu,bias-swiglu,"
                          "bias-dropout-add"})
     EXPECT_EQ(errorOf(spec + "compile { fusion: \"" + ok + "\" }\n"),
@@ -203,6 +205,9 @@ TEST(CompileRules, FusionList) {
             "write \"all\", \"none\" or names separated by commas from: gqa, "
             "flash-attention, rope-qkv, add-norm, bias-gelu, bias-swiglu, "
             "bias-dropout-add, linear-cross-entropy, adamw");
+  EXPECT_EQ(errorOf(spec + "compile { fusion: \"none,gqa\" }\n"),
+            "t.pbtxt:20:11: compile.fusion: \"none\" cannot stand beside "
+            "fusions; write \"none\" alone for no fusion");
 }
 
 } // namespace
