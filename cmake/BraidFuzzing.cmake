@@ -1,9 +1,9 @@
-# braid_add_fuzzer(<name> SOURCE <file> CORPUS <dir> LIBS <targets...>)
+# braid_add_fuzzer(<name> SOURCE <files...> CORPUS <dir> LIBS <targets...>)
 # With BRAID_FUZZ=ON (clang): a libFuzzer binary with ASan and UBSan.
 # Otherwise: the same entry point linked with StandaloneFuzzMain.cpp, and a
 # ctest that replays the seed corpus.
 function(braid_add_fuzzer name)
-  cmake_parse_arguments(ARG "" "SOURCE;CORPUS" "LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "CORPUS" "SOURCE;LIBS" ${ARGN})
   if(BRAID_FUZZ)
     add_executable(${name} ${ARG_SOURCE})
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined -g)

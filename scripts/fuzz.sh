@@ -5,14 +5,14 @@
 #   scripts/fuzz.sh [SECONDS per target, default 600] [target ...]
 #
 # Targets: spec_fuzzer braid_plan_loader_fuzzer braid_safetensors_fuzzer
-# braid_token_data_fuzzer (all by default).
+# braid_token_data_fuzzer braid_resume_fuzzer (all by default).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BRAID_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(spec_fuzzer braid_plan_loader_fuzzer braid_safetensors_fuzzer braid_token_data_fuzzer)
+[ ${#targets[@]} -gt 0 ] || targets=(spec_fuzzer braid_plan_loader_fuzzer braid_safetensors_fuzzer braid_token_data_fuzzer braid_resume_fuzzer)
 
 clang=""
 for c in clang-14 clang clang-22; do command -v "$c" >/dev/null && { clang="$c"; break; }; done
@@ -33,6 +33,7 @@ corpus_of() {
     braid_plan_loader_fuzzer) echo "$root/test/fuzz/runtime/corpus/plan_loader" ;;
     braid_safetensors_fuzzer) echo "$root/test/fuzz/runtime/corpus/safetensors" ;;
     braid_token_data_fuzzer) echo "$root/test/fuzz/runtime/corpus/token_data" ;;
+    braid_resume_fuzzer) echo "$root/test/fuzz/runtime/corpus/resume" ;;
     *) echo "fuzz.sh: unknown target '$1'" >&2; exit 2 ;;
   esac
 }

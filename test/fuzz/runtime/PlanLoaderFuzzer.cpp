@@ -1,6 +1,8 @@
-// Arbitrary bytes as a plan. loadPlan must refuse or accept without
-// crashing; an accepted plan with a small arena is then bound and run once,
-// since "validated" has to mean "safe to execute".
+// Arbitrary bytes as a plan file (header and checksum) and as a bare plan.
+// Both loaders must refuse or accept without crashing; an accepted bare plan
+// with a small arena is then bound and run once, since "validated" has to
+// mean "safe to execute". (Mutations rarely keep a checksum right, so the
+// bare plan is what reaches the validation rules.)
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -12,9 +14,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace braid;
+  const std::string_view bytes(reinterpret_cast<const char *>(data), size);
+  (void)loadSealedPlan(bytes, "fuzz", PlanSource::kFile,
+                       defaultKernelRegistry(), Device::kCPU);
   absl::StatusOr<LoadedPlan> plan =
-      loadPlan(std::string_view(reinterpret_cast<const char *>(data), size),
-               defaultKernelRegistry(), Device::kCPU);
+      loadPlan(bytes, defaultKernelRegistry(), Device::kCPU);
   if (!plan.ok())
     return 0;
   // Bounded so that every accepted input runs in milliseconds.
