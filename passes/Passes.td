@@ -94,7 +94,8 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
   let summary = "Turn the training step into per-rank programs of launches";
   let description = [{
     One rank, one compute stream, ops in order. Parameters, their gradients,
-    AdamW moments, inputs and the loss/grad-norm scalars become
+    AdamW moments, inputs and the loss, loss-sum, grad-norm and
+    step-skipped scalars become
     `sched.global`s; every other tensor becomes a `sched.alloc`. Every
     `braid` op becomes a `sched.launch` of the kernel of the same name.
 
@@ -103,9 +104,18 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     into the gradient globals with `accumulate = 1`, which also sums tied
     parameters and micro-batches; any other producer is followed by an
     `accumulate` launch. The `cross_entropy_grad_input` scale becomes
-    1/num_micro_batches. A second program, `@optimizer`, computes the global
-    gradient norm, runs AdamW (with clipping) on every parameter and zeroes
-    the gradients.
+    1/num_micro_batches, and each micro-batch adds its loss to `@loss_sum`.
+    A second program, `@optimizer`, computes the global gradient norm,
+    decides with `step_guard` whether the step is finite (the loss sum and
+    the norm), runs AdamW (with clipping) on every parameter unless it is
+    not, and zeroes the gradients and the loss sum. The decision stays on
+    the device:
+
+    ```mlir
+    sched.launch "grad_norm" on 0 ins(%g0, %g1 : ...) outs(%norm : memref<f32>)
+    sched.launch "step_guard" on 0 ins(%sum, %norm : memref<f32>, memref<f32>) outs(%skip : memref<f32>)
+    sched.launch "adamw" on 0 ins(%g0, %norm, %skip : ...) outs(%w0, %m0, %v0 : ...)
+    ```
 
     The `braid.cast` of an f32 parameter (BF16 precision) is not a launch:
     it becomes a persistent `weight_copy` global `@NAME.bf16`, named by the

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "absl/strings/match.h"
@@ -27,15 +27,6 @@ namespace braid {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Makes a rename inside `dir` durable.
-void syncDirectory(const fs::path &dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
 
 absl::Status ioError(absl::string_view what, const fs::path &path,
                      const std::error_code &ec) {
@@ -212,7 +203,7 @@ absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
     fs::remove_all(tempDir, ignored);
     return s;
   }
-  syncDirectory(tempDir);
+  syncDirectory(tempDir.string());
   // A checkpoint of the same step is moved aside first: rename cannot
   // replace a non-empty directory. A crash between the two renames leaves
   // it as ".old-PID", which recoverCheckpointDir puts back.
@@ -235,7 +226,7 @@ absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
       fs::rename(oldDir, finalDir, ignored);
     return ioError("move the checkpoint into place at", finalDir, ec);
   }
-  syncDirectory(root);
+  syncDirectory(root.string());
   if (replaced)
     fs::remove_all(oldDir, ec);
   return finalDir.string();

@@ -244,11 +244,7 @@ SafetensorsFile::fromMapping(std::shared_ptr<const MappedFile> file) {
 }
 
 absl::Status SafetensorsFile::readData(absl::FunctionRef<void()> reader) const {
-  if (file_ == nullptr) {
-    reader();
-    return absl::OkStatus();
-  }
-  return file_->read(reader);
+  return readMapped(file_.get(), reader);
 }
 
 const SafetensorsTensor *SafetensorsFile::find(std::string_view name) const {

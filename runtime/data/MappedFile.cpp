@@ -169,4 +169,12 @@ void MappedFile::release() {
   fd_ = -1;
 }
 
+absl::Status readMapped(const MappedFile *file,
+                        absl::FunctionRef<void()> reader) {
+  if (file != nullptr)
+    return file->read(reader);
+  reader();
+  return absl::OkStatus();
+}
+
 } // namespace braid

@@ -60,4 +60,9 @@ private:
   std::string what_;
 };
 
+// MappedFile::read on `file`, or `reader` run as it is when there is no
+// mapping (bytes held in memory cannot vanish).
+absl::Status readMapped(const MappedFile *file,
+                        absl::FunctionRef<void()> reader);
+
 } // namespace braid

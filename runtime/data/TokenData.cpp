@@ -57,11 +57,7 @@ TokenData::validate(std::shared_ptr<const void> owner,
 }
 
 absl::Status TokenData::read(absl::FunctionRef<void()> reader) const {
-  if (file_ == nullptr) {
-    reader();
-    return absl::OkStatus();
-  }
-  return file_->read(reader);
+  return readMapped(file_.get(), reader);
 }
 
 absl::Status TokenData::checkUnchanged() const {

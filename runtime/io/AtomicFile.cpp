@@ -43,8 +43,9 @@ int writeAll(int fd, absl::Span<const std::string_view> pieces) {
   return 0;
 }
 
-// Makes the rename into `dir` durable.
-void syncDirectory(const fs::path &dir) {
+} // namespace
+
+void syncDirectory(const std::string &dir) {
   int fd = ::open(dir.empty() ? "." : dir.c_str(),
                   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
@@ -52,8 +53,6 @@ void syncDirectory(const fs::path &dir) {
     ::close(fd);
   }
 }
-
-} // namespace
 
 std::string temporaryPathFor(const std::string &path) {
   const fs::path p(path);
@@ -94,7 +93,7 @@ absl::Status writeFileAtomically(const std::string &path,
     ::unlink(temp.c_str());
     return writeError(path, err);
   }
-  syncDirectory(fs::path(path).parent_path());
+  syncDirectory(fs::path(path).parent_path().string());
   return absl::OkStatus();
 }
 

@@ -31,6 +31,9 @@ inline absl::Status writeFileAtomically(const std::string &path,
   return writeFileAtomically(path, absl::MakeConstSpan(&bytes, 1), mode);
 }
 
+// fsync of the directory `dir`, which makes a rename inside it durable.
+void syncDirectory(const std::string &dir);
+
 // ".NAME.tmp-PID" beside `path`: the temporary name writeFileAtomically
 // uses, so that directory listings can tell leftovers of a dead process.
 std::string temporaryPathFor(const std::string &path);
