@@ -353,7 +353,7 @@ Trainer::resume(const std::string &dir,
   if (!ckpt.ok())
     return ckpt.status();
   const CheckpointState &state = ckpt->state();
-  const std::vector<IdentityChange> *changes = &ckpt->changes();
+  const std::vector<IdentityChange> &changes = ckpt->changes();
   if (state.shuffle != shuffle_)
     return absl::InvalidArgumentError(absl::StrCat(
         "the checkpoint '", *found, "' was saved by a run ",
@@ -362,8 +362,9 @@ Trainer::resume(const std::string &dir,
   // The run length: an explicit --steps wins; otherwise a plan whose steps
   // were allowed to change sets it; otherwise the checkpoint's.
   const bool newPlanSteps =
-      std::any_of(changes->begin(), changes->end(),
-                  [](const IdentityChange &c) { return c.name == "train.steps"; });
+      std::any_of(changes.begin(), changes.end(), [](const IdentityChange &c) {
+        return c.name == "train.steps";
+      });
   const int64_t total = explicitTotal_  ? totalSteps_
                         : newPlanSteps ? plan_.proto.train().steps()
                                         : state.totalSteps;
@@ -412,7 +413,7 @@ Trainer::resume(const std::string &dir,
 
   ResumeReport report;
   report.dir = *found;
-  for (const IdentityChange &c : *changes)
+  for (const IdentityChange &c : changes)
     if (c.name != "train.steps")
       report.changes.push_back(
           absl::StrCat(c.name, ": ", c.saved, " -> ", c.current));

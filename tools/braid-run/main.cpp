@@ -91,6 +91,10 @@ std::vector<NamedInput> inputsOf(const CommandLine &cl, bool embedded) {
 // Restores the checkpoint of --resume. Returns true when training should go
 // on, false when the checkpoint already is where the run would stop.
 absl::StatusOr<bool> resume(const CommandLine &cl, Trainer &trainer) {
+  // A checkpoint a dead saver moved aside is put back before the latest is
+  // chosen.
+  for (const std::string &note : recoverCheckpointDir(cl.resumeDir))
+    std::fprintf(stderr, "braid-run: %s\n", note.c_str());
   absl::StatusOr<ResumeReport> from =
       trainer.resume(cl.resumeDir, cl.allowChanges);
   if (!from.ok())
