@@ -13,8 +13,8 @@
 #include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/ckpt/CheckpointTensors.h"
 #include "runtime/ckpt/Safetensors.h"
-#include "runtime/data/MappedFile.h"
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/MappedFile.h"
+#include "runtime/io/WholeFile.h"
 #include "runtime/io/Crc32c.h"
 
 namespace braid {

@@ -13,7 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/ckpt/Json.h"
-#include "runtime/data/MappedFile.h"
+#include "runtime/io/MappedFile.h"
 #include "runtime/io/Crc32c.h"
 
 namespace braid {

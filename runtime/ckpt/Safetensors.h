@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/ckpt/CheckpointManifest.h"
-#include "runtime/data/MappedFile.h"
+#include "runtime/io/MappedFile.h"
 
 namespace braid {
 

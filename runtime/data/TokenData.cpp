@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/data/MappedFile.h"
+#include "runtime/io/MappedFile.h"
 
 namespace braid {
 

@@ -12,7 +12,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "runtime/data/MappedFile.h"
+#include "runtime/io/MappedFile.h"
 #include "runtime/data/TokenFormat.h"
 
 namespace braid {

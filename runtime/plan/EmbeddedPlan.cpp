@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/plan/PlanFormat.h"
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/logging.h"
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 #include "runtime/plan/PlanChecks.h"
 #include "runtime/plan/PlanFile.h"
 

@@ -98,8 +98,10 @@ absl::StatusOr<LoadedPlan> loadSealedPlan(std::string_view bytes,
                                           Device device);
 
 // "f32", "bf16", "i32" for a plan dtype; "unspecified" otherwise.
-const char *planDTypeName(plan::DType dtype);
-// "PARAMETER", "ACTIVATION", ... for a tensor kind.
-const char *tensorKindName(plan::TensorKind kind);
+std::string planDTypeName(plan::DType dtype);
+// "PARAMETER", "ACTIVATION", ... for a tensor kind; "UNSPECIFIED" otherwise.
+std::string tensorKindName(plan::TensorKind kind);
+// "TOKENS", "LABELS", "POSITIONS" for an input role; "UNSPECIFIED" otherwise.
+std::string inputRoleName(plan::InputRole role);
 
 } // namespace braid

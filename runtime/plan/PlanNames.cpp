@@ -1,40 +1,31 @@
-// Printable names of plan enums, for messages and reports.
+// Printable names of plan enums, for messages and reports: protobuf's own
+// names, with a word for values outside the enum.
 #include "runtime/plan/PlanLoader.h"
 
-namespace braid {
+#include "absl/strings/ascii.h"
 
-const char *planDTypeName(plan::DType dtype) {
-  switch (dtype) {
-  case plan::F32:
-    return "f32";
-  case plan::BF16:
-    return "bf16";
-  case plan::I32:
-    return "i32";
-  default:
-    return "unspecified";
-  }
+namespace braid {
+namespace {
+
+std::string orUnspecified(const std::string &name, bool specified) {
+  return specified && !name.empty() ? name : "UNSPECIFIED";
 }
 
-const char *tensorKindName(plan::TensorKind kind) {
-  switch (kind) {
-  case plan::PARAMETER:
-    return "PARAMETER";
-  case plan::GRADIENT:
-    return "GRADIENT";
-  case plan::OPTIMIZER_STATE:
-    return "OPTIMIZER_STATE";
-  case plan::INPUT:
-    return "INPUT";
-  case plan::ACTIVATION:
-    return "ACTIVATION";
-  case plan::SCALAR:
-    return "SCALAR";
-  case plan::WEIGHT_COPY:
-    return "WEIGHT_COPY";
-  default:
-    return "UNSPECIFIED";
-  }
+} // namespace
+
+std::string planDTypeName(plan::DType dtype) {
+  return absl::AsciiStrToLower(orUnspecified(
+      plan::DType_Name(dtype), dtype != plan::DTYPE_UNSPECIFIED));
+}
+
+std::string tensorKindName(plan::TensorKind kind) {
+  return orUnspecified(plan::TensorKind_Name(kind),
+                       kind != plan::KIND_UNSPECIFIED);
+}
+
+std::string inputRoleName(plan::InputRole role) {
+  return orUnspecified(plan::InputRole_Name(role),
+                       role != plan::ROLE_UNSPECIFIED);
 }
 
 } // namespace braid

@@ -20,18 +20,6 @@ bool sameShape(const plan::Tensor &a, const plan::Tensor &b) {
          std::equal(a.shape().begin(), a.shape().end(), b.shape().begin());
 }
 
-const char *roleName(plan::InputRole role) {
-  switch (role) {
-  case plan::TOKENS:
-    return "TOKENS";
-  case plan::LABELS:
-    return "LABELS";
-  case plan::POSITIONS:
-    return "POSITIONS";
-  default:
-    return "UNSPECIFIED";
-  }
-}
 
 absl::Status checkInputs(const plan::Plan &plan, LoadedPlan &loaded) {
   const int64_t rows = plan.train().micro_batch_size();
@@ -43,7 +31,7 @@ absl::Status checkInputs(const plan::Plan &plan, LoadedPlan &loaded) {
     if (t.kind() != plan::INPUT) {
       if (t.role() != plan::ROLE_UNSPECIFIED)
         return refuse(absl::StrCat(
-            tensorRef(plan, id), " has role ", roleName(t.role()), " but kind ",
+            tensorRef(plan, id), " has role ", inputRoleName(t.role()), " but kind ",
             tensorKindName(t.kind()), ": only INPUT tensors carry a role"));
       continue;
     }
@@ -55,20 +43,20 @@ absl::Status checkInputs(const plan::Plan &plan, LoadedPlan &loaded) {
     if (slot)
       return refuse(absl::StrCat(tensorRef(plan, id), " and ",
                                  tensorRef(plan, *slot), " both have role ",
-                                 roleName(t.role()),
+                                 inputRoleName(t.role()),
                                  ": each role belongs to exactly one INPUT"));
     slot = id;
     if (t.dtype() != plan::I32 || t.shape_size() != 2 || t.shape(0) != rows ||
         t.shape(1) != cols)
       return refuse(absl::StrCat(
-          tensorRef(plan, id), " (role ", roleName(t.role()), ") is ",
+          tensorRef(plan, id), " (role ", inputRoleName(t.role()), ") is ",
           planDTypeName(t.dtype()), " ", shapeString(t), ": it must be i32 [",
           rows, ", ", cols, "] (plan.train micro_batch_size, seq_len)"));
   }
   for (plan::InputRole role : {plan::TOKENS, plan::LABELS}) {
     if (!byRole[role])
       return refuse(absl::StrCat("the plan has no INPUT tensor with role ",
-                                 roleName(role), ": one is required"));
+                                 inputRoleName(role), ": one is required"));
   }
   loaded.tokens = *byRole[plan::TOKENS];
   loaded.labels = *byRole[plan::LABELS];

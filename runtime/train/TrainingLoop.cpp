@@ -19,7 +19,7 @@
 #include "runtime/train/ProgressLog.h"
 #include "runtime/train/StopSignal.h"
 #include "runtime/ckpt/Checkpoint.h"
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 #include "runtime/io/AtomicFile.h"
 
 namespace braid {

@@ -15,7 +15,7 @@
 #include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/ckpt/RunIdentity.h"
 #include "runtime/ckpt/Safetensors.h"
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 #include "runtime/io/AtomicFile.h"
 #include "test/unit/runtime/TestKernels.h"
 #include "test/unit/runtime/TinyTrainer.h"

@@ -4,7 +4,7 @@
 
 #include <sys/stat.h>
 
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 #include "runtime/plan/EmbeddedPlan.h"
 #include "runtime/plan/PlanFormat.h"
 #include "test/unit/runtime/TinyTrainer.h"

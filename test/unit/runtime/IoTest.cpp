@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/Crc32c.h"
 #include "runtime/io/FileIdentity.h"

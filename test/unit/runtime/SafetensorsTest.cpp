@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "runtime/ckpt/Safetensors.h"
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 #include "test/unit/runtime/TinyTrainer.h"
 #include "gtest/gtest.h"
 

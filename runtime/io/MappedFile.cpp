@@ -1,4 +1,4 @@
-#include "runtime/data/MappedFile.h"
+#include "runtime/io/MappedFile.h"
 
 #include <cerrno>
 #include <csetjmp>

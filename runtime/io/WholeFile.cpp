@@ -1,4 +1,4 @@
-#include "runtime/data/WholeFile.h"
+#include "runtime/io/WholeFile.h"
 
 #include <cerrno>
 #include <cstdio>
