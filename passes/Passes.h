@@ -31,9 +31,10 @@ struct TrainingPipelineOptions
                             llvm::cl::init(false)};
   Option<std::string> fusion{
       *this, "fusion",
-      llvm::cl::desc("Fusions to apply: all, none, or a comma-separated "
-                     "list (docs/fusion.md)"),
-      llvm::cl::init("none")};
+      llvm::cl::desc("Fusions to apply: all, none, a comma-separated list "
+                     "(docs/fusion.md), or spec: the spec's compile.fusion "
+                     "(none when it has none)"),
+      llvm::cl::init("spec")};
   // A spec already loaded (braidc reads its SPEC once, so that a pipe can
   // be one); when set, `spec` only names it in diagnostics.
   std::shared_ptr<const spec::ModelSpec> loadedSpec;
@@ -45,10 +46,17 @@ createImportSpecPass(std::shared_ptr<const spec::ModelSpec> spec);
 
 // import -> autodiff -> graph fusions -> lower-to-sched -> sched fusions ->
 // plan-memory. Emission is left to the caller (braidc writes MLIR, a plan
-// or a binary). Fails, with a sentence in `error`, on a bad fusion list.
+// or a binary). Fails, with a sentence in `error`, on a bad fusion list or,
+// when the fusions come from the spec, a spec that does not load.
 mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
                                           const TrainingPipelineOptions &options,
                                           std::string &error);
+
+// The fusion list a compilation of `spec` with `option` (the pipeline's
+// fusion option) applies: the option, or for "spec" the spec's
+// compile.fusion, "none" when that is empty.
+std::string effectiveFusionList(const std::string &option,
+                                const spec::ModelSpec &spec);
 
 // Registers every pass (registerBraidPasses, generated) and the
 // `braid-training-pipeline` pipeline.

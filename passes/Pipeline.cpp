@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - the training pipeline -------------------------------===//
 #include "passes/Passes.h"
 
+#include "compiler/spec/SpecLoader.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/fuse/FusionSet.h"
@@ -9,15 +10,37 @@ using namespace mlir;
 
 namespace braid {
 
+std::string effectiveFusionList(const std::string &option,
+                                const spec::ModelSpec &spec) {
+  if (option != "spec")
+    return option;
+  return spec.compile().fusion().empty() ? "none" : spec.compile().fusion();
+}
+
 LogicalResult buildTrainingPipeline(OpPassManager &pm,
                                     const TrainingPipelineOptions &options,
                                     std::string &error) {
+  // The spec is read here when the fusions come from it, and then once:
+  // import takes the loaded spec.
+  std::shared_ptr<const spec::ModelSpec> spec = options.loadedSpec;
+  if (!spec && options.fusion == "spec" && !options.spec.empty()) {
+    absl::StatusOr<spec::ModelSpec> loaded = loadSpecFile(options.spec);
+    if (!loaded.ok()) {
+      error = std::string(loaded.status().message());
+      return failure();
+    }
+    spec = std::make_shared<const spec::ModelSpec>(std::move(*loaded));
+  }
+  const std::string list =
+      spec ? effectiveFusionList(options.fusion, *spec)
+           : (options.fusion == "spec" ? std::string("none")
+                                       : std::string(options.fusion));
   FailureOr<SmallVector<const Fusion *>> fusions =
-      parseFusionList(options.fusion, error);
+      parseFusionList(list, error);
   if (failed(fusions))
     return failure();
-  if (options.loadedSpec) {
-    pm.addPass(createImportSpecPass(options.loadedSpec));
+  if (spec) {
+    pm.addPass(createImportSpecPass(spec));
   } else {
     ImportSpecPassOptions import;
     import.specPath = options.spec;

@@ -28,10 +28,6 @@ void validateTraining(const spec::Training &train, RuleSink &sink);
 // CompileRules.cpp: the `compile` settings (the fusion list).
 void validateCompile(const spec::Compile &compile, RuleSink &sink);
 
-// The fusion names a spec's compile.fusion may list, in pipeline order (the
-// fusions of passes/fuse/FusionSet.cpp).
-const std::vector<std::string> &knownFusionNames();
-
 // SpecSizes.cpp: sizes whose products overflow 64-bit integers. Assumes the
 // other rules passed.
 void validateSizes(const spec::ModelSpec &spec, RuleSink &sink);

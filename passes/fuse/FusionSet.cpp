@@ -10,6 +10,7 @@
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include "compiler/spec/FusionList.h"
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,84 +33,38 @@ using namespace mlir;
 namespace braid {
 
 ArrayRef<Fusion> allFusions() {
-  // Attention first: the GQA rewrite feeds flash attention, and RoPE in
-  // the QKV epilogue must see the projections before the norm and
-  // activation fusions rename their neighbours.
-  static const Fusion kFusions[] = {
-      {"gqa", "braid-fuse-gqa", FusionStage::kGraph},
-      {"flash-attention", "braid-fuse-flash-attention", FusionStage::kGraph},
-      {"rope-qkv", "braid-fuse-rope-qkv", FusionStage::kGraph},
-      {"add-norm", "braid-fuse-add-norm", FusionStage::kGraph},
-      {"bias-gelu", "braid-fuse-bias-gelu", FusionStage::kGraph},
-      {"bias-swiglu", "braid-fuse-bias-swiglu", FusionStage::kGraph},
-      {"bias-dropout-add", "braid-fuse-bias-dropout-add", FusionStage::kGraph},
-      {"linear-cross-entropy", "braid-fuse-linear-cross-entropy",
-       FusionStage::kGraph},
-      {"adamw", "braid-fuse-adamw", FusionStage::kSched},
-  };
+  // The names and their order are the spec's (compiler/spec/FusionList.h);
+  // the pass of NAME is braid-fuse-NAME, and only AdamW's works on the
+  // sched programs.
+  static const std::vector<Fusion> kFusions = [] {
+    static std::vector<std::string> passes;
+    passes.reserve(fusionNames().size());
+    std::vector<Fusion> out;
+    for (const std::string &name : fusionNames()) {
+      passes.push_back("braid-fuse-" + name);
+      out.push_back({name, passes.back(),
+                     name == "adamw" ? FusionStage::kSched
+                                     : FusionStage::kGraph});
+    }
+    return out;
+  }();
   return kFusions;
 }
 
 FailureOr<SmallVector<const Fusion *>>
 parseFusionList(StringRef text, std::string &error) {
-  SmallVector<StringRef> valid;
-  for (const Fusion &f : allFusions())
-    valid.push_back(f.name);
-  const std::string expected =
-      "expected all, none, or a comma-separated list of: " +
-      llvm::join(valid, ", ");
-  SmallVector<const Fusion *> out;
-  text = text.trim();
-  if (text.empty()) {
-    error = "the fusion list is empty; write none for no fusion, or all; " +
-            expected;
+  absl::StatusOr<std::vector<std::string>> names =
+      parseFusionNames(std::string_view(text.data(), text.size()));
+  if (!names.ok()) {
+    error = std::string(names.status().message());
     return failure();
   }
-  if (text == "none")
-    return out;
-  SmallVector<StringRef> names;
-  text.split(names, ',');
-  llvm::SmallDenseSet<const Fusion *> chosen;
-  for (StringRef raw : names) {
-    StringRef name = raw.trim();
-    // "all" may be written beside names (they are in it anyway); "none"
-    // beside names contradicts them.
-    if (name == "all") {
-      for (const Fusion &f : allFusions())
-        chosen.insert(&f);
-      continue;
-    }
-    if (name == "none") {
-      error = ("the fusion list '" + text +
-               "' combines none with fusions; write none alone for no "
-               "fusion")
-                  .str();
-      return failure();
-    }
-    const Fusion *match = nullptr;
+  SmallVector<const Fusion *> out;
+  for (const std::string &name : *names)
     for (const Fusion &f : allFusions())
       if (f.name == name)
-        match = &f;
-    if (!match) {
-      error = name.empty()
-                  ? ("the fusion list '" + text + "' has an empty entry; " +
-                     expected)
-                        .str()
-                  : ("unknown fusion '" + name + "'; " + expected).str();
-      return failure();
-    }
-    chosen.insert(match);
-  }
-  for (const Fusion &f : allFusions())
-    if (chosen.contains(&f))
-      out.push_back(&f);
+        out.push_back(&f);
   return out;
-}
-
-bool namesEveryFusion(StringRef text) {
-  SmallVector<StringRef> names;
-  text.split(names, ',');
-  return llvm::any_of(names, [](StringRef n) { return n.trim() == "all"; });
 }
 
 namespace {

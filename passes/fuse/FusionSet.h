@@ -1,8 +1,7 @@
 //===- FusionSet.h - which fusions a compilation applies --------*- C++ -*-===//
 //
 // The fusions of docs/fusion.md by the names `braidc --fusion` and the spec
-// use, each with the pass that performs it. A fusion list is "all", "none"
-// or names separated by commas.
+// use (compiler/spec/FusionList.h), each with the pass that performs it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -31,14 +30,10 @@ struct Fusion {
 // Every fusion, in the order the pipeline applies them.
 llvm::ArrayRef<Fusion> allFusions();
 
-// The fusions `text` names, in pipeline order. "all" may appear beside
-// names. On a bad list (empty, an unknown or empty entry, "none" beside
-// names), a sentence naming the problem and the valid names.
+// The fusions `text` names, in pipeline order (parseFusionNames of
+// compiler/spec/FusionList.h, whose sentence `error` gets on a bad list).
 mlir::FailureOr<llvm::SmallVector<const Fusion *>>
 parseFusionList(llvm::StringRef text, std::string &error);
-
-// Whether the list `text` asks for every fusion ("all" in it).
-bool namesEveryFusion(llvm::StringRef text);
 
 // What the fusion passes of a compilation did.
 struct FusionOutcome {

@@ -34,6 +34,7 @@
 #include "mlir/Support/Timing.h"
 
 #include "compiler/emit/PlanEmitter.h"
+#include "compiler/spec/FusionList.h"
 #include "compiler/spec/SpecLoader.h"
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
@@ -261,12 +262,8 @@ int main(int argc, char **argv) {
   options.reportMemory = reportMemory;
   // The flag wins over the spec; neither means no fusion.
   const bool fusionFlag = fusion.getNumOccurrences() > 0;
-  if (fusionFlag)
-    options.fusion = fusion;
-  else if (!spec->compile().fusion().empty())
-    options.fusion = spec->compile().fusion();
-  else
-    options.fusion = "none";
+  options.fusion = braid::effectiveFusionList(
+      fusionFlag ? std::string(fusion) : std::string("spec"), *spec);
   std::string pipelineError;
   if (mlir::failed(braid::buildTrainingPipeline(pm, options, pipelineError)))
     return fail((fusionFlag ? "--fusion: " : "compile.fusion: ") +
