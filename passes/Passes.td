@@ -142,8 +142,21 @@ def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
     gradients, optimizer state, weight copies, inputs, scalars). Each buffer
     counts at its element type's size (bf16: 2 bytes). Transient `sched.alloc`s
     get offsets above them: each program's buffers are live from their first
-    to their last launch, and are placed largest first at the lowest offset
-    that overlaps no live-range-overlapping buffer already placed. All
+    launch to the last launch not ordered after all of their uses (on one
+    stream, their last use; across streams only events order launches), and
+    are placed largest first at the lowest offset that overlaps no
+    live-range-overlapping buffer already placed. Here `%c` may not take
+    `%a`'s bytes, though it comes later: stream 1 may still be reading `%a`.
+    With `sched.event.record 0 on 1` after `k2` and `sched.event.wait 0 on 0`
+    before `k3` it may.
+
+    ```mlir
+    sched.launch "k1" on 0 ins(%w : ...) outs(%a : memref<64xf32>)
+    sched.launch "k2" on 1 ins(%a : memref<64xf32>) outs(%b : ...)
+    sched.launch "k3" on 0 ins(%w : ...) outs(%c : memref<64xf32>)
+    ```
+
+    All
     offsets are 64-byte aligned. The module's `sched.memory` attribute
     records the byte counts the plan's memory report carries
     (`weight_copy_bytes` only when there are weight copies); with

@@ -3,7 +3,10 @@
 
 #include <limits>
 
+#include <algorithm>
+
 #include "llvm/ADT/DenseMap.h"
+#include "runtime/plan/StreamOrder.h"
 
 using namespace mlir;
 
@@ -24,28 +27,68 @@ int64_t bufferBytes(MemRefType type) {
 std::vector<LiveRange>
 computeLiveRanges(sched::ProgramOp program,
                   std::vector<sched::LaunchOp> *launches) {
+  // Every instruction (launches and events) as ordering sees it, and the
+  // number of launches before each, since ranges count launches.
+  std::vector<OrderStep> steps;
+  std::vector<int64_t> launchesBefore;
+  std::vector<sched::LaunchOp> ordered;
+  llvm::DenseMap<uint32_t, int64_t> recordsSoFar;
+  uint32_t numStreams = 1;
+  for (Operation &op : program.getBody().front()) {
+    OrderStep step;
+    launchesBefore.push_back(static_cast<int64_t>(ordered.size()));
+    if (auto launch = dyn_cast<sched::LaunchOp>(op)) {
+      step.stream = launch.getStream();
+      ordered.push_back(launch);
+    } else if (auto record = dyn_cast<sched::EventRecordOp>(op)) {
+      step = {record.getStream(), OrderStep::Kind::kRecord, record.getEvent(),
+              0};
+      ++recordsSoFar[record.getEvent()];
+    } else if (auto wait = dyn_cast<sched::EventWaitOp>(op)) {
+      step = {wait.getStream(), OrderStep::Kind::kWait, wait.getEvent(),
+              recordsSoFar.lookup(wait.getEvent())};
+    } else {
+      launchesBefore.pop_back();
+      continue;
+    }
+    numStreams = std::max(numStreams, step.stream + 1);
+    steps.push_back(step);
+  }
+  StreamOrder order(steps, numStreams);
+
   llvm::DenseMap<Value, size_t> index;
   std::vector<LiveRange> ranges;
+  std::vector<StreamUses> uses;
   int64_t position = 0;
-  for (Operation &op : program.getBody().front()) {
-    auto launch = dyn_cast<sched::LaunchOp>(op);
-    if (!launch)
+  for (int64_t i = 0; i < static_cast<int64_t>(steps.size()); ++i) {
+    if (steps[i].kind != OrderStep::Kind::kOther)
       continue;
-    if (launches)
-      launches->push_back(launch);
+    sched::LaunchOp launch = ordered[position];
     for (Value v : launch->getOperands()) {
       auto alloc = v.getDefiningOp<sched::AllocOp>();
       if (!alloc)
         continue;
       auto [it, inserted] = index.try_emplace(v, ranges.size());
-      if (inserted)
+      if (inserted) {
         ranges.push_back({alloc, bufferBytes(alloc.getType()), position,
                           position});
-      else
-        ranges[it->second].end = position;
+        uses.emplace_back(numStreams);
+      }
+      order.addUse(uses[it->second], i);
     }
     ++position;
   }
+  // A buffer's bytes are busy until every later launch is ordered after all
+  // of its uses: on one stream, right after its last use.
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const int64_t free = order.freeFrom(uses[r]);
+    const int64_t busyLaunches = free < static_cast<int64_t>(steps.size())
+                                     ? launchesBefore[free]
+                                     : static_cast<int64_t>(ordered.size());
+    ranges[r].end = busyLaunches - 1;
+  }
+  if (launches)
+    *launches = std::move(ordered);
   return ranges;
 }
 

@@ -8,8 +8,10 @@
 
 namespace braid {
 
-// A transient buffer's live range: the indices (in program order, counting
-// sched.launch ops only) of its first and last use.
+// A transient buffer's live range, in program order counting sched.launch
+// ops only: from its first use to the last launch that is not ordered after
+// all of its uses (runtime/plan/StreamOrder.h). On one stream that is its
+// last use; across streams, only events order launches, never position.
 struct LiveRange {
   sched::AllocOp alloc;
   int64_t bytes = 0;
@@ -22,7 +24,8 @@ struct LiveRange {
 };
 
 // Live ranges of every sched.alloc of `program` that some launch uses;
-// unused allocs are skipped. `launches` receives the launches in order.
+// unused allocs are skipped. `launches` receives the launches in order. A
+// wait waits for the records of its event before it in program order.
 std::vector<LiveRange> computeLiveRanges(
     sched::ProgramOp program, std::vector<sched::LaunchOp> *launches = nullptr);
 

@@ -1,38 +1,62 @@
 // The static arena layout. The compiler reuses activation bytes between
 // tensors whose lifetimes do not meet; everything else owns its bytes for the
 // whole run. A layout that breaks this would silently corrupt training, so
-// the loader proves it from the offsets and the programs.
+// the loader proves it from the offsets and the programs, following the
+// order the streams and events give (StreamOrder.h), not program position.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
+#include "runtime/plan/StreamOrder.h"
 
 namespace braid::plan_checks {
 namespace {
 
-// First and last instruction (inclusive, program order) that use a tensor.
-struct LiveRange {
+// The uses of one tensor in one program.
+struct ProgramUses {
   int program;
-  int first;
-  int last;
+  StreamUses uses;
 };
 
-std::vector<std::vector<LiveRange>> liveRanges(const plan::Plan &plan,
-                                               const LoadedPlan &loaded) {
-  std::vector<std::vector<LiveRange>> ranges(plan.tensors_size());
+// The ordering of each program and the uses of every ACTIVATION tensor.
+struct Lifetimes {
+  std::vector<StreamOrder> orders;
+  std::vector<std::vector<ProgramUses>> uses; // by tensor id
+};
+
+Lifetimes lifetimes(const plan::Plan &plan, const LoadedPlan &loaded) {
+  Lifetimes out;
+  out.uses.resize(plan.tensors_size());
+  const uint32_t streams = plan.num_streams();
   for (int p = 0; p < static_cast<int>(loaded.programs.size()); ++p) {
     const auto &insts = loaded.programs[p].instructions;
+    std::vector<OrderStep> steps;
+    steps.reserve(insts.size());
+    for (const LoadedInstruction &inst : insts) {
+      OrderStep step;
+      step.stream = inst.stream;
+      step.event = inst.event;
+      step.waitTarget = inst.waitTarget;
+      step.kind = inst.kind == LoadedInstruction::Kind::kRecord
+                      ? OrderStep::Kind::kRecord
+                  : inst.kind == LoadedInstruction::Kind::kWait
+                      ? OrderStep::Kind::kWait
+                      : OrderStep::Kind::kOther;
+      steps.push_back(step);
+    }
+    out.orders.emplace_back(steps, streams);
+    const StreamOrder &order = out.orders.back();
     for (int i = 0; i < static_cast<int>(insts.size()); ++i) {
       auto touch = [&](uint32_t id) {
         if (plan.tensors(id).kind() != plan::ACTIVATION)
           return;
-        std::vector<LiveRange> &r = ranges[id];
-        if (!r.empty() && r.back().program == p)
-          r.back().last = i;
-        else
-          r.push_back({p, i, i});
+        std::vector<ProgramUses> &u = out.uses[id];
+        if (u.empty() || u.back().program != p)
+          u.push_back({p, StreamUses(streams)});
+        order.addUse(u.back().uses, i);
       };
       for (uint32_t id : insts[i].inputs)
         touch(id);
@@ -40,20 +64,22 @@ std::vector<std::vector<LiveRange>> liveRanges(const plan::Plan &plan,
         touch(id);
     }
   }
-  return ranges;
+  return out;
 }
 
-// The program both tensors are live in at once, if any.
-const LiveRange *firstClash(const std::vector<LiveRange> &a,
-                            const std::vector<LiveRange> &b,
-                            const LiveRange **other) {
-  for (const LiveRange &x : a)
-    for (const LiveRange &y : b)
-      if (x.program == y.program && x.first <= y.last && y.first <= x.last) {
-        *other = &y;
-        return &x;
-      }
-  return nullptr;
+// The program in which neither tensor's uses all finish before the other's
+// start, if any.
+std::pair<const ProgramUses *, const ProgramUses *>
+firstClash(const Lifetimes &life, uint32_t a, uint32_t b) {
+  for (const ProgramUses &x : life.uses[a])
+    for (const ProgramUses &y : life.uses[b]) {
+      if (x.program != y.program)
+        continue;
+      const StreamOrder &order = life.orders[x.program];
+      if (!order.allAfter(y.uses, x.uses) && !order.allAfter(x.uses, y.uses))
+        return {&x, &y};
+    }
+  return {nullptr, nullptr};
 }
 
 } // namespace
@@ -71,7 +97,7 @@ absl::Status checkArenaLayout(const plan::Plan &plan,
   auto end = [&](uint32_t id) {
     return plan.tensors(id).offset() + plan.tensors(id).size_bytes();
   };
-  std::vector<std::vector<LiveRange>> ranges = liveRanges(plan, loaded);
+  const Lifetimes life = lifetimes(plan, loaded);
 
   // Sweep in offset order, keeping the tensors whose bytes reach the current
   // offset; every pair that shares bytes meets in this set exactly once.
@@ -95,15 +121,16 @@ absl::Status checkArenaLayout(const plan::Plan &plan,
             " is a ",
             tensorKindName(u.kind() != plan::ACTIVATION ? u.kind() : t.kind()),
             " tensor: only ACTIVATION tensors may reuse bytes"));
-      const LiveRange *theirs = nullptr;
-      if (const LiveRange *mine = firstClash(ranges[o], ranges[id], &theirs))
+      auto [mine, theirs] = firstClash(life, o, id);
+      if (mine != nullptr)
         return absl::InvalidArgumentError(absl::StrCat(
             shared, " while both are live in plan.programs[", mine->program,
             "] (", absl::CEscape(loaded.programs[mine->program].name),
-            "): instructions ", mine->first, "..", mine->last, " and ",
-            theirs->first, "..", theirs->last,
-            "; activations may share bytes only when their live ranges are "
-            "disjoint"));
+            "): instructions ", mine->uses.first, "..", mine->uses.last,
+            " and ", theirs->uses.first, "..", theirs->uses.last,
+            "; activations may share bytes only when every use of one "
+            "finishes before any use of the other starts (in order on one "
+            "stream, or through events)"));
     }
     open.push_back(id);
   }

@@ -263,7 +263,34 @@ TEST(PlanLoader, RefusesActivationsSharingBytesWhileLive) {
       "plan.tensors[18] (x) and plan.tensors[24] (dh) share arena bytes "
       "[131712, 132736) while both are live in plan.programs[0] (micro_batch): "
       "instructions 0..8 and 6..8; activations may share bytes only when "
-      "their live ranges are disjoint");
+      "every use of one finishes before any use of the other starts (in "
+      "order on one stream, or through events)");
+}
+
+// On two streams, program order proves nothing: stream 1 reads dlogits
+// (instruction 7) and nothing makes stream 0 wait for it, so dx, written
+// later in program order on stream 0, may not take dlogits' bytes, though a
+// check by program position would allow it.
+TEST(PlanLoader, RefusesSharingThatOnlyProgramOrderWouldAllow) {
+  test::TinyModelOptions options;
+  options.twoStreams = true;
+  plan::Plan p = tinyModelPlan(options);
+  named(p, "dx").set_offset(named(p, "dlogits").offset());
+  absl::Status s = load(p);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message())
+                .find("(dlogits) and plan.tensors[" +
+                      std::to_string(named(p, "dx").id()) +
+                      "] (dx) share arena bytes"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(std::string(s.message()).find("instructions 4..8 and 12..13"),
+            std::string::npos)
+      << s;
+  // The same bytes on one stream, where program order is the order, load.
+  plan::Plan one = tinyModelPlan();
+  named(one, "dx").set_offset(named(one, "dlogits").offset());
+  EXPECT_TRUE(load(one).ok()) << load(one);
 }
 
 TEST(PlanLoader, AcceptsActivationsSharingBytesWhenLiveRangesAreDisjoint) {
