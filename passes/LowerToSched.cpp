@@ -33,6 +33,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include "dialects/braid/BraidOps.h"
+#include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedOps.h"
 
 namespace braid {
@@ -55,8 +56,7 @@ MemRefType bufferType(Type tensor) {
 SmallVector<Value> weightGradResults(Operation *op) {
   if (auto fused = dyn_cast<LinearCrossEntropyWithGradOp>(op))
     return {fused.getWeightGrad()};
-  if (isa<LinearGradWeightOp, LayerNormGradWeightOp, RMSNormGradWeightOp,
-          EmbeddingGradWeightOp>(op))
+  if (op->hasTrait<WeightGradient>())
     return SmallVector<Value>(op->getResults());
   return {};
 }
@@ -116,12 +116,20 @@ private:
     return sched::GetGlobalOp::create(b_, module_.getLoc(), g.getType(),
                                       FlatSymbolRefAttr::get(g.getSymNameAttr()));
   }
-  void launch(Location loc, StringRef kernel, ValueRange ins, ValueRange outs,
-              DictionaryAttr params) {
-    sched::LaunchOp::create(b_, loc, b_.getStringAttr(kernel),
-                            b_.getI32IntegerAttr(0), ins, outs,
-                            params && !params.empty() ? params
-                                                      : DictionaryAttr());
+  sched::LaunchOp launch(Location loc, StringRef kernel, ValueRange ins,
+                         ValueRange outs, DictionaryAttr params) {
+    return sched::LaunchOp::create(b_, loc, b_.getStringAttr(kernel),
+                                   b_.getI32IntegerAttr(0), ins, outs,
+                                   params && !params.empty() ? params
+                                                             : DictionaryAttr());
+  }
+  // A launch of the optimizer (or of `init`, which sets up what it keeps).
+  sched::LaunchOp optimizerLaunch(Location loc, StringRef kernel,
+                                  ValueRange ins, ValueRange outs,
+                                  DictionaryAttr params) {
+    sched::LaunchOp l = launch(loc, kernel, ins, outs, params);
+    setPhaseMark(l, Phase::Optimizer);
+    return l;
   }
 
   struct Param {
@@ -297,8 +305,8 @@ void Lowering::lowerInit() {
 void Lowering::refreshWeightCopies(Location loc) {
   for (auto &p : params_)
     if (!p.copy.empty())
-      launch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
-             DictionaryAttr());
+      optimizerLaunch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
+                      DictionaryAttr());
 }
 
 LogicalResult Lowering::lowerMicroBatch() {
@@ -334,6 +342,11 @@ LogicalResult Lowering::lowerMicroBatch() {
     }
     if (op.getName().getDialectNamespace() != "braid")
       return op.emitOpError("braid-lower-to-sched cannot lower this op");
+    if (!layerMark(&op) || !phaseMark(&op))
+      return op.emitOpError()
+             << "has no " << (layerMark(&op) ? "braid.phase" : "braid.layer")
+             << " mark (braid-import sets the layer of every op, "
+                "braid-autodiff the phase)";
     SmallVector<Value> ins, outs;
     for (Value operand : op.getOperands()) {
       Value buf = buffers.lookup(operand);
@@ -365,18 +378,24 @@ LogicalResult Lowering::lowerMicroBatch() {
       extra.push_back(
           b_.getNamedAttr("scale", b_.getF64FloatAttr(1.0 / numMicro)));
     StringRef kernel = op.getName().stripDialect();
-    launch(op.getLoc(), kernel, ins, outs, kernelParams(&op, b_, extra));
+    copyMarks(&op,
+              launch(op.getLoc(), kernel, ins, outs,
+                     kernelParams(&op, b_, extra)));
 
     // Contributions that could not be written in place are added to their
     // gradient global right after they are produced.
     for (Value r : op.getResults())
       if (gradSink_.count(r) && !llvm::is_contained(inPlace, r))
-          launch(op.getLoc(), "accumulate", {buffers[r]},
-                 {getGlobal(gradSink_.lookup(r))}, DictionaryAttr());
+        copyMarks(&op, launch(op.getLoc(), "accumulate", {buffers[r]},
+                              {getGlobal(gradSink_.lookup(r))},
+                              DictionaryAttr()));
   }
   Value lossBuf = getGlobal("loss");
   Value lossSum = getGlobal("loss_sum");
-  launch(func_.getLoc(), "accumulate", {lossBuf}, {lossSum}, DictionaryAttr());
+  sched::LaunchOp sum = launch(func_.getLoc(), "accumulate", {lossBuf},
+                               {lossSum}, DictionaryAttr());
+  setLayerMark(sum, LayerAttr::loss(b_.getContext()));
+  setPhaseMark(sum, Phase::Forward);
   return success();
 }
 
@@ -390,10 +409,10 @@ void Lowering::lowerOptimizer() {
   for (auto &p : params_)
     grads.push_back(getGlobal(p.name + ".grad"));
   Value norm = getGlobal("grad_norm");
-  launch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
+  optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
   Value lossSum = getGlobal("loss_sum");
   Value skip = getGlobal("step_skipped");
-  launch(loc, "step_guard", {lossSum, norm}, {skip}, DictionaryAttr());
+  optimizerLaunch(loc, "step_guard", {lossSum, norm}, {skip}, DictionaryAttr());
 
   auto f64 = [&](StringRef key) {
     return b_.getF64FloatAttr(
@@ -411,13 +430,13 @@ void Lowering::lowerOptimizer() {
                                              ? f64("weight_decay")
                                              : b_.getF64FloatAttr(0.0)),
          b_.getNamedAttr("grad_clip", f64("grad_clip"))});
-    launch(loc, "adamw", {grad, norm, skip}, {param, m, v}, params);
+    optimizerLaunch(loc, "adamw", {grad, norm, skip}, {param, m, v}, params);
   }
   auto zero = b_.getDictionaryAttr(
       {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
   for (Value grad : grads)
-    launch(loc, "fill", {}, {grad}, zero);
-  launch(loc, "fill", {}, {lossSum}, zero);
+    optimizerLaunch(loc, "fill", {}, {grad}, zero);
+  optimizerLaunch(loc, "fill", {}, {lossSum}, zero);
   refreshWeightCopies(loc);
 }
 

@@ -23,6 +23,13 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
     records the model and training settings in `braid.model` and
     `braid.train`, which the plan emitter copies into the plan.
 
+    Every op is marked with the layer it belongs to: `#braid.layer<L>` for
+    transformer layer L, `#braid.layer<embedding>` before the first layer,
+    `#braid.layer<loss>` after the last (final norm, head, loss):
+    ```mlir
+    %q = braid.linear %h, %wq {braid.layer = #braid.layer<0>} : ...
+    ```
+
     With `train.precision: BF16` activations are bf16, parameters stay f32
     arguments, and each parameter is cast once at the top of the step; all
     compute reads the cast. `braid.train` then records `precision = "bf16"`
@@ -45,6 +52,7 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
     %kk = braid.repeat_kv %kr {num_heads = 4 : i64, num_kv_heads = 2 : i64} : ...
     %o, %p = braid.attention %qr, %kk, %vv {...} : ...
     ```
+    (marks left out).
   }];
   let options = [
     Option<"specPath", "spec", "std::string", /*default=*/"\"\"",
@@ -57,7 +65,10 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
   let summary = "Append the backward graph, split into input and weight gradients";
   let description = [{
     Reverse-mode differentiation of `@train_step` with respect to every
-    `braid.param` argument. Each forward op with weights yields an
+    `braid.param` argument. Each forward op's gradient rule is its
+    `DifferentiableOp::buildGradient` (the interface is declared in
+    BraidBase.td); weight-gradient ops carry the `WeightGradient` trait.
+    Each forward op with weights yields an
     input-gradient op (`*_grad_input`, B) and a weight-gradient op
     (`*_grad_weight`, W); ops without weights yield only the B op. Values with
     several uses (the residual stream, tied embeddings) sum their gradient
@@ -65,14 +76,20 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
     followed by one gradient per parameter, each result tagged with
     `braid.grad_of`.
 
+    Every op gets its phase: `forward` for the ops there were, and for the
+    ops autodiff adds `weight_grad` (W ops, and sums of their results) or
+    `input_grad`; added ops take the layer of the op they differentiate.
+
     Before:
     ```mlir
-    %y = braid.linear %x, %w : ...
+    %y = braid.linear %x, %w {braid.layer = #braid.layer<0>} : ...
     ```
-    After (backward part):
+    After:
     ```mlir
-    %dx = braid.linear_grad_input %dy, %w : ...
-    %dw = braid.linear_grad_weight %dy, %x : ...
+    %y = braid.linear %x, %w {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>} : ...
+    // backward
+    %dx = braid.linear_grad_input %dy, %w {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<input_grad>} : ...
+    %dw = braid.linear_grad_weight %dy, %x {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<weight_grad>} : ...
     ```
 
     Mixed precision: when the weight is `braid.cast` of an f32 parameter,
@@ -160,7 +177,10 @@ def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
     offsets are 64-byte aligned. The module's `sched.memory` attribute
     records the byte counts the plan's memory report carries
     (`weight_copy_bytes` only when there are weight copies); with
-    `report=true` the pass prints that report.
+    `report=true` the pass prints that report. What is saved for backward
+    is what is live at the first launch marked `input_grad` or
+    `weight_grad`, and the per-layer figures follow the launches'
+    `braid.layer` marks.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",

@@ -77,7 +77,7 @@ void registerAllBraidPasses() {
           return errorHandler(error);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
         optHandler(TrainingPipelineOptions());
       });
 }

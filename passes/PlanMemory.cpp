@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedOps.h"
 #include "passes/MemoryComparison.h"
 #include "passes/analysis/FirstFit.h"
@@ -107,12 +108,12 @@ int64_t placeTransients(std::vector<LiveRange> &ranges, int64_t base) {
   return peak;
 }
 
-// The index of the first backward launch; -1 when there is none.
+// The index of the first backward launch (phase B or W); -1 when there is
+// none.
 int64_t backwardBoundary(const std::vector<sched::LaunchOp> &launches) {
   for (size_t i = 0; i < launches.size(); ++i) {
-    sched::LaunchOp launch = launches[i];
-    StringRef k = launch.getKernel();
-    if (k.ends_with("_grad_input") || k.ends_with("_grad_weight"))
+    std::optional<Phase> phase = phaseMark(launches[i]);
+    if (phase == Phase::InputGrad || phase == Phase::WeightGrad)
       return static_cast<int64_t>(i);
   }
   return -1;
@@ -132,22 +133,6 @@ int64_t savedAcrossBoundary(const std::vector<LiveRange> &ranges,
   return saved;
 }
 
-// The transformer layer a global belongs to: the first dot-separated part
-// of its name that is a number ("model.layers.3.mlp.up_proj.weight" and its
-// ".grad" and ".bf16" relatives are layer 3); -1 for globals outside the
-// layers (embeddings, final norm, head, inputs, scalars).
-int64_t layerOfGlobal(StringRef name) {
-  SmallVector<StringRef> parts;
-  name.split(parts, '.');
-  for (StringRef part : parts) {
-    int64_t index;
-    if (!part.empty() && llvm::all_of(part, llvm::isDigit) &&
-        !part.getAsInteger(10, index))
-      return index;
-  }
-  return -1;
-}
-
 // Transient bytes attributed to one layer of one micro-batch.
 struct LayerBytes {
   int64_t forward = 0;  // buffers first written by the layer's forward
@@ -158,57 +143,23 @@ struct LayerBytes {
   }
 };
 
-// Attributes each launch of @micro_batch to a layer: the layer of the
-// parameters (or their gradients and copies) it reads or writes. A launch
-// that touches none belongs with its neighbour in the direction the layers
-// run: in forward the launch before it (a residual add after its
-// projection), in backward the launch after it (a dropout gradient before
-// the projection's gradients). Launches touching only globals outside the
-// layers count for no layer. Each transient buffer's bytes go to the layer
-// of the launch that first writes it.
+// Each transient buffer's bytes go to the layer mark of the launch that
+// first writes it; launches of the embedding or the loss, and launches
+// without a layer, count for no layer.
 std::vector<LayerBytes>
 activationsPerLayer(const std::vector<LiveRange> &ranges,
                     const std::vector<sched::LaunchOp> &launches,
-                    int64_t boundary, const SymbolTable &globals) {
-  const int64_t n = static_cast<int64_t>(launches.size());
-  const int64_t split = boundary < 0 ? n : boundary;
-  // -2: touches no parameter; -1: only parameters outside the layers.
-  std::vector<int64_t> layerOf(n, -2);
-  for (int64_t i = 0; i < n; ++i) {
-    for (Value v : launches[i]->getOperands()) {
-      auto get = v.getDefiningOp<sched::GetGlobalOp>();
-      if (!get)
-        continue;
-      auto global = globals.lookup<sched::GlobalOp>(get.getGlobal());
-      if (!global)
-        continue;
-      StringRef kind = global.getKind();
-      if (kind != "parameter" && kind != "gradient" && kind != "weight_copy")
-        continue;
-      layerOf[i] = std::max<int64_t>(
-          std::max<int64_t>(layerOf[i], -1),
-          layerOfGlobal(global.getSymName()));
-    }
-  }
-  int64_t current = -1;
-  for (int64_t i = 0; i < split; ++i)
-    layerOf[i] = current = layerOf[i] == -2 ? current : layerOf[i];
-  current = -1;
-  for (int64_t i = n - 1; i >= split; --i)
-    layerOf[i] = current = layerOf[i] == -2 ? current : layerOf[i];
+                    int64_t boundary) {
   int64_t numLayers = 0;
-  for (int64_t l : layerOf)
-    numLayers = std::max(numLayers, l + 1);
-  // Numbers in names that are not layer indices (more layers than
-  // launches): no per-layer figures rather than a vector that size.
-  if (numLayers > n)
-    return {};
+  for (sched::LaunchOp launch : launches)
+    if (LayerAttr layer = layerMark(launch); layer && layer.isBlock())
+      numLayers = std::max(numLayers, layer.getIndex() + 1);
   std::vector<LayerBytes> perLayer(numLayers);
   for (const LiveRange &r : ranges) {
-    int64_t layer = layerOf[r.begin];
-    if (layer < 0)
+    LayerAttr layer = layerMark(launches[r.begin]);
+    if (!layer || !layer.isBlock())
       continue;
-    LayerBytes &l = perLayer[layer];
+    LayerBytes &l = perLayer[layer.getIndex()];
     if (boundary < 0 || r.begin < boundary) {
       l.forward += r.bytes;
       if (boundary >= 0 && r.end >= boundary)
@@ -275,8 +226,6 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     MemoryTotals totals;
     std::vector<LayerBytes> perLayer;
     int64_t transientBase = alignUp(placeGlobals(module, totals));
-    // Looking a symbol up without a table scans the module.
-    SymbolTable globals(module);
 
     for (auto program : module.getOps<sched::ProgramOp>()) {
       std::vector<sched::LaunchOp> launches;
@@ -287,7 +236,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (program.getSymName() == "micro_batch") {
         totals.savedActivations = savedAcrossBoundary(ranges, launches);
         perLayer = activationsPerLayer(ranges, launches,
-                                       backwardBoundary(launches), globals);
+                                       backwardBoundary(launches));
       }
     }
     totals.arena = transientBase + totals.activationPeak;

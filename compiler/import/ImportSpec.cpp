@@ -21,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "dialects/braid/BraidOps.h"
+#include "dialects/braid/Marks.h"
 
 using namespace mlir;
 
@@ -38,6 +39,20 @@ double asWritten(float value) {
   return std::strtod(buf, nullptr);
 }
 
+// Gives every op the builder inserts the layer under construction.
+class LayerStamper : public OpBuilder::Listener {
+public:
+  void set(LayerAttr layer) { layer_ = layer; }
+  LayerAttr get() const { return layer_; }
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    setLayerMark(op, layer_);
+  }
+
+private:
+  LayerAttr layer_;
+};
+
 // The function under construction: arguments and their attributes are
 // collected as parameters appear, and the signature is fixed at the end.
 class GraphBuilder {
@@ -50,6 +65,8 @@ public:
                                  b_.getFunctionType({}, {}));
     block_ = func_.addEntryBlock();
     b_.setInsertionPointToStart(block_);
+    b_.setListener(&layer_);
+    layer_.set(LayerAttr::embedding(ctx_));
     f32_ = b_.getF32Type();
     bf16_ = train_.precision() == spec::BF16;
     compute_ = bf16_ ? b_.getBF16Type() : f32_;
@@ -109,6 +126,7 @@ private:
     auto type = RankedTensorType::get(
         cast<RankedTensorType>(master.getType()).getShape(), compute_);
     auto c = CastOp::create(top, loc_, type, master);
+    setLayerMark(c, layer_.get());
     lastCast_ = c;
     return c;
   }
@@ -182,6 +200,7 @@ private:
   const spec::Training &train_;
   MLIRContext *ctx_;
   OpBuilder b_;
+  LayerStamper layer_;
   Location loc_;
   func::FuncOp func_;
   Block *block_ = nullptr;
@@ -281,8 +300,12 @@ void GraphBuilder::build() {
   }
   x = dropout(x, train_.hidden_dropout(), 0);
 
-  for (int64_t l = 0; l < arch_.num_layers(); ++l)
+  for (int64_t l = 0; l < arch_.num_layers(); ++l) {
+    layer_.set(LayerAttr::get(ctx_, l));
     x = gpt2 ? gpt2Layer(x, l) : llamaLayer(x, l);
+  }
+
+  layer_.set(LayerAttr::loss(ctx_));
 
   x = norm(x, gpt2 ? "transformer.ln_f" : "model.norm");
   Value head = table;
@@ -291,6 +314,7 @@ void GraphBuilder::build() {
   Value logits = LinearOp::create(b_, loc_, act(vocab), x, head, Value());
   auto loss = CrossEntropyOp::create(
       b_, loc_, RankedTensorType::get({}, f32_), rowStat(), logits, labels);
+  b_.setListener(nullptr);
   func::ReturnOp::create(b_, loc_, loss.getLoss());
 
   func_.setFunctionType(b_.getFunctionType(block_->getArgumentTypes(),

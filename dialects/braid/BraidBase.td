@@ -11,6 +11,8 @@
 #ifndef BRAID_BASE_TD
 #define BRAID_BASE_TD
 
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 
 def Braid_Dialect : Dialect {
@@ -21,7 +23,92 @@ def Braid_Dialect : Dialect {
     Ops operate on ranked tensors of f32 or bf16 activations and i32 token
     ids. Parameters and data enter as arguments of the training-step function;
     argument attributes (`braid.param`, `braid.input`) name them.
+
+    Every op of a training step carries two marks, discardable attributes
+    that passes read instead of guessing from names: `braid.layer`, the
+    transformer layer it belongs to (or the embedding or the loss), set at
+    import; and `braid.phase`, forward, input gradient (B), weight gradient
+    (W) or optimizer, set by autodiff.
   }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    // The names of the two marks.
+    static constexpr ::llvm::StringLiteral kLayerMark = "braid.layer";
+    static constexpr ::llvm::StringLiteral kPhaseMark = "braid.phase";
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Marks
+//===----------------------------------------------------------------------===//
+
+def Braid_Phase : I32EnumAttr<"Phase", "the part of a training step an op belongs to", [
+    I32EnumAttrCase<"Forward", 0, "forward">,
+    I32EnumAttrCase<"InputGrad", 1, "input_grad">,
+    I32EnumAttrCase<"WeightGrad", 2, "weight_grad">,
+    I32EnumAttrCase<"Optimizer", 3, "optimizer">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+// `#braid.phase<forward>`, `#braid.phase<input_grad>` (B),
+// `#braid.phase<weight_grad>` (W), `#braid.phase<optimizer>`.
+def Braid_PhaseAttr : EnumAttr<Braid_Dialect, Braid_Phase, "phase"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+// `#braid.layer<3>` for transformer layer 3, `#braid.layer<embedding>` for
+// what comes before the first layer (embeddings, their dropout),
+// `#braid.layer<loss>` for what comes after the last (final norm, head,
+// loss).
+def Braid_LayerAttr : AttrDef<Braid_Dialect, "Layer"> {
+  let mnemonic = "layer";
+  let summary = "The transformer layer an op belongs to, or embedding or loss";
+  let parameters = (ins "int64_t":$index);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static constexpr int64_t kEmbedding = -1;
+    static constexpr int64_t kLoss = -2;
+    static LayerAttr embedding(::mlir::MLIRContext *ctx) {
+      return get(ctx, kEmbedding);
+    }
+    static LayerAttr loss(::mlir::MLIRContext *ctx) { return get(ctx, kLoss); }
+    bool isEmbedding() const { return getIndex() == kEmbedding; }
+    bool isLoss() const { return getIndex() == kLoss; }
+    // The layer index; only for marks that are neither embedding nor loss.
+    bool isBlock() const { return getIndex() >= 0; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Differentiation
+//===----------------------------------------------------------------------===//
+
+def Braid_DifferentiableOpInterface : OpInterface<"DifferentiableOp"> {
+  let cppNamespace = "::braid";
+  let description = [{
+    A forward op that knows its gradient rule. `braid-autodiff` visits the
+    forward ops in reverse and asks each one that received a gradient (or
+    is the loss) to emit its backward ops through the GradientBuilder
+    (dialects/braid/Gradient.h): the input-gradient ops (B) for operands
+    that need a gradient and the weight-gradient op (W) when a weight is
+    among its operands.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Emits the backward of this op and adds each operand's gradient to `gb`.",
+      "::mlir::LogicalResult", "buildGradient",
+      (ins "::braid::GradientBuilder &":$gb)>,
+  ];
+}
+
+// Ops whose every result is the gradient of a weight (W): the work that a
+// zero-bubble schedule may delay. Autodiff marks them `weight_grad`; the
+// lowering may accumulate their results in place into gradient buffers.
+def Braid_WeightGradient : NativeOpTrait<"WeightGradient"> {
+  let cppNamespace = "::braid";
 }
 
 class Braid_Op<string mnemonic, list<Trait> traits = []>

@@ -357,4 +357,5 @@ LogicalResult CrossEntropyGradInputOp::verify() {
 }
 
 #define GET_OP_CLASSES
+#include "dialects/braid/BraidInterfaces.cpp.inc"
 #include "dialects/braid/BraidOps.cpp.inc"

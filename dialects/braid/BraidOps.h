@@ -10,6 +10,18 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/braid/BraidDialect.h"
+#include "dialects/braid/Gradient.h"
+
+namespace braid {
+
+// Ops whose every result is the gradient of a weight (BraidBase.td).
+template <typename ConcreteType>
+class WeightGradient
+    : public mlir::OpTrait::TraitBase<ConcreteType, WeightGradient> {};
+
+} // namespace braid
+
+#include "dialects/braid/BraidInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/braid/BraidOps.h.inc"

@@ -12,6 +12,10 @@
 include "BraidBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+// A forward op with its gradient rule in Gradients.cpp.
+defvar Braid_Differentiable =
+    DeclareOpInterfaceMethods<Braid_DifferentiableOpInterface>;
+
 class Braid_PureOp<string mnemonic, list<Trait> traits = []>
     : Braid_Op<mnemonic, !listconcat(traits, [Pure])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -22,7 +26,7 @@ class Braid_PureOp<string mnemonic, list<Trait> traits = []>
 // Embedding
 //===----------------------------------------------------------------------===//
 
-def Braid_EmbeddingOp : Braid_PureOp<"embedding"> {
+def Braid_EmbeddingOp : Braid_PureOp<"embedding", [Braid_Differentiable]> {
   let summary = "Row lookup in an embedding table";
   let description = [{
     `y[b, s, :] = table[ids[b, s], :]`.
@@ -36,7 +40,7 @@ def Braid_EmbeddingOp : Braid_PureOp<"embedding"> {
   let results = (outs Braid_FloatTensor:$result);
 }
 
-def Braid_EmbeddingGradWeightOp : Braid_PureOp<"embedding_grad_weight"> {
+def Braid_EmbeddingGradWeightOp : Braid_PureOp<"embedding_grad_weight", [Braid_WeightGradient]> {
   let summary = "Gradient of an embedding table (W)";
   let description = [{
     Scatter-adds the rows of `grad` into a zero table of the result's shape:
@@ -72,7 +76,7 @@ def Braid_DocumentIdsOp : Braid_PureOp<"document_ids"> {
 // Linear
 //===----------------------------------------------------------------------===//
 
-def Braid_LinearOp : Braid_PureOp<"linear"> {
+def Braid_LinearOp : Braid_PureOp<"linear", [Braid_Differentiable]> {
   let summary = "y = x W^T (+ b), W in [out, in] layout";
   let description = [{
     ```mlir
@@ -97,7 +101,7 @@ def Braid_LinearGradInputOp : Braid_PureOp<"linear_grad_input"> {
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
-def Braid_LinearGradWeightOp : Braid_PureOp<"linear_grad_weight"> {
+def Braid_LinearGradWeightOp : Braid_PureOp<"linear_grad_weight", [Braid_WeightGradient]> {
   let summary = "dW = dy^T x, db = sum(dy) (W)";
   let description = [{
     The bias gradient is produced when the forward linear had a bias.
@@ -116,7 +120,7 @@ def Braid_LinearGradWeightOp : Braid_PureOp<"linear_grad_weight"> {
 // Norms
 //===----------------------------------------------------------------------===//
 
-def Braid_LayerNormOp : Braid_PureOp<"layer_norm"> {
+def Braid_LayerNormOp : Braid_PureOp<"layer_norm", [Braid_Differentiable]> {
   let summary = "LayerNorm over the last dimension";
   let description = [{
     Also returns the per-row mean and reciprocal standard deviation, which the
@@ -149,7 +153,7 @@ def Braid_LayerNormGradInputOp : Braid_PureOp<"layer_norm_grad_input"> {
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
-def Braid_LayerNormGradWeightOp : Braid_PureOp<"layer_norm_grad_weight"> {
+def Braid_LayerNormGradWeightOp : Braid_PureOp<"layer_norm_grad_weight", [Braid_WeightGradient]> {
   let summary = "Weight and bias gradients of LayerNorm (W)";
   let description = [{
     ```mlir
@@ -163,7 +167,7 @@ def Braid_LayerNormGradWeightOp : Braid_PureOp<"layer_norm_grad_weight"> {
   let results = (outs Braid_FloatTensor:$weight_grad, Braid_FloatTensor:$bias_grad);
 }
 
-def Braid_RMSNormOp : Braid_PureOp<"rms_norm"> {
+def Braid_RMSNormOp : Braid_PureOp<"rms_norm", [Braid_Differentiable]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
     `y = x * rstd * weight` with `rstd = 1 / sqrt(mean(x^2) + eps)`; returns
@@ -193,7 +197,7 @@ def Braid_RMSNormGradInputOp : Braid_PureOp<"rms_norm_grad_input"> {
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
-def Braid_RMSNormGradWeightOp : Braid_PureOp<"rms_norm_grad_weight"> {
+def Braid_RMSNormGradWeightOp : Braid_PureOp<"rms_norm_grad_weight", [Braid_WeightGradient]> {
   let summary = "Weight gradient of RMSNorm (W)";
   let description = [{
     ```mlir
@@ -210,7 +214,7 @@ def Braid_RMSNormGradWeightOp : Braid_PureOp<"rms_norm_grad_weight"> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Braid_AttentionOp : Braid_PureOp<"attention"> {
+def Braid_AttentionOp : Braid_PureOp<"attention", [Braid_Differentiable]> {
   let summary = "Reference (unfused) scaled dot-product attention";
   let description = [{
     Heads are packed in the last dimension: q is [B, S, H*Dh], k and v are
@@ -268,7 +272,7 @@ def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
                       Braid_FloatTensor:$value_grad);
 }
 
-def Braid_RepeatKVOp : Braid_PureOp<"repeat_kv"> {
+def Braid_RepeatKVOp : Braid_PureOp<"repeat_kv", [Braid_Differentiable]> {
   let summary = "Materialise grouped key/value heads for every query head";
   let description = [{
     [B, S, Hkv*Dh] -> [B, S, H*Dh]: head h of the result is head
@@ -297,7 +301,7 @@ def Braid_RepeatKVGradInputOp : Braid_PureOp<"repeat_kv_grad_input"> {
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
-def Braid_RoPEOp : Braid_PureOp<"rope"> {
+def Braid_RoPEOp : Braid_PureOp<"rope", [Braid_Differentiable]> {
   let summary = "Rotary position embedding, rotate-half layout";
   let description = [{
     On [B, S, H*Dh]: within each head, element i < Dh/2 pairs with i + Dh/2
@@ -331,7 +335,7 @@ def Braid_RoPEGradInputOp : Braid_PureOp<"rope_grad_input"> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def Braid_GeLUOp : Braid_PureOp<"gelu"> {
+def Braid_GeLUOp : Braid_PureOp<"gelu", [Braid_Differentiable]> {
   let summary = "GELU, tanh approximation";
   let description = [{
     ```mlir
@@ -354,7 +358,7 @@ def Braid_GeLUGradInputOp : Braid_PureOp<"gelu_grad_input"> {
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
-def Braid_SwiGLUOp : Braid_PureOp<"swiglu"> {
+def Braid_SwiGLUOp : Braid_PureOp<"swiglu", [Braid_Differentiable]> {
   let summary = "silu(gate) * up";
   let description = [{
     ```mlir
@@ -380,7 +384,7 @@ def Braid_SwiGLUGradInputOp : Braid_PureOp<"swiglu_grad_input"> {
   let results = (outs Braid_FloatTensor:$gate_grad, Braid_FloatTensor:$up_grad);
 }
 
-def Braid_AddOp : Braid_PureOp<"add", [Commutative]> {
+def Braid_AddOp : Braid_PureOp<"add", [Commutative, Braid_Differentiable]> {
   let summary = "Elementwise sum: the residual add, and gradient accumulation";
   let description = [{
     Its backward passes the incoming gradient to both operands unchanged, so
@@ -395,7 +399,7 @@ def Braid_AddOp : Braid_PureOp<"add", [Commutative]> {
   let results = (outs Braid_FloatTensor:$result);
 }
 
-def Braid_DropoutOp : Braid_PureOp<"dropout"> {
+def Braid_DropoutOp : Braid_PureOp<"dropout", [Braid_Differentiable]> {
   let summary = "Inverted dropout with a counter-based mask";
   let description = [{
     Keeps element i when uniform(dropoutKey(seed, rng_offset, step, micro), i)
@@ -423,7 +427,7 @@ def Braid_DropoutGradInputOp : Braid_PureOp<"dropout_grad_input"> {
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
-def Braid_SplitOp : Braid_PureOp<"split"> {
+def Braid_SplitOp : Braid_PureOp<"split", [Braid_Differentiable]> {
   let summary = "Split the last dimension into equal parts";
   let description = [{
     GPT-2's fused q/k/v projection is split this way.
@@ -453,7 +457,7 @@ def Braid_SplitGradInputOp : Braid_PureOp<"split_grad_input"> {
 // Precision
 //===----------------------------------------------------------------------===//
 
-def Braid_CastOp : Braid_PureOp<"cast"> {
+def Braid_CastOp : Braid_PureOp<"cast", [Braid_Differentiable]> {
   let summary = "Convert a tensor between f32 and bf16";
   let description = [{
     Same shape, other element type: f32 to bf16 rounds to nearest even (NaN
@@ -474,7 +478,7 @@ def Braid_CastOp : Braid_PureOp<"cast"> {
 // Loss
 //===----------------------------------------------------------------------===//
 
-def Braid_CrossEntropyOp : Braid_PureOp<"cross_entropy"> {
+def Braid_CrossEntropyOp : Braid_PureOp<"cross_entropy", [Braid_Differentiable]> {
   let summary = "Mean softmax cross-entropy over all tokens";
   let description = [{
     Returns the mean loss over the B*S tokens and the per-token log-sum-exp of

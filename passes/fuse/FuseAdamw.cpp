@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedDialect.h"
 #include "dialects/sched/SchedOps.h"
 
@@ -105,9 +106,10 @@ void merge(ArrayRef<sched::LaunchOp> group) {
       "weight_decay", decay ? decay : b.getF64FloatAttr(0.0)));
   params.push_back(
       b.getNamedAttr("decayed", b.getI64IntegerAttr(decayed)));
-  sched::LaunchOp::create(b, last.getLoc(), b.getStringAttr("multi_adamw"),
-                          last.getStreamAttr(), ins, outs,
-                          b.getDictionaryAttr(params));
+  auto fused = sched::LaunchOp::create(
+      b, last.getLoc(), b.getStringAttr("multi_adamw"), last.getStreamAttr(),
+      ins, outs, b.getDictionaryAttr(params));
+  copyMarks(last, fused);
   for (sched::LaunchOp l : group)
     l.erase();
 }

@@ -19,6 +19,7 @@
 
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/braid/BraidOps.h"
+#include "dialects/braid/Marks.h"
 
 namespace braid {
 #define GEN_PASS_DEF_FUSEADDNORMPASS
@@ -145,6 +146,7 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
           b, norm->getLoc(), input.getType(), rms.getResult().getType(),
           rms.getRstd().getType(), m->residual, m->branch, rms.getWeight(),
           rms.getEpsAttr(), p, offset);
+      copyMarks(rms, f);
       rms.getResult().replaceAllUsesWith(f.getResult());
       rms.getRstd().replaceAllUsesWith(f.getRstd());
       sum = f.getSum();
@@ -154,6 +156,7 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
           layer.getMean().getType(), layer.getRstd().getType(), m->residual,
           m->branch, layer.getWeight(), layer.getBias(), layer.getEpsAttr(),
           p, offset);
+      copyMarks(layer, f);
       layer.getResult().replaceAllUsesWith(f.getResult());
       layer.getMean().replaceAllUsesWith(f.getMean());
       layer.getRstd().replaceAllUsesWith(f.getRstd());
@@ -187,6 +190,7 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
       fused = FusedAddLayerNormGradInputOp::create(
           b, grad->getLoc(), dx.getType(), g.getGrad(), g.getInput(),
           g.getWeight(), g.getMean(), g.getRstd(), other);
+    copyMarks(grad, fused.getDefiningOp());
     add.getResult().replaceAllUsesWith(fused);
     add->erase();
     grad->erase();
@@ -200,8 +204,11 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
 // `linear` again, without its bias, at the same place.
 Value withoutBias(LinearOp linear) {
   OpBuilder b(linear);
-  return LinearOp::create(b, linear.getLoc(), linear.getResult().getType(),
-                          linear.getInput(), linear.getWeight(), Value());
+  auto bare = LinearOp::create(b, linear.getLoc(),
+                               linear.getResult().getType(), linear.getInput(),
+                               linear.getWeight(), Value());
+  copyMarks(linear, bare);
+  return bare;
 }
 
 struct FuseBiasGeluPass : impl::FuseBiasGeluPassBase<FuseBiasGeluPass> {
@@ -236,12 +243,14 @@ struct FuseBiasGeluPass : impl::FuseBiasGeluPassBase<FuseBiasGeluPass> {
     OpBuilder b(gelu);
     auto fused = FusedBiasGeLUOp::create(b, gelu.getLoc(),
                                          gelu.getResult().getType(), h, bias);
+    copyMarks(gelu, fused);
     gelu.getResult().replaceAllUsesWith(fused.getResult());
     gelu->erase();
     for (GeLUGradInputOp g : grads) {
       b.setInsertionPoint(g);
       auto fg = FusedBiasGeLUGradInputOp::create(
           b, g.getLoc(), g.getInputGrad().getType(), g.getGrad(), h, bias);
+      copyMarks(g, fg);
       g.getInputGrad().replaceAllUsesWith(fg.getInputGrad());
       g->erase();
     }
@@ -288,6 +297,7 @@ struct FuseBiasDropoutAddPass
         b, add.getLoc(), add.getResult().getType(), h, bias, residual,
         dropout ? dropout.getPAttr() : b.getF32FloatAttr(0.0f),
         dropout ? dropout.getRngOffsetAttr() : b.getI64IntegerAttr(0));
+    copyMarks(add, fused);
     add.getResult().replaceAllUsesWith(fused.getResult());
     add->erase();
     if (dropout)
@@ -348,6 +358,7 @@ struct FuseBiasSwigluPass : impl::FuseBiasSwigluPassBase<FuseBiasSwigluPass> {
     OpBuilder b(swiglu);
     auto fused = FusedBiasSwiGLUOp::create(
         b, swiglu.getLoc(), swiglu.getResult().getType(), g0, u0, bg, bu);
+    copyMarks(swiglu, fused);
     swiglu.getResult().replaceAllUsesWith(fused.getResult());
     swiglu->erase();
     for (SwiGLUGradInputOp g : grads) {
@@ -355,6 +366,7 @@ struct FuseBiasSwigluPass : impl::FuseBiasSwigluPassBase<FuseBiasSwigluPass> {
       auto fg = FusedBiasSwiGLUGradInputOp::create(
           b, g.getLoc(), g.getGateGrad().getType(), g.getUpGrad().getType(),
           g.getGrad(), g0, u0, bg, bu);
+      copyMarks(g, fg);
       g.getGateGrad().replaceAllUsesWith(fg.getGateGrad());
       g.getUpGrad().replaceAllUsesWith(fg.getUpGrad());
       g->erase();
@@ -388,6 +400,7 @@ struct FuseRopeQkvPass : impl::FuseRopeQkvPassBase<FuseRopeQkvPass> {
     auto fused = FusedLinearRoPEOp::create(
         b, rope.getLoc(), rope.getResult().getType(), linear.getInput(), w,
         linear.getBias(), rope.getNumHeadsAttr(), rope.getThetaAttr());
+    copyMarks(rope, fused);
     const int64_t numHeads = rope.getNumHeads();
     const APFloat theta = rope.getTheta();
     rope.getResult().replaceAllUsesWith(fused.getResult());
@@ -427,6 +440,7 @@ struct FuseRopeQkvPass : impl::FuseRopeQkvPassBase<FuseRopeQkvPass> {
         b, gradInput.getLoc(), gradInput.getInputGrad().getType(),
         unrotated.getType(), ropeGrad.getGrad(), gradInput.getWeight(),
         ropeGrad.getNumHeadsAttr(), ropeGrad.getThetaAttr());
+    copyMarks(gradInput, fused);
     gradInput.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
     gradInput->erase();
     unrotated.replaceAllUsesWith(fused.getLinearGrad());

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/braid/BraidOps.h"
+#include "dialects/braid/Marks.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -60,6 +61,7 @@ bool fuse(AttentionOp at) {
       at.getKey(), at.getValue(), at.getSegmentIds(), at.getNumHeadsAttr(),
       at.getNumKvHeadsAttr(), at.getCausalAttr(), prefix, at.getScaleAttr(),
       at.getDropoutAttr(), at.getRngOffsetAttr());
+  copyMarks(at, fwd);
   at.getResult().replaceAllUsesWith(fwd.getResult());
   for (AttentionGradInputOp g : backward) {
     b.setInsertionPoint(g);
@@ -69,6 +71,7 @@ bool fuse(AttentionOp at) {
         g.getValue(), fwd.getResult(), fwd.getLse(), g.getSegmentIds(),
         g.getNumHeadsAttr(), g.getNumKvHeadsAttr(), g.getCausalAttr(), prefix,
         g.getScaleAttr(), g.getDropoutAttr(), g.getRngOffsetAttr());
+    copyMarks(g, ng);
     g.replaceAllUsesWith(ng.getResults());
     g.erase();
   }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/braid/BraidOps.h"
+#include "dialects/braid/Marks.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -85,6 +86,7 @@ bool fuse(AttentionOp at) {
       at.getQuery(), repK.getInput(), repV.getInput(), at.getSegmentIds(),
       at.getNumHeadsAttr(), hkv, at.getCausalAttr(), at.getScaleAttr(),
       at.getDropoutAttr(), at.getRngOffsetAttr(), at.getPrefixAttr());
+  copyMarks(at, fwd);
   at.replaceAllUsesWith(fwd.getResults());
   at.erase();
   for (Backward &bw : backward) {
@@ -97,6 +99,7 @@ bool fuse(AttentionOp at) {
         repK.getInput(), repV.getInput(), fwd.getProbs(), g.getSegmentIds(),
         g.getNumHeadsAttr(), hkv, g.getCausalAttr(), g.getScaleAttr(),
         g.getDropoutAttr(), g.getRngOffsetAttr(), g.getPrefixAttr());
+    copyMarks(g, ng);
     g.getQueryGrad().replaceAllUsesWith(ng.getQueryGrad());
     bw.keySum.getInputGrad().replaceAllUsesWith(ng.getKeyGrad());
     bw.valueSum.getInputGrad().replaceAllUsesWith(ng.getValueGrad());

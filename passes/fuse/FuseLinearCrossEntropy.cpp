@@ -26,6 +26,7 @@
 
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/braid/BraidOps.h"
+#include "dialects/braid/Marks.h"
 
 namespace braid {
 #define GEN_PASS_DECL_FUSELINEARCROSSENTROPYPASS
@@ -115,6 +116,7 @@ void rewrite(Group g, int64_t chunk, int64_t minRows) {
     auto fwd = LinearCrossEntropyOp::create(
         b, g.ce.getLoc(), g.ce.getLoss().getType(), g.ce.getLse().getType(),
         x, w, labels, chunkAttr);
+    copyMarks(g.ce, fwd);
     g.ce.getLoss().replaceAllUsesWith(fwd.getLoss());
   } else {
     auto xType = cast<RankedTensorType>(x.getType());
@@ -127,6 +129,8 @@ void rewrite(Group g, int64_t chunk, int64_t minRows) {
         g.gradInput.getInputGrad().getType(),
         g.gradWeight.getWeightGrad().getType(), workspace, x, w, labels,
         g.ceGrad.getScaleAttr());
+    // At the loss's place, so it takes the loss's marks (forward).
+    copyMarks(g.ce, fused);
     g.ce.getLoss().replaceAllUsesWith(fused.getLoss());
     g.gradInput.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
     g.gradWeight.getWeightGrad().replaceAllUsesWith(fused.getWeightGrad());

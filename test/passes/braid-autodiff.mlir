@@ -5,21 +5,23 @@
 // returns the loss and one gradient per parameter in argument order.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "emb"}, tensor<8xf32> {braid.grad_of = "norm"}, tensor<8x8xf32> {braid.grad_of = "proj"}, tensor<16x8xf32> {braid.grad_of = "head"})
-// CHECK: %[[X:.+]] = braid.embedding %[[EMB:.+]], %[[IDS:[^ ]+]] :
-// CHECK: %[[H:.+]], %[[RSTD:.+]] = braid.rms_norm %[[X]], %[[NORM:[^ ]+]]
-// CHECK: %[[P:.+]] = braid.linear %[[H]], %[[PROJ:[^ ]+]] :
-// CHECK: %[[R:.+]] = braid.add %[[X]], %[[P]]
-// CHECK: %[[LOGITS:.+]] = braid.linear %[[R]], %[[HEAD:[^ ]+]] :
-// CHECK: %[[LOSS:.+]], %[[LSE:.+]] = braid.cross_entropy %[[LOGITS]], %[[LABELS:[^ ]+]] :
-// CHECK: %[[DL:.+]] = braid.cross_entropy_grad_input %[[LOGITS]], %[[LABELS]], %[[LSE]] {scale = 1.000000e+00 : f32}
-// CHECK: %[[DR:.+]] = braid.linear_grad_input %[[DL]], %[[HEAD]]
-// CHECK: %[[DHEAD:.+]] = braid.linear_grad_weight %[[DL]], %[[R]]
-// CHECK: %[[DH:.+]] = braid.linear_grad_input %[[DR]], %[[PROJ]]
-// CHECK: %[[DPROJ:.+]] = braid.linear_grad_weight %[[DR]], %[[H]]
-// CHECK: %[[DXN:.+]] = braid.rms_norm_grad_input %[[DH]], %[[X]], %[[NORM]], %[[RSTD]]
-// CHECK: %[[DX:.+]] = braid.add %[[DR]], %[[DXN]]
-// CHECK: %[[DNORM:.+]] = braid.rms_norm_grad_weight %[[DH]], %[[X]], %[[RSTD]]
-// CHECK: %[[DEMB:.+]] = braid.embedding_grad_weight %[[DX]], %[[IDS]]
+// CHECK: %[[X:.+]] = braid.embedding %[[EMB:.+]], %[[IDS:[^ ]+]] {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<forward>} :
+// CHECK: %[[H:.+]], %[[RSTD:.+]] = braid.rms_norm %[[X]], %[[NORM:[^ ]+]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>
+// CHECK: %[[P:.+]] = braid.linear %[[H]], %[[PROJ:[^ ]+]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>} :
+// CHECK: %[[R:.+]] = braid.add %[[X]], %[[P]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>}
+// CHECK: %[[LOGITS:.+]] = braid.linear %[[R]], %[[HEAD:[^ ]+]] {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<forward>} :
+// CHECK: %[[LOSS:.+]], %[[LSE:.+]] = braid.cross_entropy %[[LOGITS]], %[[LABELS:[^ ]+]] {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<forward>} :
+// Backward ops take the layer of the op they differentiate; W ops (and
+// sums of W results) are weight_grad, every other backward op input_grad.
+// CHECK: %[[DL:.+]] = braid.cross_entropy_grad_input %[[LOGITS]], %[[LABELS]], %[[LSE]] {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<input_grad>, scale = 1.000000e+00 : f32}
+// CHECK: %[[DR:.+]] = braid.linear_grad_input %[[DL]], %[[HEAD]] {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<input_grad>}
+// CHECK: %[[DHEAD:.+]] = braid.linear_grad_weight %[[DL]], %[[R]] {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<weight_grad>}
+// CHECK: %[[DH:.+]] = braid.linear_grad_input %[[DR]], %[[PROJ]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<input_grad>}
+// CHECK: %[[DPROJ:.+]] = braid.linear_grad_weight %[[DR]], %[[H]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<weight_grad>}
+// CHECK: %[[DXN:.+]] = braid.rms_norm_grad_input %[[DH]], %[[X]], %[[NORM]], %[[RSTD]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<input_grad>}
+// CHECK: %[[DX:.+]] = braid.add %[[DR]], %[[DXN]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<input_grad>}
+// CHECK: %[[DNORM:.+]] = braid.rms_norm_grad_weight %[[DH]], %[[X]], %[[RSTD]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<weight_grad>}
+// CHECK: %[[DEMB:.+]] = braid.embedding_grad_weight %[[DX]], %[[IDS]] {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>}
 // CHECK: return %[[LOSS]], %[[DEMB]], %[[DNORM]], %[[DPROJ]], %[[DHEAD]]
 func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %labels: tensor<2x4xi32> {braid.input = "labels"},
@@ -28,12 +30,12 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %proj: tensor<8x8xf32> {braid.param = {name = "proj", init = "normal"}},
                       %head: tensor<16x8xf32> {braid.param = {name = "head", init = "normal"}})
     -> (tensor<f32> {braid.loss}) {
-  %x = braid.embedding %emb, %ids : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
-  %h, %rstd = braid.rms_norm %x, %norm {eps = 1.0e-05 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
-  %p = braid.linear %h, %proj : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
-  %r = braid.add %x, %p : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  %logits = braid.linear %r, %head : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
-  %loss, %lse = braid.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+  %x = braid.embedding %emb, %ids {braid.layer = #braid.layer<embedding>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+  %h, %rstd = braid.rms_norm %x, %norm {eps = 1.0e-05 : f32, braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  %p = braid.linear %h, %proj {braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %r = braid.add %x, %p {braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %logits = braid.linear %r, %head {braid.layer = #braid.layer<loss>} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %loss, %lse = braid.cross_entropy %logits, %labels {braid.layer = #braid.layer<loss>} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
   return %loss : tensor<f32>
 }
 
@@ -43,9 +45,9 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
 // embedding's W op; the bias of a linear gets its own gradient.
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[DHEAD:.+]] = braid.linear_grad_weight
-// CHECK: %[[DW:.+]], %[[DB:.+]] = braid.linear_grad_weight %{{.+}}, %{{.+}} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>)
+// CHECK: %[[DW:.+]], %[[DB:.+]] = braid.linear_grad_weight %{{.+}}, %{{.+}} {{{.*}}} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>)
 // CHECK: %[[DEMB:.+]] = braid.embedding_grad_weight
-// CHECK: %[[DTABLE:.+]] = braid.add %[[DHEAD]], %[[DEMB]]
+// CHECK: %[[DTABLE:.+]] = braid.add %[[DHEAD]], %[[DEMB]] {braid.phase = #braid.phase<weight_grad>}
 // CHECK: return %{{.+}}, %[[DTABLE]], %[[DW]], %[[DB]]
 func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %labels: tensor<2x4xi32> {braid.input = "labels"},

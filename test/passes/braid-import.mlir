@@ -26,11 +26,11 @@
 // LLAMA: %[[K:.+]] = braid.linear %[[H]]
 // LLAMA-SAME: -> tensor<8x64x32xf32>
 // LLAMA: %[[V:.+]] = braid.linear %[[H]]
-// LLAMA: %[[QR:.+]] = braid.rope %[[Q]] {num_heads = 4 : i64
-// LLAMA: %[[KR:.+]] = braid.rope %[[K]] {num_heads = 2 : i64
-// LLAMA: %[[KK:.+]] = braid.repeat_kv %[[KR]] {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+// LLAMA: %[[QR:.+]] = braid.rope %[[Q]] {braid.layer = #braid.layer<0>, num_heads = 4 : i64
+// LLAMA: %[[KR:.+]] = braid.rope %[[K]] {braid.layer = #braid.layer<0>, num_heads = 2 : i64
+// LLAMA: %[[KK:.+]] = braid.repeat_kv %[[KR]] {braid.layer = #braid.layer<0>, num_heads = 4 : i64, num_kv_heads = 2 : i64}
 // LLAMA: %[[VV:.+]] = braid.repeat_kv %[[V]]
-// LLAMA: %[[O:.+]], %{{.+}} = braid.attention %[[QR]], %[[KK]], %[[VV]] {causal = true, dropout = 0.000000e+00 : f32, num_heads = 4 : i64, num_kv_heads = 4 : i64, rng_offset = 1 : i64, scale = 2.500000e-01 : f32}
+// LLAMA: %[[O:.+]], %{{.+}} = braid.attention %[[QR]], %[[KK]], %[[VV]] {braid.layer = #braid.layer<0>, causal = true, dropout = 0.000000e+00 : f32, num_heads = 4 : i64, num_kv_heads = 4 : i64, rng_offset = 1 : i64, scale = 2.500000e-01 : f32}
 // LLAMA: %[[P:.+]] = braid.linear %[[O]]
 // LLAMA: braid.add %[[EMB]], %[[P]]
 // LLAMA: braid.swiglu
@@ -47,17 +47,17 @@
 // GPT2: %[[TOK:.+]] = braid.embedding %[[WTE:arg[0-9]+]]
 // GPT2: %[[POS:.+]] = braid.embedding
 // GPT2: %[[SUM:.+]] = braid.add %[[TOK]], %[[POS]]
-// GPT2: braid.dropout %[[SUM]] {p = 1.000000e-01 : f32, rng_offset = 0 : i64}
+// GPT2: braid.dropout %[[SUM]] {braid.layer = #braid.layer<embedding>, p = 1.000000e-01 : f32, rng_offset = 0 : i64}
 // GPT2: braid.layer_norm
-// GPT2: %[[QKV:.+]] = braid.linear %{{.+}}, %{{.+}}, %{{.+}} :
+// GPT2: %[[QKV:.+]] = braid.linear %{{.+}}, %{{.+}}, %{{.+}} {braid.layer = #braid.layer<0>} :
 // GPT2-SAME: -> tensor<8x64x192xf32>
 // GPT2: %[[S:.+]]:3 = braid.split %[[QKV]]
 // GPT2: braid.attention %[[S]]#0, %[[S]]#1, %[[S]]#2 {{.*}}dropout = 1.000000e-01 : f32{{.*}}rng_offset = 1 : i64
-// GPT2: braid.dropout %{{.+}} {p = 1.000000e-01 : f32, rng_offset = 2 : i64}
+// GPT2: braid.dropout %{{.+}} {braid.layer = #braid.layer<0>, p = 1.000000e-01 : f32, rng_offset = 2 : i64}
 // GPT2: braid.gelu
-// GPT2: braid.dropout %{{.+}} {p = 1.000000e-01 : f32, rng_offset = 3 : i64}
+// GPT2: braid.dropout %{{.+}} {braid.layer = #braid.layer<0>, p = 1.000000e-01 : f32, rng_offset = 3 : i64}
 // GPT2: braid.attention {{.*}}rng_offset = 4 : i64
-// GPT2: braid.linear %{{.+}}, %[[WTE]] :
+// GPT2: braid.linear %{{.+}}, %[[WTE]] {braid.layer = #braid.layer<loss>} :
 // GPT2-SAME: -> tensor<8x64x256xf32>
 
 // NOSPEC: error: braid-import needs a spec: --braid-import=spec=PATH

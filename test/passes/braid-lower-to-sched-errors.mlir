@@ -70,3 +70,19 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
     return %c, %w : tensor<f32>, tensor<4xf32>
   }
 }
+
+// -----
+
+// Every op carries the marks import and autodiff set.
+module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+  func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
+                        %labels: tensor<2x4xi32> {braid.input = "labels"},
+                        %t: tensor<16x8xf32> {braid.param = {name = "t", init = "normal"}})
+      -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "t"}) {
+    // expected-error @+1 {{'braid.embedding' op has no braid.phase mark (braid-import sets the layer of every op, braid-autodiff the phase)}}
+    %x = braid.embedding %t, %ids {braid.layer = #braid.layer<embedding>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+    %g = braid.embedding_grad_weight %x, %ids {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<16x8xf32>
+    %l = "test.loss"() : () -> tensor<f32>
+    return %l, %g : tensor<f32>, tensor<16x8xf32>
+  }
+}

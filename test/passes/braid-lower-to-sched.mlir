@@ -33,12 +33,13 @@
 // CHECK: %[[BG:.+]] = sched.get_global @b.grad
 // CHECK: sched.launch "linear_grad_weight" on 0 ins({{.+}}) outs(%[[WG]], %[[BG]] : memref<8x8xf32>, memref<8xf32>) params {accumulate = 1 : i64}
 // CHECK: %[[TG2:.+]] = sched.get_global @table.grad
-// CHECK: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<16x8xf32>) params {accumulate = 1 : i64}
+// Each launch keeps the marks of the op it lowers.
+// CHECK: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<16x8xf32>) params {accumulate = 1 : i64} {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>}
 // Last, the micro-batch's loss joins the step's sum, which the optimizer
 // checks.
 // CHECK-NEXT: %[[L:.+]] = sched.get_global @loss :
 // CHECK-NEXT: %[[LS:.+]] = sched.get_global @loss_sum :
-// CHECK-NEXT: sched.launch "accumulate" on 0 ins(%[[L]] : memref<f32>) outs(%[[LS]] : memref<f32>)
+// CHECK-NEXT: sched.launch "accumulate" on 0 ins(%[[L]] : memref<f32>) outs(%[[LS]] : memref<f32>) {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<forward>}
 // CHECK-NEXT: }
 
 // The optimizer: global norm, the guard that refuses a non-finite step,
@@ -49,7 +50,7 @@
 // CHECK: %[[G1:.+]] = sched.get_global @w.grad
 // CHECK: %[[G2:.+]] = sched.get_global @b.grad
 // CHECK: %[[NORM:.+]] = sched.get_global @grad_norm
-// CHECK: sched.launch "grad_norm" on 0 ins(%[[G0]], %[[G1]], %[[G2]] : {{.+}}) outs(%[[NORM]] : memref<f32>)
+// CHECK: sched.launch "grad_norm" on 0 ins(%[[G0]], %[[G1]], %[[G2]] : {{.+}}) outs(%[[NORM]] : memref<f32>) {braid.phase = #braid.phase<optimizer>}
 // CHECK: %[[SUM:.+]] = sched.get_global @loss_sum
 // CHECK: %[[SKIP:.+]] = sched.get_global @step_skipped
 // CHECK: sched.launch "step_guard" on 0 ins(%[[SUM]], %[[NORM]] : memref<f32>, memref<f32>) outs(%[[SKIP]] : memref<f32>)
@@ -62,19 +63,19 @@
 // CHECK: sched.launch "fill" on 0 outs(%[[SUM]] : memref<f32>) params {value = 0.000000e+00 : f64}
 module attributes {braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, num_micro_batches = 4 : i64, weight_decay = 1.000000e-01 : f64}} {
   func.func @train_step(%arg0: tensor<2x4xi32> {braid.input = "tokens"}, %arg1: tensor<2x4xi32> {braid.input = "labels"}, %arg2: tensor<16x8xf32> {braid.param = {init = "normal", name = "table", weight_decay = true}}, %arg3: tensor<8x8xf32> {braid.param = {init = "normal", name = "w", weight_decay = true}}, %arg4: tensor<8xf32> {braid.param = {init = "zeros", name = "b", weight_decay = true}}) -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "table"}, tensor<8x8xf32> {braid.grad_of = "w"}, tensor<8xf32> {braid.grad_of = "b"}) {
-    %0 = braid.embedding %arg2, %arg0 : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
-    %1 = braid.linear %0, %arg3, %arg4 : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
-    %2 = braid.add %0, %1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-    %3 = braid.linear %2, %arg2 : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
-    %loss, %lse = braid.cross_entropy %3, %arg1 : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
-    %4 = braid.cross_entropy_grad_input %3, %arg1, %lse {scale = 1.000000e+00 : f32} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x16xf32>
-    %5 = braid.linear_grad_input %4, %arg2 : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
-    %weight_grad = braid.linear_grad_weight %4, %2 : (tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
-    %6 = braid.linear_grad_input %5, %arg3 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
-    %7 = braid.add %5, %6 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-    %weight_grad_0, %bias_grad = braid.linear_grad_weight %5, %0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>)
-    %8 = braid.embedding_grad_weight %7, %arg0 : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<16x8xf32>
-    %9 = braid.add %weight_grad, %8 : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+    %0 = braid.embedding %arg2, %arg0 {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<forward>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+    %1 = braid.linear %0, %arg3, %arg4 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %2 = braid.add %0, %1 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %3 = braid.linear %2, %arg2 {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<forward>} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %loss, %lse = braid.cross_entropy %3, %arg1 {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<forward>} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+    %4 = braid.cross_entropy_grad_input %3, %arg1, %lse {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<input_grad>, scale = 1.000000e+00 : f32} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x16xf32>
+    %5 = braid.linear_grad_input %4, %arg2 {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<input_grad>} : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %weight_grad = braid.linear_grad_weight %4, %2 {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<weight_grad>} : (tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+    %6 = braid.linear_grad_input %5, %arg3 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<input_grad>} : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %7 = braid.add %5, %6 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<input_grad>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %weight_grad_0, %bias_grad = braid.linear_grad_weight %5, %0 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<weight_grad>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>)
+    %8 = braid.embedding_grad_weight %7, %arg0 {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<16x8xf32>
+    %9 = braid.add %weight_grad, %8 {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>} : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
     return %loss, %9, %weight_grad_0, %bias_grad : tensor<f32>, tensor<16x8xf32>, tensor<8x8xf32>, tensor<8xf32>
   }
 }

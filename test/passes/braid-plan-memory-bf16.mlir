@@ -45,8 +45,8 @@ sched.program @micro_batch {
   %s = sched.alloc : memref<2x4xf32>
   sched.launch "k2" on 0 ins(%a : memref<2x4x16xbf16>) outs(%l, %s : memref<f32>, memref<2x4xf32>)
   %d = sched.alloc : memref<2x4x16xbf16>
-  sched.launch "k3_grad_input" on 0 ins(%a, %s : memref<2x4x16xbf16>, memref<2x4xf32>) outs(%d : memref<2x4x16xbf16>)
-  sched.launch "k4_grad_weight" on 0 ins(%d : memref<2x4x16xbf16>) outs(%g : memref<16xf32>) params {accumulate = 1 : i64}
+  sched.launch "k3_grad_input" on 0 ins(%a, %s : memref<2x4x16xbf16>, memref<2x4xf32>) outs(%d : memref<2x4x16xbf16>) {braid.phase = #braid.phase<input_grad>}
+  sched.launch "k4_grad_weight" on 0 ins(%d : memref<2x4x16xbf16>) outs(%g : memref<16xf32>) params {accumulate = 1 : i64} {braid.phase = #braid.phase<weight_grad>}
 }
 
 // The report prints the weight copies after the optimizer state.

@@ -29,8 +29,8 @@ sched.program @micro_batch {
   %b = sched.alloc : memref<10xf32>
   sched.launch "k2" on 0 ins(%a : memref<64xf32>) outs(%b : memref<10xf32>)
   %c = sched.alloc : memref<64xf32>
-  sched.launch "k3_grad_input" on 0 ins(%b : memref<10xf32>) outs(%c : memref<64xf32>)
-  sched.launch "k4_grad_weight" on 0 ins(%c : memref<64xf32>) outs(%g : memref<16xf32>)
+  sched.launch "k3_grad_input" on 0 ins(%b : memref<10xf32>) outs(%c : memref<64xf32>) {braid.phase = #braid.phase<input_grad>}
+  sched.launch "k4_grad_weight" on 0 ins(%c : memref<64xf32>) outs(%g : memref<16xf32>) {braid.phase = #braid.phase<weight_grad>}
 }
 
 // REPORT: memory report (rank 0)

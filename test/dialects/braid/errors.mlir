@@ -127,3 +127,14 @@ func.func @two_bias_grads(%dy: tensor<2x8xf32>, %x: tensor<2x4xf32>) {
   %dw, %db, %db2 = braid.linear_grad_weight %dy, %x : (tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<8x4xf32>, tensor<8xf32>, tensor<8xf32>)
   return
 }
+
+// -----
+
+// The marks have their own attribute types.
+// expected-error @+1 {{'braid.layer' must be a #braid.layer, not 3 : i64}}
+func.func @f() attributes {braid.layer = 3} { return }
+
+// -----
+
+// expected-error @+1 {{a layer is 'embedding', 'loss' or an index of 0 or more, not -5}}
+func.func @f() attributes {braid.layer = #braid.layer<-5>} { return }

@@ -383,3 +383,15 @@ func.func @f32_weight_grads_over_bf16(%dy4: tensor<2x3x4xbf16>, %ids: tensor<2x3
   %dr = braid.rms_norm_grad_weight %dy4, %x, %stat : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>, tensor<2x3xf32>) -> tensor<4xf32>
   return
 }
+
+// The marks print as they are written.
+// CHECK-LABEL: func.func @marks
+// CHECK: braid.gelu %{{.+}} {braid.layer = #braid.layer<3>, braid.phase = #braid.phase<forward>}
+// CHECK: braid.gelu %{{.+}} {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<input_grad>}
+// CHECK: braid.gelu %{{.+}} {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<weight_grad>}
+func.func @marks(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %a = braid.gelu %x {braid.layer = #braid.layer<3>, braid.phase = #braid.phase<forward>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %b = braid.gelu %a {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<input_grad>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c = braid.gelu %b {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<weight_grad>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %c : tensor<2x4xf32>
+}

@@ -1,0 +1,171 @@
+//===- Gradients.cpp - the gradient rule of each differentiable op --------===//
+//
+// One DifferentiableOp::buildGradient per forward op. A rule emits the
+// input-gradient op (B, `*_grad_input`) for the operands that need a
+// gradient and, where the op has weights, the weight-gradient op (W,
+// `*_grad_weight`, which has the WeightGradient trait). Weight gradients go
+// to gb.gradTarget(weight), so that in BF16 steps they are the f32
+// gradients of the parameters themselves.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/braid/BraidOps.h"
+
+using namespace mlir;
+
+namespace braid {
+namespace {
+
+Type typeOf(Value v) { return v.getType(); }
+
+} // namespace
+
+LogicalResult CrossEntropyOp::buildGradient(GradientBuilder &gb) {
+  // The loss is the root: its incoming gradient is 1.
+  Value dl = CrossEntropyGradInputOp::create(
+      gb.builder(), getLoc(), typeOf(getLogits()), getLogits(), getLabels(),
+      getLse(), gb.builder().getF32FloatAttr(1.0f));
+  gb.addGrad(getLogits(), dl);
+  return success();
+}
+
+LogicalResult LinearOp::buildGradient(GradientBuilder &gb) {
+  OpBuilder &b = gb.builder();
+  Value dy = gb.grad(getResult());
+  if (gb.needsGrad(getInput()))
+    gb.addGrad(getInput(), LinearGradInputOp::create(
+                               b, getLoc(), typeOf(getInput()), dy,
+                               getWeight()));
+  if (gb.needsGrad(getWeight()) || (getBias() && gb.needsGrad(getBias()))) {
+    Value weight = gb.gradTarget(getWeight());
+    Value bias = getBias() ? gb.gradTarget(getBias()) : Value();
+    auto w = LinearGradWeightOp::create(b, getLoc(), typeOf(weight),
+                                        bias ? typeOf(bias) : Type(), dy,
+                                        getInput());
+    gb.addGrad(weight, w.getWeightGrad());
+    if (bias)
+      gb.addGrad(bias, w.getBiasGrad());
+  }
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildGradient(GradientBuilder &gb) {
+  Value table = gb.gradTarget(getTable());
+  gb.addGrad(table, EmbeddingGradWeightOp::create(gb.builder(), getLoc(),
+                                                  typeOf(table),
+                                                  gb.grad(getResult()),
+                                                  getIds()));
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradient(GradientBuilder &gb) {
+  OpBuilder &b = gb.builder();
+  Value dy = gb.grad(getResult());
+  gb.addGrad(getInput(), LayerNormGradInputOp::create(
+                             b, getLoc(), typeOf(getInput()), dy, getInput(),
+                             getWeight(), getMean(), getRstd()));
+  Value weight = gb.gradTarget(getWeight());
+  Value bias = gb.gradTarget(getBias());
+  auto w = LayerNormGradWeightOp::create(b, getLoc(), typeOf(weight),
+                                         typeOf(bias), dy, getInput(),
+                                         getMean(), getRstd());
+  gb.addGrad(weight, w.getWeightGrad());
+  gb.addGrad(bias, w.getBiasGrad());
+  return success();
+}
+
+LogicalResult RMSNormOp::buildGradient(GradientBuilder &gb) {
+  OpBuilder &b = gb.builder();
+  Value dy = gb.grad(getResult());
+  gb.addGrad(getInput(),
+             RMSNormGradInputOp::create(b, getLoc(), typeOf(getInput()), dy,
+                                        getInput(), getWeight(), getRstd()));
+  Value weight = gb.gradTarget(getWeight());
+  gb.addGrad(weight, RMSNormGradWeightOp::create(b, getLoc(), typeOf(weight),
+                                                 dy, getInput(), getRstd()));
+  return success();
+}
+
+LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
+  auto g = AttentionGradInputOp::create(
+      gb.builder(), getLoc(), typeOf(getQuery()), typeOf(getKey()),
+      typeOf(getValue()), gb.grad(getResult()), getQuery(), getKey(),
+      getValue(), getProbs(), getSegmentIds(), getNumHeadsAttr(),
+      getNumKvHeadsAttr(), getCausalAttr(), getScaleAttr(), getDropoutAttr(),
+      getRngOffsetAttr(), getPrefixAttr());
+  gb.addGrad(getQuery(), g.getQueryGrad());
+  gb.addGrad(getKey(), g.getKeyGrad());
+  gb.addGrad(getValue(), g.getValueGrad());
+  return success();
+}
+
+LogicalResult RepeatKVOp::buildGradient(GradientBuilder &gb) {
+  gb.addGrad(getInput(), RepeatKVGradInputOp::create(
+                             gb.builder(), getLoc(), typeOf(getInput()),
+                             gb.grad(getResult()), getNumHeadsAttr(),
+                             getNumKvHeadsAttr()));
+  return success();
+}
+
+LogicalResult RoPEOp::buildGradient(GradientBuilder &gb) {
+  gb.addGrad(getInput(),
+             RoPEGradInputOp::create(gb.builder(), getLoc(),
+                                     typeOf(getInput()), gb.grad(getResult()),
+                                     getNumHeadsAttr(), getThetaAttr()));
+  return success();
+}
+
+LogicalResult GeLUOp::buildGradient(GradientBuilder &gb) {
+  gb.addGrad(getInput(),
+             GeLUGradInputOp::create(gb.builder(), getLoc(),
+                                     typeOf(getInput()), gb.grad(getResult()),
+                                     getInput()));
+  return success();
+}
+
+LogicalResult SwiGLUOp::buildGradient(GradientBuilder &gb) {
+  auto g = SwiGLUGradInputOp::create(gb.builder(), getLoc(), typeOf(getGate()),
+                                     typeOf(getUp()), gb.grad(getResult()),
+                                     getGate(), getUp());
+  gb.addGrad(getGate(), g.getGateGrad());
+  gb.addGrad(getUp(), g.getUpGrad());
+  return success();
+}
+
+LogicalResult AddOp::buildGradient(GradientBuilder &gb) {
+  Value dy = gb.grad(getResult());
+  gb.addGrad(getLhs(), dy);
+  gb.addGrad(getRhs(), dy);
+  return success();
+}
+
+LogicalResult DropoutOp::buildGradient(GradientBuilder &gb) {
+  gb.addGrad(getInput(), DropoutGradInputOp::create(
+                             gb.builder(), getLoc(), typeOf(getInput()),
+                             gb.grad(getResult()), getPAttr(),
+                             getRngOffsetAttr()));
+  return success();
+}
+
+LogicalResult CastOp::buildGradient(GradientBuilder &gb) {
+  // The opposite cast: the gradient keeps the type of the value it is of.
+  gb.addGrad(getInput(), CastOp::create(gb.builder(), getLoc(),
+                                        typeOf(getInput()),
+                                        gb.grad(getResult())));
+  return success();
+}
+
+LogicalResult SplitOp::buildGradient(GradientBuilder &gb) {
+  SmallVector<Value> partGrads;
+  for (Value part : getParts()) {
+    Value g = gb.grad(part);
+    if (!g)
+      return emitOpError("autodiff needs a gradient for every part of a split");
+    partGrads.push_back(g);
+  }
+  gb.addGrad(getInput(), SplitGradInputOp::create(gb.builder(), getLoc(),
+                                                  typeOf(getInput()),
+                                                  partGrads));
+  return success();
+}
+
+} // namespace braid

@@ -1,0 +1,33 @@
+//===- Marks.h - layer and phase marks of braid and sched ops ---*- C++ -*-===//
+//
+// `braid.layer` (set at import) and `braid.phase` (set by autodiff, and on
+// the optimizer's launches by the lowering) are discardable attributes, so
+// that any op may carry them: braid ops, and the sched.launch each becomes.
+// A pass that replaces ops gives the new op the marks of the op it
+// replaces (copyMarks), so that no later pass has to guess them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <optional>
+
+#include "mlir/IR/Operation.h"
+
+#include "dialects/braid/BraidDialect.h"
+
+namespace braid {
+
+// The marks of `op`; null / nullopt when it has none.
+LayerAttr layerMark(mlir::Operation *op);
+std::optional<Phase> phaseMark(mlir::Operation *op);
+
+void setLayerMark(mlir::Operation *op, LayerAttr layer);
+void setPhaseMark(mlir::Operation *op, Phase phase);
+
+// Gives `to` whichever marks `from` has.
+void copyMarks(mlir::Operation *from, mlir::Operation *to);
+
+// "layer 3", "embedding", "loss": for messages and reports.
+std::string describeLayer(LayerAttr layer);
+
+} // namespace braid
