@@ -1,138 +1,131 @@
 #include "compiler/spec/SpecLexer.h"
 
+#include <cassert>
+#include <climits>
+#include <string>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "compiler/spec/TextPosition.h"
+
 namespace braid {
 namespace {
 
-bool isLetter(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-bool isHexDigit(char c) {
-  return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-bool isSpace(char c) {
-  return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' ||
-         c == '\f';
-}
-bool isPunctuation(char c) { return c > ' ' && c < 0x7f; }
+namespace io = google::protobuf::io;
 
-class Lexer {
+// The tokenizer's errors are protobuf's parser's errors too, and the parser
+// reports them when it reads the same text; here they are not needed.
+class IgnoreErrors : public io::ErrorCollector {
 public:
-  explicit Lexer(std::string_view text) : text_(text) {}
+  void AddError(int, io::ColumnNumber, const std::string &) override {}
+};
 
-  std::vector<SpecToken> run() {
-    std::vector<SpecToken> tokens;
-    while (true) {
-      skipSpaceAndComments();
-      if (pos_ >= text_.size())
-        return tokens;
-      size_t start = pos_;
-      SpecTokenKind kind = lexOne();
-      tokens.push_back({kind, start, text_.substr(start, pos_ - start)});
-    }
+// The control bytes other than whitespace: the tokenizer skips them, with
+// an error, where a token could start.
+bool isControl(char c) {
+  unsigned char u = static_cast<unsigned char>(c);
+  return u < 0x20 && !(u >= '\t' && u <= '\r');
+}
+
+SpecTokenKind kindOf(const io::Tokenizer::Token &token) {
+  switch (token.type) {
+  case io::Tokenizer::TYPE_IDENTIFIER:
+    return SpecTokenKind::kIdentifier;
+  case io::Tokenizer::TYPE_INTEGER:
+  case io::Tokenizer::TYPE_FLOAT:
+    return SpecTokenKind::kNumber;
+  case io::Tokenizer::TYPE_STRING:
+    return SpecTokenKind::kString;
+  default: {
+    // A symbol: any one byte that starts no other token.
+    unsigned char c = static_cast<unsigned char>(token.text[0]);
+    return c > ' ' && c < 0x7f ? SpecTokenKind::kSymbol : SpecTokenKind::kOther;
   }
+  }
+}
+
+// The tokenizer places a token by 0-based line and column, where a tab
+// advances the column to the next multiple of 8. This walks the text in
+// step with it, counting the same way, to find each token's byte offset.
+// Tokens come in text order, so the walk only moves forward and passes
+// each byte once.
+//
+// Between tokens lie the bytes the tokenizer skipped: whitespace, '#'
+// comments and runs of control bytes. The walk gives each control byte
+// outside a comment a kOther token, so that a stray byte separates the
+// tokens around it here as it does for a reader.
+class Walker {
+public:
+  Walker(std::string_view text, std::vector<SpecToken> &tokens)
+      : text_(text), tokens_(tokens) {}
+
+  void add(const io::Tokenizer::Token &token) {
+    skipTo(token.line, token.column);
+    assert(text_.substr(pos_, token.text.size()) == token.text);
+    tokens_.push_back(
+        {kindOf(token), pos_, text_.substr(pos_, token.text.size())});
+    for (size_t i = 0; i < token.text.size() && pos_ < text_.size(); ++i)
+      step();
+  }
+
+  void finish() { skipTo(INT_MAX, INT_MAX); }
 
 private:
-  char peek(size_t ahead = 0) const {
-    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
-  }
-  bool atEnd() const { return pos_ >= text_.size(); }
-
-  void skipSpaceAndComments() {
-    while (!atEnd()) {
-      if (isSpace(peek())) {
-        ++pos_;
-      } else if (peek() == '#') {
-        while (!atEnd() && peek() != '\n')
-          ++pos_;
-      } else {
-        return;
-      }
-    }
-  }
-
-  SpecTokenKind lexOne() {
-    char c = peek();
-    if (isLetter(c)) {
-      while (isLetter(peek()) || isDigit(peek()))
-        ++pos_;
-      return SpecTokenKind::kIdentifier;
-    }
-    if (isDigit(c) || (c == '.' && isDigit(peek(1)))) {
-      lexNumber();
-      return SpecTokenKind::kNumber;
-    }
-    if (c == '"' || c == '\'') {
-      lexString(c);
-      return SpecTokenKind::kString;
-    }
-    ++pos_;
-    return isPunctuation(c) ? SpecTokenKind::kSymbol : SpecTokenKind::kOther;
-  }
-
-  void skipDigits() {
-    while (isDigit(peek()))
-      ++pos_;
-  }
-
-  // Protobuf's number syntax: hex (0x..), octal (0..), or decimal with an
-  // optional fraction, exponent and 'f' suffix. A letter right after a number
-  // is not part of it (protobuf asks for a space there).
-  void lexNumber() {
-    if (peek() == '0' && (peek(1) == 'x' || peek(1) == 'X')) {
-      pos_ += 2;
-      while (isHexDigit(peek()))
-        ++pos_;
-      return;
-    }
-    if (peek() == '0' && isDigit(peek(1))) {
-      skipDigits();
-      return;
-    }
-    skipDigits();
-    if (peek() == '.') {
-      ++pos_;
-      skipDigits();
-    }
-    if (peek() == 'e' || peek() == 'E') {
-      ++pos_;
-      if (peek() == '+' || peek() == '-')
-        ++pos_;
-      skipDigits();
-    }
-    if (peek() == 'f' || peek() == 'F')
-      ++pos_;
-  }
-
-  // A string ends at its closing quote (consumed), or unterminated at a
-  // newline, a NUL byte or the end of the text (none consumed). A backslash
-  // escapes the next character unless that is a newline or NUL.
-  void lexString(char quote) {
-    ++pos_;
-    while (!atEnd()) {
-      char c = peek();
+  // Walks skipped bytes up to (line, column) or the end of the text.
+  void skipTo(int line, int column) {
+    bool inComment = false;
+    while (pos_ < text_.size() &&
+           (line_ < line || (line_ == line && column_ < column))) {
+      char c = text_[pos_];
+      // Protobuf ends a comment at a NUL byte as well as at a newline.
       if (c == '\n' || c == '\0')
-        return;
-      if (c == '\\') {
-        ++pos_;
-        if (!atEnd() && peek() != '\n' && peek() != '\0')
-          ++pos_;
-        continue;
-      }
-      ++pos_;
-      if (c == quote)
-        return;
+        inComment = false;
+      if (c == '#')
+        inComment = true;
+      else if (!inComment && isControl(c))
+        tokens_.push_back({SpecTokenKind::kOther, pos_, text_.substr(pos_, 1)});
+      step();
     }
+  }
+
+  void step() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      column_ = 0;
+    } else {
+      column_ = protobufColumnAfter(column_, text_[pos_]);
+    }
+    ++pos_;
   }
 
   std::string_view text_;
+  std::vector<SpecToken> &tokens_;
   size_t pos_ = 0;
+  int line_ = 0;
+  int column_ = 0;
 };
 
 } // namespace
 
 std::vector<SpecToken> lexSpecText(std::string_view text) {
-  return Lexer(text).run();
+  assert(text.size() <= INT_MAX);
+  io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  IgnoreErrors errors;
+  io::Tokenizer tokenizer(&input, &errors);
+  // As protobuf's text parser sets it up for the loader, which leaves
+  // relaxed whitespace off (text_format.cc).
+  tokenizer.set_allow_f_after_float(true);
+  tokenizer.set_comment_style(io::Tokenizer::SH_COMMENT_STYLE);
+  tokenizer.set_require_space_after_number(true);
+  tokenizer.set_allow_multiline_strings(false);
+
+  std::vector<SpecToken> tokens;
+  Walker walker(text, tokens);
+  while (tokenizer.Next())
+    walker.add(tokenizer.current());
+  walker.finish();
+  return tokens;
 }
 
 } // namespace braid

@@ -1,11 +1,11 @@
-// A tokenizer for protobuf text format.
+// Spec text as tokens, split by protobuf's own tokenizer.
 //
 // Protobuf reports a syntax error as a line and column only, often just past
 // the offending token. The loader re-reads the text with these tokens to find
 // the token an error is about and the field it belongs to, and to measure
-// bracket nesting before protobuf recurses into it. The rules for strings,
-// comments and numbers follow protobuf's own tokenizer, so that both agree on
-// which brackets are real.
+// bracket nesting before protobuf recurses into it. The tokens come from
+// google::protobuf::io::Tokenizer, set up as protobuf's text parser sets it
+// up, so that both agree on which brackets are real.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +19,7 @@ enum class SpecTokenKind {
   kNumber,     // 12, 0x1f, 1.5e-3, .5, 2f (protobuf's number syntax)
   kString,     // "..." or '...', possibly unterminated
   kSymbol,     // one printable ASCII punctuation character
-  kOther,      // one byte that starts no token: control or non-ASCII
+  kOther,      // one byte that starts no token: control, DEL or non-ASCII
 };
 
 struct SpecToken {
@@ -36,7 +36,8 @@ struct SpecToken {
 };
 
 // Splits `text` into tokens, skipping whitespace and '#' comments. Never
-// fails: bytes that start no token become kOther tokens. Linear time.
+// fails: bytes that start no token become kOther tokens. Linear time. The
+// text must be shorter than 2 GiB (protobuf's streams count in int).
 std::vector<SpecToken> lexSpecText(std::string_view text);
 
 } // namespace braid

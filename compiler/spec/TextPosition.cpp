@@ -19,11 +19,8 @@ size_t TextPositions::offsetOfProtobuf(int line, int column) const {
   size_t offset = lineStarts_[line];
   // Walk the line the way protobuf's tokenizer counts columns.
   int expanded = 0;
-  while (offset < text_.size() && text_[offset] != '\n' && expanded < column) {
-    expanded =
-        text_[offset] == '\t' ? expanded + 8 - expanded % 8 : expanded + 1;
-    ++offset;
-  }
+  while (offset < text_.size() && text_[offset] != '\n' && expanded < column)
+    expanded = protobufColumnAfter(expanded, text_[offset++]);
   return offset;
 }
 

@@ -22,6 +22,13 @@ struct TextPoint {
   }
 };
 
+// Protobuf's column after byte `c` at `column` of a line (0-based columns,
+// as protobuf's tokenizer counts them): a tab advances to the next multiple
+// of 8, any other byte by one. A newline starts the next line instead.
+inline int protobufColumnAfter(int column, char c) {
+  return c == '\t' ? column + 8 - column % 8 : column + 1;
+}
+
 // Converts between byte offsets and line/column pairs of one text. The text
 // must outlive this object.
 class TextPositions {

@@ -47,6 +47,26 @@ TEST(SpecLexer, StrayBytesAreOwnTokens) {
   EXPECT_EQ(tokens[2].kind, SpecTokenKind::kOther);
 }
 
+TEST(SpecLexer, OffsetsCountBytesWhateverTheTabs) {
+  std::string text = "\ta:\t\t1 # \t{\n \t'x\ty'\tb\x01\t\x02;";
+  std::vector<SpecToken> tokens = lexSpecText(text);
+  EXPECT_EQ(texts(tokens),
+            (std::vector<std::string>{"a", ":", "1", "'x\ty'", "b", "\x01",
+                                      "\x02", ";"}));
+  std::vector<size_t> offsets;
+  for (const SpecToken &t : tokens)
+    offsets.push_back(t.offset);
+  EXPECT_EQ(offsets, (std::vector<size_t>{1, 2, 5, 14, 20, 21, 23, 24}));
+}
+
+TEST(SpecLexer, CommentEndsAtNulLikeProtobuf) {
+  std::vector<SpecToken> tokens = lexSpecText(std::string("# a \0{ b", 8));
+  EXPECT_EQ(texts(tokens),
+            (std::vector<std::string>{std::string(1, '\0'), "{", "b"}));
+  EXPECT_EQ(tokens[0].kind, SpecTokenKind::kOther);
+  EXPECT_EQ(tokens[1].offset, 5u);
+}
+
 TEST(TextPositions, ConvertsProtobufColumnsWithTabs) {
   TextPositions positions("ab\n\tx\n");
   // Protobuf puts `x` at column 8 of line 1 (0-based): the tab fills 0-7.

@@ -310,6 +310,17 @@ TEST(SyntaxErrors, NestingTooDeep) {
             "close the brackets left open");
 }
 
+// Protobuf's tokenizer ends a '#' comment at a NUL byte, so brackets after
+// one on the same line are real and count.
+TEST(SyntaxErrors, NestingTooDeepAfterNulInComment) {
+  std::string deep =
+      std::string("model { # \0 ", 12) + std::string(20, '{') + "\n";
+  EXPECT_EQ(errorOf(deep),
+            "t.pbtxt:1:28: model: brackets nest more than 16 levels deep "
+            "here; a spec nests at most two (train { adamw { ... } }), so "
+            "close the brackets left open");
+}
+
 TEST(SyntaxErrors, ManyErrorsAreCappedWithACount) {
   std::string text;
   for (int i = 0; i < 60; ++i)
