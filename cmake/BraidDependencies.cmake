@@ -52,6 +52,15 @@ target_include_directories(braid_openblas INTERFACE ${BRAID_CBLAS_INCLUDE_DIR})
 target_link_libraries(braid_openblas INTERFACE ${BRAID_OPENBLAS_STATIC}
   Threads::Threads m)
 
+# --- CLI11 (header-only) -----------------------------------------------------
+# braid-run's command-line parser.
+find_path(BRAID_CLI11_INCLUDE_DIR CLI/CLI.hpp)
+if(NOT BRAID_CLI11_INCLUDE_DIR)
+  message(FATAL_ERROR "CLI11 not found (CLI/CLI.hpp): install libcli11-dev")
+endif()
+add_library(braid_cli11 INTERFACE)
+target_include_directories(braid_cli11 INTERFACE ${BRAID_CLI11_INCLUDE_DIR})
+
 # --- Tests and benchmarks ----------------------------------------------------
 if(BRAID_BUILD_TESTS)
   find_package(GTest REQUIRED)

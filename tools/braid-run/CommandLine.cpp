@@ -1,7 +1,11 @@
 #include "tools/braid-run/CommandLine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+
+#include <CLI/CLI.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -13,194 +17,192 @@
 namespace braid {
 namespace {
 
+// Every flag is a CLI11 option. A flag's value is checked and stored by its
+// callback as soon as CLI11 parses it, so the first bad value is the one
+// reported, in a sentence naming the flag; numbers are read with absl (CLI11
+// 2.1 reads "010" as 8 and an overflow as the largest number).
+
+using Text = const std::string &;
+
+[[noreturn]] void refuse(std::string message) {
+  throw CLI::ValidationError(std::move(message));
+}
+
+int64_t wholeNumber(Text flag, Text text, int64_t max) {
+  int64_t v;
+  if (!absl::SimpleAtoi(text, &v) || v <= 0 || v > max)
+    refuse(absl::StrCat(flag, " needs a whole number from 1 to ", max,
+                        ", not \"", text, "\""));
+  return v;
+}
+
+// A path flag's value; an empty one would silently mean "none".
+std::string path(Text flag, Text value, absl::string_view what) {
+  if (value.empty())
+    refuse(absl::StrCat(flag, " needs ", what, ", not an empty string"));
+  return value;
+}
+
+std::string oneOf(Text flag, Text value, std::vector<std::string> choices) {
+  if (std::find(choices.begin(), choices.end(), value) == choices.end()) {
+    const std::string last = choices.back();
+    choices.pop_back();
+    refuse(absl::StrCat(flag, " must be ", absl::StrJoin(choices, ", "), " or ",
+                        last, ", not \"", value, "\""));
+  }
+  return value;
+}
+
+void addValueFlag(CLI::App &app, const std::string &flag,
+                  std::function<void(Text flag, Text value)> apply) {
+  app.add_option(flag,
+                 [flag, apply](const CLI::results_t &values) {
+                   for (const std::string &v : values)
+                     apply(flag, v);
+                   return true;
+                 })
+      ->trigger_on_parse();
+}
+
+void addFlags(CLI::App &app, CommandLine &cl) {
+  constexpr int64_t kMaxInt64 = INT64_MAX;
+  addValueFlag(app, "--data", [&](Text flag, Text v) {
+    cl.dataPath = path(flag, v, "a data file");
+  });
+  addValueFlag(app, "--data-format", [&](Text flag, Text v) {
+    cl.dataFormat = oneOf(flag, v, {"text", "uint16", "int32"});
+  });
+  addValueFlag(app, "--steps", [&](Text flag, Text v) {
+    cl.steps = wholeNumber(flag, v, kMaxInt64);
+  });
+  addValueFlag(app, "--stop-after", [&](Text flag, Text v) {
+    cl.stopAfter = wholeNumber(flag, v, kMaxInt64);
+  });
+  app.add_flag("--shuffle", cl.shuffle);
+  addValueFlag(app, "--log", [&](Text flag, Text v) {
+    cl.logPath = path(flag, v, "a file");
+  });
+  addValueFlag(app, "--save-dir", [&](Text flag, Text v) {
+    cl.saveDir = path(flag, v, "a directory");
+  });
+  addValueFlag(app, "--save-interval", [&](Text flag, Text v) {
+    cl.saveInterval = wholeNumber(flag, v, kMaxInt64);
+  });
+  addValueFlag(app, "--resume", [&](Text flag, Text v) {
+    cl.resumeDir = path(flag, v, "a checkpoint directory");
+  });
+  addValueFlag(app, "--allow-change", [&](Text, Text v) {
+    absl::StatusOr<std::set<std::string>> fields = parseAllowedChanges(v);
+    if (!fields.ok())
+      refuse(std::string(fields.status().message()));
+    cl.allowChanges.insert(fields->begin(), fields->end());
+  });
+  addValueFlag(app, "--skip-nonfinite", [&](Text flag, Text v) {
+    if (!absl::SimpleAtoi(v, &cl.skipNonfinite) || cl.skipNonfinite < 0)
+      refuse(absl::StrCat(flag, " needs a whole number of steps, 0 or more, ",
+                          "not \"", v, "\""));
+  });
+  addValueFlag(app, "--threads", [&](Text flag, Text v) {
+    cl.threads = static_cast<int>(wholeNumber(flag, v, 4096));
+  });
+  addValueFlag(app, "--device", [&](Text flag, Text v) {
+    cl.device = oneOf(flag, v, {"cpu", "cuda"});
+  });
+  addValueFlag(app, "--cuda-graphs", [&](Text flag, Text v) {
+    cl.cudaGraphs = oneOf(flag, v, {"on", "off"}) == "on";
+  });
+  addValueFlag(app, "--peak-gflops", [&](Text flag, Text v) {
+    if (!absl::SimpleAtod(v, &cl.peakGflops) || !std::isfinite(cl.peakGflops) ||
+        cl.peakGflops <= 0)
+      refuse(absl::StrCat(flag, " needs a positive number, not \"", v, "\""));
+  });
+  app.add_flag("--quiet", cl.quiet);
+  app.add_flag("--profile", cl.profile);
+  app.add_flag("-h,--help", cl.help);
+}
+
+// The command line, split for CLI11, which 2.1 reads in ways braid-run does
+// not: "--flag=" as a bare "--flag" taking the next argument as its value,
+// "-5" or "---x" as a PLAN, the PLAN "[a,b]" as two and "{}" as none. CLI11
+// gets the flags, each followed by its value, up to the first argument no
+// flag takes (an unknown flag, a value given to a flag that takes none, a
+// flag without its value), which `refusal` names; an error CLI11 finds
+// before it comes first. The PLAN arguments stay here; "--" ends the flags.
+struct Split {
+  std::vector<std::string> flags; // last first, as CLI11 takes them
+  std::string refusal;
+  std::vector<std::string> positional;
+};
+
+Split split(const CLI::App &app, const std::vector<std::string> &args) {
+  Split s;
+  for (size_t i = 0; i < args.size() && s.refusal.empty(); ++i) {
+    const std::string &arg = args[i];
+    if (arg == "--") {
+      s.positional.insert(s.positional.end(), args.begin() + i + 1, args.end());
+      break;
+    }
+    if (!absl::StartsWith(arg, "-") || arg == "-") {
+      s.positional.push_back(arg);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const CLI::Option *flag = app.get_option_no_throw(name);
+    const bool takesValue = flag != nullptr && flag->get_expected_max() > 0;
+    if (flag == nullptr) {
+      s.refusal = absl::StrCat("unknown flag ", name);
+    } else if (!takesValue && eq != std::string::npos) {
+      s.refusal = absl::StrCat(name, " takes no value");
+    } else if (!takesValue) {
+      s.flags.push_back(name);
+    } else if (eq == std::string::npos) {
+      if (i + 1 == args.size())
+        s.refusal = absl::StrCat(name, " needs a value");
+      else
+        s.flags.insert(s.flags.end(), {name, args[++i]});
+    } else {
+      s.flags.insert(s.flags.end(), {name, arg.substr(eq + 1)});
+    }
+  }
+  std::reverse(s.flags.begin(), s.flags.end());
+  return s;
+}
+
 absl::Status bad(std::string message) {
   return absl::InvalidArgumentError(std::move(message));
 }
-
-absl::Status positiveInt(absl::string_view flag, const std::string &text,
-                         int64_t max, int64_t *out) {
-  int64_t v;
-  if (!absl::SimpleAtoi(text, &v) || v <= 0 || v > max)
-    return bad(absl::StrCat(flag, " needs a whole number from 1 to ", max,
-                            ", not \"", text, "\""));
-  *out = v;
-  return absl::OkStatus();
-}
-
-// Flags that take a value, and where the value goes.
-struct ValueFlag {
-  std::string_view name;
-  absl::Status (*apply)(const std::string &value, CommandLine &cl);
-};
-
-constexpr int64_t kMaxInt64 = INT64_MAX;
-
-// A path flag's value; an empty one would silently mean "none".
-absl::Status path(absl::string_view flag, const std::string &value,
-                  absl::string_view what, std::string *out) {
-  if (value.empty())
-    return bad(absl::StrCat(flag, " needs ", what, ", not an empty string"));
-  *out = value;
-  return absl::OkStatus();
-}
-
-const ValueFlag kValueFlags[] = {
-    {"--data",
-     [](const std::string &v, CommandLine &cl) {
-       return path("--data", v, "a data file", &cl.dataPath);
-     }},
-    {"--data-format",
-     [](const std::string &v, CommandLine &cl) {
-       if (v != "text" && v != "uint16" && v != "int32")
-         return bad(absl::StrCat("--data-format must be text, uint16 or "
-                                 "int32, not \"",
-                                 v, "\""));
-       cl.dataFormat = v;
-       return absl::OkStatus();
-     }},
-    {"--steps",
-     [](const std::string &v, CommandLine &cl) {
-       return positiveInt("--steps", v, kMaxInt64, &cl.steps);
-     }},
-    {"--stop-after",
-     [](const std::string &v, CommandLine &cl) {
-       return positiveInt("--stop-after", v, kMaxInt64, &cl.stopAfter);
-     }},
-    {"--log",
-     [](const std::string &v, CommandLine &cl) {
-       return path("--log", v, "a file", &cl.logPath);
-     }},
-    {"--save-dir",
-     [](const std::string &v, CommandLine &cl) {
-       return path("--save-dir", v, "a directory", &cl.saveDir);
-     }},
-    {"--save-interval",
-     [](const std::string &v, CommandLine &cl) {
-       return positiveInt("--save-interval", v, kMaxInt64, &cl.saveInterval);
-     }},
-    {"--resume",
-     [](const std::string &v, CommandLine &cl) {
-       return path("--resume", v, "a checkpoint directory", &cl.resumeDir);
-     }},
-    {"--allow-change",
-     [](const std::string &v, CommandLine &cl) {
-       absl::StatusOr<std::set<std::string>> fields = parseAllowedChanges(v);
-       if (!fields.ok())
-         return fields.status();
-       cl.allowChanges.insert(fields->begin(), fields->end());
-       return absl::OkStatus();
-     }},
-    {"--skip-nonfinite",
-     [](const std::string &v, CommandLine &cl) {
-       int64_t n;
-       if (!absl::SimpleAtoi(v, &n) || n < 0)
-         return bad(absl::StrCat("--skip-nonfinite needs a whole number of "
-                                 "steps, 0 or more, not \"",
-                                 v, "\""));
-       cl.skipNonfinite = n;
-       return absl::OkStatus();
-     }},
-    {"--threads",
-     [](const std::string &v, CommandLine &cl) {
-       int64_t n;
-       if (absl::Status s = positiveInt("--threads", v, 4096, &n); !s.ok())
-         return s;
-       cl.threads = static_cast<int>(n);
-       return absl::OkStatus();
-     }},
-    {"--device",
-     [](const std::string &v, CommandLine &cl) {
-       if (v != "cpu" && v != "cuda")
-         return bad(
-             absl::StrCat("--device must be cpu or cuda, not \"", v, "\""));
-       cl.device = v;
-       return absl::OkStatus();
-     }},
-    {"--cuda-graphs",
-     [](const std::string &v, CommandLine &cl) {
-       if (v != "on" && v != "off")
-         return bad(
-             absl::StrCat("--cuda-graphs must be on or off, not \"", v, "\""));
-       cl.cudaGraphs = v == "on";
-       return absl::OkStatus();
-     }},
-    {"--peak-gflops",
-     [](const std::string &v, CommandLine &cl) {
-       double x;
-       if (!absl::SimpleAtod(v, &x) || !std::isfinite(x) || x <= 0)
-         return bad(absl::StrCat("--peak-gflops needs a positive number, not "
-                                 "\"",
-                                 v, "\""));
-       cl.peakGflops = x;
-       return absl::OkStatus();
-     }},
-};
 
 } // namespace
 
 absl::StatusOr<CommandLine>
 parseCommandLine(const std::vector<std::string> &args, bool embeddedPlan) {
   CommandLine cl;
-  std::vector<std::string> positional;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &arg = args[i];
-    if (arg == "--") {
-      positional.insert(positional.end(), args.begin() + i + 1, args.end());
-      break;
-    }
-    if (!absl::StartsWith(arg, "-") || arg == "-") {
-      positional.push_back(arg);
-      continue;
-    }
-    // "--flag=value" or "--flag value".
-    std::string name = arg;
-    std::optional<std::string> value;
-    if (size_t eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (name == "--help" || name == "-h" || name == "--shuffle" ||
-        name == "--quiet" || name == "--profile") {
-      if (value)
-        return bad(absl::StrCat(name, " takes no value"));
-      if (name == "--shuffle")
-        cl.shuffle = true;
-      else if (name == "--quiet")
-        cl.quiet = true;
-      else if (name == "--profile")
-        cl.profile = true;
-      else
-        cl.help = true;
-      continue;
-    }
-    const ValueFlag *flag = nullptr;
-    for (const ValueFlag &f : kValueFlags)
-      if (f.name == name)
-        flag = &f;
-    if (flag == nullptr)
-      return bad(absl::StrCat("unknown flag ", name));
-    if (!value) {
-      if (i + 1 >= args.size())
-        return bad(absl::StrCat(name, " needs a value"));
-      value = args[++i];
-    }
-    if (absl::Status s = flag->apply(*value, cl); !s.ok())
-      return s;
+  CLI::App app;
+  app.set_help_flag(); // --help is a flag of ours; usage() is its text
+  addFlags(app, cl);
+  Split s = split(app, args);
+  try {
+    app.parse(s.flags);
+  } catch (const CLI::Error &e) {
+    return bad(e.what());
   }
+  if (!s.refusal.empty())
+    return bad(s.refusal);
   if (cl.help)
     return cl;
   if (embeddedPlan) {
-    if (!positional.empty())
+    if (!s.positional.empty())
       return bad(absl::StrCat("this binary carries its own plan and takes no "
                               "PLAN argument, but got \"",
-                              positional[0], "\""));
+                              s.positional[0], "\""));
   } else {
-    if (positional.empty())
+    if (s.positional.empty())
       return bad("missing the PLAN argument (a .plan file written by braidc)");
-    if (positional.size() > 1)
-      return bad(absl::StrCat("unexpected argument \"", positional[1],
+    if (s.positional.size() > 1)
+      return bad(absl::StrCat("unexpected argument \"", s.positional[1],
                               "\": braid-run takes one PLAN"));
-    cl.planPath = positional[0];
+    cl.planPath = s.positional[0];
   }
   if (cl.dataPath.empty())
     return bad("missing --data FILE (the training tokens)");

@@ -87,6 +87,12 @@ TEST(BraidRunCli, RefusesBadCommandLinesWithUsage) {
   expectUsageError({"p.plan", "--data", data, "--bogus"},
                    "unknown flag --bogus");
   expectUsageError({"p.plan", "--data"}, "--data needs a value");
+  expectUsageError({"p.plan", "--data", data, "--threads"},
+                   "--threads needs a value");
+  expectUsageError({"p.plan", "--data=" + data, "--bogus=1"},
+                   "unknown flag --bogus");
+  expectUsageError({"p.plan", "--data", data, "--peak-gflops=fast"},
+                   "--peak-gflops needs a positive number, not \"fast\"");
   expectUsageError({"p.plan", "--data", data, "--steps", "abc"},
                    "--steps needs a whole number from 1 to "
                    "9223372036854775807, not \"abc\"");
