@@ -12,7 +12,6 @@
 
 #include "compiler/import/ImportSpec.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -30,14 +29,6 @@ namespace {
 
 enum class Init { kNormal, kZeros, kOnes };
 
-// The spec stores settings as fp32. The double the user meant is the one
-// with the same shortest decimal form (3e-3, not 0.0030000000260770321).
-double asWritten(float value) {
-  char buf[32];
-  auto result = std::to_chars(buf, buf + sizeof(buf) - 1, value);
-  *result.ptr = '\0';
-  return std::strtod(buf, nullptr);
-}
 
 // Gives every op the builder inserts the layer under construction.
 class LayerStamper : public OpBuilder::Listener {
@@ -97,7 +88,7 @@ private:
               bool scaledResidual = false, bool transposed = false) {
     auto type = RankedTensorType::get(shape, f32_);
     Value v = block_->addArgument(type, loc_);
-    double std = asWritten(arch_.init().std());
+    double std = arch_.init().std();
     if (scaledResidual && arch_.init().scaled_residual())
       std /= std::sqrt(2.0 * static_cast<double>(arch_.num_layers()));
     StringRef initName = init == Init::kNormal  ? "normal"
@@ -356,18 +347,18 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
             i64(train_.global_batch_size() / train_.micro_batch_size())),
       named("seq_len", i64(train_.seq_len())),
       named("steps", i64(train_.steps())),
-      named("lr", f64(asWritten(opt.lr()))),
-      named("beta1", f64(asWritten(opt.beta1()))),
-      named("beta2", f64(asWritten(opt.beta2()))),
-      named("eps", f64(asWritten(opt.eps()))),
-      named("weight_decay", f64(asWritten(opt.weight_decay()))),
-      named("grad_clip", f64(asWritten(train_.grad_clip()))),
+      named("lr", f64(opt.lr())),
+      named("beta1", f64(opt.beta1())),
+      named("beta2", f64(opt.beta2())),
+      named("eps", f64(opt.eps())),
+      named("weight_decay", f64(opt.weight_decay())),
+      named("grad_clip", f64(train_.grad_clip())),
       named("warmup_steps", i64(train_.lr_schedule().warmup_steps())),
       named("decay",
             b_.getStringAttr(train_.lr_schedule().decay() == spec::CONSTANT
                                  ? "constant"
                                  : "cosine")),
-      named("min_lr", f64(asWritten(train_.lr_schedule().min_lr()))),
+      named("min_lr", f64(train_.lr_schedule().min_lr())),
   };
   // Absent means fp32, which keeps FP32 modules as they always were.
   if (bf16_)

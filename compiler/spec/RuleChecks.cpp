@@ -21,11 +21,25 @@ bool checkRequiredCount(int64_t value, const std::string &path,
   return false;
 }
 
-bool checkFloat(float value, FloatRange range, const std::string &path,
+bool checkFloat(double value, FloatRange range, const std::string &path,
                 const std::string &advice, RuleSink &sink) {
   std::string shown = formatFloat(value);
   if (!std::isfinite(value)) {
     sink.report(path, absl::StrCat(shown, " is not a finite number; ", advice));
+    return false;
+  }
+  // Kernels compute in fp32, so the value must survive the conversion.
+  const float single = static_cast<float>(value);
+  if (!std::isfinite(single)) {
+    sink.report(path, absl::StrCat(shown, " is beyond the range of fp32 "
+                                          "(about 3.4e+38); ",
+                                   advice));
+    return false;
+  }
+  if (value != 0 && single == 0) {
+    sink.report(path, absl::StrCat(shown, " is too small for fp32 (it "
+                                          "rounds to 0); ",
+                                   advice));
     return false;
   }
   switch (range) {

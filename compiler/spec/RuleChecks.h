@@ -28,7 +28,7 @@ public:
   virtual bool written(const std::string &path) const = 0;
 };
 
-// A float printed the way users write it: 0.9, 1e-05, nan, inf.
+// A decimal printed the way users write it: 0.9, 1e-05, nan, inf.
 std::string formatFloat(double value);
 
 // A count with no default: a value left out is reported as missing, a
@@ -43,9 +43,10 @@ enum class FloatRange {
   kFraction,    // finite and in [0, 1)
 };
 
-// A float that must be finite and within `range`; `advice` says what to
-// write instead, e.g. "set a small epsilon such as 1e-5".
-bool checkFloat(float value, FloatRange range, const std::string &path,
+// A decimal that must be finite, representable in fp32 (not rounding to
+// infinity, nor a non-zero value to 0) and within `range`; `advice` says
+// what to write instead, e.g. "set a small epsilon such as 1e-5".
+bool checkFloat(double value, FloatRange range, const std::string &path,
                 const std::string &advice, RuleSink &sink);
 
 // An enum field that must hold one of its named non-zero values: the zero

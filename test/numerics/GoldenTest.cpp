@@ -137,8 +137,9 @@ TEST_P(GoldenTest, MatchesPyTorch) {
       << "step-1 grad norm";
 
   // Steps 2..10 of AdamW with clipping and the LR schedule. The golden's
-  // learning rates come from the spec's fp32 value (3e-3 as 0.0030000000261),
-  // Braid's from the decimal written (docs/numerics.md): 1e-8 apart.
+  // learning rates come from the spec's lr read as fp32 (3e-3 as
+  // 0.0030000000261), Braid's from the decimal written, a double
+  // (docs/numerics.md): 1e-8 apart.
   const JsonValue *lrs = json->find("lrs");
   const JsonValue *norms = json->find("grad_norms");
   EXPECT_NEAR(t.learningRate(1), number(lrs->array[0]),

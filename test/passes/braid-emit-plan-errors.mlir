@@ -110,3 +110,15 @@ module attributes {braid.model = {}, braid.train = {precision = "fp16"}, sched.m
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
   sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
 }
+
+// -----
+
+// A training setting is never read as a silent 0: the first one missing is
+// named.
+// expected-error @+1 {{braid.model has no family (a setting braid-import records; run it first)}}
+module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
+  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
+}

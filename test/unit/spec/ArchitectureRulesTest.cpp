@@ -280,12 +280,12 @@ TEST(ModelRules, NormEpsPositiveAndFinite) {
             "t.pbtxt:12:20: model.norm_eps: -1e-05 is not positive; set a "
             "small epsilon such as 1e-5, or remove the line for the default "
             "1e-5");
-  // 1e40 does not fit a float and reads as infinity.
+  // 1e40 is a double, but kernels read the epsilon as fp32.
   EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA",
                          "naming: HF_LLAMA norm_eps: 1e40")),
-            "t.pbtxt:12:20: model.norm_eps: inf is not a finite number; set "
-            "a small epsilon such as 1e-5, or remove the line for the "
-            "default 1e-5");
+            "t.pbtxt:12:20: model.norm_eps: 1e+40 is beyond the range of fp32 "
+            "(about 3.4e+38); set a small epsilon such as 1e-5, or remove the "
+            "line for the default 1e-5");
 }
 
 TEST(ModelRules, InitStdPositiveAndFinite) {

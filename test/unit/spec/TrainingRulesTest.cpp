@@ -96,6 +96,15 @@ TEST(TrainRules, AdamEpsilon) {
             "t.pbtxt:18:20: train.adamw.eps: -1e-08 is not positive; set a "
             "small epsilon such as 1e-8, or remove the line for the default "
             "1e-8");
+  // Decimals are doubles, but kernels compute in fp32.
+  EXPECT_EQ(errorOf(withAdamw("adamw { lr: 1e-3 eps: 1e-60 }")),
+            "t.pbtxt:18:20: train.adamw.eps: 1e-60 is too small for fp32 (it "
+            "rounds to 0); set a small epsilon such as 1e-8, or remove the "
+            "line for the default 1e-8");
+  EXPECT_EQ(errorOf(withAdamw("adamw { lr: 1e-3 eps: 1e39 }")),
+            "t.pbtxt:18:20: train.adamw.eps: 1e+39 is beyond the range of "
+            "fp32 (about 3.4e+38); set a small epsilon such as 1e-8, or "
+            "remove the line for the default 1e-8");
 }
 
 TEST(TrainRules, WeightDecay) {
