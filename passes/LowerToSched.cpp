@@ -1,22 +1,25 @@
 //===- LowerToSched.cpp - braid training step to sched programs -----------===//
 //
-// One rank, one compute stream (0), ops in their order. See Passes.td for the
-// design; the parts worth knowing when reading the code:
+// One rank, one compute stream (0), ops in their order, in one @step
+// program: zeroed gradients, a sched.repeat over the micro-batches, the
+// optimizer. See Passes.td for the design; the parts worth knowing when
+// reading the code:
 //  * a returned gradient is a tree of braid.add over its contributions; the
 //    adds are absorbed and each leaf writes into the gradient global, with
 //    accumulate = 1 when its producer is a weight-gradient op whose
 //    weight-gradient results are all such leaves, or through an explicit
 //    `accumulate` launch;
-//  * the loss is written to the `@loss` scalar global, and added to
-//    `@loss_sum` at the end of the micro-batch;
-//  * `@optimizer` decides on the device whether the step is applied:
+//  * the loss is written to the `@loss` scalar global, read back into the
+//    micro-batch's slot, and added to `@loss_sum` at the end of the
+//    micro-batch;
+//  * the optimizer decides on the device whether the step is applied:
 //    `step_guard` sets `@step_skipped` when `@loss_sum` or the gradient norm
-//    is not finite, and AdamW then changes nothing; the gradients and the
-//    loss sum are reset either way;
+//    is not finite, and AdamW then changes nothing; the next step zeroes
+//    the gradients and the loss sum either way;
 //  * a braid.cast of an f32 parameter (BF16 precision) is not a launch of
 //    the micro-batch: it becomes the persistent weight copy `@NAME.bf16`,
 //    written by a `cast` launch in `@init` and again at the end of
-//    `@optimizer`, after AdamW has changed the master. The micro-batch reads
+//    `@step`, after AdamW has changed the master. The micro-batch reads
 //    the copy, so each weight is rounded once per step, not once per use;
 //  * the fused LM head and cross-entropy (braid-fuse-linear-cross-entropy)
 //    lowers like the ops it replaces: its dW result accumulates as
@@ -86,10 +89,16 @@ DictionaryAttr kernelParams(Operation *op, OpBuilder &b,
   return b.getDictionaryAttr(params);
 }
 
+// The step program holds every micro-batch's launches, so their number is
+// bounded: 2^16 keeps a plan of a few thousand launches per micro-batch
+// well under protobuf's 2 GiB.
+constexpr int64_t kMaxMicroBatches = 1 << 16;
+
 class Lowering {
 public:
-  Lowering(ModuleOp module, func::FuncOp func)
-      : module_(module), func_(func), b_(module.getContext()) {}
+  Lowering(ModuleOp module, func::FuncOp func, uint32_t optimizerStream)
+      : module_(module), func_(func), b_(module.getContext()),
+        optimizerStream_(optimizerStream) {}
 
   LogicalResult run();
 
@@ -99,8 +108,14 @@ private:
   void createGlobals();
   void planGradientSinks();
   void lowerInit();
+  void resetAccumulators();
   LogicalResult lowerMicroBatch();
   void lowerOptimizer();
+  void readback(StringRef scalar, int32_t slot) {
+    sched::ReadbackOp::create(b_, module_.getLoc(), getGlobal(scalar),
+                              b_.getI32IntegerAttr(slot),
+                              b_.getI32IntegerAttr(stream_));
+  }
   void refreshWeightCopies(Location loc);
 
   sched::GlobalOp global(StringRef sym, StringRef kind, Type tensorType,
@@ -118,10 +133,10 @@ private:
   }
   sched::LaunchOp launch(Location loc, StringRef kernel, ValueRange ins,
                          ValueRange outs, DictionaryAttr params) {
-    return sched::LaunchOp::create(b_, loc, b_.getStringAttr(kernel),
-                                   b_.getI32IntegerAttr(0), ins, outs,
-                                   params && !params.empty() ? params
-                                                             : DictionaryAttr());
+    return sched::LaunchOp::create(
+        b_, loc, b_.getStringAttr(kernel), b_.getI32IntegerAttr(stream_),
+        IntegerAttr(), ins, outs,
+        params && !params.empty() ? params : DictionaryAttr());
   }
   // A launch of the optimizer (or of `init`, which sets up what it keeps).
   sched::LaunchOp optimizerLaunch(Location loc, StringRef kernel,
@@ -154,6 +169,10 @@ private:
   // Casts of parameters that read a weight copy: op -> index in params_.
   DenseMap<Operation *, size_t> copyCasts_;
   DictionaryAttr train_;
+  int32_t numMicroBatches_ = 1;
+  const uint32_t optimizerStream_;
+  // The stream of the launches being created.
+  uint32_t stream_ = 0;
 };
 
 LogicalResult Lowering::checkSignature() {
@@ -162,6 +181,12 @@ LogicalResult Lowering::checkSignature() {
     return module_.emitError(
         "braid-lower-to-sched needs the braid.train module attribute "
         "(run braid-import first)");
+  int64_t numMicro = train_.getAs<IntegerAttr>("num_micro_batches").getInt();
+  if (numMicro < 1 || numMicro > kMaxMicroBatches)
+    return module_.emitError()
+           << "braid.train num_micro_batches is " << numMicro
+           << "; a step has 1 to " << kMaxMicroBatches << " micro-batches";
+  numMicroBatches_ = static_cast<int32_t>(numMicro);
   for (BlockArgument arg : func_.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto p = func_.getArgAttrOfType<DictionaryAttr>(i, "braid.param")) {
@@ -309,10 +334,28 @@ void Lowering::refreshWeightCopies(Location loc) {
                       DictionaryAttr());
 }
 
+// The step starts from zero gradients and a zero loss sum. Zeroing here
+// rather than after the update leaves the last step's gradients in place
+// for whoever reads them.
+void Lowering::resetAccumulators() {
+  Location loc = func_.getLoc();
+  auto zero = b_.getDictionaryAttr(
+      {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
+  for (auto &p : params_)
+    optimizerLaunch(loc, "fill", {}, {getGlobal(p.name + ".grad")}, zero);
+  optimizerLaunch(loc, "fill", {}, {getGlobal("loss_sum")}, zero);
+}
+
+// The body of the sched.repeat over the step's micro-batches, as
+// micro-batch 0 (iteration i computes micro-batch i): its inputs staged,
+// the function's ops as launches, its loss read back into slot 0 (i) and
+// added to the sum.
 LogicalResult Lowering::lowerMicroBatch() {
-  b_.setInsertionPointToEnd(module_.getBody());
-  auto program = sched::ProgramOp::create(b_, func_.getLoc(), "micro_batch");
-  b_.setInsertionPointToStart(&program.getBody().emplaceBlock());
+  for (BlockArgument arg : func_.getArguments())
+    if (inputRole_.count(arg))
+      sched::StageOp::create(b_, module_.getLoc(),
+                             getGlobal(inputRole_.lookup(arg)),
+                             b_.getI32IntegerAttr(0), b_.getI32IntegerAttr(0));
 
   DenseMap<Value, Value> buffers;
   // A master that compute reads only through its copy is not read here.
@@ -390,6 +433,7 @@ LogicalResult Lowering::lowerMicroBatch() {
                               {getGlobal(gradSink_.lookup(r))},
                               DictionaryAttr()));
   }
+  readback("loss", 0);
   Value lossBuf = getGlobal("loss");
   Value lossSum = getGlobal("loss_sum");
   sched::LaunchOp sum = launch(func_.getLoc(), "accumulate", {lossBuf},
@@ -399,11 +443,19 @@ LogicalResult Lowering::lowerMicroBatch() {
   return success();
 }
 
+// Clipping, the guard, AdamW and the weight copies' refresh; the norm and
+// the skipped flag are read back after the losses.
 void Lowering::lowerOptimizer() {
-  b_.setInsertionPointToEnd(module_.getBody());
   Location loc = func_.getLoc();
-  auto program = sched::ProgramOp::create(b_, loc, "optimizer");
-  b_.setInsertionPointToStart(&program.getBody().emplaceBlock());
+  if (optimizerStream_ != 0) {
+    // The optimizer's stream starts once stream 0 has run every
+    // micro-batch.
+    sched::EventRecordOp::create(b_, loc, b_.getI32IntegerAttr(0),
+                                 b_.getI32IntegerAttr(0));
+    sched::EventWaitOp::create(b_, loc, b_.getI32IntegerAttr(0),
+                               b_.getI32IntegerAttr(optimizerStream_));
+    stream_ = optimizerStream_;
+  }
 
   SmallVector<Value> grads;
   for (auto &p : params_)
@@ -432,12 +484,10 @@ void Lowering::lowerOptimizer() {
          b_.getNamedAttr("grad_clip", f64("grad_clip"))});
     optimizerLaunch(loc, "adamw", {grad, norm, skip}, {param, m, v}, params);
   }
-  auto zero = b_.getDictionaryAttr(
-      {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
-  for (Value grad : grads)
-    optimizerLaunch(loc, "fill", {}, {grad}, zero);
-  optimizerLaunch(loc, "fill", {}, {lossSum}, zero);
   refreshWeightCopies(loc);
+  readback("grad_norm", numMicroBatches_);
+  readback("step_skipped", numMicroBatches_ + 1);
+  stream_ = 0;
 }
 
 LogicalResult Lowering::run() {
@@ -447,14 +497,25 @@ LogicalResult Lowering::run() {
   createGlobals();
   planGradientSinks();
   lowerInit();
+  b_.setInsertionPointToEnd(module_.getBody());
+  auto step = sched::ProgramOp::create(b_, func_.getLoc(), "step");
+  b_.setInsertionPointToStart(&step.getBody().emplaceBlock());
+  resetAccumulators();
+  // The plain schedule: each micro-batch's forward, then its backward.
+  auto repeat = sched::RepeatOp::create(b_, func_.getLoc(),
+                                        b_.getI32IntegerAttr(numMicroBatches_));
+  b_.setInsertionPointToStart(&repeat.getBody().emplaceBlock());
   if (failed(lowerMicroBatch()))
     return failure();
+  b_.setInsertionPointAfter(repeat);
   lowerOptimizer();
   func_.erase();
   return success();
 }
 
 struct LowerToSchedPass : impl::LowerToSchedPassBase<LowerToSchedPass> {
+  using LowerToSchedPassBase::LowerToSchedPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>("train_step");
@@ -462,7 +523,7 @@ struct LowerToSchedPass : impl::LowerToSchedPassBase<LowerToSchedPass> {
       module.emitError("braid-lower-to-sched needs a func.func @train_step");
       return signalPassFailure();
     }
-    if (failed(Lowering(module, func).run()))
+    if (failed(Lowering(module, func, optimizerStream).run()))
       signalPassFailure();
   }
 };

@@ -108,7 +108,7 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
 }
 
 def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
-  let summary = "Turn the training step into per-rank programs of launches";
+  let summary = "Turn the training step into the step program of a stage";
   let description = [{
     One rank, one compute stream, ops in order. Parameters, their gradients,
     AdamW moments, inputs and the loss, loss-sum, grad-norm and
@@ -116,17 +116,38 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     `sched.global`s; every other tensor becomes a `sched.alloc`. Every
     `braid` op becomes a `sched.launch` of the kernel of the same name.
 
+    The one program `@step` is a whole optimizer step in the plain
+    schedule: it zeroes the gradients and the loss sum, then a
+    `sched.repeat` over the step's micro-batches states one micro-batch
+    once (its inputs' `sched.stage`, its launches, its loss's
+    `sched.readback` into slot i in iteration i), then the optimizer runs
+    and the norm and the skipped flag are read back:
+
+    ```mlir
+    sched.program @step {
+      sched.launch "fill" on 0 outs(%g0 : ...) ...
+      sched.repeat 4 {
+        sched.stage %tokens micro_batch 0 on 0 : memref<2x4xi32>
+        sched.launch "embedding" on 0 ins(%table, %tokens : ...) outs(%x : ...)
+        ...
+        sched.readback %loss to 0 on 0 : memref<f32>
+      }
+      sched.launch "grad_norm" on 0 ...
+      sched.readback %norm to 4 on 0 : memref<f32>
+      sched.readback %skipped to 5 on 0 : memref<f32>
+    }
+    ```
+
     Gradients reach their persistent buffers without extra copies: a weight
     gradient op whose results all feed parameter gradients writes straight
     into the gradient globals with `accumulate = 1`, which also sums tied
     parameters and micro-batches; any other producer is followed by an
     `accumulate` launch. The `cross_entropy_grad_input` scale becomes
     1/num_micro_batches, and each micro-batch adds its loss to `@loss_sum`.
-    A second program, `@optimizer`, computes the global gradient norm,
-    decides with `step_guard` whether the step is finite (the loss sum and
-    the norm), runs AdamW (with clipping) on every parameter unless it is
-    not, and zeroes the gradients and the loss sum. The decision stays on
-    the device:
+    The optimizer computes the global gradient norm, decides with
+    `step_guard` whether the step is finite (the loss sum and the norm) and
+    runs AdamW (with clipping) on every parameter unless it is not. The
+    decision stays on the device:
 
     ```mlir
     sched.launch "grad_norm" on 0 ins(%g0, %g1 : ...) outs(%norm : memref<f32>)
@@ -136,9 +157,9 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
 
     The `braid.cast` of an f32 parameter (BF16 precision) is not a launch:
     it becomes a persistent `weight_copy` global `@NAME.bf16`, named by the
-    parameter's `compute_copy`, which `@micro_batch` reads. A program
+    parameter's `compute_copy`, which the micro-batches read. A program
     `@init` (run once after the parameters are initialised or restored)
-    and the end of `@optimizer` write it from the master:
+    and the end of `@step` write it from the master:
     ```mlir
     sched.global @w.bf16 "weight_copy" : memref<8x4xbf16> info {of = "w"}
     sched.program @init {
@@ -148,6 +169,11 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"optimizerStream", "optimizer-stream", "unsigned", /*default=*/"0",
+           "Stream of the optimizer's launches and readbacks; on a stream "
+           "other than 0 it waits, through an event, for the micro-batches">,
+  ];
   let dependentDialects = ["::braid::sched::SchedDialect",
                            "::mlir::func::FuncDialect"];
 }

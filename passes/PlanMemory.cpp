@@ -143,9 +143,9 @@ struct LayerBytes {
   }
 };
 
-// Each transient buffer's bytes go to the layer mark of the launch that
-// first writes it; launches of the embedding or the loss, and launches
-// without a layer, count for no layer.
+// Each transient buffer of the first micro-batch goes to the layer mark of
+// the launch that first writes it; launches of the embedding or the loss,
+// and launches without a layer, count for no layer.
 std::vector<LayerBytes>
 activationsPerLayer(const std::vector<LiveRange> &ranges,
                     const std::vector<sched::LaunchOp> &launches,
@@ -156,8 +156,9 @@ activationsPerLayer(const std::vector<LiveRange> &ranges,
       numLayers = std::max(numLayers, layer.getIndex() + 1);
   std::vector<LayerBytes> perLayer(numLayers);
   for (const LiveRange &r : ranges) {
-    LayerAttr layer = layerMark(launches[r.begin]);
-    if (!layer || !layer.isBlock())
+    sched::LaunchOp first = launches[r.begin];
+    LayerAttr layer = layerMark(first);
+    if (!layer || !layer.isBlock() || first.getMicroBatch().value_or(0) != 0)
       continue;
     LayerBytes &l = perLayer[layer.getIndex()];
     if (boundary < 0 || r.begin < boundary) {
@@ -233,7 +234,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       numTransient += ranges.size();
       int64_t peak = placeTransients(ranges, transientBase);
       totals.activationPeak = std::max(totals.activationPeak, peak);
-      if (program.getSymName() == "micro_batch") {
+      if (program.getSymName() == "step") {
         totals.savedActivations = savedAcrossBoundary(ranges, launches);
         perLayer = activationsPerLayer(ranges, launches,
                                        backwardBoundary(launches));

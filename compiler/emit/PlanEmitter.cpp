@@ -2,6 +2,7 @@
 #include "compiler/emit/PlanEmitter.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "llvm/ADT/DenseMap.h"
@@ -28,6 +29,29 @@ private:
   LogicalResult linkParameters();
   LogicalResult addProgram(sched::ProgramOp program);
   LogicalResult copySettings();
+  // Records which slot holds which scalar (the plan's *_readback fields).
+  // In a sched.repeat body the readback fills one slot per iteration.
+  LogicalResult noteReadback(sched::ReadbackOp op, uint32_t tensor) {
+    uint32_t iterations = 1;
+    if (auto repeat = op->getParentOfType<sched::RepeatOp>())
+      iterations = repeat.getCount();
+    plan_.set_num_readbacks(
+        std::max(plan_.num_readbacks(), op.getSlot() + iterations));
+    if (iterations > 1 && tensor != plan_.loss_tensor())
+      return op.emitOpError("reads back a scalar other than @loss once per "
+                            "iteration");
+    if (tensor == plan_.loss_tensor())
+      for (uint32_t i = 0; i < iterations; ++i)
+        plan_.add_loss_readbacks(op.getSlot() + i);
+    else if (tensor == plan_.grad_norm_tensor())
+      plan_.set_grad_norm_readback(op.getSlot());
+    else if (tensor == plan_.step_skipped_tensor())
+      plan_.set_step_skipped_readback(op.getSlot());
+    else
+      return op.emitOpError("reads back a scalar that is neither @loss, "
+                            "@grad_norm nor @step_skipped");
+    return success();
+  }
 
   plan::Tensor *newTensor(StringRef name, MemRefType type,
                           std::optional<int64_t> offset,
@@ -146,6 +170,13 @@ LogicalResult Emitter::linkParameters() {
 LogicalResult Emitter::addProgram(sched::ProgramOp program) {
   plan::Program *out = plan_.add_programs();
   out->set_name(program.getSymName().str());
+  if (program.getSymName() == "step")
+    out->set_kind(plan::STEP);
+  else if (program.getSymName() == "init")
+    out->set_kind(plan::INIT);
+  else
+    return program.emitOpError("is neither @step nor @init, the programs a "
+                               "plan runs");
   llvm::DenseMap<Value, uint32_t> ids;
   int64_t launchIndex = 0;
 
@@ -172,13 +203,35 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
     return t->id();
   };
 
-  for (Operation &op : program.getBody().front()) {
-    if (auto launch = dyn_cast<sched::LaunchOp>(op)) {
+  // The ops in program order, a sched.repeat followed by its body; the
+  // Repeat instruction's length is set when the body ends.
+  SmallVector<Operation *> ops;
+  program.getBody().walk<WalkOrder::PreOrder>(
+      [&](Operation *op) { ops.push_back(op); });
+  std::optional<std::pair<int, sched::RepeatOp>> open;
+  auto close = [&]() -> LogicalResult {
+    const int length = out->instructions_size() - open->first - 1;
+    if (length == 0)
+      return open->second.emitOpError("repeats nothing the runtime runs");
+    out->mutable_instructions(open->first)->mutable_repeat()->set_length(
+        length);
+    open.reset();
+    return success();
+  };
+  for (Operation *opPtr : ops) {
+    Operation &op = *opPtr;
+    if (open && op.getParentOp() != open->second && failed(close()))
+      return failure();
+    if (auto repeat = dyn_cast<sched::RepeatOp>(op)) {
+      open = {out->instructions_size(), repeat};
+      out->add_instructions()->mutable_repeat()->set_count(repeat.getCount());
+    } else if (auto launch = dyn_cast<sched::LaunchOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(launch.getStream());
       maxStream_ = std::max(maxStream_, launch.getStream());
       plan::Launch *l = inst->mutable_launch();
       l->set_kernel(launch.getKernel().str());
+      l->set_micro_batch(launch.getMicroBatch().value_or(0));
       // Outputs first, so that a buffer is named after the launch that
       // writes it.
       for (auto [i, v] : llvm::enumerate(launch.getOuts())) {
@@ -208,6 +261,26 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
         }
       }
       ++launchIndex;
+    } else if (auto stage = dyn_cast<sched::StageOp>(op)) {
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(stage.getStream());
+      maxStream_ = std::max(maxStream_, stage.getStream());
+      FailureOr<uint32_t> id = idOf(stage.getBuffer(), "stage", 0, 0);
+      if (failed(id))
+        return failure();
+      inst->mutable_stage()->set_tensor(*id);
+      inst->mutable_stage()->set_micro_batch(stage.getMicroBatch());
+    } else if (auto rb = dyn_cast<sched::ReadbackOp>(op)) {
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(rb.getStream());
+      maxStream_ = std::max(maxStream_, rb.getStream());
+      FailureOr<uint32_t> id = idOf(rb.getBuffer(), "readback", 0, 0);
+      if (failed(id))
+        return failure();
+      inst->mutable_readback()->set_tensor(*id);
+      inst->mutable_readback()->set_slot(rb.getSlot());
+      if (failed(noteReadback(rb, *id)))
+        return failure();
     } else if (auto rec = dyn_cast<sched::EventRecordOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(rec.getStream());
@@ -222,7 +295,7 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
       maxEvent_ = std::max<int64_t>(maxEvent_, wait.getEvent());
     }
   }
-  return success();
+  return open ? close() : success();
 }
 
 LogicalResult Emitter::copySettings() {

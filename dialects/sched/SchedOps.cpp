@@ -77,6 +77,42 @@ LogicalResult LaunchOp::verify() {
     return emitOpError("needs at least one output buffer");
   if (static_cast<int32_t>(getStream()) < 0)
     return emitOpError("stream must be non-negative");
+  if (getMicroBatch() && static_cast<int32_t>(*getMicroBatch()) < 0)
+    return emitOpError("micro_batch must be non-negative");
+  return success();
+}
+
+LogicalResult StageOp::verify() {
+  if (static_cast<int32_t>(getStream()) < 0 ||
+      static_cast<int32_t>(getMicroBatch()) < 0)
+    return emitOpError("micro_batch and stream must be non-negative");
+  if (!getBuffer().getDefiningOp<GetGlobalOp>())
+    return emitOpError("stages into a global (an input), not a transient "
+                       "buffer");
+  return success();
+}
+
+LogicalResult ReadbackOp::verify() {
+  if (static_cast<int32_t>(getStream()) < 0 ||
+      static_cast<int32_t>(getSlot()) < 0)
+    return emitOpError("slot and stream must be non-negative");
+  auto type = cast<MemRefType>(getBuffer().getType());
+  if (type.getRank() != 0 || !type.getElementType().isF32())
+    return emitOpError() << "reads back an f32 scalar, not " << type;
+  if (!getBuffer().getDefiningOp<GetGlobalOp>())
+    return emitOpError("reads back a global (a scalar), not a transient "
+                       "buffer");
+  return success();
+}
+
+LogicalResult RepeatOp::verify() {
+  if (static_cast<int32_t>(getCount()) < 1)
+    return emitOpError("repeats at least once");
+  for (Operation &op : getBody().front())
+    if (!isa<LaunchOp, StageOp, ReadbackOp, AllocOp, GetGlobalOp>(op))
+      return op.emitOpError("cannot be in a sched.repeat body, which holds "
+                            "launches, stages, readbacks, buffers and "
+                            "global reads only");
   return success();
 }
 

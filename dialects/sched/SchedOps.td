@@ -42,18 +42,22 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
                                           IsolatedFromAbove]> {
   let summary = "An ordered instruction list the runtime runs as a unit";
   let description = [{
-    The runtime runs `micro_batch` once per micro-batch and `optimizer` once
-    per step; `init`, when present, once after the parameters are
-    initialised or restored and before the first micro-batch. Instructions on one stream run in order; instructions on
-    different streams are ordered only by events.
+    The runtime runs `step` once per optimizer step: it holds, for every
+    micro-batch in the schedule's order, the staging of its inputs and its
+    launches (each with its `micro_batch`), then the optimizer. `init`,
+    when present, runs once after the parameters are initialised or
+    restored and before the first step. Instructions on one stream run in
+    order; instructions on different streams are ordered only by events.
 
     ```mlir
-    sched.program @micro_batch {
+    sched.program @step {
       %t = sched.get_global @embed : memref<256x64xf32>
       %ids = sched.get_global @tokens : memref<8x64xi32>
+      sched.stage %ids micro_batch 0 on 0 : memref<8x64xi32>
       %x = sched.alloc : memref<8x64x64xf32>
-      sched.launch "embedding" on 0 ins(%t, %ids : memref<256x64xf32>, memref<8x64xi32>)
+      sched.launch "embedding" on 0 micro_batch 0 ins(%t, %ids : memref<256x64xf32>, memref<8x64xi32>)
           outs(%x : memref<8x64x64xf32>)
+      ...
     }
     ```
   }];
@@ -97,22 +101,89 @@ def Sched_LaunchOp : Sched_Op<"launch", [AttrSizedOperandSegments]> {
     `kernel` names an entry of the runtime's kernel registry
     (docs/kernels.md lists them with their operands and parameters). The
     kernel reads `ins` and writes `outs`; with `accumulate = 1` in `params`
-    it adds into `outs`.
+    it adds into `outs`. `micro_batch` is the micro-batch of the step the
+    launch computes (absent for the optimizer's launches, which read 0): the
+    key of its random draws.
 
     ```mlir
-    sched.launch "linear" on 0 ins(%x, %w : memref<8x64x64xf32>, memref<192x64xf32>)
+    sched.launch "linear" on 0 micro_batch 1 ins(%x, %w : memref<8x64x64xf32>, memref<192x64xf32>)
         outs(%y : memref<8x64x192xf32>)
     ```
   }];
   let arguments = (ins StrAttr:$kernel, I32Attr:$stream,
+                       OptionalAttr<I32Attr>:$micro_batch,
                        Variadic<Sched_Buffer>:$ins, Variadic<Sched_Buffer>:$outs,
                        OptionalAttr<DictionaryAttr>:$params);
   let assemblyFormat = [{
-    $kernel `on` $stream
+    $kernel `on` $stream (`micro_batch` $micro_batch^)?
     (`ins` `(` $ins^ `:` type($ins) `)`)?
     (`outs` `(` $outs^ `:` type($outs) `)`)?
     (`params` $params^)? attr-dict
   }];
+  let hasVerifier = 1;
+}
+
+def Sched_StageOp : Sched_Op<"stage"> {
+  let summary = "Copy one micro-batch's staged values into an input buffer";
+  let description = [{
+    Before it runs `step`, the runtime stages the inputs of every
+    micro-batch of the step (tokens, labels, positions) in host memory.
+    `sched.stage` copies micro-batch `micro_batch`'s values of the input
+    global `buffer` into it, on `stream`, in program order.
+
+    ```mlir
+    %tokens = sched.get_global @tokens : memref<8x64xi32>
+    sched.stage %tokens micro_batch 1 on 0 : memref<8x64xi32>
+    ```
+  }];
+  let arguments = (ins Sched_Buffer:$buffer, I32Attr:$micro_batch,
+                       I32Attr:$stream);
+  let assemblyFormat =
+      "$buffer `micro_batch` $micro_batch `on` $stream attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Sched_ReadbackOp : Sched_Op<"readback"> {
+  let summary = "Copy a scalar into a host readback slot";
+  let description = [{
+    The value `buffer` (an f32 scalar global) has at this point of `stream`
+    goes to the host's readback slot `slot`, which the runtime reads after
+    the step: each micro-batch's loss, the gradient norm, the skipped flag.
+
+    ```mlir
+    %loss = sched.get_global @loss : memref<f32>
+    sched.readback %loss to 1 on 0 : memref<f32>
+    ```
+  }];
+  let arguments = (ins Sched_Buffer:$buffer, I32Attr:$slot, I32Attr:$stream);
+  let assemblyFormat =
+      "$buffer `to` $slot `on` $stream attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Sched_RepeatOp : Sched_Op<"repeat", [SingleBlock, NoTerminator]> {
+  let summary = "Run a body once per iteration, micro-batches offset";
+  let description = [{
+    Runs `body` `count` times, for iterations 0..count-1. In iteration i,
+    the micro-batch of every `sched.launch` and `sched.stage` in the body
+    (0 when a launch states none) and the slot of every `sched.readback`
+    are offset by i: the plain schedule states one micro-batch once for the
+    `count` micro-batches of a step. The body holds launches, stages,
+    readbacks, buffers and global reads only, and its buffers are its own,
+    so one pass over it is the lifetime of every iteration.
+
+    ```mlir
+    sched.repeat 16 {
+      %tokens = sched.get_global @tokens : memref<8x64xi32>
+      sched.stage %tokens micro_batch 0 on 0 : memref<8x64xi32>
+      ...
+      sched.readback %loss to 0 on 0 : memref<f32>
+    }
+    ```
+  }];
+  let arguments = (ins I32Attr:$count);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$count attr-dict-with-keyword $body";
   let hasVerifier = 1;
 }
 

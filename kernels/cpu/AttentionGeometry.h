@@ -47,7 +47,7 @@ struct AttentionGeometry {
       seg = args.ins[segInput].i32();
     scale = static_cast<float>(p.floatOr("scale", 1.0));
     mask = DropoutMask::make(p.floatOr("dropout", 0.0),
-                             p.intOr("rng_offset", 0), contextOf(args));
+                             p.intOr("rng_offset", 0), args);
   }
   // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
   int64_t rowEnd(int64_t i) const {

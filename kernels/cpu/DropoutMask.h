@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/common/Random.h"
+#include "kernels/cpu/LaunchArgs.h"
 #include "kernels/registry/Kernel.h"
 
 namespace braid::cpu {
@@ -19,11 +20,12 @@ struct DropoutMask {
   float scale = 1.0f; // 1 / (1 - p), computed in fp32
   bool active = false;
 
-  static DropoutMask make(double p, int64_t rngOffset,
-                          const KernelContext &ctx) {
+  // The mask of launch `args` (its step, seed and micro-batch).
+  static DropoutMask make(double p, int64_t rngOffset, const KernelArgs &args) {
     DropoutMask m;
     m.active = p > 0;
-    m.key = rng::dropoutKey(ctx.seed, rngOffset, ctx.step, ctx.microBatch);
+    const KernelContext &ctx = contextOf(args);
+    m.key = rng::dropoutKey(ctx.seed, rngOffset, ctx.step, args.microBatch);
     m.threshold = static_cast<uint64_t>(std::ceil(p * 16777216.0));
     m.scale = 1.0f / (1.0f - static_cast<float>(p));
     return m;

@@ -263,7 +263,7 @@ template <typename T> void runDropoutLaunch(const KernelArgs &args) {
   T *y = dataOf<T>(args.outs[0]);
   const KernelParams &p = paramsOf(args);
   const DropoutMask mask = DropoutMask::make(
-      p.floatOr("p", 0.0), p.intOr("rng_offset", 0), contextOf(args));
+      p.floatOr("p", 0.0), p.intOr("rng_offset", 0), args);
   forElements(args, args.ins[0].numel(), [&](int64_t b, int64_t e) {
     if (!mask.active) {
       convert(x + b, y + b, e - b);

@@ -63,7 +63,7 @@ void writeRow(const float *row, T *base, int64_t r, int64_t d) {
 DropoutMask maskOf(const KernelArgs &args) {
   const KernelParams &p = paramsOf(args);
   return DropoutMask::make(p.floatOr("p", 0.0), p.intOr("rng_offset", 0),
-                           contextOf(args));
+                           args);
 }
 
 // --- add + norm --------------------------------------------------------------

@@ -33,6 +33,7 @@ struct Geometry {
   uint64_t threshold;
   float dropScale;
   int64_t rngOffset;
+  int64_t microBatch; // the launch's micro-batch: part of the mask key
   const int32_t *seg; // segment ids [B, S], or null
 
   // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
@@ -81,6 +82,7 @@ inline Geometry geometryOf(const KernelArgs &args, const TensorDesc &q,
   g.threshold = static_cast<uint64_t>(std::ceil(drop * 16777216.0));
   g.dropScale = 1.0f / (1.0f - static_cast<float>(drop));
   g.rngOffset = p.intOr("rng_offset", 0);
+  g.microBatch = args.microBatch;
   g.seg = static_cast<int>(args.ins.size()) > segInput
               ? args.ins[segInput].i32()
               : nullptr;
@@ -92,7 +94,7 @@ template <typename G>
 __device__ __forceinline__ uint64_t maskKey(const G &g,
                                             const StepValues *steps) {
   return steps ? rng::dropoutKey(steps->seed, g.rngOffset, steps->step,
-                                 steps->microBatch)
+                                 g.microBatch)
                : rng::dropoutKey(0, g.rngOffset, 1, 0);
 }
 

@@ -5,8 +5,9 @@
 // size. Formulas are those of kernels/cpu/Elementwise.cpp, computed in f32.
 //
 // Dropout draws its mask from rng::dropoutKey(seed, rng_offset, step,
-// micro_batch) with the step values read from device memory
-// (GpuContext::stepValues), so a captured CUDA graph draws each step's mask.
+// micro_batch) with the seed and step read from device memory
+// (GpuContext::stepValues), so a captured CUDA graph draws each step's
+// mask; the micro-batch is the launch's own (KernelArgs::microBatch).
 //
 // This file is compiled with --fmad=false (CMakeLists.txt) and takes exp
 // from ExpFloat.h: every formula is the CPU's sequence of correctly rounded
@@ -184,10 +185,11 @@ struct DropoutOp {
   uint64_t threshold;
   float scale;
   int64_t rngOffset;
+  int64_t microBatch;
   uint64_t key;
   __device__ void prepare(const StepValues *steps) {
     key = steps ? rng::dropoutKey(steps->seed, rngOffset, steps->step,
-                                  steps->microBatch)
+                                  microBatch)
                 : rng::dropoutKey(0, rngOffset, 1, 0);
   }
   __device__ void operator()(const float *x, float *y, int64_t i) const {
@@ -282,6 +284,7 @@ template <typename T> void runDropout(const KernelArgs &args) {
   op.threshold = static_cast<uint64_t>(std::ceil(p * 16777216.0));
   op.scale = 1.0f / (1.0f - static_cast<float>(p));
   op.rngOffset = params.intOr("rng_offset", 0);
+  op.microBatch = args.microBatch;
   runMap<T, 1, 1>(args, op);
 }
 

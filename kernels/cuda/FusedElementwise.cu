@@ -46,6 +46,7 @@ struct Mask {
   uint64_t threshold = 0;
   float scale = 1.0f;
   int64_t rngOffset = 0;
+  int64_t microBatch = 0; // the launch's micro-batch: part of the key
 };
 
 Mask maskOf(const KernelArgs &args) {
@@ -56,13 +57,14 @@ Mask maskOf(const KernelArgs &args) {
   m.threshold = static_cast<uint64_t>(std::ceil(p * 16777216.0));
   m.scale = 1.0f / (1.0f - static_cast<float>(p));
   m.rngOffset = params.intOr("rng_offset", 0);
+  m.microBatch = args.microBatch;
   return m;
 }
 
 __device__ __forceinline__ uint64_t keyOf(const Mask &mask,
                                           const StepValues *steps) {
   return steps ? rng::dropoutKey(steps->seed, mask.rngOffset, steps->step,
-                                 steps->microBatch)
+                                 mask.microBatch)
                : rng::dropoutKey(0, mask.rngOffset, 1, 0);
 }
 

@@ -96,7 +96,6 @@ struct KernelSignature {
 // captured in a CUDA graph keeps the launch arguments of its capture.
 struct StepValues {
   int64_t step = 1;        // 1-based optimizer step being computed
-  int64_t microBatch = 0;  // 0-based index within the step
   double lr = 0;           // learning rate of this step (optimizer kernels)
   uint64_t seed = 0;       // the spec's seed (dropout masks)
   // 1-based number of the AdamW update this step makes: `step` less the
@@ -118,7 +117,6 @@ struct GpuContext {
 // Per-call state the runtime supplies.
 struct KernelContext {
   int64_t step = 1;        // 1-based optimizer step being computed
-  int64_t microBatch = 0;  // 0-based index within the step
   double lr = 0;           // learning rate of this step (optimizer kernels)
   uint64_t seed = 0;       // the spec's seed (dropout masks)
   int64_t update = 1;      // StepValues::update
@@ -131,6 +129,9 @@ struct KernelArgs {
   absl::Span<const TensorView> outs;
   const KernelParams *params = nullptr;
   const KernelContext *ctx = nullptr;
+  // The micro-batch of the step this launch computes (the plan's
+  // Launch.micro_batch): with the step and seed, the key of random draws.
+  int64_t microBatch = 0;
 };
 
 enum class Device { kCPU, kCUDA };

@@ -34,26 +34,29 @@ computeLiveRanges(sched::ProgramOp program,
   std::vector<sched::LaunchOp> ordered;
   llvm::DenseMap<uint32_t, int64_t> recordsSoFar;
   uint32_t numStreams = 1;
-  for (Operation &op : program.getBody().front()) {
+  // A sched.repeat body is walked once: its buffers are its own
+  // (sched.repeat's verifier), so one pass is the lifetime of each
+  // iteration.
+  program.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
     OrderStep step;
     launchesBefore.push_back(static_cast<int64_t>(ordered.size()));
     if (auto launch = dyn_cast<sched::LaunchOp>(op)) {
       step.stream = launch.getStream();
       ordered.push_back(launch);
     } else if (auto record = dyn_cast<sched::EventRecordOp>(op)) {
-      step = {record.getStream(), OrderStep::Kind::kRecord, record.getEvent(),
-              0};
+      step = {record.getStream(), OrderStep::Kind::kRecord,
+              record.getEvent(), 0};
       ++recordsSoFar[record.getEvent()];
     } else if (auto wait = dyn_cast<sched::EventWaitOp>(op)) {
       step = {wait.getStream(), OrderStep::Kind::kWait, wait.getEvent(),
               recordsSoFar.lookup(wait.getEvent())};
     } else {
       launchesBefore.pop_back();
-      continue;
+      return;
     }
     numStreams = std::max(numStreams, step.stream + 1);
     steps.push_back(step);
-  }
+  });
   StreamOrder order(steps, numStreams);
 
   llvm::DenseMap<Value, size_t> index;

@@ -108,7 +108,7 @@ void merge(ArrayRef<sched::LaunchOp> group) {
       b.getNamedAttr("decayed", b.getI64IntegerAttr(decayed)));
   auto fused = sched::LaunchOp::create(
       b, last.getLoc(), b.getStringAttr("multi_adamw"), last.getStreamAttr(),
-      ins, outs, b.getDictionaryAttr(params));
+      last.getMicroBatchAttr(), ins, outs, b.getDictionaryAttr(params));
   copyMarks(last, fused);
   for (sched::LaunchOp l : group)
     l.erase();
@@ -142,9 +142,9 @@ void fuseRun(ArrayRef<sched::LaunchOp> run) {
 
 struct FuseAdamwPass : impl::FuseAdamwPassBase<FuseAdamwPass> {
   void runOnOperation() override {
+    // AdamW launches sit at the top level of the programs (the optimizer
+    // part of the step), never in a repeated micro-batch body.
     for (auto program : getOperation().getOps<sched::ProgramOp>()) {
-      if (program.getSymName() != "optimizer")
-        continue;
       SmallVector<SmallVector<sched::LaunchOp>> runs(1);
       for (Operation &op : program.getBody().front()) {
         if (isa<sched::GetGlobalOp>(op))

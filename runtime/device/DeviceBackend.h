@@ -6,10 +6,10 @@
 // (cuda/CudaDevice.h: the arena is device memory, programs run on CUDA
 // streams, optionally as CUDA graphs).
 //
-// Ordering: calls are made from one thread. Work a call starts (a run, an
-// input copy, a scalar copy) may still be in flight on return; every later
-// call observes it as finished. Errors of in-flight work surface at the next
-// call that waits for it (collectScalars, read, or a staging buffer reuse).
+// Ordering: calls are made from one thread. Work a call starts (a run and
+// its copies) may still be in flight on return; every later call observes
+// it as finished. Errors of in-flight work surface at the next call that
+// waits for it (readbacks, read, or a staging buffer reuse).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/registry/Kernel.h"
+#include "runtime/plan/plan.pb.h"
 #include "runtime/profile/KernelProfile.h"
 
 namespace braid {
@@ -68,26 +69,26 @@ public:
   // Sets `bytes` bytes at `offset` to zero, ordered after all work so far.
   virtual absl::Status zero(uint64_t offset, uint64_t bytes) = 0;
 
-  // Host memory of the size of INPUT tensor `tensor`, for the values the
-  // next run() reads. On the CPU it is the tensor itself; on a GPU a pinned
-  // staging buffer that run() copies to the device before the program.
-  // Valid until the next run(). May wait for an earlier copy out of the same
-  // buffer to finish.
-  virtual absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor) = 0;
+  // Host memory of the size of INPUT tensor `tensor`, for its values in
+  // micro-batch `microBatch` of the next step, which the step program's
+  // stage instructions copy in. On the CPU ordinary memory, on a GPU pinned
+  // memory. Valid until the next run(); may wait for the previous step to
+  // have copied its values out. InvalidArgument when `tensor` is not an
+  // INPUT or `microBatch` not one of a step's.
+  virtual absl::StatusOr<absl::Span<uint8_t>>
+  stageInput(uint32_t tensor, int64_t microBatch) = 0;
 
-  // Runs the program called `program` with `values` (the kernels' step,
-  // micro-batch, learning rate and seed), after copying the inputs staged
-  // since the previous run. NotFound when the plan has no such program.
-  virtual absl::Status run(std::string_view program,
+  // Runs the plan's program of kind `kind` (plan.proto: STEP once per
+  // optimizer step, INIT once before the first) with `values` (the
+  // kernels' step, learning rate and seed). NotFound when the plan has no
+  // program of that kind.
+  virtual absl::Status run(plan::ProgramKind kind,
                            const StepValues &values) = 0;
 
-  // Asks for the value of the f32 scalar tensor `tensor` as the work started
-  // so far leaves it; collectScalars() returns it. Lets a GPU copy scalars
-  // back without waiting after every run.
-  virtual absl::Status requestScalar(uint32_t tensor) = 0;
-  // Waits for the work started so far and returns the requested scalars in
-  // the order they were asked for, forgetting them.
-  virtual absl::StatusOr<std::vector<float>> collectScalars() = 0;
+  // Waits for the work started so far and returns the readback slots the
+  // last STEP run filled (plan.num_readbacks values: each micro-batch's
+  // loss, the gradient norm, the skipped flag; plan.*_readback say which).
+  virtual absl::StatusOr<std::vector<float>> readbacks() = 0;
 
   // While set, the time of every kernel launch on stream 0 is added to
   // `profile` (null to stop). On a GPU, profiled runs are eager.

@@ -1,6 +1,7 @@
 #include "runtime/executor/Executor.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/profile/KernelProfile.h"
@@ -16,7 +17,8 @@ Executor::Executor(int numStreams, uint32_t numEvents)
 Executor::~Executor() = default;
 
 absl::StatusOr<std::unique_ptr<Executor>>
-Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes) {
+Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
+                 uint8_t *staging, const StagingLayout &layout) {
   if (arenaBytes < plan.proto.memory().arena_bytes() ||
       (arena == nullptr && plan.proto.memory().arena_bytes() > 0))
     return absl::InvalidArgumentError(
@@ -30,19 +32,37 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes) {
   };
   for (const LoadedProgram &program : plan.programs) {
     BoundProgram bound;
-    bound.name = program.name;
+    bound.kind = program.kind;
     bound.ops.resize(numStreams);
     for (const LoadedInstruction &inst : program.instructions) {
       // With one stream, program order is execution order and every wait is
       // already satisfied when reached: events need no work at all.
-      if (numStreams == 1 && inst.kind != LoadedInstruction::Kind::kLaunch)
+      if (numStreams == 1 && (inst.kind == LoadedInstruction::Kind::kRecord ||
+                              inst.kind == LoadedInstruction::Kind::kWait))
         continue;
       Op op;
       op.kind = inst.kind;
       op.kernel = inst.kernel;
       op.params = &inst.params;
+      op.microBatch = inst.microBatch;
       op.event = inst.event;
       op.waitTarget = inst.waitTarget;
+      if (inst.kind == LoadedInstruction::Kind::kStage) {
+        // The loader checked that the tensor is an INPUT and the
+        // micro-batch one of the step's.
+        op.from = staging + *layout.inputOffset(inst.tensor, inst.microBatch);
+        op.to = static_cast<uint8_t *>(view(inst.tensor).data);
+        op.bytes = plan.proto.tensors(inst.tensor).size_bytes();
+        op.fromStride = layout.inputStride(inst.tensor);
+      } else if (inst.kind == LoadedInstruction::Kind::kReadback) {
+        op.from = static_cast<const uint8_t *>(view(inst.tensor).data);
+        op.to = staging + layout.readbackOffset(inst.slot);
+        op.bytes = sizeof(float);
+        op.toStride = sizeof(float);
+      } else if (inst.kind == LoadedInstruction::Kind::kRepeat) {
+        op.count = inst.count;
+        op.length = inst.length;
+      }
       for (uint32_t id : inst.inputs)
         op.ins.push_back(view(id));
       for (uint32_t id : inst.outputs)
@@ -54,41 +74,66 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes) {
   return ex;
 }
 
-void Executor::execute(const std::vector<Op> &ops, const KernelContext &ctx,
-                       KernelProfile *profile) {
+void Executor::runOp(const Op &op, int64_t iteration,
+                     const KernelContext &ctx, KernelProfile *profile) {
   using Clock = std::chrono::steady_clock;
-  for (const Op &op : ops) {
-    switch (op.kind) {
-    case LoadedInstruction::Kind::kLaunch:
-      if (profile) {
-        auto start = Clock::now();
-        op.kernel->run(KernelArgs{op.ins, op.outs, op.params, &ctx});
-        profile->add(op.kernel->name,
-                     std::chrono::duration<double>(Clock::now() - start)
-                         .count());
-      } else {
-        op.kernel->run(KernelArgs{op.ins, op.outs, op.params, &ctx});
-      }
-      break;
-    case LoadedInstruction::Kind::kRecord:
-      events_.record(op.event);
-      break;
-    case LoadedInstruction::Kind::kWait:
-      events_.wait(op.event, op.waitTarget);
-      break;
+  switch (op.kind) {
+  case LoadedInstruction::Kind::kLaunch: {
+    const KernelArgs args{op.ins, op.outs, op.params, &ctx,
+                          op.microBatch + iteration};
+    if (profile) {
+      auto start = Clock::now();
+      op.kernel->run(args);
+      profile->add(op.kernel->name,
+                   std::chrono::duration<double>(Clock::now() - start)
+                       .count());
+    } else {
+      op.kernel->run(args);
     }
+    break;
+  }
+  case LoadedInstruction::Kind::kStage:
+  case LoadedInstruction::Kind::kReadback:
+    std::memcpy(op.to + iteration * op.toStride,
+                op.from + iteration * op.fromStride, op.bytes);
+    break;
+  case LoadedInstruction::Kind::kRecord:
+    events_.record(op.event);
+    break;
+  case LoadedInstruction::Kind::kWait:
+    events_.wait(op.event, op.waitTarget);
+    break;
+  case LoadedInstruction::Kind::kRepeat:
+    break; // execute() runs the body
   }
 }
 
-absl::Status Executor::run(std::string_view program, const KernelContext &ctx) {
+void Executor::execute(const std::vector<Op> &ops, const KernelContext &ctx,
+                       KernelProfile *profile) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op &op = ops[i];
+    if (op.kind != LoadedInstruction::Kind::kRepeat) {
+      runOp(op, 0, ctx, profile);
+      continue;
+    }
+    // The loader checked that the body lies within the program and on
+    // this stream.
+    const size_t begin = i + 1, end = begin + op.length;
+    for (int64_t it = 0; it < op.count; ++it)
+      for (size_t k = begin; k < end; ++k)
+        runOp(ops[k], it, ctx, profile);
+    i = end - 1;
+  }
+}
+
+absl::Status Executor::run(plan::ProgramKind kind, const KernelContext &ctx) {
   const BoundProgram *bound = nullptr;
   for (const BoundProgram &p : programs_)
-    if (p.name == program)
+    if (p.kind == kind)
       bound = &p;
   if (bound == nullptr)
-    return absl::NotFoundError(
-        absl::StrCat("the plan has no program named \"",
-                     absl::string_view(program.data(), program.size()), "\""));
+    return absl::NotFoundError(absl::StrCat(
+        "the plan has no ", plan::ProgramKind_Name(kind), " program"));
   if (numStreams_ == 1) {
     execute(bound->ops[0], ctx, profile_);
     return absl::OkStatus();

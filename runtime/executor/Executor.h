@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/registry/Kernel.h"
 #include "runtime/executor/EventCounters.h"
+#include "runtime/executor/StagingLayout.h"
 #include "runtime/executor/StreamWorker.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/profile/KernelProfile.h"
@@ -26,17 +27,20 @@ namespace braid {
 class Executor {
 public:
   // Binds `plan` to `arena` (at least plan.memory.arena_bytes bytes, or
-  // InvalidArgument). The plan, its kernel registry and the arena must
+  // InvalidArgument) and to the host block `staging`, laid out by `layout`
+  // (StagingLayout.h): stage instructions copy from it, readbacks into it.
+  // The plan, its kernel registry, the arena and the staging block must
   // outlive the executor.
   static absl::StatusOr<std::unique_ptr<Executor>>
-  create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes);
+  create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
+         uint8_t *staging, const StagingLayout &layout);
 
   ~Executor();
 
-  // Runs the program called `program` with `ctx` and returns once every
-  // stream has finished it. NotFound when the plan has no such program.
-  // Not reentrant: one run at a time.
-  absl::Status run(std::string_view program, const KernelContext &ctx);
+  // Runs the plan's program of kind `kind` with `ctx` and returns once
+  // every stream has finished it. NotFound when the plan has none (INIT is
+  // optional). Not reentrant: one run at a time.
+  absl::Status run(plan::ProgramKind kind, const KernelContext &ctx);
 
   int numStreams() const { return numStreams_; }
 
@@ -51,11 +55,21 @@ private:
     std::vector<TensorView> ins;
     std::vector<TensorView> outs;
     const KernelParams *params = nullptr;
+    int64_t microBatch = 0;
     uint32_t event = 0;
     int64_t waitTarget = 0;
+    // kStage / kReadback: copy `bytes` bytes from `from` to `to` (in
+    // iteration i of a Repeat body, from + i * fromStride to
+    // to + i * toStride).
+    const uint8_t *from = nullptr;
+    uint8_t *to = nullptr;
+    uint64_t bytes = 0;
+    uint64_t fromStride = 0, toStride = 0;
+    // kRepeat: the next `length` ops run `count` times.
+    uint32_t count = 0, length = 0;
   };
   struct BoundProgram {
-    std::string name;
+    plan::ProgramKind kind = plan::PROGRAM_UNSPECIFIED;
     // ops[stream]: the stream's instructions in program order.
     std::vector<std::vector<Op>> ops;
   };
@@ -63,6 +77,10 @@ private:
   Executor(int numStreams, uint32_t numEvents);
   void execute(const std::vector<Op> &ops, const KernelContext &ctx,
                KernelProfile *profile);
+  // One op, in iteration `iteration` of the Repeat body it is in (0
+  // outside).
+  void runOp(const Op &op, int64_t iteration, const KernelContext &ctx,
+             KernelProfile *profile);
 
   int numStreams_;
   std::vector<BoundProgram> programs_;

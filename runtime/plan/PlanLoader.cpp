@@ -10,9 +10,9 @@
 
 namespace braid {
 
-const LoadedProgram *LoadedPlan::findProgram(std::string_view name) const {
+const LoadedProgram *LoadedPlan::program(plan::ProgramKind kind) const {
   for (const LoadedProgram &p : programs)
-    if (p.name == name)
+    if (p.kind == kind)
       return &p;
   return nullptr;
 }

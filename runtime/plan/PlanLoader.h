@@ -26,9 +26,20 @@ namespace braid {
 
 // One instruction of a program, resolved.
 struct LoadedInstruction {
-  enum class Kind { kLaunch, kRecord, kWait };
+  enum class Kind { kLaunch, kRecord, kWait, kStage, kReadback, kRepeat };
   Kind kind = Kind::kLaunch;
   uint32_t stream = 0;
+  // kLaunch: the micro-batch the kernel computes; kStage: the micro-batch
+  // whose staged values it copies.
+  int64_t microBatch = 0;
+  // kStage: the INPUT tensor; kReadback: the SCALAR tensor.
+  uint32_t tensor = 0;
+  // kReadback: the host slot.
+  uint32_t slot = 0;
+  // kRepeat: how many times the next `length` instructions run. Inside a
+  // body, microBatch and slot are those of iteration 0.
+  uint32_t count = 0;
+  uint32_t length = 0;
   // kLaunch: the kernel entry (owned by the registry), operand ids and the
   // parsed parameters.
   const KernelDef *kernel = nullptr;
@@ -44,6 +55,7 @@ struct LoadedInstruction {
 
 struct LoadedProgram {
   std::string name;
+  plan::ProgramKind kind = plan::PROGRAM_UNSPECIFIED;
   std::vector<LoadedInstruction> instructions;
 };
 
@@ -67,8 +79,9 @@ struct LoadedPlan {
   // train.precision is "bf16" (an empty precision reads as "fp32").
   bool bf16 = false;
 
-  // Null when the plan has no program of that name.
-  const LoadedProgram *findProgram(std::string_view name) const;
+  // The program of that kind; null when the plan has none (only INIT is
+  // optional).
+  const LoadedProgram *program(plan::ProgramKind kind) const;
   // The id of the tensor called `name`; nullopt when there is none.
   std::optional<uint32_t> findTensor(std::string_view name) const;
 

@@ -2,6 +2,7 @@
 // and resolved into LoadedInstructions.
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,14 @@
 namespace braid::plan_checks {
 namespace {
 
-constexpr const char *kRequiredPrograms[] = {"micro_batch", "optimizer"};
+// More readback slots than this is not a plan braidc writes (it uses one
+// per micro-batch and two more), and would size host memory by a number
+// read from a file.
+constexpr uint32_t kMaxReadbacks = (1u << 16) + 2;
+
+const char *kindName(plan::ProgramKind kind) {
+  return kind == plan::STEP ? "STEP" : "INIT";
+}
 
 const char *deviceName(Device device) {
   return device == Device::kCPU ? "CPU" : "CUDA";
@@ -101,16 +109,63 @@ absl::Status resolveLaunch(const plan::Plan &plan, const plan::Launch &launch,
   return absl::OkStatus();
 }
 
+// A Stage's tensor and micro-batch.
+// `extra`: the iterations after the first of the Repeat body the
+// instruction is in (0 outside bodies), which offset its micro-batch or
+// slot further.
+absl::Status resolveStage(const plan::Plan &plan, const plan::Stage &stage,
+                          uint32_t extra, const std::string &where,
+                          LoadedInstruction &out) {
+  out.tensor = stage.tensor();
+  out.microBatch = stage.micro_batch();
+  if (stage.tensor() >= static_cast<uint32_t>(plan.tensors_size()) ||
+      plan.tensors(stage.tensor()).kind() != plan::INPUT)
+    return refuse(absl::StrCat(where, ": stages tensor ", stage.tensor(),
+                               ", which is not an INPUT tensor"));
+  if (int64_t{stage.micro_batch()} + extra >= plan.train().num_micro_batches())
+    return refuse(absl::StrCat(
+        where, ": stages micro-batch ", int64_t{stage.micro_batch()} + extra,
+        " but a step has plan.train.num_micro_batches = ",
+        plan.train().num_micro_batches()));
+  return absl::OkStatus();
+}
+
+absl::Status resolveReadback(const plan::Plan &plan,
+                             const plan::Readback &readback, uint32_t extra,
+                             const std::string &where,
+                             LoadedInstruction &out) {
+  out.tensor = readback.tensor();
+  out.slot = readback.slot();
+  if (readback.tensor() >= static_cast<uint32_t>(plan.tensors_size()) ||
+      plan.tensors(readback.tensor()).kind() != plan::SCALAR ||
+      plan.tensors(readback.tensor()).dtype() != plan::F32 ||
+      plan.tensors(readback.tensor()).shape_size() != 0)
+    return refuse(absl::StrCat(where, ": reads back tensor ",
+                               readback.tensor(),
+                               ", which is not an f32 SCALAR tensor"));
+  if (int64_t{readback.slot()} + extra >= plan.num_readbacks())
+    return refuse(absl::StrCat(where, ": reads back into slot ",
+                               int64_t{readback.slot()} + extra,
+                               ", which is not below plan.num_readbacks = ",
+                               plan.num_readbacks()));
+  return absl::OkStatus();
+}
+
 absl::Status resolveProgram(const plan::Plan &plan, int index,
                             const KernelRegistry &registry, Device device,
                             const LoadedPlan &loaded, LoadedProgram &out) {
   const plan::Program &program = plan.programs(index);
   out.name = program.name();
+  out.kind = program.kind();
   std::string programRef = absl::StrCat("plan.programs[", index, "] (",
                                         absl::CEscape(program.name()), ")");
   // Records of each event seen so far in program order.
   std::vector<int64_t> records(plan.num_events(), 0);
   out.instructions.reserve(program.instructions_size());
+  // The Repeat body being read: its last instruction, its stream and the
+  // iterations after the first.
+  int bodyEnd = -1;
+  uint32_t bodyStream = 0, extra = 0;
   for (int i = 0; i < program.instructions_size(); ++i) {
     const plan::Instruction &inst = program.instructions(i);
     std::string where = absl::StrCat(programRef, " instruction ", i);
@@ -120,16 +175,83 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
           where, ": stream ", inst.stream(),
           " is not below plan.num_streams = ", plan.num_streams()));
     loadedInst.stream = inst.stream();
+    if (i > bodyEnd)
+      extra = 0;
+    const bool inBody = i <= bodyEnd;
+    if (inBody && inst.stream() != bodyStream)
+      return refuse(absl::StrCat(where, ": is on stream ", inst.stream(),
+                                 " inside a Repeat body on stream ",
+                                 bodyStream, "; a body runs on one stream"));
+    if (inBody && (inst.op_case() == plan::Instruction::kRecord ||
+                   inst.op_case() == plan::Instruction::kWait ||
+                   inst.op_case() == plan::Instruction::kRepeat))
+      return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
+                                        "stages and readbacks only"));
     switch (inst.op_case()) {
     case plan::Instruction::kLaunch:
       where = absl::StrCat(where, " (kernel ",
                            absl::CEscape(inst.launch().kernel()), ")");
       loadedInst.kind = LoadedInstruction::Kind::kLaunch;
+      loadedInst.microBatch = inst.launch().micro_batch();
+      if (int64_t{inst.launch().micro_batch()} + extra >=
+          (program.kind() == plan::STEP ? plan.train().num_micro_batches()
+                                        : 1))
+        return refuse(absl::StrCat(
+            where, ": computes micro-batch ",
+            int64_t{inst.launch().micro_batch()} + extra,
+            program.kind() == plan::STEP
+                ? absl::StrCat(" but a step has plan.train.num_micro_batches"
+                               " = ",
+                               plan.train().num_micro_batches())
+                : std::string(" but INIT computes no micro-batch (0)")));
       if (absl::Status s = resolveLaunch(plan, inst.launch(), registry, device,
                                          loaded, where, loadedInst);
           !s.ok())
         return s;
       break;
+    case plan::Instruction::kStage:
+    case plan::Instruction::kReadback: {
+      if (program.kind() != plan::STEP)
+        return refuse(absl::StrCat(where, ": only the STEP program stages "
+                                          "inputs and reads back scalars"));
+      const bool stage = inst.op_case() == plan::Instruction::kStage;
+      loadedInst.kind = stage ? LoadedInstruction::Kind::kStage
+                              : LoadedInstruction::Kind::kReadback;
+      if (absl::Status s =
+              stage ? resolveStage(plan, inst.stage(), extra, where,
+                                   loadedInst)
+                    : resolveReadback(plan, inst.readback(), extra, where,
+                                      loadedInst);
+          !s.ok())
+        return s;
+      break;
+    }
+    case plan::Instruction::kRepeat: {
+      const plan::Repeat &repeat = inst.repeat();
+      loadedInst.kind = LoadedInstruction::Kind::kRepeat;
+      loadedInst.count = repeat.count();
+      loadedInst.length = repeat.length();
+      if (program.kind() != plan::STEP)
+        return refuse(absl::StrCat(where, ": only the STEP program repeats "
+                                          "instructions"));
+      if (repeat.count() == 0 ||
+          repeat.count() > plan.train().num_micro_batches())
+        return refuse(absl::StrCat(
+            where, ": repeats ", repeat.count(),
+            " times; a Repeat runs 1 to plan.train.num_micro_batches = ",
+            plan.train().num_micro_batches(), " times"));
+      if (repeat.length() == 0 ||
+          repeat.length() >= static_cast<uint32_t>(
+                                 program.instructions_size() - i))
+        return refuse(absl::StrCat(
+            where, ": a body of ", repeat.length(), " instructions, but ",
+            program.instructions_size() - i - 1,
+            " follow; a body has at least one"));
+      bodyEnd = i + static_cast<int>(repeat.length());
+      bodyStream = inst.stream();
+      extra = repeat.count() - 1;
+      break;
+    }
     case plan::Instruction::kRecord:
       loadedInst.kind = LoadedInstruction::Kind::kRecord;
       loadedInst.event = inst.record().event();
@@ -155,10 +277,174 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       break;
     default:
       return refuse(absl::StrCat(
-          where, ": the instruction has no operation (launch, record or "
-                 "wait)"));
+          where, ": the instruction has no operation (launch, record, wait, "
+                 "stage, readback or repeat)"));
     }
     out.instructions.push_back(std::move(loadedInst));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
+namespace {
+
+// Calls fn(instruction, iteration) for every instruction as it runs: the
+// instructions of a Repeat body once per iteration, the others once (with
+// iteration 0). Stops at the first error fn returns.
+template <typename Fn>
+absl::Status forEachRun(const LoadedProgram &program, Fn fn) {
+  const auto &insts = program.instructions;
+  for (size_t i = 0; i < insts.size(); ++i) {
+    if (insts[i].kind != LoadedInstruction::Kind::kRepeat) {
+      if (absl::Status s = fn(insts[i], 0); !s.ok())
+        return s;
+      continue;
+    }
+    const size_t begin = i + 1, end = begin + insts[i].length;
+    for (uint32_t it = 0; it < insts[i].count; ++it)
+      for (size_t k = begin; k < end; ++k)
+        if (absl::Status s = fn(insts[k], it); !s.ok())
+          return s;
+    i = end - 1;
+  }
+  return absl::OkStatus();
+}
+
+// A Repeat body's transients are its own: each is written in the body
+// before the body reads it (no value carries from one iteration to the
+// next), and no instruction outside the body uses it. Then one pass over
+// the body is the lifetime of every iteration, which the arena checks
+// follow.
+absl::Status checkRepeatBodies(const plan::Plan &plan,
+                               const LoadedProgram &program) {
+  const auto &insts = program.instructions;
+  auto isTransient = [&](uint32_t id) {
+    return plan.tensors(id).kind() == plan::ACTIVATION;
+  };
+  absl::flat_hash_map<uint32_t, size_t> bodyOf; // tensor -> Repeat index
+  for (size_t i = 0; i < insts.size(); ++i) {
+    if (insts[i].kind != LoadedInstruction::Kind::kRepeat)
+      continue;
+    absl::flat_hash_set<uint32_t> written;
+    const size_t end = i + 1 + insts[i].length;
+    for (size_t k = i + 1; k < end; ++k) {
+      for (uint32_t id : insts[k].inputs)
+        if (isTransient(id) && !written.contains(id))
+          return refuse(absl::StrCat(
+              "plan.programs (", program.name, ") instruction ", k,
+              ": reads ", tensorRef(plan, id),
+              " before its Repeat body writes it, so a value would carry "
+              "from one iteration into the next"));
+      for (uint32_t id : insts[k].outputs)
+        if (isTransient(id)) {
+          written.insert(id);
+          bodyOf[id] = i;
+        }
+    }
+    i = end - 1;
+  }
+  for (size_t i = 0; i < insts.size(); ++i) {
+    if (insts[i].kind == LoadedInstruction::Kind::kRepeat) {
+      i += insts[i].length;
+      continue;
+    }
+    for (const auto *ids : {&insts[i].inputs, &insts[i].outputs})
+      for (uint32_t id : *ids)
+        if (bodyOf.contains(id))
+          return refuse(absl::StrCat(
+              "plan.programs (", program.name, ") instruction ", i,
+              ": uses ", tensorRef(plan, id), ", a transient of the Repeat "
+              "body at instruction ", bodyOf[id],
+              "; a body's transients are used inside it only"));
+  }
+  return absl::OkStatus();
+}
+
+// Every micro-batch stages every INPUT tensor exactly once.
+absl::Status checkStaging(const plan::Plan &plan, const LoadedProgram &step) {
+  const int64_t numMicro = plan.train().num_micro_batches();
+  absl::flat_hash_map<std::pair<uint32_t, int64_t>, int> staged;
+  absl::Status twice = forEachRun(
+      step, [&](const LoadedInstruction &inst, uint32_t it) -> absl::Status {
+        if (inst.kind != LoadedInstruction::Kind::kStage)
+          return absl::OkStatus();
+        const int64_t m = inst.microBatch + it;
+        if (++staged[{inst.tensor, m}] > 1)
+          return refuse(absl::StrCat("the STEP program stages ",
+                                     tensorRef(plan, inst.tensor),
+                                     " for micro-batch ", m, " twice"));
+        return absl::OkStatus();
+      });
+  if (!twice.ok())
+    return twice;
+  for (int id = 0; id < plan.tensors_size(); ++id) {
+    if (plan.tensors(id).kind() != plan::INPUT)
+      continue;
+    for (int64_t m = 0; m < numMicro; ++m)
+      if (!staged.contains({static_cast<uint32_t>(id), m}))
+        return refuse(absl::StrCat(
+            "the STEP program never stages ", tensorRef(plan, id),
+            " for micro-batch ", m, ": every micro-batch reads its own "
+            "inputs"));
+  }
+  return absl::OkStatus();
+}
+
+// Each slot is filled once, and the plan's readback fields name slots
+// holding the scalars they say.
+absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step) {
+  if (plan.num_readbacks() > kMaxReadbacks)
+    return refuse(absl::StrCat("plan.num_readbacks is ", plan.num_readbacks(),
+                               "; a plan has at most ", kMaxReadbacks));
+  std::vector<int64_t> tensorOfSlot(plan.num_readbacks(), -1);
+  absl::Status twice = forEachRun(
+      step, [&](const LoadedInstruction &inst, uint32_t it) -> absl::Status {
+        if (inst.kind != LoadedInstruction::Kind::kReadback)
+          return absl::OkStatus();
+        const uint32_t slot = inst.slot + it;
+        if (tensorOfSlot[slot] >= 0)
+          return refuse(absl::StrCat(
+              "the STEP program reads back into slot ", slot, " twice"));
+        tensorOfSlot[slot] = inst.tensor;
+        return absl::OkStatus();
+      });
+  if (!twice.ok())
+    return twice;
+  for (uint32_t slot = 0; slot < plan.num_readbacks(); ++slot)
+    if (tensorOfSlot[slot] < 0)
+      return refuse(absl::StrCat("readback slot ", slot, " of ",
+                                 plan.num_readbacks(),
+                                 " is never filled by the STEP program"));
+  if (plan.loss_readbacks_size() != plan.train().num_micro_batches())
+    return refuse(absl::StrCat(
+        "plan.loss_readbacks has ", plan.loss_readbacks_size(),
+        " slots but a step has plan.train.num_micro_batches = ",
+        plan.train().num_micro_batches(), ": one loss per micro-batch"));
+  std::vector<std::pair<std::string, uint32_t>> fields;
+  for (int m = 0; m < plan.loss_readbacks_size(); ++m)
+    fields.push_back({absl::StrCat("loss_readbacks[", m, "]"),
+                      plan.loss_readbacks(m)});
+  fields.push_back({"grad_norm_readback", plan.grad_norm_readback()});
+  fields.push_back({"step_skipped_readback", plan.step_skipped_readback()});
+  absl::flat_hash_set<uint32_t> used;
+  for (size_t k = 0; k < fields.size(); ++k) {
+    const auto &[field, slot] = fields[k];
+    const uint32_t want = k + 2 < fields.size()   ? plan.loss_tensor()
+                          : k + 2 == fields.size() ? plan.grad_norm_tensor()
+                                                   : plan.step_skipped_tensor();
+    if (slot >= plan.num_readbacks())
+      return refuse(absl::StrCat("plan.", field, " is slot ", slot,
+                                 ", which is not below plan.num_readbacks = ",
+                                 plan.num_readbacks()));
+    if (!used.insert(slot).second)
+      return refuse(absl::StrCat("plan.", field, " is slot ", slot,
+                                 ", which another readback field names too"));
+    if (tensorOfSlot[slot] != want)
+      return refuse(absl::StrCat(
+          "plan.", field, " is slot ", slot, ", but the STEP program reads ",
+          tensorRef(plan, static_cast<uint32_t>(tensorOfSlot[slot])),
+          " into it, not ", tensorRef(plan, want)));
   }
   return absl::OkStatus();
 }
@@ -169,33 +455,50 @@ absl::Status checkPrograms(const plan::Plan &plan,
                            const KernelRegistry &registry, Device device,
                            LoadedPlan &loaded) {
   absl::flat_hash_set<std::string> names;
+  const LoadedProgram *step = nullptr;
+  const LoadedProgram *init = nullptr;
   loaded.programs.resize(plan.programs_size());
   for (int p = 0; p < plan.programs_size(); ++p) {
-    const std::string &name = plan.programs(p).name();
+    const plan::Program &program = plan.programs(p);
+    const std::string &name = program.name();
     if (name.empty())
       return refuse(absl::StrCat("plan.programs[", p, "] has no name"));
     if (!names.insert(name).second)
       return refuse(absl::StrCat("plan.programs[", p,
                                  "]: a second program named \"",
                                  absl::CEscape(name), "\""));
+    if (program.kind() != plan::STEP && program.kind() != plan::INIT)
+      return refuse(absl::StrCat("plan.programs[", p, "] (",
+                                 absl::CEscape(name),
+                                 ") has kind ", program.kind(),
+                                 ", neither STEP nor INIT"));
+    const LoadedProgram *&slot = program.kind() == plan::STEP ? step : init;
+    if (slot != nullptr)
+      return refuse(absl::StrCat("plan.programs[", p, "] (",
+                                 absl::CEscape(name), ") is a second ",
+                                 kindName(program.kind()),
+                                 " program; a plan has one"));
     if (absl::Status s = resolveProgram(plan, p, registry, device, loaded,
                                         loaded.programs[p]);
         !s.ok())
       return s;
+    slot = &loaded.programs[p];
   }
-  for (const char *required : kRequiredPrograms) {
-    if (!names.contains(required))
-      return refuse(absl::StrCat("the plan has no program named \"", required,
-                                 "\": it is required"));
-  }
-  // The weight copies start as zeros: "init" must fill them before the
-  // first micro-batch reads them.
-  if (!loaded.weightCopies.empty() && !names.contains("init"))
+  if (step == nullptr)
+    return refuse("the plan has no STEP program: it is required");
+  if (absl::Status s = checkRepeatBodies(plan, *step); !s.ok())
+    return s;
+  if (absl::Status s = checkStaging(plan, *step); !s.ok())
+    return s;
+  if (absl::Status s = checkReadbacks(plan, *step); !s.ok())
+    return s;
+  // The weight copies start as zeros: INIT must fill them before the
+  // first step reads them.
+  if (!loaded.weightCopies.empty() && init == nullptr)
     return refuse(absl::StrCat(
         "the plan has ", loaded.weightCopies.size(),
-        " WEIGHT_COPY tensors but no program named \"init\": one is "
-        "required to fill them from the parameters before the first "
-        "micro-batch"));
+        " WEIGHT_COPY tensors but no INIT program: one is required to fill "
+        "them from the parameters before the first step"));
   return absl::OkStatus();
 }
 

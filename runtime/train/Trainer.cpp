@@ -85,9 +85,9 @@ absl::Status Trainer::initialise() {
 }
 
 absl::Status Trainer::runInit() {
-  if (plan_.findProgram("init") == nullptr)
+  if (plan_.program(plan::INIT) == nullptr)
     return absl::OkStatus();
-  return device_->run("init", values(stepsDone_ + 1, 0));
+  return device_->run(plan::INIT, values(stepsDone_ + 1));
 }
 
 int64_t Trainer::tokensPerStep() const {
@@ -95,22 +95,23 @@ int64_t Trainer::tokensPerStep() const {
   return t.micro_batch_size() * t.num_micro_batches() * t.seq_len();
 }
 
-StepValues Trainer::values(int64_t step, int64_t microBatch) const {
+StepValues Trainer::values(int64_t step) const {
   StepValues v;
   v.step = step;
   v.update = step - skippedSteps_;
-  v.microBatch = microBatch;
   v.lr = schedule_.at(step);
   v.seed = plan_.proto.train().seed();
   return v;
 }
 
-absl::Status Trainer::fillInputs(int64_t firstSample) {
+absl::Status Trainer::fillInputs(int64_t microBatch, int64_t firstSample) {
   const plan::TrainConfig &t = plan_.proto.train();
-  absl::StatusOr<absl::Span<uint8_t>> tokens = device_->stageInput(plan_.tokens);
+  absl::StatusOr<absl::Span<uint8_t>> tokens =
+      device_->stageInput(plan_.tokens, microBatch);
   if (!tokens.ok())
     return tokens.status();
-  absl::StatusOr<absl::Span<uint8_t>> labels = device_->stageInput(plan_.labels);
+  absl::StatusOr<absl::Span<uint8_t>> labels =
+      device_->stageInput(plan_.labels, microBatch);
   if (!labels.ok())
     return labels.status();
   if (absl::Status s =
@@ -121,7 +122,7 @@ absl::Status Trainer::fillInputs(int64_t firstSample) {
     return s;
   if (plan_.positions) {
     absl::StatusOr<absl::Span<uint8_t>> staged =
-        device_->stageInput(*plan_.positions);
+        device_->stageInput(*plan_.positions, microBatch);
     if (!staged.ok())
       return staged.status();
     int32_t *pos = reinterpret_cast<int32_t *>(staged->data());
@@ -132,78 +133,34 @@ absl::Status Trainer::fillInputs(int64_t firstSample) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> Trainer::runMicroBatches() {
-  if (gradientsPending_)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the micro-batches of step ", stepsDone_ + 1,
-        " already ran: call optimizerStep() before running them again"));
+absl::StatusOr<StepResult> Trainer::trainStep() {
   if (stepsDone_ >= totalSteps_)
     return absl::FailedPreconditionError(
         absl::StrCat("training is complete: ", stepsDone_, " of ", totalSteps_,
                      " steps are done"));
   const plan::TrainConfig &t = plan_.proto.train();
-  const int64_t step = stepsDone_ + 1;
-  // Each loss is asked for after its run and all are collected at the end,
-  // so a GPU never waits between micro-batches.
-  for (int64_t m = 0; m < t.num_micro_batches(); ++m) {
-    if (absl::Status s = fillInputs(cursor_ + m * t.micro_batch_size());
-        !s.ok())
-      return s;
-    if (absl::Status s = device_->run("micro_batch", values(step, m)); !s.ok())
-      return s;
-    if (absl::Status s = device_->requestScalar(plan_.proto.loss_tensor());
-        !s.ok())
-      return s;
-  }
-  absl::StatusOr<std::vector<float>> losses = device_->collectScalars();
-  if (!losses.ok())
-    return losses.status();
-  double sum = 0;
-  for (float loss : *losses)
-    sum += loss;
-  gradientsPending_ = true;
-  return sum / static_cast<double>(t.num_micro_batches());
-}
-
-absl::StatusOr<UpdateResult> Trainer::optimizerStep() {
-  if (!gradientsPending_)
-    return absl::FailedPreconditionError(
-        absl::StrCat("there are no gradients for step ", stepsDone_ + 1,
-                     ": call runMicroBatches() first"));
-  const plan::TrainConfig &t = plan_.proto.train();
-  if (absl::Status s = device_->run("optimizer", values(stepsDone_ + 1, 0));
-      !s.ok())
-    return s;
-  for (uint32_t id :
-       {plan_.proto.grad_norm_tensor(), plan_.proto.step_skipped_tensor()})
-    if (absl::Status s = device_->requestScalar(id); !s.ok())
-      return s;
-  absl::StatusOr<std::vector<float>> scalars = device_->collectScalars();
-  if (!scalars.ok())
-    return scalars.status();
-  UpdateResult result;
-  result.gradNorm = (*scalars)[0];
-  result.skipped = (*scalars)[1] != 0;
-  gradientsPending_ = false;
-  ++stepsDone_;
-  skippedSteps_ += result.skipped ? 1 : 0;
-  cursor_ += t.num_micro_batches() * t.micro_batch_size();
-  return result;
-}
-
-absl::StatusOr<StepResult> Trainer::trainStep() {
   StepResult result;
   result.step = stepsDone_ + 1;
   result.lr = schedule_.at(result.step);
-  absl::StatusOr<double> loss = runMicroBatches();
-  if (!loss.ok())
-    return loss.status();
-  absl::StatusOr<UpdateResult> update = optimizerStep();
-  if (!update.ok())
-    return update.status();
-  result.loss = *loss;
-  result.gradNorm = update->gradNorm;
-  result.skipped = update->skipped;
+  for (int64_t m = 0; m < t.num_micro_batches(); ++m)
+    if (absl::Status s = fillInputs(m, cursor_ + m * t.micro_batch_size());
+        !s.ok())
+      return s;
+  if (absl::Status s = device_->run(plan::STEP, values(result.step)); !s.ok())
+    return s;
+  absl::StatusOr<std::vector<float>> slots = device_->readbacks();
+  if (!slots.ok())
+    return slots.status();
+  const plan::Plan &p = plan_.proto;
+  double sum = 0;
+  for (uint32_t slot : p.loss_readbacks())
+    sum += (*slots)[slot];
+  result.loss = sum / static_cast<double>(t.num_micro_batches());
+  result.gradNorm = (*slots)[p.grad_norm_readback()];
+  result.skipped = (*slots)[p.step_skipped_readback()] != 0;
+  ++stepsDone_;
+  skippedSteps_ += result.skipped ? 1 : 0;
+  cursor_ += t.num_micro_batches() * t.micro_batch_size();
   return result;
 }
 
@@ -309,9 +266,6 @@ private:
 
 absl::StatusOr<std::string>
 Trainer::saveCheckpoint(const std::string &rootDir) {
-  if (gradientsPending_)
-    return absl::FailedPreconditionError(
-        "cannot save in the middle of a step: call optimizerStep() first");
   CheckpointState state;
   state.step = stepsDone_;
   state.dataCursor = cursor_;
@@ -400,7 +354,6 @@ Trainer::resume(const std::string &dir,
   if (absl::Status s = device_->zero(lossSum.offset(), lossSum.size_bytes());
       !s.ok())
     return s;
-  gradientsPending_ = false;
   stepsDone_ = state.step;
   cursor_ = state.dataCursor;
   skippedSteps_ = state.skippedSteps;

@@ -2,16 +2,15 @@
 // data and the optimizer-step bookkeeping, without any printing. braid-run
 // drives it through runTraining (TrainingLoop.h); tests drive it directly.
 //
-// One optimizer step t (1-based) is: for each micro-batch m, fill the INPUT
-// tensors with samples cursor + m * B .. cursor + m * B + B - 1, run
-// "micro_batch" with StepValues{t, m, lr(t), seed} and read the loss; then
-// run "optimizer" with the same values and read the gradient norm and
-// whether the optimizer applied the update: a step whose loss or gradient
-// norm is not finite is refused on the device (the plan's step_guard), so
-// the parameters and moments stay as they were. A plan
-// with an "init" program (BF16 plans: it casts the masters to their weight
-// copies) has it run once after the parameters are initialised, and again
-// after every resume.
+// One optimizer step t (1-based) is: for each micro-batch m, stage the
+// inputs of samples cursor + m * B .. cursor + m * B + B - 1; run the plan's
+// STEP program once with StepValues{t, lr(t), seed}; read back every
+// micro-batch's loss, the gradient norm and whether the optimizer applied
+// the update: a step whose loss or gradient norm is not finite is refused
+// on the device (the plan's step_guard), so the parameters and moments
+// stay as they were. A plan with an INIT program (BF16 plans: it casts the
+// masters to their weight copies) has it run once after the parameters
+// are initialised, and again after every resume.
 //
 // Every byte goes through the DeviceBackend (runtime/device), so the same
 // code trains on the CPU and on a GPU; the plan's device (LoadedPlan::device)
@@ -47,19 +46,13 @@ struct TrainerOptions {
   bool cudaGraphs = true;
 };
 
-// What the optimizer program reported.
-struct UpdateResult {
-  float gradNorm = 0;
-  // The loss or the gradient norm was not finite, so nothing was updated.
-  bool skipped = false;
-};
-
 struct StepResult {
   int64_t step = 0; // the step just completed (1-based)
   double loss = 0;  // mean of the micro-batch losses
   double lr = 0;
   float gradNorm = 0;
-  bool skipped = false; // UpdateResult::skipped
+  // The loss or the gradient norm was not finite, so nothing was updated.
+  bool skipped = false;
 };
 
 // What resume() restored, and what it changed with the user's leave.
@@ -74,7 +67,7 @@ class Trainer {
 public:
   // Creates the device of plan.device (allocating the arena and binding the
   // programs), initialises the parameters (docs/numerics.md) and runs the
-  // "init" program when the plan has one. The plan's kernel registry must
+  // INIT program when the plan has one. The plan's kernel registry must
   // outlive the trainer. Fails when the device or the arena is unavailable
   // or the data is too short for one window.
   static absl::StatusOr<std::unique_ptr<Trainer>>
@@ -104,16 +97,12 @@ public:
   // Times every kernel launch into `profile` from now on (null to stop).
   void setProfile(KernelProfile *profile) { device_->setProfile(profile); }
 
-  // Forward and backward of every micro-batch of the next step, leaving the
-  // accumulated gradients in the arena; returns the mean loss.
-  // FailedPrecondition when called twice without optimizerStep() between,
-  // or when all totalSteps() steps are done.
-  absl::StatusOr<double> runMicroBatches();
-  // Clipping and AdamW for the step whose gradients runMicroBatches() left,
-  // unless its loss or gradient norm is not finite. The step counts as done
-  // either way. FailedPrecondition without gradients.
-  absl::StatusOr<UpdateResult> optimizerStep();
-  // runMicroBatches() then optimizerStep().
+  // The next optimizer step: stages every micro-batch's inputs, runs the
+  // plan's STEP program once (forward and backward of each micro-batch,
+  // then clipping and AdamW unless the loss or the gradient norm is not
+  // finite) and reads back its losses and norm. The step counts as done
+  // either way. Its gradients stay in the arena until the next step starts.
+  // FailedPrecondition when all totalSteps() steps are done.
   absl::StatusOr<StepResult> trainStep();
 
   // The bytes of the tensor called `name`, in place; NotFound when the plan
@@ -126,8 +115,7 @@ public:
   absl::StatusOr<std::vector<uint8_t>> readTensor(std::string_view name);
 
   // Saves the state after stepsDone() steps under `rootDir` and returns the
-  // checkpoint directory. FailedPrecondition between runMicroBatches() and
-  // optimizerStep().
+  // checkpoint directory.
   absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir);
   // Restores the state saved in `dir` (a checkpoint directory, or a
   // directory of them, whose latest is used). Refuses, leaving the trainer
@@ -144,11 +132,12 @@ public:
 private:
   Trainer(LoadedPlan plan, DataLoader data, const TrainerOptions &options,
           int64_t totalSteps);
-  StepValues values(int64_t step, int64_t microBatch) const;
-  absl::Status fillInputs(int64_t firstSample);
-  // Writes the initial parameters and runs "init".
+  StepValues values(int64_t step) const;
+  // Stages micro-batch `microBatch`'s inputs, from sample `firstSample` on.
+  absl::Status fillInputs(int64_t microBatch, int64_t firstSample);
+  // Writes the initial parameters and runs INIT.
   absl::Status initialise();
-  // Runs "init" when the plan has it (after initialisation or a restore).
+  // Runs INIT when the plan has it (after initialisation or a restore).
   absl::Status runInit();
   // The persistent tensors a checkpoint holds, copied into (or out of) a
   // host image of the arena laid out like it; only those bytes are valid.
@@ -166,8 +155,6 @@ private:
   int64_t cursor_ = 0;
   int64_t skippedSteps_ = 0;
   std::string lastCheckpoint_;
-  // runMicroBatches() ran and optimizerStep() has not yet.
-  bool gradientsPending_ = false;
 };
 
 } // namespace braid

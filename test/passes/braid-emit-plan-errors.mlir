@@ -31,7 +31,7 @@ module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
   sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
   // expected-error @+1 {{uses a buffer that is neither a global nor an alloc}}
-  sched.program @micro_batch {
+  sched.program @step {
     %b = "test.buffer"() : () -> memref<4xf32>
     sched.launch "fill" on 0 outs(%b : memref<4xf32>)
   }
@@ -45,7 +45,7 @@ module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
   sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
-  sched.program @micro_batch {
+  sched.program @step {
     %l = sched.get_global @loss : memref<f32>
     // expected-error @+1 {{parameter 'value' is neither an integer nor a float}}
     sched.launch "fill" on 0 outs(%l : memref<f32>) params {value = "zero"}
@@ -121,4 +121,17 @@ module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
   sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
+}
+
+// -----
+
+// The runtime runs programs by kind: @step and @init.
+module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
+  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
+  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
+  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
+  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
+  // expected-error @+1 {{is neither @step nor @init, the programs a plan runs}}
+  sched.program @warm_up {
+  }
 }

@@ -5,7 +5,7 @@
 // A planned module (braid-plan-memory output) becomes a plan: settings
 // copied, globals first as tensors with their ids, then each program's
 // allocs as activations named after the launch that writes them.
-// CHECK: format_version: 2
+// CHECK: format_version: 3
 // CHECK: name: "tiny"
 // CHECK: model {
 // CHECK: family: "llama"
@@ -32,13 +32,24 @@
 // CHECK: kind: INPUT
 // CHECK: role: TOKENS
 // CHECK: id: 18
-// CHECK-NEXT: name: "micro_batch/embedding#0.out0"
+// CHECK-NEXT: name: "step/embedding#0.out0"
 // CHECK: kind: ACTIVATION
 // CHECK-NEXT: offset: 4608
 // CHECK-NEXT: size_bytes: 256
+// The step: its micro-batch once, in a Repeat of 4 whose body is the 2
+// stages, 12 launches and the loss readback; then the optimizer and the
+// readbacks of the norm and the flag.
 // CHECK: programs {
-// CHECK-NEXT: name: "micro_batch"
+// CHECK-NEXT: name: "step"
 // CHECK-NEXT: instructions {
+// CHECK-NEXT: repeat {
+// CHECK-NEXT: count: 4
+// CHECK-NEXT: length: 15
+// CHECK: stage {
+// CHECK-NEXT: tensor: 12
+// CHECK: stage {
+// CHECK-NEXT: tensor: 13
+// CHECK: instructions {
 // CHECK-NEXT: launch {
 // CHECK-NEXT: kernel: "embedding"
 // CHECK-NEXT: inputs: 0
@@ -51,9 +62,14 @@
 // CHECK: kernel: "linear_grad_weight"
 // CHECK: name: "accumulate"
 // CHECK-NEXT: i: 1
-// CHECK: name: "optimizer"
+// CHECK: readback {
+// CHECK-NEXT: tensor: 14
 // CHECK: kernel: "grad_norm"
 // CHECK: kernel: "adamw"
+// CHECK: readback {
+// CHECK-NEXT: tensor: 15
+// CHECK-NEXT: slot: 4
+// CHECK: kind: STEP
 // CHECK: num_streams: 1
 // CHECK: memory {
 // CHECK: arena_bytes: 5312
@@ -61,6 +77,11 @@
 // CHECK: grad_norm_tensor: 15
 // CHECK: loss_sum_tensor: 16
 // CHECK: step_skipped_tensor: 17
+// CHECK: num_readbacks: 6
+// CHECK: loss_readbacks: 0
+// CHECK: loss_readbacks: 3
+// CHECK: grad_norm_readback: 4
+// CHECK: step_skipped_readback: 5
 
 // FORMAT: braid-emit-plan: unknown format 'json'; use binary or text
 module attributes {braid.model = {family = "llama", ffn_hidden_size = 8 : i64, flops_per_token = 1.200000e+03 : f64, hidden_size = 8 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, num_layers = 1 : i64, num_parameters = 200 : i64, vocab_size = 16 : i64}, braid.name = "tiny", braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decay = "cosine", eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, lr = 1.000000e-03 : f64, micro_batch_size = 2 : i64, min_lr = 1.000000e-04 : f64, num_micro_batches = 4 : i64, seed = 7 : i64, seq_len = 4 : i64, steps = 10 : i64, warmup_steps = 2 : i64, weight_decay = 1.000000e-01 : f64}, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5312 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
@@ -82,60 +103,70 @@ module attributes {braid.model = {family = "llama", ffn_hidden_size = 8 : i64, f
   sched.global @grad_norm "scalar" : memref<f32> offset(3520) info {role = "grad_norm"}
   sched.global @loss_sum "scalar" : memref<f32> offset(5184) info {role = "loss_sum"}
   sched.global @step_skipped "scalar" : memref<f32> offset(5248) info {role = "step_skipped"}
-  sched.program @micro_batch {
-    %0 = sched.get_global @table : memref<16x8xf32>
-    %1 = sched.get_global @w : memref<8x8xf32>
-    %2 = sched.get_global @b : memref<8xf32>
-    %3 = sched.get_global @tokens : memref<2x4xi32>
-    %4 = sched.get_global @labels : memref<2x4xi32>
-    %5 = sched.alloc offset(4608) : memref<2x4x8xf32>
-    sched.launch "embedding" on 0 ins(%0, %3 : memref<16x8xf32>, memref<2x4xi32>) outs(%5 : memref<2x4x8xf32>)
-    %6 = sched.alloc offset(3584) : memref<2x4x8xf32>
-    sched.launch "linear" on 0 ins(%5, %1, %2 : memref<2x4x8xf32>, memref<8x8xf32>, memref<8xf32>) outs(%6 : memref<2x4x8xf32>)
-    %7 = sched.alloc offset(4864) : memref<2x4x8xf32>
-    sched.launch "add" on 0 ins(%5, %6 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%7 : memref<2x4x8xf32>)
-    %8 = sched.alloc offset(3584) : memref<2x4x16xf32>
-    sched.launch "linear" on 0 ins(%7, %0 : memref<2x4x8xf32>, memref<16x8xf32>) outs(%8 : memref<2x4x16xf32>)
-    %9 = sched.get_global @loss : memref<f32>
-    %10 = sched.alloc offset(5120) : memref<2x4xf32>
-    sched.launch "cross_entropy" on 0 ins(%8, %4 : memref<2x4x16xf32>, memref<2x4xi32>) outs(%9, %10 : memref<f32>, memref<2x4xf32>)
-    %11 = sched.alloc offset(4096) : memref<2x4x16xf32>
-    sched.launch "cross_entropy_grad_input" on 0 ins(%8, %4, %10 : memref<2x4x16xf32>, memref<2x4xi32>, memref<2x4xf32>) outs(%11 : memref<2x4x16xf32>) params {scale = 2.500000e-01 : f64}
-    %12 = sched.alloc offset(3584) : memref<2x4x8xf32>
-    sched.launch "linear_grad_input" on 0 ins(%11, %0 : memref<2x4x16xf32>, memref<16x8xf32>) outs(%12 : memref<2x4x8xf32>)
-    %13 = sched.get_global @table.grad : memref<16x8xf32>
-    sched.launch "linear_grad_weight" on 0 ins(%11, %7 : memref<2x4x16xf32>, memref<2x4x8xf32>) outs(%13 : memref<16x8xf32>) params {accumulate = 1 : i64}
-    %14 = sched.alloc offset(3840) : memref<2x4x8xf32>
-    sched.launch "linear_grad_input" on 0 ins(%12, %1 : memref<2x4x8xf32>, memref<8x8xf32>) outs(%14 : memref<2x4x8xf32>)
-    %15 = sched.alloc offset(4096) : memref<2x4x8xf32>
-    sched.launch "add" on 0 ins(%12, %14 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%15 : memref<2x4x8xf32>)
-    %16 = sched.get_global @w.grad : memref<8x8xf32>
-    %17 = sched.get_global @b.grad : memref<8xf32>
-    sched.launch "linear_grad_weight" on 0 ins(%12, %5 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%16, %17 : memref<8x8xf32>, memref<8xf32>) params {accumulate = 1 : i64}
-    %18 = sched.get_global @table.grad : memref<16x8xf32>
-    sched.launch "embedding_grad_weight" on 0 ins(%15, %3 : memref<2x4x8xf32>, memref<2x4xi32>) outs(%18 : memref<16x8xf32>) params {accumulate = 1 : i64}
-  }
-  sched.program @optimizer {
-    %0 = sched.get_global @table.grad : memref<16x8xf32>
-    %1 = sched.get_global @w.grad : memref<8x8xf32>
-    %2 = sched.get_global @b.grad : memref<8xf32>
-    %3 = sched.get_global @grad_norm : memref<f32>
-    sched.launch "grad_norm" on 0 ins(%0, %1, %2 : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>) outs(%3 : memref<f32>)
-    %4 = sched.get_global @table : memref<16x8xf32>
-    %5 = sched.get_global @table.exp_avg : memref<16x8xf32>
-    %6 = sched.get_global @table.exp_avg_sq : memref<16x8xf32>
-    sched.launch "adamw" on 0 ins(%0, %3 : memref<16x8xf32>, memref<f32>) outs(%4, %5, %6 : memref<16x8xf32>, memref<16x8xf32>, memref<16x8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
-    %7 = sched.get_global @w : memref<8x8xf32>
-    %8 = sched.get_global @w.exp_avg : memref<8x8xf32>
-    %9 = sched.get_global @w.exp_avg_sq : memref<8x8xf32>
-    sched.launch "adamw" on 0 ins(%1, %3 : memref<8x8xf32>, memref<f32>) outs(%7, %8, %9 : memref<8x8xf32>, memref<8x8xf32>, memref<8x8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
-    %10 = sched.get_global @b : memref<8xf32>
-    %11 = sched.get_global @b.exp_avg : memref<8xf32>
-    %12 = sched.get_global @b.exp_avg_sq : memref<8xf32>
-    sched.launch "adamw" on 0 ins(%2, %3 : memref<8xf32>, memref<f32>) outs(%10, %11, %12 : memref<8xf32>, memref<8xf32>, memref<8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64}
-    sched.launch "fill" on 0 outs(%0 : memref<16x8xf32>) params {value = 0.000000e+00 : f64}
-    sched.launch "fill" on 0 outs(%1 : memref<8x8xf32>) params {value = 0.000000e+00 : f64}
-    sched.launch "fill" on 0 outs(%2 : memref<8xf32>) params {value = 0.000000e+00 : f64}
+  sched.program @step {
+    sched.repeat 4 {
+      %t = sched.get_global @tokens : memref<2x4xi32>
+      sched.stage %t micro_batch 0 on 0 : memref<2x4xi32>
+      %l = sched.get_global @labels : memref<2x4xi32>
+      sched.stage %l micro_batch 0 on 0 : memref<2x4xi32>
+      %0 = sched.get_global @table : memref<16x8xf32>
+      %1 = sched.get_global @w : memref<8x8xf32>
+      %2 = sched.get_global @b : memref<8xf32>
+      %3 = sched.get_global @tokens : memref<2x4xi32>
+      %4 = sched.get_global @labels : memref<2x4xi32>
+      %5 = sched.alloc offset(4608) : memref<2x4x8xf32>
+      sched.launch "embedding" on 0 ins(%0, %3 : memref<16x8xf32>, memref<2x4xi32>) outs(%5 : memref<2x4x8xf32>)
+      %6 = sched.alloc offset(3584) : memref<2x4x8xf32>
+      sched.launch "linear" on 0 ins(%5, %1, %2 : memref<2x4x8xf32>, memref<8x8xf32>, memref<8xf32>) outs(%6 : memref<2x4x8xf32>)
+      %7 = sched.alloc offset(4864) : memref<2x4x8xf32>
+      sched.launch "add" on 0 ins(%5, %6 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%7 : memref<2x4x8xf32>)
+      %8 = sched.alloc offset(3584) : memref<2x4x16xf32>
+      sched.launch "linear" on 0 ins(%7, %0 : memref<2x4x8xf32>, memref<16x8xf32>) outs(%8 : memref<2x4x16xf32>)
+      %9 = sched.get_global @loss : memref<f32>
+      %10 = sched.alloc offset(5120) : memref<2x4xf32>
+      sched.launch "cross_entropy" on 0 ins(%8, %4 : memref<2x4x16xf32>, memref<2x4xi32>) outs(%9, %10 : memref<f32>, memref<2x4xf32>)
+      %11 = sched.alloc offset(4096) : memref<2x4x16xf32>
+      sched.launch "cross_entropy_grad_input" on 0 ins(%8, %4, %10 : memref<2x4x16xf32>, memref<2x4xi32>, memref<2x4xf32>) outs(%11 : memref<2x4x16xf32>) params {scale = 2.500000e-01 : f64}
+      %12 = sched.alloc offset(3584) : memref<2x4x8xf32>
+      sched.launch "linear_grad_input" on 0 ins(%11, %0 : memref<2x4x16xf32>, memref<16x8xf32>) outs(%12 : memref<2x4x8xf32>)
+      %13 = sched.get_global @table.grad : memref<16x8xf32>
+      sched.launch "linear_grad_weight" on 0 ins(%11, %7 : memref<2x4x16xf32>, memref<2x4x8xf32>) outs(%13 : memref<16x8xf32>) params {accumulate = 1 : i64}
+      %14 = sched.alloc offset(3840) : memref<2x4x8xf32>
+      sched.launch "linear_grad_input" on 0 ins(%12, %1 : memref<2x4x8xf32>, memref<8x8xf32>) outs(%14 : memref<2x4x8xf32>)
+      %15 = sched.alloc offset(4096) : memref<2x4x8xf32>
+      sched.launch "add" on 0 ins(%12, %14 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%15 : memref<2x4x8xf32>)
+      %16 = sched.get_global @w.grad : memref<8x8xf32>
+      %17 = sched.get_global @b.grad : memref<8xf32>
+      sched.launch "linear_grad_weight" on 0 ins(%12, %5 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%16, %17 : memref<8x8xf32>, memref<8xf32>) params {accumulate = 1 : i64}
+      %18 = sched.get_global @table.grad : memref<16x8xf32>
+      sched.launch "embedding_grad_weight" on 0 ins(%15, %3 : memref<2x4x8xf32>, memref<2x4xi32>) outs(%18 : memref<16x8xf32>) params {accumulate = 1 : i64}
+      %lr = sched.get_global @loss : memref<f32>
+      sched.readback %lr to 0 on 0 : memref<f32>
+    }
+    %o0 = sched.get_global @table.grad : memref<16x8xf32>
+    %o1 = sched.get_global @w.grad : memref<8x8xf32>
+    %o2 = sched.get_global @b.grad : memref<8xf32>
+    %o3 = sched.get_global @grad_norm : memref<f32>
+    sched.launch "grad_norm" on 0 ins(%o0, %o1, %o2 : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>) outs(%o3 : memref<f32>)
+    %o4 = sched.get_global @table : memref<16x8xf32>
+    %o5 = sched.get_global @table.exp_avg : memref<16x8xf32>
+    %o6 = sched.get_global @table.exp_avg_sq : memref<16x8xf32>
+    sched.launch "adamw" on 0 ins(%o0, %o3 : memref<16x8xf32>, memref<f32>) outs(%o4, %o5, %o6 : memref<16x8xf32>, memref<16x8xf32>, memref<16x8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+    %o7 = sched.get_global @w : memref<8x8xf32>
+    %o8 = sched.get_global @w.exp_avg : memref<8x8xf32>
+    %o9 = sched.get_global @w.exp_avg_sq : memref<8x8xf32>
+    sched.launch "adamw" on 0 ins(%o1, %o3 : memref<8x8xf32>, memref<f32>) outs(%o7, %o8, %o9 : memref<8x8xf32>, memref<8x8xf32>, memref<8x8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
+    %o10 = sched.get_global @b : memref<8xf32>
+    %o11 = sched.get_global @b.exp_avg : memref<8xf32>
+    %o12 = sched.get_global @b.exp_avg_sq : memref<8xf32>
+    sched.launch "adamw" on 0 ins(%o2, %o3 : memref<8xf32>, memref<f32>) outs(%o10, %o11, %o12 : memref<8xf32>, memref<8xf32>, memref<8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64}
+    sched.launch "fill" on 0 outs(%o0 : memref<16x8xf32>) params {value = 0.000000e+00 : f64}
+    sched.launch "fill" on 0 outs(%o1 : memref<8x8xf32>) params {value = 0.000000e+00 : f64}
+    sched.launch "fill" on 0 outs(%o2 : memref<8xf32>) params {value = 0.000000e+00 : f64}
+    %gn = sched.get_global @grad_norm : memref<f32>
+    sched.readback %gn to 4 on 0 : memref<f32>
+    %sk = sched.get_global @step_skipped : memref<f32>
+    sched.readback %sk to 5 on 0 : memref<f32>
   }
 }
 

@@ -2,9 +2,12 @@
 // RUN: braid-opt %s --split-input-file --braid-fuse-adamw | FileCheck %s
 
 // The lowered step: the three adamw launches become one multi_adamw after
-// grad_norm, decayed tensors (table, w) first, then b; the fills and
-// everything else stay.
-// STEP-LABEL: sched.program @optimizer
+// grad_norm, decayed tensors (table, w) first, then b; the fills at the
+// start of the step, the micro-batches and everything else stay.
+// STEP-LABEL: sched.program @step
+// STEP-COUNT-4: sched.launch "fill"
+// STEP: sched.repeat 4 {
+// STEP: sched.readback
 // STEP: %[[G0:.+]] = sched.get_global @table.grad
 // STEP: %[[G1:.+]] = sched.get_global @w.grad
 // STEP: %[[G2:.+]] = sched.get_global @b.grad
@@ -15,9 +18,7 @@
 // STEP-NOT: "adamw"
 // STEP: sched.launch "multi_adamw" on 0 ins(%[[G0]], %[[G1]], %[[G2]], %[[NORM]], %[[SKIP]] : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<f32>, memref<f32>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>, memref<16x8xf32>, memref<8x8xf32>, memref<8xf32>) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decayed = 2 : i64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
 // STEP-NOT: "adamw"
-// STEP: sched.launch "fill" on 0 outs(%[[G0]]
-// STEP: sched.launch "fill" on 0 outs(%[[G1]]
-// STEP: sched.launch "fill" on 0 outs(%[[G2]]
+// STEP: sched.readback
 
 // Hand-written programs: the buffers of three parameters.
 sched.global @a "parameter" : memref<4xf32> info {name = "a", init = "zeros"}
@@ -64,11 +65,13 @@ sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
 sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 
 // Two different decay values: one launch could carry only one, so the
-// launches are left alone. Another program is never touched.
+// launches are left alone. A repeated body is never touched: the optimizer
+// is not in one.
 // CHECK-LABEL: sched.program @optimizer
 // CHECK-NOT: multi_adamw
 // CHECK-COUNT-2: sched.launch "adamw"
-// CHECK-LABEL: sched.program @micro_batch
+// CHECK-LABEL: sched.program @step
+// CHECK-NEXT: sched.repeat 2
 // CHECK-NOT: multi_adamw
 // CHECK-COUNT-2: sched.launch "adamw"
 sched.program @optimizer {
@@ -79,13 +82,15 @@ sched.program @optimizer {
   sched.launch "adamw" on 0 ins(%a, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
   sched.launch "adamw" on 0 ins(%b, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.2 : f64}
 }
-sched.program @micro_batch {
+sched.program @step {
+  sched.repeat 2 {
   %a = sched.get_global @a : memref<4xf32>
   %b = sched.get_global @b : memref<4xf32>
   %n = sched.get_global @grad_norm : memref<f32>
   %s = sched.get_global @step_skipped : memref<f32>
   sched.launch "adamw" on 0 ins(%a, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
   sched.launch "adamw" on 0 ins(%b, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
+  }
 }
 
 // -----

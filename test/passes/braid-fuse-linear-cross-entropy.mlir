@@ -22,7 +22,8 @@
 // the fused launch ends the forward, its dW accumulates into the tied
 // table's gradient like linear_grad_weight, before the embedding's, and it
 // gets 1/num_micro_batches.
-// SCHED-LABEL: sched.program @micro_batch
+// SCHED-LABEL: sched.program @step
+// SCHED: sched.repeat 2
 // SCHED-NOT: "linear" on 0 ins(%{{[0-9]+}}, %{{[0-9]+}} : memref
 // SCHED-NOT: "cross_entropy
 // SCHED: %[[TG:.+]] = sched.get_global @transformer.wte.weight.grad
@@ -32,7 +33,7 @@
 // SCHED: sched.launch "layer_norm_grad_input"
 // SCHED: %[[TG2:.+]] = sched.get_global @transformer.wte.weight.grad
 // SCHED: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<256x64xf32>) params {accumulate = 1 : i64}
-// SCHED-LABEL: sched.program @optimizer
+// SCHED: sched.launch "grad_norm"
 
 module attributes {braid.train = {num_micro_batches = 4 : i64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, grad_clip = 1.0 : f64}} {
   func.func @train_step(%tokens: tensor<2x4xi32> {braid.input = "tokens"},

@@ -14,8 +14,21 @@
 // CHECK: sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 // CHECK-NOT: func.func
 
+// One step program: it zeroes the gradients and the loss sum, then repeats
+// one micro-batch's instructions for each of the 4 micro-batches (iteration
+// i computes micro-batch i: its stages, launches and loss slot are offset by
+// i), then runs the optimizer.
+// CHECK-LABEL: sched.program @step
+// CHECK: sched.launch "fill" on 0 outs(%{{.+}} : memref<16x8xf32>) params {value = 0.000000e+00 : f64} {braid.phase = #braid.phase<optimizer>}
+// CHECK: sched.launch "fill" on 0 outs(%{{.+}} : memref<8x8xf32>)
+// CHECK: sched.launch "fill" on 0 outs(%{{.+}} : memref<8xf32>)
+// CHECK: sched.launch "fill" on 0 outs(%{{.+}} : memref<f32>)
+// CHECK: sched.repeat 4 {
+// CHECK: %[[TOK:.+]] = sched.get_global @tokens
+// CHECK: sched.stage %[[TOK]] micro_batch 0 on 0 : memref<2x4xi32>
+// CHECK: %[[LAB:.+]] = sched.get_global @labels
+// CHECK: sched.stage %[[LAB]] micro_batch 0 on 0 : memref<2x4xi32>
 // One launch per braid op, in order, on stream 0.
-// CHECK-LABEL: sched.program @micro_batch
 // CHECK: %[[TABLE:.+]] = sched.get_global @table
 // CHECK: %[[X:.+]] = sched.alloc : memref<2x4x8xf32>
 // CHECK: sched.launch "embedding" on 0 ins(%[[TABLE]], %{{.+}} : memref<16x8xf32>, memref<2x4xi32>) outs(%[[X]] : memref<2x4x8xf32>)
@@ -35,8 +48,10 @@
 // CHECK: %[[TG2:.+]] = sched.get_global @table.grad
 // Each launch keeps the marks of the op it lowers.
 // CHECK: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<16x8xf32>) params {accumulate = 1 : i64} {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>}
-// Last, the micro-batch's loss joins the step's sum, which the optimizer
-// checks.
+// Last, the micro-batch's loss goes to its slot and joins the step's sum,
+// which the optimizer checks.
+// CHECK-NEXT: %[[L0:.+]] = sched.get_global @loss :
+// CHECK-NEXT: sched.readback %[[L0]] to 0 on 0 : memref<f32>
 // CHECK-NEXT: %[[L:.+]] = sched.get_global @loss :
 // CHECK-NEXT: %[[LS:.+]] = sched.get_global @loss_sum :
 // CHECK-NEXT: sched.launch "accumulate" on 0 ins(%[[L]] : memref<f32>) outs(%[[LS]] : memref<f32>) {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<forward>}
@@ -44,8 +59,8 @@
 
 // The optimizer: global norm, the guard that refuses a non-finite step,
 // AdamW per parameter (no decay on rank-1 parameters; nothing when the
-// guard says skip), then zeroed gradients and loss sum.
-// CHECK-LABEL: sched.program @optimizer
+// guard says skip); the norm and the flag go to the slots after the
+// losses.
 // CHECK: %[[G0:.+]] = sched.get_global @table.grad
 // CHECK: %[[G1:.+]] = sched.get_global @w.grad
 // CHECK: %[[G2:.+]] = sched.get_global @b.grad
@@ -57,10 +72,11 @@
 // CHECK: sched.launch "adamw" on 0 ins(%[[G0]], %[[NORM]], %[[SKIP]] : {{.+}}) outs({{.+}}) params {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
 // CHECK: sched.launch "adamw" on 0 ins(%[[G1]], %[[NORM]], %[[SKIP]]
 // CHECK: sched.launch "adamw" on 0 ins(%[[G2]], %[[NORM]], %[[SKIP]] {{.+}} weight_decay = 0.000000e+00 : f64}
-// CHECK: sched.launch "fill" on 0 outs(%[[G0]] : memref<16x8xf32>) params {value = 0.000000e+00 : f64}
-// CHECK: sched.launch "fill" on 0 outs(%[[G1]]
-// CHECK: sched.launch "fill" on 0 outs(%[[G2]]
-// CHECK: sched.launch "fill" on 0 outs(%[[SUM]] : memref<f32>) params {value = 0.000000e+00 : f64}
+// CHECK: %[[N2:.+]] = sched.get_global @grad_norm
+// CHECK: sched.readback %[[N2]] to 4 on 0 : memref<f32>
+// CHECK: %[[S2:.+]] = sched.get_global @step_skipped
+// CHECK: sched.readback %[[S2]] to 5 on 0 : memref<f32>
+// CHECK-NEXT: }
 module attributes {braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, num_micro_batches = 4 : i64, weight_decay = 1.000000e-01 : f64}} {
   func.func @train_step(%arg0: tensor<2x4xi32> {braid.input = "tokens"}, %arg1: tensor<2x4xi32> {braid.input = "labels"}, %arg2: tensor<16x8xf32> {braid.param = {init = "normal", name = "table", weight_decay = true}}, %arg3: tensor<8x8xf32> {braid.param = {init = "normal", name = "w", weight_decay = true}}, %arg4: tensor<8xf32> {braid.param = {init = "zeros", name = "b", weight_decay = true}}) -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "table"}, tensor<8x8xf32> {braid.grad_of = "w"}, tensor<8xf32> {braid.grad_of = "b"}) {
     %0 = braid.embedding %arg2, %arg0 {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<forward>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>

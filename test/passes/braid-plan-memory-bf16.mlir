@@ -31,11 +31,11 @@ sched.program @init {
 // Transients start at 384. %a (256 B, launches 0-2) and %d (256 B, launches
 // 2-3) meet at launch 2; the f32 row statistics %s (32 B, launches 1-2) go
 // above both. %a and %s cross into the backward: 288 bytes saved.
-// CHECK-LABEL: sched.program @micro_batch
+// CHECK-LABEL: sched.program @step
 // CHECK: sched.alloc offset(384) : memref<2x4x16xbf16>
 // CHECK: sched.alloc offset(896) : memref<2x4xf32>
 // CHECK: sched.alloc offset(640) : memref<2x4x16xbf16>
-sched.program @micro_batch {
+sched.program @step {
   %wb = sched.get_global @w.bf16 : memref<16xbf16>
   %ids = sched.get_global @tokens : memref<2x4xi32>
   %g = sched.get_global @w.grad : memref<16xf32>

@@ -3,12 +3,12 @@
 // Two streams, no event: stream 1 still reads %a when stream 0, later in
 // program order, writes %c. Program position would let %c take %a's bytes;
 // the planner keeps them apart.
-// CHECK-LABEL: sched.program @micro_batch
+// CHECK-LABEL: sched.program @step
 // CHECK: %[[A:.+]] = sched.alloc offset(64) : memref<64xf32>
 // CHECK: %[[B:.+]] = sched.alloc offset(320) : memref<64xf32>
 // CHECK: %[[C:.+]] = sched.alloc offset(576) : memref<64xf32>
 sched.global @w "parameter" : memref<16xf32> info {name = "w", init = "ones"}
-sched.program @micro_batch {
+sched.program @step {
   %w = sched.get_global @w : memref<16xf32>
   %a = sched.alloc : memref<64xf32>
   sched.launch "k1" on 0 ins(%w : memref<16xf32>) outs(%a : memref<64xf32>)
@@ -23,12 +23,12 @@ sched.program @micro_batch {
 
 // The same with an event: stream 0 waits for stream 1 to finish with %a,
 // so %c may take its bytes.
-// CHECK-LABEL: sched.program @micro_batch
+// CHECK-LABEL: sched.program @step
 // CHECK: %[[A:.+]] = sched.alloc offset(64) : memref<64xf32>
 // CHECK: %[[B:.+]] = sched.alloc offset(320) : memref<64xf32>
 // CHECK: %[[C:.+]] = sched.alloc offset(64) : memref<64xf32>
 sched.global @w "parameter" : memref<16xf32> info {name = "w", init = "ones"}
-sched.program @micro_batch {
+sched.program @step {
   %w = sched.get_global @w : memref<16xf32>
   %a = sched.alloc : memref<64xf32>
   sched.launch "k1" on 0 ins(%w : memref<16xf32>) outs(%a : memref<64xf32>)

@@ -17,11 +17,11 @@ sched.global @w "parameter" : memref<16xf32> info {name = "w", init = "ones"}
 // Transients start at 192. %a (256 B, launches 0-1) and %c (256 B, launches
 // 2-3) never live together and share offset 192; %b (40 B, launches 1-2)
 // overlaps both and goes above them.
-// CHECK-LABEL: sched.program @micro_batch
+// CHECK-LABEL: sched.program @step
 // CHECK: %[[A:.+]] = sched.alloc offset(192) : memref<64xf32>
 // CHECK: %[[B:.+]] = sched.alloc offset(448) : memref<10xf32>
 // CHECK: %[[C:.+]] = sched.alloc offset(192) : memref<64xf32>
-sched.program @micro_batch {
+sched.program @step {
   %w = sched.get_global @w : memref<16xf32>
   %g = sched.get_global @w.grad : memref<16xf32>
   %a = sched.alloc : memref<64xf32>

@@ -1,11 +1,14 @@
 #include "runtime/device/cpu/CpuDevice.h"
 
 #include <cstring>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
 
 namespace braid {
 
 CpuDevice::CpuDevice(const LoadedPlan &plan, ThreadPool *pool)
-    : plan_(plan), pool_(pool) {
+    : plan_(plan), pool_(pool), layout_(plan), staging_(layout_.bytes()) {
   info_.kind = Device::kCPU;
   info_.name = "CPU";
   info_.threads = pool->size();
@@ -20,7 +23,8 @@ CpuDevice::create(const LoadedPlan &plan, ThreadPool *pool) {
   std::unique_ptr<CpuDevice> device(new CpuDevice(plan, pool));
   device->arena_ = std::move(*arena);
   absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::create(plan, device->arena_.data(), device->arena_.size());
+      Executor::create(plan, device->arena_.data(), device->arena_.size(),
+                       device->staging_.data(), device->layout_);
   if (!executor.ok())
     return executor.status();
   device->executor_ = std::move(*executor);
@@ -45,37 +49,35 @@ absl::Status CpuDevice::zero(uint64_t offset, uint64_t bytes) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<absl::Span<uint8_t>> CpuDevice::stageInput(uint32_t tensor) {
-  const plan::Tensor &t = plan_.proto.tensors(tensor);
-  return absl::Span<uint8_t>(arena_.data() + t.offset(), t.size_bytes());
+absl::StatusOr<absl::Span<uint8_t>>
+CpuDevice::stageInput(uint32_t tensor, int64_t microBatch) {
+  std::optional<uint64_t> offset = layout_.inputOffset(tensor, microBatch);
+  if (!offset)
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", tensor, " micro-batch ", microBatch,
+                     " is not an INPUT of a step of the plan"));
+  return absl::Span<uint8_t>(staging_.data() + *offset,
+                             plan_.proto.tensors(tensor).size_bytes());
 }
 
-absl::Status CpuDevice::run(std::string_view program,
-                            const StepValues &values) {
+absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   KernelContext ctx;
   ctx.step = values.step;
   ctx.update = values.update;
-  ctx.microBatch = values.microBatch;
   ctx.lr = values.lr;
   ctx.seed = values.seed;
   ctx.pool = pool_;
-  absl::Status s = executor_->run(program, ctx);
+  absl::Status s = executor_->run(kind, ctx);
   if (s.ok())
     ++stats_.eagerRuns;
   return s;
 }
 
-absl::Status CpuDevice::requestScalar(uint32_t tensor) {
-  float v;
-  std::memcpy(&v, arena_.data() + plan_.proto.tensors(tensor).offset(),
-              sizeof v);
-  scalars_.push_back(v);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<float>> CpuDevice::collectScalars() {
-  std::vector<float> out;
-  out.swap(scalars_);
+absl::StatusOr<std::vector<float>> CpuDevice::readbacks() {
+  std::vector<float> out(layout_.numReadbacks());
+  if (!out.empty())
+    std::memcpy(out.data(), staging_.data() + layout_.readbackOffset(0),
+                out.size() * sizeof(float));
   return out;
 }
 

@@ -1,8 +1,9 @@
 // The CPU as a device: the arena is host memory (CpuArena), programs run on
 // the Executor (stream 0 on the calling thread, other streams on worker
 // threads), and kernels split their work over a ThreadPool. Everything a
-// call starts has finished when it returns, so staging an input is writing
-// the tensor itself and a requested scalar is read at once.
+// call starts has finished when it returns, so the staging block is
+// ordinary memory that the step's stage and readback instructions copy
+// from and into.
 #pragma once
 
 #include <memory>
@@ -30,10 +31,10 @@ public:
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
-  absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor) override;
-  absl::Status run(std::string_view program, const StepValues &values) override;
-  absl::Status requestScalar(uint32_t tensor) override;
-  absl::StatusOr<std::vector<float>> collectScalars() override;
+  absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor,
+                                                 int64_t microBatch) override;
+  absl::Status run(plan::ProgramKind kind, const StepValues &values) override;
+  absl::StatusOr<std::vector<float>> readbacks() override;
   void setProfile(KernelProfile *profile) override {
     executor_->setProfile(profile);
   }
@@ -46,8 +47,9 @@ private:
   ThreadPool *pool_;
   DeviceInfo info_;
   CpuArena arena_;
+  StagingLayout layout_;
+  std::vector<uint8_t> staging_;
   std::unique_ptr<Executor> executor_;
-  std::vector<float> scalars_;
   DeviceStats stats_;
 };
 

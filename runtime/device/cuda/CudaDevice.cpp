@@ -18,6 +18,7 @@
 #include "runtime/device/cuda/CudaStatus.h"
 #include "runtime/device/cuda/GraphPolicy.h"
 #include "runtime/device/cuda/StreamSchedule.h"
+#include "runtime/executor/StagingLayout.h"
 
 namespace braid {
 namespace {
@@ -29,8 +30,6 @@ constexpr uint64_t kWorkspaceBytes = 32ull << 20;
 // Pinned step-value slots: a slot is reused only after the copy out of it
 // has run, which the ring makes rare (one wait per kStepSlots runs at most).
 constexpr int kStepSlots = 64;
-// Pinned scalar slots between two collectScalars() calls.
-constexpr size_t kScalarSlots = 4096;
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -46,7 +45,7 @@ struct BlasLtRelease {
 class CudaDevice final : public DeviceBackend {
 public:
   CudaDevice(const LoadedPlan &plan, bool cudaGraphs)
-      : plan_(plan), cudaGraphs_(cudaGraphs) {}
+      : plan_(plan), cudaGraphs_(cudaGraphs), layout_(plan) {}
   ~CudaDevice() override;
 
   absl::Status init(const CudaGpu &gpu);
@@ -56,10 +55,10 @@ public:
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
-  absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor) override;
-  absl::Status run(std::string_view program, const StepValues &values) override;
-  absl::Status requestScalar(uint32_t tensor) override;
-  absl::StatusOr<std::vector<float>> collectScalars() override;
+  absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor,
+                                                 int64_t microBatch) override;
+  absl::Status run(plan::ProgramKind kind, const StepValues &values) override;
+  absl::StatusOr<std::vector<float>> readbacks() override;
   void setProfile(KernelProfile *profile) override { profile_ = profile; }
   DeviceStats stats() const override { return stats_; }
 
@@ -72,24 +71,28 @@ private:
     std::vector<TensorView> ins;
     std::vector<TensorView> outs;
     const KernelParams *params = nullptr;
+    int64_t microBatch = 0;
+    // kStage / kReadback: a copy of `bytes` bytes between host and device
+    // (in iteration i of a Repeat body, from + i * fromStride to
+    // to + i * toStride).
+    uint8_t *to = nullptr;
+    const uint8_t *from = nullptr;
+    uint64_t bytes = 0;
+    uint64_t fromStride = 0, toStride = 0;
+    // kRepeat: the next `length` ops run `count` times.
+    uint32_t count = 0, length = 0;
     // kRecord: the slot to record (or none); kWait: the slots to wait for.
     std::optional<uint32_t> recordSlot;
     std::vector<uint32_t> waitSlots;
   };
   struct Program {
     std::string name;
+    plan::ProgramKind kind = plan::PROGRAM_UNSPECIFIED;
     std::vector<Op> ops;
     std::vector<uint32_t> streams; // ascending, 0 first
     std::vector<CudaEvent> slots;
     GraphPolicy policy{false, std::nullopt};
     CudaGraphExec graph;
-  };
-  struct StagedInput {
-    uint32_t tensor = 0;
-    PinnedMemory host;
-    CudaEvent copied; // recorded after the copy out of `host`
-    bool pending = false; // copied has been recorded and not yet waited on
-    bool staged = false;  // stageInput handed it out since the last run
   };
 
   uint8_t *at(uint64_t offset) const {
@@ -125,15 +128,18 @@ private:
   std::vector<CudaEvent> joins_;
   std::vector<GpuContext> gpuContexts_;
   std::vector<Program> programs_;
-  std::vector<StagedInput> inputs_;
+  // Pinned staging block (StagingLayout.h): the step's inputs and its
+  // readback slots, and the event after the last run that copies from or
+  // into it.
+  StagingLayout layout_;
+  PinnedMemory staging_;
+  CudaEvent stagingDone_;
+  bool stagingPending_ = false;
   // Pinned ring of step values and the event after each slot's copy.
   PinnedMemory stepHost_;
   std::vector<CudaEvent> stepCopied_;
   std::vector<bool> stepPending_;
   int nextStepSlot_ = 0;
-  // Pinned scalar slots, filled by copies on stream 0.
-  PinnedMemory scalarHost_;
-  size_t scalarsRequested_ = 0;
   // Profiling: one start/stop pair per timed launch of a run.
   std::vector<std::pair<CudaEvent, CudaEvent>> timers_;
   KernelProfile *profile_ = nullptr;
@@ -219,23 +225,13 @@ absl::Status CudaDevice::init(const CudaGpu &gpu) {
     g.stepValues = stepValues;
   }
 
-  // Pinned staging: the inputs, the step-value ring and the scalars.
-  for (uint32_t id : {plan_.tokens, plan_.labels}) {
-    inputs_.emplace_back();
-    inputs_.back().tensor = id;
-  }
-  if (plan_.positions) {
-    inputs_.emplace_back();
-    inputs_.back().tensor = *plan_.positions;
-  }
-  for (StagedInput &in : inputs_) {
-    void *host = nullptr;
-    BRAID_CUDA_TRY(cudaMallocHost(
-        &host, std::max<uint64_t>(1, plan_.proto.tensors(in.tensor).size_bytes())));
-    in.host = PinnedMemory(host);
-    if (absl::Status s = newEvent(in.copied); !s.ok())
-      return s;
-  }
+  // Pinned staging: the step's inputs and readbacks, and the step-value
+  // ring.
+  void *staging = nullptr;
+  BRAID_CUDA_TRY(cudaMallocHost(&staging, std::max<uint64_t>(1, layout_.bytes())));
+  staging_ = PinnedMemory(staging);
+  if (absl::Status s = newEvent(stagingDone_); !s.ok())
+    return s;
   void *stepHost = nullptr;
   BRAID_CUDA_TRY(cudaMallocHost(&stepHost, kStepSlots * sizeof(StepValues)));
   stepHost_ = PinnedMemory(stepHost);
@@ -244,9 +240,6 @@ absl::Status CudaDevice::init(const CudaGpu &gpu) {
   for (CudaEvent &e : stepCopied_)
     if (absl::Status s = newEvent(e); !s.ok())
       return s;
-  void *scalarHost = nullptr;
-  BRAID_CUDA_TRY(cudaMallocHost(&scalarHost, kScalarSlots * sizeof(float)));
-  scalarHost_ = PinnedMemory(scalarHost);
   return bindPrograms();
 }
 
@@ -262,6 +255,7 @@ absl::Status CudaDevice::bindPrograms() {
         scheduleProgram(loaded, static_cast<int>(p), numStreams);
     Program &program = programs_.emplace_back();
     program.name = loaded.name;
+    program.kind = loaded.kind;
     program.streams = schedule.streams;
     program.policy = GraphPolicy(cudaGraphs_, schedule.graphRefusal);
     if (cudaGraphs_ && schedule.graphRefusal)
@@ -281,13 +275,29 @@ absl::Status CudaDevice::bindPrograms() {
       Op op;
       op.kind = inst.kind;
       op.stream = inst.stream;
+      auto *host = static_cast<uint8_t *>(staging_.get());
       if (inst.kind == LoadedInstruction::Kind::kLaunch) {
         op.kernel = inst.kernel;
         op.params = &inst.params;
+        op.microBatch = inst.microBatch;
         for (uint32_t id : inst.inputs)
           op.ins.push_back(view(id));
         for (uint32_t id : inst.outputs)
           op.outs.push_back(view(id));
+      } else if (inst.kind == LoadedInstruction::Kind::kStage) {
+        // The loader checked the tensor and the micro-batch.
+        op.from = host + *layout_.inputOffset(inst.tensor, inst.microBatch);
+        op.to = static_cast<uint8_t *>(view(inst.tensor).data);
+        op.bytes = plan_.proto.tensors(inst.tensor).size_bytes();
+        op.fromStride = layout_.inputStride(inst.tensor);
+      } else if (inst.kind == LoadedInstruction::Kind::kReadback) {
+        op.from = static_cast<const uint8_t *>(view(inst.tensor).data);
+        op.to = host + layout_.readbackOffset(inst.slot);
+        op.bytes = sizeof(float);
+        op.toStride = sizeof(float);
+      } else if (inst.kind == LoadedInstruction::Kind::kRepeat) {
+        op.count = inst.count;
+        op.length = inst.length;
       } else {
         const EventOp *e = eventOf[i];
         if (e == nullptr)
@@ -332,40 +342,27 @@ absl::Status CudaDevice::zero(uint64_t offset, uint64_t bytes) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<absl::Span<uint8_t>> CudaDevice::stageInput(uint32_t tensor) {
-  for (StagedInput &in : inputs_) {
-    if (in.tensor != tensor)
-      continue;
-    // The previous run's copy must have read the buffer before it is
-    // refilled.
-    if (in.pending) {
-      if (cudaError_t err = cudaEventSynchronize(in.copied.get());
-          err != cudaSuccess)
-        return waitError("cudaEventSynchronize", err);
-      in.pending = false;
-    }
-    in.staged = true;
-    return absl::Span<uint8_t>(static_cast<uint8_t *>(in.host.get()),
-                               plan_.proto.tensors(tensor).size_bytes());
+absl::StatusOr<absl::Span<uint8_t>>
+CudaDevice::stageInput(uint32_t tensor, int64_t microBatch) {
+  std::optional<uint64_t> offset = layout_.inputOffset(tensor, microBatch);
+  if (!offset)
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", tensor, " micro-batch ", microBatch,
+                     " is not an INPUT of a step of the plan"));
+  // The previous step's copies must have read the block before it is
+  // refilled.
+  if (stagingPending_) {
+    if (cudaError_t err = cudaEventSynchronize(stagingDone_.get());
+        err != cudaSuccess)
+      return waitError("cudaEventSynchronize", err);
+    stagingPending_ = false;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("tensor ", tensor, " is not an INPUT of the plan"));
+  return absl::Span<uint8_t>(static_cast<uint8_t *>(staging_.get()) + *offset,
+                             plan_.proto.tensors(tensor).size_bytes());
 }
 
-// Stream 0, before the program: the staged inputs and this run's step
-// values, from pinned memory.
+// Stream 0, before the program: this run's step values, from pinned memory.
 absl::Status CudaDevice::copyIn(const StepValues &values) {
-  for (StagedInput &in : inputs_) {
-    if (!in.staged)
-      continue;
-    const plan::Tensor &t = plan_.proto.tensors(in.tensor);
-    BRAID_CUDA_TRY(cudaMemcpyAsync(at(t.offset()), in.host.get(),
-                                   t.size_bytes(), cudaMemcpyHostToDevice,
-                                   stream(0)));
-    BRAID_CUDA_TRY(cudaEventRecord(in.copied.get(), stream(0)));
-    in.pending = true;
-    in.staged = false;
-  }
   const int slot = nextStepSlot_;
   nextStepSlot_ = (nextStepSlot_ + 1) % kStepSlots;
   if (stepPending_[slot]) {
@@ -395,27 +392,42 @@ absl::Status CudaDevice::enqueue(Program &program,
   for (uint32_t s : program.streams)
     if (s != 0)
       BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(s), fork_.get(), 0));
-  size_t timed = 0;
-  for (const Op &op : program.ops) {
+  // The kernels timed, in launch order.
+  std::vector<const KernelDef *> timed;
+  auto issue = [&](const Op &op, int64_t iteration) -> absl::Status {
     switch (op.kind) {
     case LoadedInstruction::Kind::kLaunch: {
       const bool time = profiling && op.stream == 0;
       if (time) {
-        if (timed == timers_.size()) {
+        if (timed.size() == timers_.size()) {
           cudaEvent_t a = nullptr, b = nullptr;
           BRAID_CUDA_TRY(cudaEventCreate(&a));
           BRAID_CUDA_TRY(cudaEventCreate(&b));
           timers_.emplace_back(CudaEvent(a), CudaEvent(b));
         }
-        BRAID_CUDA_TRY(cudaEventRecord(timers_[timed].first.get(), stream(0)));
+        BRAID_CUDA_TRY(
+            cudaEventRecord(timers_[timed.size()].first.get(), stream(0)));
       }
       op.kernel->run(KernelArgs{op.ins, op.outs, op.params,
-                                &contexts[op.stream]});
-      if (time)
+                                &contexts[op.stream],
+                                op.microBatch + iteration});
+      if (time) {
         BRAID_CUDA_TRY(
-            cudaEventRecord(timers_[timed++].second.get(), stream(0)));
+            cudaEventRecord(timers_[timed.size()].second.get(), stream(0)));
+        timed.push_back(op.kernel);
+      }
       break;
     }
+    case LoadedInstruction::Kind::kStage:
+      BRAID_CUDA_TRY(cudaMemcpyAsync(op.to, op.from + iteration * op.fromStride,
+                                     op.bytes, cudaMemcpyHostToDevice,
+                                     stream(op.stream)));
+      break;
+    case LoadedInstruction::Kind::kReadback:
+      BRAID_CUDA_TRY(cudaMemcpyAsync(op.to + iteration * op.toStride, op.from,
+                                     op.bytes, cudaMemcpyDeviceToHost,
+                                     stream(op.stream)));
+      break;
     case LoadedInstruction::Kind::kRecord:
       BRAID_CUDA_TRY(cudaEventRecord(program.slots[*op.recordSlot].get(),
                                      stream(op.stream)));
@@ -425,7 +437,24 @@ absl::Status CudaDevice::enqueue(Program &program,
         BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(op.stream),
                                            program.slots[slot].get(), 0));
       break;
+    case LoadedInstruction::Kind::kRepeat:
+      break; // the loop below runs the body
     }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const Op &op = program.ops[i];
+    if (op.kind != LoadedInstruction::Kind::kRepeat) {
+      if (absl::Status s = issue(op, 0); !s.ok())
+        return s;
+      continue;
+    }
+    const size_t begin = i + 1, end = begin + op.length;
+    for (int64_t it = 0; it < op.count; ++it)
+      for (size_t k = begin; k < end; ++k)
+        if (absl::Status s = issue(program.ops[k], it); !s.ok())
+          return s;
+    i = end - 1;
   }
   for (uint32_t s : program.streams) {
     if (s == 0)
@@ -435,32 +464,27 @@ absl::Status CudaDevice::enqueue(Program &program,
   }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return launchError(program, err);
-  if (profiling && timed > 0) {
+  if (profiling && !timed.empty()) {
     if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
       return waitError("cudaStreamSynchronize", err);
-    size_t k = 0;
-    for (const Op &op : program.ops) {
-      if (op.kind != LoadedInstruction::Kind::kLaunch || op.stream != 0)
-        continue;
+    for (size_t k = 0; k < timed.size(); ++k) {
       float ms = 0;
       BRAID_CUDA_TRY(cudaEventElapsedTime(&ms, timers_[k].first.get(),
                                           timers_[k].second.get()));
-      profile_->add(op.kernel->name, ms / 1000.0);
-      ++k;
+      profile_->add(timed[k]->name, ms / 1000.0);
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
+absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
   Program *program = nullptr;
   for (Program &p : programs_)
-    if (p.name == name)
+    if (p.kind == kind)
       program = &p;
   if (program == nullptr)
-    return absl::NotFoundError(
-        absl::StrCat("the plan has no program named \"",
-                     absl::string_view(name.data(), name.size()), "\""));
+    return absl::NotFoundError(absl::StrCat(
+        "the plan has no ", plan::ProgramKind_Name(kind), " program"));
   if (absl::Status s = copyIn(values); !s.ok())
     return s;
 
@@ -470,7 +494,6 @@ absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
   for (size_t s = 0; s < contexts.size(); ++s) {
     contexts[s].step = values.step;
     contexts[s].update = values.update;
-    contexts[s].microBatch = values.microBatch;
     contexts[s].lr = values.lr;
     contexts[s].seed = values.seed;
     contexts[s].gpu = &gpuContexts_[s];
@@ -520,6 +543,11 @@ absl::Status CudaDevice::run(std::string_view name, const StepValues &values) {
     break;
   }
   program->policy.ran(action, kEpoch, status.ok());
+  if (status.ok()) {
+    // The program's stage and readback copies use the staging block.
+    BRAID_CUDA_TRY(cudaEventRecord(stagingDone_.get(), stream(0)));
+    stagingPending_ = true;
+  }
   return status;
 }
 
@@ -591,26 +619,16 @@ absl::Status CudaDevice::waitError(std::string_view what,
                    "CUDA_LAUNCH_BLOCKING=1 to find it)"));
 }
 
-absl::Status CudaDevice::requestScalar(uint32_t tensor) {
-  if (scalarsRequested_ == kScalarSlots)
-    return absl::ResourceExhaustedError(
-        absl::StrCat("more than ", kScalarSlots,
-                     " scalars requested without collectScalars()"));
-  float *slot = static_cast<float *>(scalarHost_.get()) + scalarsRequested_++;
-  BRAID_CUDA_TRY(cudaMemcpyAsync(slot, at(plan_.proto.tensors(tensor).offset()),
-                                 sizeof(float), cudaMemcpyDeviceToHost,
-                                 stream(0)));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<float>> CudaDevice::collectScalars() {
-  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess) {
-    scalarsRequested_ = 0;
+absl::StatusOr<std::vector<float>> CudaDevice::readbacks() {
+  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
     return waitError("cudaStreamSynchronize", err);
-  }
-  const float *host = static_cast<const float *>(scalarHost_.get());
-  std::vector<float> out(host, host + scalarsRequested_);
-  scalarsRequested_ = 0;
+  stagingPending_ = false;
+  std::vector<float> out(layout_.numReadbacks());
+  if (!out.empty())
+    std::memcpy(out.data(),
+                static_cast<const uint8_t *>(staging_.get()) +
+                    layout_.readbackOffset(0),
+                out.size() * sizeof(float));
   return out;
 }
 

@@ -191,3 +191,41 @@ sched.program @p {
   // expected-error @+1 {{'sched.event.wait' op event and stream must be non-negative}}
   sched.event.wait 0 on -1
 }
+
+// -----
+
+// repeat: at least once.
+sched.program @p {
+  // expected-error @+1 {{'sched.repeat' op repeats at least once}}
+  sched.repeat 0 {
+  }
+}
+
+// -----
+
+// repeat: no events in a body (its iterations would need their own).
+sched.program @p {
+  sched.repeat 2 {
+    // expected-error @+1 {{cannot be in a sched.repeat body}}
+    sched.event.record 0 on 0
+  }
+}
+
+// -----
+
+// readback: an f32 scalar.
+sched.global @x "scalar" : memref<2xf32> info {}
+sched.program @p {
+  %x = sched.get_global @x : memref<2xf32>
+  // expected-error @+1 {{'sched.readback' op reads back an f32 scalar, not 'memref<2xf32>'}}
+  sched.readback %x to 0 on 0 : memref<2xf32>
+}
+
+// -----
+
+// stage: into a global.
+sched.program @p {
+  %x = sched.alloc : memref<2xi32>
+  // expected-error @+1 {{'sched.stage' op stages into a global (an input), not a transient buffer}}
+  sched.stage %x micro_batch 0 on 0 : memref<2xi32>
+}

@@ -94,3 +94,25 @@ sched.program @optimizer {
 // CHECK-NEXT: }
 sched.program @empty {
 }
+
+// A step: one micro-batch's stages, launches and loss readback repeated for
+// each of 8 micro-batches, then a readback after them.
+// CHECK-LABEL: sched.program @step {
+// CHECK: sched.repeat 8 {
+// CHECK: sched.stage %{{.+}} micro_batch 0 on 0 : memref<2x3xi32>
+// CHECK: sched.launch "zero" on 0 micro_batch 0 outs(%{{.+}} : memref<2x3x4xf32>)
+// CHECK: sched.readback %{{.+}} to 0 on 0 : memref<f32>
+// CHECK: }
+// CHECK: sched.readback %{{.+}} to 8 on 0 : memref<f32>
+sched.program @step {
+  sched.repeat 8 {
+    %ids = sched.get_global @tokens : memref<2x3xi32>
+    sched.stage %ids micro_batch 0 on 0 : memref<2x3xi32>
+    %x = sched.alloc : memref<2x3x4xf32>
+    sched.launch "zero" on 0 micro_batch 0 outs(%x : memref<2x3x4xf32>)
+    %l = sched.get_global @loss : memref<f32>
+    sched.readback %l to 0 on 0 : memref<f32>
+  }
+  %n = sched.get_global @loss : memref<f32>
+  sched.readback %n to 8 on 0 : memref<f32>
+}

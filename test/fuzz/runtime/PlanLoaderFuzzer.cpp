@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "kernels/registry/Kernel.h"
 #include "runtime/device/cpu/CpuArena.h"
 #include "runtime/executor/Executor.h"
+#include "runtime/executor/StagingLayout.h"
 #include "runtime/plan/PlanLoader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -29,12 +31,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       CpuArena::create(plan->proto.memory().arena_bytes());
   if (!arena.ok())
     return 0;
-  absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::create(*plan, arena->data(), arena->size());
+  const StagingLayout layout(*plan);
+  if (layout.bytes() > kMaxArena)
+    return 0;
+  std::vector<uint8_t> staging(layout.bytes());
+  absl::StatusOr<std::unique_ptr<Executor>> executor = Executor::create(
+      *plan, arena->data(), arena->size(), staging.data(), layout);
   if (!executor.ok())
     return 0;
   KernelContext ctx;
   for (const LoadedProgram &program : plan->programs)
-    (void)(*executor)->run(program.name, ctx);
+    (void)(*executor)->run(program.kind, ctx);
   return 0;
 }

@@ -36,12 +36,15 @@ struct RefOut {
 
 // The factor of attention-probability element n: kept iff its uniform draw
 // is >= p, then scaled by 1 / (1 - p) in fp32 (docs/numerics.md).
+// The micro-batch the launches of these tests compute.
+constexpr int64_t kMicroBatch = 1;
+
 double dropFactor(const KernelContext &ctx, int64_t rngOffset, double p,
                   uint64_t n) {
   if (p == 0)
     return 1;
   const uint64_t key =
-      rng::dropoutKey(ctx.seed, rngOffset, ctx.step, ctx.microBatch);
+      rng::dropoutKey(ctx.seed, rngOffset, ctx.step, kMicroBatch);
   return rng::uniform24(key, n) >= p
              ? static_cast<double>(1.0f / (1.0f - static_cast<float>(p)))
              : 0.0;
@@ -126,7 +129,8 @@ FloatOut floatReference(const Config &c, const KernelContext &ctx, float scale,
                         const std::vector<float> &v,
                         const std::vector<float> &dO) {
   const int S = c.s, H = c.h, Hkv = c.hkv, Dh = c.dh, group = H / Hkv;
-  const cpu::DropoutMask mask = cpu::DropoutMask::make(c.dropout, 7, ctx);
+  const cpu::DropoutMask mask = cpu::DropoutMask::make(
+      c.dropout, 7, KernelArgs{{}, {}, nullptr, &ctx, kMicroBatch});
   FloatOut r;
   r.o.assign(q.size(), 0);
   r.dq.assign(q.size(), 0);
@@ -221,7 +225,6 @@ protected:
     dO = randomVector(numelOf(qShape), 4);
     ctx.seed = 1234;
     ctx.step = 3;
-    ctx.microBatch = 1;
     ref = reference(c, ctx, scale, q, k, v, dO);
   }
   void setParams(Launch &l) const {
@@ -229,6 +232,7 @@ protected:
     l.param("causal", c.causal ? 1 : 0).paramF("scale", scale);
     l.paramF("dropout", c.dropout).param("rng_offset", 7);
     l.context() = ctx;
+    l.microBatch() = kMicroBatch;
   }
   Launch forward() const {
     Launch l("attention");
@@ -344,7 +348,7 @@ TEST(Attention, DropoutMaskDependsOnStepAndMicroBatch) {
     l.paramF("scale", 0.5).paramF("dropout", 0.5).param("rng_offset", 1);
     l.context().seed = 9;
     l.context().step = step;
-    l.context().microBatch = micro;
+    l.microBatch() = micro;
     l.run();
     return l.output(0);
   };

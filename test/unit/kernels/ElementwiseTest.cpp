@@ -123,7 +123,7 @@ Launch dropoutLaunch(const char *name, const std::vector<float> &x,
   l.in(shape, x).out(shape).paramF("p", p).param("rng_offset", offset);
   l.context().seed = seed;
   l.context().step = step;
-  l.context().microBatch = micro;
+  l.microBatch() = micro;
   return l;
 }
 

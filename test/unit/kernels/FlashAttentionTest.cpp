@@ -88,7 +88,6 @@ KernelParams paramsOf(const Config &c) {
 KernelContext contextFor(int threads) {
   KernelContext ctx;
   ctx.step = 5;
-  ctx.microBatch = 1;
   ctx.seed = 1234;
   ctx.pool = &test::testPool(threads);
   return ctx;
@@ -117,7 +116,7 @@ std::vector<std::vector<float>> run(const std::string &kernel,
       def->check(KernelSignature{inDescs, outDescs, &params});
   EXPECT_TRUE(st.ok()) << st;
   const KernelContext ctx = contextFor(threads);
-  def->run(KernelArgs{in, out, &params, &ctx});
+  def->run(KernelArgs{in, out, &params, &ctx, /*microBatch=*/1});
   std::vector<std::vector<float>> result;
   for (const Operand &o : outs)
     result.push_back(o.values());

@@ -97,10 +97,9 @@ void run(const std::string &kernel, std::vector<Tensor *> ins,
   ASSERT_TRUE(s.ok()) << s;
   KernelContext ctx;
   ctx.step = 7;
-  ctx.microBatch = 1;
   ctx.seed = 4321;
   ctx.pool = &test::testPool(threads);
-  def->run(KernelArgs{iv, ov, &params, &ctx});
+  def->run(KernelArgs{iv, ov, &params, &ctx, /*microBatch=*/1});
 }
 
 void expectSameBits(const Tensor &got, const Tensor &want,

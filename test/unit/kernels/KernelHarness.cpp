@@ -143,7 +143,7 @@ void Launch::run(ThreadPool *pool) {
   }
   KernelContext ctx = ctx_;
   ctx.pool = pool;
-  def_->run(KernelArgs{ins, outs, &params_, &ctx});
+  def_->run(KernelArgs{ins, outs, &params_, &ctx, microBatch_});
 }
 
 void expectThreadInvariant(Launch &launch) {

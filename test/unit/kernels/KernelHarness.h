@@ -41,6 +41,8 @@ public:
   Launch &paramF(std::string name, double v);
 
   KernelContext &context() { return ctx_; }
+  // The launch's micro-batch (KernelArgs::microBatch).
+  int64_t &microBatch() { return microBatch_; }
   KernelParams &params() { return params_; }
 
   absl::Status check() const;
@@ -69,6 +71,7 @@ private:
   std::vector<Host> ins_, outs_;
   KernelParams params_;
   KernelContext ctx_;
+  int64_t microBatch_ = 0;
 };
 
 // Runs the launch with no pool and with pools of 1, 2 and 3 threads and

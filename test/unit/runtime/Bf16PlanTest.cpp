@@ -1,5 +1,5 @@
 // BF16 plans on the CPU: the loader's rules for WEIGHT_COPY tensors, the
-// precision and the "init" program, and the Trainer's handling of weight
+// precision and the INIT program, and the Trainer's handling of weight
 // copies (cast at start, after each step and after resume; never saved).
 #include <cstdint>
 #include <cstring>
@@ -69,7 +69,7 @@ TEST(Bf16Plan, LoadsAndListsTheWeightCopies) {
   EXPECT_EQ(loaded->weightCopies[0],
             named(p, "model.embed_tokens.weight.bf16").id());
   EXPECT_EQ(loaded->weightCopies[1], named(p, "lm_head.weight.bf16").id());
-  EXPECT_NE(loaded->findProgram("init"), nullptr);
+  EXPECT_NE(loaded->program(plan::INIT), nullptr);
 
   absl::StatusOr<LoadedPlan> fp32 = load(tinyModelPlan());
   ASSERT_TRUE(fp32.ok());
@@ -144,11 +144,11 @@ TEST(Bf16Plan, RefusesOrphanCopiesCopiesInFp32PlansAndAMissingInit) {
       "plan.train.precision is \"\" (fp32)");
   expectRefused(
       [](plan::Plan &p) {
-        for (plan::Program &prog : *p.mutable_programs())
-          if (prog.name() == "init")
-            prog.set_name("warm_up");
+        for (int i = 0; i < p.programs_size(); ++i)
+          if (p.programs(i).kind() == plan::INIT)
+            p.mutable_programs()->DeleteSubrange(i, 1);
       },
-      "the plan has 2 WEIGHT_COPY tensors but no program named \"init\"");
+      "the plan has 2 WEIGHT_COPY tensors but no INIT program");
   expectRefused(
       [](plan::Plan &p) { named(p, "lm_head.weight.bf16").set_kind(
                               static_cast<plan::TensorKind>(8)); },

@@ -1,6 +1,8 @@
 // The device layer as the Trainer uses it: the CPU device's arena access,
 // input staging, program runs and scalar read-back, and the factory's
 // refusal of a device this build or machine cannot provide.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -46,40 +48,58 @@ TEST(CpuDevice, ReadsWritesAndZeroesTheArena) {
   EXPECT_EQ(out[2], 0.0f);
 }
 
-TEST(CpuDevice, StagesInputsInPlaceRunsProgramsAndCollectsScalars) {
+TEST(CpuDevice, StagesEveryMicroBatchRunsTheStepAndReadsBack) {
   LoadedPlan plan = tinyLoaded();
   ThreadPool pool(1);
   absl::StatusOr<std::unique_ptr<CpuDevice>> device =
       CpuDevice::create(plan, &pool);
   ASSERT_TRUE(device.ok()) << device.status();
   CpuDevice &d = **device;
-  absl::StatusOr<absl::Span<uint8_t>> tokens = d.stageInput(plan.tokens);
-  ASSERT_TRUE(tokens.ok());
-  EXPECT_EQ(tokens->data(),
-            d.hostArena() + plan.proto.tensors(plan.tokens).offset());
-  EXPECT_EQ(tokens->size(), plan.proto.tensors(plan.tokens).size_bytes());
-
-  const uint32_t loss = plan.proto.loss_tensor();
-  const uint32_t norm = plan.proto.grad_norm_tensor();
-  const float a = 1.25f, b = 7.0f;
-  ASSERT_TRUE(d.write(plan.proto.tensors(loss).offset(), &a, 4).ok());
-  ASSERT_TRUE(d.write(plan.proto.tensors(norm).offset(), &b, 4).ok());
-  ASSERT_TRUE(d.requestScalar(norm).ok());
-  ASSERT_TRUE(d.requestScalar(loss).ok());
-  absl::StatusOr<std::vector<float>> scalars = d.collectScalars();
-  ASSERT_TRUE(scalars.ok());
-  EXPECT_EQ(*scalars, std::vector<float>({7.0f, 1.25f}));
-  EXPECT_TRUE(d.collectScalars()->empty());
+  const int64_t numMicro = plan.proto.train().num_micro_batches();
+  ASSERT_GE(numMicro, 2);
+  const plan::Tensor &tokens = plan.proto.tensors(plan.tokens);
+  // Micro-batch m's tokens and labels are all m + 1.
+  for (int64_t m = 0; m < numMicro; ++m)
+    for (uint32_t id : {plan.tokens, plan.labels}) {
+      absl::StatusOr<absl::Span<uint8_t>> staged = d.stageInput(id, m);
+      ASSERT_TRUE(staged.ok()) << staged.status();
+      EXPECT_EQ(staged->size(), tokens.size_bytes());
+      auto *ids = reinterpret_cast<int32_t *>(staged->data());
+      std::fill(ids, ids + staged->size() / 4, static_cast<int32_t>(m + 1));
+    }
+  EXPECT_EQ(d.stageInput(plan.tokens, numMicro).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(d.stageInput(plan.proto.loss_tensor(), 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
 
   StepValues values;
   values.lr = 1e-3;
-  ASSERT_TRUE(d.run("micro_batch", values).ok());
-  ASSERT_TRUE(d.run("optimizer", values).ok());
-  EXPECT_EQ(d.stats().eagerRuns, 2);
+  ASSERT_TRUE(d.run(plan::STEP, values).ok());
+  EXPECT_EQ(d.stats().eagerRuns, 1);
   EXPECT_EQ(d.stats().graphReplays, 0);
-  absl::Status missing = d.run("init", values);
+  // The inputs hold what the last micro-batch staged.
+  const auto *inArena =
+      reinterpret_cast<const int32_t *>(d.hostArena() + tokens.offset());
+  EXPECT_EQ(inArena[0], numMicro);
+  absl::StatusOr<std::vector<float>> slots = d.readbacks();
+  ASSERT_TRUE(slots.ok());
+  ASSERT_EQ(slots->size(), plan.proto.num_readbacks());
+  // The parameters are the arena's zeros, so every logit is 0: each loss
+  // is ln(256) and every gradient 0. The last loss is the one left in the
+  // loss tensor.
+  float last = 0;
+  ASSERT_TRUE(d.read(plan.proto.tensors(plan.proto.loss_tensor()).offset(),
+                     &last, 4)
+                  .ok());
+  EXPECT_EQ((*slots)[plan.proto.loss_readbacks(numMicro - 1)], last);
+  for (int64_t m = 0; m < numMicro; ++m)
+    EXPECT_NEAR((*slots)[plan.proto.loss_readbacks(m)], std::log(256.0), 1e-5);
+  EXPECT_EQ((*slots)[plan.proto.grad_norm_readback()], 0.0f);
+  EXPECT_EQ((*slots)[plan.proto.step_skipped_readback()], 0.0f);
+
+  absl::Status missing = d.run(plan::INIT, values);
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(d.stats().eagerRuns, 2);
+  EXPECT_EQ(d.stats().eagerRuns, 1);
 }
 
 TEST(DeviceFactory, CudaIsRefusedWithAReasonWhereItCannotRun) {

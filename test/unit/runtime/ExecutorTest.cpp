@@ -17,13 +17,12 @@ namespace {
 using test::intAttr;
 using test::PlanBuilder;
 
-// A valid plan whose "micro_batch" program is filled in by the test; the
-// optimizer program is a single no-op.
+// A plan whose STEP program the test fills in; bind() completes it with the
+// staging and readbacks a step needs.
 PlanBuilder skeleton() {
   PlanBuilder b;
   b.parameter("w", {4}, plan::ZEROS);
   b.standardInputsAndScalars();
-  b.launch("optimizer", 0, "test.touch", {}, {});
   return b;
 }
 
@@ -31,16 +30,19 @@ void log(PlanBuilder &b, uint32_t stream, int64_t id, int64_t sleepMs = 0) {
   std::vector<plan::Attr> attrs = {intAttr("id", id)};
   if (sleepMs > 0)
     attrs.push_back(intAttr("sleep_ms", sleepMs));
-  b.launch("micro_batch", stream, "test.log", {}, {}, attrs);
+  b.launch("step", stream, "test.log", {}, {}, attrs);
 }
 
 struct Bound {
   LoadedPlan plan;
   CpuArena arena;
+  std::unique_ptr<StagingLayout> layout;
+  std::vector<uint8_t> staging;
   std::unique_ptr<Executor> executor;
 };
 
 std::unique_ptr<Bound> bind(PlanBuilder &b) {
+  b.minimalStep();
   auto bound = std::make_unique<Bound>();
   absl::StatusOr<LoadedPlan> plan =
       loadPlan(b.bytes(), test::testKernelRegistry(), Device::kCPU);
@@ -50,17 +52,20 @@ std::unique_ptr<Bound> bind(PlanBuilder &b) {
       CpuArena::create(bound->plan.proto.memory().arena_bytes());
   EXPECT_TRUE(arena.ok()) << arena.status();
   bound->arena = std::move(*arena);
-  absl::StatusOr<std::unique_ptr<Executor>> ex =
-      Executor::create(bound->plan, bound->arena.data(), bound->arena.size());
+  bound->layout = std::make_unique<StagingLayout>(bound->plan);
+  bound->staging.resize(bound->layout->bytes());
+  absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::create(
+      bound->plan, bound->arena.data(), bound->arena.size(),
+      bound->staging.data(), *bound->layout);
   EXPECT_TRUE(ex.ok()) << ex.status();
   bound->executor = std::move(*ex);
   return bound;
 }
 
-std::vector<int64_t> runLogged(Bound &bound, const std::string &program) {
+std::vector<int64_t> runLogged(Bound &bound) {
   test::clearEventLog();
   KernelContext ctx;
-  absl::Status s = bound.executor->run(program, ctx);
+  absl::Status s = bound.executor->run(plan::STEP, ctx);
   EXPECT_TRUE(s.ok()) << s;
   return test::eventLog();
 }
@@ -71,7 +76,7 @@ TEST(Executor, OneStreamRunsInProgramOrder) {
     log(b, 0, i);
   auto bound = bind(b);
   EXPECT_EQ(bound->executor->numStreams(), 1);
-  EXPECT_EQ(runLogged(*bound, "micro_batch"),
+  EXPECT_EQ(runLogged(*bound),
             (std::vector<int64_t>{1, 2, 3, 4, 5}));
 }
 
@@ -83,17 +88,17 @@ TEST(Executor, StreamsRunConcurrentlyWithoutEvents) {
   log(b, 0, 2);
   auto bound = bind(b);
   EXPECT_EQ(bound->executor->numStreams(), 2);
-  EXPECT_EQ(runLogged(*bound, "micro_batch"), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(runLogged(*bound), (std::vector<int64_t>{2, 1}));
 }
 
 TEST(Executor, WaitOrdersAcrossStreams) {
   PlanBuilder b = skeleton();
   log(b, 1, 1, /*sleepMs=*/50);
-  b.record("micro_batch", 1, 0);
-  b.wait("micro_batch", 0, 0);
+  b.record("step", 1, 0);
+  b.wait("step", 0, 0);
   log(b, 0, 2);
   auto bound = bind(b);
-  EXPECT_EQ(runLogged(*bound, "micro_batch"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(runLogged(*bound), (std::vector<int64_t>{1, 2}));
 }
 
 TEST(Executor, EventsCountRecordsAndResetEachRun) {
@@ -103,20 +108,20 @@ TEST(Executor, EventsCountRecordsAndResetEachRun) {
   // sleep makes a wait that passed on any earlier record show up as 1 2 4 3.
   PlanBuilder b = skeleton();
   log(b, 1, 1);
-  b.record("micro_batch", 1, 0);
-  b.wait("micro_batch", 0, 0);
+  b.record("step", 1, 0);
+  b.wait("step", 0, 0);
   log(b, 0, 2);
-  b.record("micro_batch", 0, 1);
-  b.wait("micro_batch", 1, 1);
+  b.record("step", 0, 1);
+  b.wait("step", 1, 1);
   log(b, 1, 3, /*sleepMs=*/50);
-  b.record("micro_batch", 1, 0);
-  b.wait("micro_batch", 0, 0);
+  b.record("step", 1, 0);
+  b.wait("step", 0, 0);
   log(b, 0, 4);
   auto bound = bind(b);
   // A counter left over from a previous run would let the waits of the next
   // run pass early.
   for (int run = 0; run < 3; ++run)
-    EXPECT_EQ(runLogged(*bound, "micro_batch"),
+    EXPECT_EQ(runLogged(*bound),
               (std::vector<int64_t>{1, 2, 3, 4}))
         << "run " << run;
 }
@@ -124,14 +129,14 @@ TEST(Executor, EventsCountRecordsAndResetEachRun) {
 TEST(Executor, ThreeStreamsJoinOnTwoEvents) {
   PlanBuilder b = skeleton();
   log(b, 1, 1, 40);
-  b.record("micro_batch", 1, 0);
+  b.record("step", 1, 0);
   log(b, 2, 2, 60);
-  b.record("micro_batch", 2, 1);
-  b.wait("micro_batch", 0, 0);
-  b.wait("micro_batch", 0, 1);
+  b.record("step", 2, 1);
+  b.wait("step", 0, 0);
+  b.wait("step", 0, 1);
   log(b, 0, 3);
   auto bound = bind(b);
-  std::vector<int64_t> order = runLogged(*bound, "micro_batch");
+  std::vector<int64_t> order = runLogged(*bound);
   ASSERT_EQ(order.size(), 3u);
   EXPECT_EQ(order[2], 3); // after both streams, in whatever order they ran
   EXPECT_EQ(order[0] + order[1], 3);
@@ -142,12 +147,13 @@ TEST(Executor, RefusesUnknownProgramsAndSmallArenas) {
   log(b, 0, 1);
   auto bound = bind(b);
   KernelContext ctx;
-  absl::Status s = bound->executor->run("backward", ctx);
+  absl::Status s = bound->executor->run(plan::INIT, ctx);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(s.message(), "the plan has no program named \"backward\"");
+  EXPECT_EQ(s.message(), "the plan has no INIT program");
 
   absl::StatusOr<std::unique_ptr<Executor>> small =
-      Executor::create(bound->plan, bound->arena.data(), 64);
+      Executor::create(bound->plan, bound->arena.data(), 64,
+                       bound->staging.data(), *bound->layout);
   ASSERT_FALSE(small.ok());
   EXPECT_NE(std::string(small.status().message())
                 .find("the arena has 64 "
@@ -161,11 +167,11 @@ TEST(Executor, OneStreamAddsLittleOverheadPerLaunch) {
   // below any real kernel's (a loose bound, to stay robust on busy machines).
   PlanBuilder b = skeleton();
   for (int i = 0; i < 10000; ++i)
-    b.launch("micro_batch", 0, "test.touch", {}, {});
+    b.launch("step", 0, "test.touch", {}, {});
   auto bound = bind(b);
   KernelContext ctx;
   auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(bound->executor->run("micro_batch", ctx).ok());
+  ASSERT_TRUE(bound->executor->run(plan::STEP, ctx).ok());
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();

@@ -133,7 +133,71 @@ plan::Program *PlanBuilder::program(const std::string &name) {
       return &p;
   plan::Program *p = plan_.add_programs();
   p->set_name(name);
+  p->set_kind(name == "step"   ? plan::STEP
+              : name == "init" ? plan::INIT
+                               : plan::PROGRAM_UNSPECIFIED);
   return p;
+}
+
+void PlanBuilder::stage(uint32_t stream, uint32_t tensor, uint32_t microBatch) {
+  plan::Instruction *inst = program("step")->add_instructions();
+  inst->set_stream(stream);
+  inst->mutable_stage()->set_tensor(tensor);
+  inst->mutable_stage()->set_micro_batch(microBatch);
+}
+
+void PlanBuilder::readback(uint32_t stream, uint32_t tensor, uint32_t slot) {
+  plan::Instruction *inst = program("step")->add_instructions();
+  inst->set_stream(stream);
+  inst->mutable_readback()->set_tensor(tensor);
+  inst->mutable_readback()->set_slot(slot);
+  plan_.set_num_readbacks(std::max(plan_.num_readbacks(), slot + 1));
+}
+
+void PlanBuilder::beginRepeat(uint32_t count) {
+  plan::Program *step = program("step");
+  repeatAt_ = step->instructions_size();
+  step->add_instructions()->mutable_repeat()->set_count(count);
+}
+
+void PlanBuilder::endRepeat() {
+  plan::Program *step = program("step");
+  plan::Repeat *r = step->mutable_instructions(repeatAt_)->mutable_repeat();
+  r->set_length(step->instructions_size() - repeatAt_ - 1);
+  for (uint32_t i = 1; i < r->count(); ++i)
+    plan_.add_loss_readbacks(i);
+  plan_.set_num_readbacks(std::max(plan_.num_readbacks(), r->count()));
+  repeatAt_ = -1;
+}
+
+void PlanBuilder::beginMicroBatch(uint32_t m) {
+  microBatch_ = m;
+  for (const plan::Tensor &t : plan_.tensors())
+    if (t.kind() == plan::INPUT)
+      stage(0, t.id(), m);
+}
+
+void PlanBuilder::endMicroBatch() {
+  readback(0, plan_.loss_tensor(), microBatch_);
+  plan_.add_loss_readbacks(microBatch_);
+  microBatch_ = 0;
+}
+
+void PlanBuilder::finishStep() {
+  const uint32_t m = static_cast<uint32_t>(train().num_micro_batches());
+  readback(0, plan_.grad_norm_tensor(), m);
+  plan_.set_grad_norm_readback(m);
+  readback(0, plan_.step_skipped_tensor(), m + 1);
+  plan_.set_step_skipped_readback(m + 1);
+}
+
+void PlanBuilder::minimalStep(const std::string &kernel) {
+  for (uint32_t m = 0; m < train().num_micro_batches(); ++m) {
+    beginMicroBatch(m);
+    launch("step", 0, kernel, {}, {});
+    endMicroBatch();
+  }
+  finishStep();
 }
 
 void PlanBuilder::launch(const std::string &programName, uint32_t stream,
@@ -144,6 +208,8 @@ void PlanBuilder::launch(const std::string &programName, uint32_t stream,
   inst->set_stream(stream);
   plan::Launch *l = inst->mutable_launch();
   l->set_kernel(kernel);
+  if (programName == "step")
+    l->set_micro_batch(microBatch_);
   for (uint32_t id : ins)
     l->add_inputs(id);
   for (uint32_t id : outs)

@@ -42,12 +42,34 @@ public:
   uint32_t id(const std::string &name) const;
   uint32_t grad(uint32_t param) const;
 
-  // Appends to the program called `program` (created on first use).
+  // Appends to the program called `program` (created on first use: "step"
+  // is the STEP program, "init" the INIT program, any other name a program
+  // of no kind). Launches into "step" compute the micro-batch begun last.
   void launch(const std::string &program, uint32_t stream,
               const std::string &kernel, std::vector<uint32_t> ins,
               std::vector<uint32_t> outs, std::vector<plan::Attr> attrs = {});
   void record(const std::string &program, uint32_t stream, uint32_t event);
   void wait(const std::string &program, uint32_t stream, uint32_t event);
+  void stage(uint32_t stream, uint32_t tensor, uint32_t microBatch);
+  void readback(uint32_t stream, uint32_t tensor, uint32_t slot);
+
+  // A Repeat of `count` iterations in "step" around what is added until
+  // endRepeat(); its body is written as micro-batch 0, whose loss slot
+  // becomes slots 0..count-1.
+  void beginRepeat(uint32_t count);
+  void endRepeat();
+
+  // Micro-batch `m` of "step": stages every INPUT tensor for it; the
+  // launches that follow compute it.
+  void beginMicroBatch(uint32_t m);
+  // Reads the loss back into slot m (plan.loss_readbacks[m]).
+  void endMicroBatch();
+  // After the optimizer: reads back the norm and the skipped flag into the
+  // slots after the losses and sets plan.num_readbacks.
+  void finishStep();
+  // A STEP program that only stages, reads back and runs `kernel` (no
+  // operands) once per micro-batch: the smallest valid one.
+  void minimalStep(const std::string &kernel = "test.touch");
 
   // Sets arena_bytes and the memory report; num_events covers every event
   // used. Returns the finished plan.
@@ -59,6 +81,8 @@ private:
 
   plan::Plan plan_;
   uint64_t next_ = 0;
+  uint32_t microBatch_ = 0;
+  int repeatAt_ = -1;
 };
 
 } // namespace braid::test

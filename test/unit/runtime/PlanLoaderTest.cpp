@@ -18,6 +18,7 @@ namespace {
 
 using test::testKernelRegistry;
 using test::tinyModelPlan;
+using test::TinyModelOptions;
 
 absl::Status load(const plan::Plan &p) {
   return loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU)
@@ -43,8 +44,9 @@ plan::Program &program(plan::Plan &p, const std::string &name) {
 // Breaks the tiny plan with `mutate` and expects a refusal containing
 // `fragment`.
 void expectRefused(const std::function<void(plan::Plan &)> &mutate,
-                   const std::string &fragment) {
-  plan::Plan p = tinyModelPlan();
+                   const std::string &fragment,
+                   const TinyModelOptions &options = {}) {
+  plan::Plan p = tinyModelPlan(options);
   mutate(p);
   absl::Status s = load(p);
   ASSERT_FALSE(s.ok()) << "expected a refusal containing: " << fragment;
@@ -65,16 +67,15 @@ TEST(PlanLoader, AcceptsTheTinyPlanAndResolvesIt) {
   EXPECT_EQ(loaded->tokens, named(p, "tokens").id());
   EXPECT_EQ(loaded->labels, named(p, "labels").id());
   EXPECT_FALSE(loaded->positions.has_value());
-  ASSERT_NE(loaded->findProgram("micro_batch"), nullptr);
-  ASSERT_NE(loaded->findProgram("optimizer"), nullptr);
-  EXPECT_EQ(loaded->findProgram("nope"), nullptr);
+  ASSERT_NE(loaded->program(plan::STEP), nullptr);
+  EXPECT_EQ(loaded->program(plan::INIT), nullptr);
   EXPECT_EQ(loaded->findTensor("lm_head.weight"),
             named(p, "lm_head.weight").id());
   EXPECT_FALSE(loaded->findTensor("nope").has_value());
   // Each wait is satisfied by the one record of its event before it.
   int waits = 0;
   for (const LoadedInstruction &inst :
-       loaded->findProgram("micro_batch")->instructions) {
+       loaded->program(plan::STEP)->instructions) {
     if (inst.kind == LoadedInstruction::Kind::kWait) {
       EXPECT_EQ(inst.waitTarget, 1);
       ++waits;
@@ -83,12 +84,12 @@ TEST(PlanLoader, AcceptsTheTinyPlanAndResolvesIt) {
       EXPECT_NE(inst.kernel, nullptr);
     }
   }
-  EXPECT_EQ(waits, 2);
+  EXPECT_EQ(waits, 6); // three per micro-batch
 }
 
 TEST(PlanLoader, CountsRepeatedRecordsForWaitTargets) {
   plan::Plan p = tinyModelPlan();
-  plan::Program &mb = program(p, "micro_batch");
+  plan::Program &mb = program(p, "step");
   p.set_num_events(1);
   for (int i = 0; i < 2; ++i)
     mb.add_instructions()->mutable_record()->set_event(0);
@@ -96,7 +97,7 @@ TEST(PlanLoader, CountsRepeatedRecordsForWaitTargets) {
   absl::StatusOr<LoadedPlan> loaded =
       loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_EQ(loaded->findProgram("micro_batch")->instructions.back().waitTarget,
+  EXPECT_EQ(loaded->program(plan::STEP)->instructions.back().waitTarget,
             2);
 }
 
@@ -113,7 +114,7 @@ TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
   // A proto3 string must be UTF-8; protobuf refuses the parse and would log
   // its own complaint, which must not reach the user.
   plan::Plan p = tinyModelPlan();
-  named(p, "x").set_name("bad\xff");
+  named(p, "x.0").set_name("bad\xff");
   std::string bytes;
   {
     google::protobuf::LogSilencer quiet; // serialising complains too
@@ -128,11 +129,11 @@ TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
 }
 
 TEST(PlanLoader, RefusesOtherFormatVersions) {
-  expectRefused([](plan::Plan &p) { p.set_format_version(3); },
-                "plan.format_version is 3 but this runtime reads version 2: "
+  expectRefused([](plan::Plan &p) { p.set_format_version(4); },
+                "plan.format_version is 4 but this runtime reads version 3: "
                 "the plan was written by a newer braidc");
   expectRefused([](plan::Plan &p) { p.set_format_version(0); },
-                "plan.format_version is 0 but this runtime reads version 2: "
+                "plan.format_version is 0 but this runtime reads version 3: "
                 "the plan was written by an older braidc");
   // An empty byte string parses as an all-default plan: version 0.
   absl::Status s = loadPlan("", testKernelRegistry(), Device::kCPU).status();
@@ -199,28 +200,28 @@ TEST(PlanLoader, RefusesBadTensorTable) {
       [](plan::Plan &p) { p.mutable_tensors(3)->set_id(7); },
       "plan.tensors[3] (model.embed_tokens.weight.exp_avg_sq) has id 7: a "
       "tensor's id must equal its index in plan.tensors");
-  expectRefused([](plan::Plan &p) { named(p, "x").set_name(""); },
+  expectRefused([](plan::Plan &p) { named(p, "x.0").set_name(""); },
                 "has no name");
-  expectRefused([](plan::Plan &p) { named(p, "h").set_name("x"); },
+  expectRefused([](plan::Plan &p) { named(p, "h.0").set_name("x.0"); },
                 "has the same name as plan.tensors[");
   expectRefused(
-      [](plan::Plan &p) { named(p, "x").set_dtype(plan::DTYPE_UNSPECIFIED); },
-      "(x) has dtype 0: it must be F32, BF16 or I32");
-  expectRefused([](plan::Plan &p) { named(p, "x").set_dtype(plan::DType(9)); },
-                "(x) has dtype 9");
+      [](plan::Plan &p) { named(p, "x.0").set_dtype(plan::DTYPE_UNSPECIFIED); },
+      "(x.0) has dtype 0: it must be F32, BF16 or I32");
+  expectRefused([](plan::Plan &p) { named(p, "x.0").set_dtype(plan::DType(9)); },
+                "(x.0) has dtype 9");
   expectRefused(
-      [](plan::Plan &p) { named(p, "x").set_kind(plan::KIND_UNSPECIFIED); },
-      "(x) has kind 0");
-  expectRefused([](plan::Plan &p) { named(p, "x").set_shape(1, -16); },
-                "(x) has shape [2, -16, 16]: dimension 1 is negative");
+      [](plan::Plan &p) { named(p, "x.0").set_kind(plan::KIND_UNSPECIFIED); },
+      "(x.0) has kind 0");
+  expectRefused([](plan::Plan &p) { named(p, "x.0").set_shape(1, -16); },
+                "(x.0) has shape [2, -16, 16]: dimension 1 is negative");
   expectRefused(
       [](plan::Plan &p) {
-        named(p, "x").set_shape(0, int64_t{1} << 40);
-        named(p, "x").set_shape(1, int64_t{1} << 40);
+        named(p, "x.0").set_shape(0, int64_t{1} << 40);
+        named(p, "x.0").set_shape(1, int64_t{1} << 40);
       },
       "its byte size does not fit in 64 bits");
-  expectRefused([](plan::Plan &p) { named(p, "x").set_size_bytes(4); },
-                "(x) has size_bytes 4 but shape [2, 8, 16] of f32 needs 1024 "
+  expectRefused([](plan::Plan &p) { named(p, "x.0").set_size_bytes(4); },
+                "(x.0) has size_bytes 4 but shape [2, 8, 16] of f32 needs 1024 "
                 "bytes");
   expectRefused(
       [](plan::Plan &p) { named(p, "model.norm.weight").set_offset(100); },
@@ -228,12 +229,12 @@ TEST(PlanLoader, RefusesBadTensorTable) {
       "aligned");
   expectRefused(
       [](plan::Plan &p) {
-        named(p, "dh").set_offset(p.memory().arena_bytes());
+        named(p, "dh.0").set_offset(p.memory().arena_bytes());
       },
       "does not fit in the arena of");
   expectRefused(
       [](plan::Plan &p) {
-        named(p, "dh").set_offset(std::numeric_limits<uint64_t>::max() / 64 *
+        named(p, "dh.0").set_offset(std::numeric_limits<uint64_t>::max() / 64 *
                                   64);
       },
       "does not fit in the arena of");
@@ -251,18 +252,19 @@ TEST(PlanLoader, RefusesOverlappingPersistentTensors) {
   // An activation on top of a gradient is refused just the same.
   expectRefused(
       [](plan::Plan &p) {
-        named(p, "lse").set_offset(named(p, "model.norm.weight.grad").offset());
+        named(p, "lse.0").set_offset(named(p, "model.norm.weight.grad").offset());
       },
       "is a GRADIENT tensor: only ACTIVATION tensors may reuse bytes");
 }
 
 TEST(PlanLoader, RefusesActivationsSharingBytesWhileLive) {
-  // x is live from instruction 0 to 8, dh from 6 to 8.
+  // x is live from instruction 6 to 14, dh from 12 to 14 (after the four
+  // fills and the first micro-batch's two stages).
   expectRefused(
-      [](plan::Plan &p) { named(p, "dh").set_offset(named(p, "x").offset()); },
-      "plan.tensors[18] (x) and plan.tensors[24] (dh) share arena bytes "
-      "[131712, 132736) while both are live in plan.programs[0] (micro_batch): "
-      "instructions 0..8 and 6..8; activations may share bytes only when "
+      [](plan::Plan &p) { named(p, "dh.0").set_offset(named(p, "x.0").offset()); },
+      "plan.tensors[18] (x.0) and plan.tensors[24] (dh.0) share arena bytes "
+      "[131712, 132736) while both are live in plan.programs[0] (step): "
+      "instructions 6..14 and 12..14; activations may share bytes only when "
       "every use of one finishes before any use of the other starts (in "
       "order on one stream, or through events)");
 }
@@ -275,49 +277,49 @@ TEST(PlanLoader, RefusesSharingThatOnlyProgramOrderWouldAllow) {
   test::TinyModelOptions options;
   options.twoStreams = true;
   plan::Plan p = tinyModelPlan(options);
-  named(p, "dx").set_offset(named(p, "dlogits").offset());
+  named(p, "dx.0").set_offset(named(p, "dlogits.0").offset());
   absl::Status s = load(p);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(std::string(s.message())
-                .find("(dlogits) and plan.tensors[" +
-                      std::to_string(named(p, "dx").id()) +
-                      "] (dx) share arena bytes"),
+                .find("(dlogits.0) and plan.tensors[" +
+                      std::to_string(named(p, "dx.0").id()) +
+                      "] (dx.0) share arena bytes"),
             std::string::npos)
       << s;
-  EXPECT_NE(std::string(s.message()).find("instructions 4..8 and 12..13"),
+  EXPECT_NE(std::string(s.message()).find("instructions 10..14 and 18..21"),
             std::string::npos)
       << s;
   // The same bytes on one stream, where program order is the order, load.
   plan::Plan one = tinyModelPlan();
-  named(one, "dx").set_offset(named(one, "dlogits").offset());
+  named(one, "dx.0").set_offset(named(one, "dlogits.0").offset());
   EXPECT_TRUE(load(one).ok()) << load(one);
 }
 
 TEST(PlanLoader, AcceptsActivationsSharingBytesWhenLiveRangesAreDisjoint) {
   // h is live from instruction 1 to 5, dh from 6 to 8.
   plan::Plan p = tinyModelPlan();
-  named(p, "dh").set_offset(named(p, "h").offset());
+  named(p, "dh.0").set_offset(named(p, "h.0").offset());
   EXPECT_TRUE(load(p).ok()) << load(p);
 }
 
-TEST(PlanLoader, AcceptsActivationsSharingBytesAcrossPrograms) {
+TEST(PlanLoader, AcceptsActivationsSharingBytesAfterTheirLastUse) {
   plan::Plan p = tinyModelPlan();
-  // An activation used only by the optimizer may reuse the bytes of one
-  // used only by the micro-batch program.
+  // An activation the end of the step writes may reuse the bytes of one
+  // only the first micro-batch used.
   plan::Tensor *scratch = p.add_tensors();
-  *scratch = named(p, "x");
+  *scratch = named(p, "x.0");
   scratch->set_id(p.tensors_size() - 1);
   scratch->set_name("optimizer.scratch");
   plan::Launch *l =
-      program(p, "optimizer").add_instructions()->mutable_launch();
+      program(p, "step").add_instructions()->mutable_launch();
   l->set_kernel("test.touch");
   l->add_outputs(scratch->id());
   EXPECT_TRUE(load(p).ok()) << load(p);
 }
 
 TEST(PlanLoader, RefusesBadInputs) {
-  expectRefused([](plan::Plan &p) { named(p, "x").set_role(plan::TOKENS); },
-                "(x) has role TOKENS but kind ACTIVATION: only INPUT tensors "
+  expectRefused([](plan::Plan &p) { named(p, "x.0").set_role(plan::TOKENS); },
+                "(x.0) has role TOKENS but kind ACTIVATION: only INPUT tensors "
                 "carry a role");
   expectRefused(
       [](plan::Plan &p) {
@@ -347,7 +349,7 @@ TEST(PlanLoader, RefusesBadInputs) {
 TEST(PlanLoader, RefusesBadReadBackScalars) {
   expectRefused([](plan::Plan &p) { p.set_loss_tensor(10000); },
                 "plan.loss_tensor is 10000 but the plan has");
-  expectRefused([](plan::Plan &p) { p.set_loss_tensor(named(p, "lse").id()); },
+  expectRefused([](plan::Plan &p) { p.set_loss_tensor(named(p, "lse.0").id()); },
                 "plan.loss_tensor names plan.tensors[");
   expectRefused(
       [](plan::Plan &p) { named(p, "grad_norm").set_kind(plan::ACTIVATION); },
@@ -394,8 +396,8 @@ TEST(PlanLoader, RefusesBadParameterInfos) {
             ->set_checkpoint_transposed(true);
       },
       "has param.checkpoint_transposed but 1 dimensions");
-  expectRefused([&](plan::Plan &p) { param(p).set_tied_alias("x"); },
-                "param.tied_alias \"x\" is already the name of a tensor");
+  expectRefused([&](plan::Plan &p) { param(p).set_tied_alias("x.0"); },
+                "param.tied_alias \"x.0\" is already the name of a tensor");
   expectRefused(
       [&](plan::Plan &p) {
         param(p).set_tied_alias("alias");
@@ -414,78 +416,175 @@ TEST(PlanLoader, RefusesBadParameterInfos) {
 }
 
 TEST(PlanLoader, RefusesBadPrograms) {
-  expectRefused([](plan::Plan &p) { program(p, "optimizer").set_name("opt"); },
-                "the plan has no program named \"optimizer\": it is required");
+  expectRefused([](plan::Plan &p) { p.clear_programs(); },
+                "the plan has no STEP program: it is required");
+  expectRefused([](plan::Plan &p) { program(p, "step").set_name(""); },
+                "plan.programs[0] has no name");
   expectRefused(
-      [](plan::Plan &p) { program(p, "micro_batch").set_name("forward"); },
-      "the plan has no program named \"micro_batch\"");
-  expectRefused([](plan::Plan &p) { program(p, "optimizer").set_name(""); },
-                "plan.programs[1] has no name");
+      [](plan::Plan &p) {
+        program(p, "step").set_kind(plan::PROGRAM_UNSPECIFIED);
+      },
+      "plan.programs[0] (step) has kind 0, neither STEP nor INIT");
   expectRefused(
-      [](plan::Plan &p) { program(p, "optimizer").set_name("micro_batch"); },
-      "plan.programs[1]: a second program named \"micro_batch\"");
+      [](plan::Plan &p) {
+        plan::Program *again = p.add_programs();
+        *again = p.programs(0);
+        again->set_name("step2");
+      },
+      "plan.programs[1] (step2) is a second STEP program; a plan has one");
+  expectRefused(
+      [](plan::Plan &p) {
+        plan::Program *again = p.add_programs();
+        *again = p.programs(0);
+      },
+      "plan.programs[1]: a second program named \"step\"");
+}
+
+// Every micro-batch stages each input once; the readback slots hold what
+// the plan says they hold.
+TEST(PlanLoader, RefusesBadStagingAndReadbacks) {
+  auto find = [](plan::Plan &p, plan::Instruction::OpCase op,
+                 int nth) -> plan::Instruction & {
+    for (plan::Instruction &inst :
+         *program(p, "step").mutable_instructions())
+      if (inst.op_case() == op && nth-- == 0)
+        return inst;
+    ADD_FAILURE() << "no such instruction";
+    return *program(p, "step").mutable_instructions(0);
+  };
+  const auto kStage = plan::Instruction::kStage;
+  const auto kReadback = plan::Instruction::kReadback;
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kStage, 0).mutable_stage()->set_tensor(p.loss_tensor());
+      },
+      "stages tensor 14, which is not an INPUT tensor");
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kStage, 2).mutable_stage()->set_micro_batch(2);
+      },
+      "stages micro-batch 2 but a step has plan.train.num_micro_batches = 2");
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kStage, 2).mutable_stage()->set_micro_batch(0);
+      },
+      "the STEP program stages plan.tensors[12] (tokens) for micro-batch 0 "
+      "twice");
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kStage, 3).mutable_stage()->set_tensor(
+            named(p, "tokens").id());
+      },
+      "the STEP program stages plan.tensors[12] (tokens) for micro-batch 1 "
+      "twice");
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kStage, 3).mutable_launch()->set_kernel("test.touch");
+      },
+      "the STEP program never stages plan.tensors[13] (labels) for "
+      "micro-batch 1");
+  expectRefused(
+      [&](plan::Plan &p) {
+        program(p, "step").mutable_instructions(6)->mutable_launch()->set_micro_batch(5);
+      },
+      "instruction 6 (kernel embedding): computes micro-batch 5 but a step "
+      "has plan.train.num_micro_batches = 2");
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kReadback, 1).mutable_readback()->set_slot(0);
+      },
+      "the STEP program reads back into slot 0 twice");
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kReadback, 0).mutable_readback()->set_slot(9);
+      },
+      "reads back into slot 9, which is not below plan.num_readbacks = 4");
+  expectRefused(
+      [&](plan::Plan &p) {
+        find(p, kReadback, 0).mutable_readback()->set_tensor(
+            named(p, "x.0").id());
+      },
+      "reads back tensor 18, which is not an f32 SCALAR tensor");
+  expectRefused(
+      [&](plan::Plan &p) {
+        p.set_grad_norm_readback(p.loss_readbacks(0));
+      },
+      "plan.grad_norm_readback is slot 0, which another readback field names "
+      "too");
+  expectRefused(
+      [&](plan::Plan &p) {
+        const uint32_t norm = p.grad_norm_readback();
+        p.set_grad_norm_readback(p.step_skipped_readback());
+        p.set_step_skipped_readback(norm);
+      },
+      "plan.grad_norm_readback is slot 3, but the STEP program reads "
+      "plan.tensors[17] (step_skipped) into it, not plan.tensors[16] "
+      "(grad_norm)");
+  expectRefused([&](plan::Plan &p) { p.mutable_loss_readbacks()->RemoveLast(); },
+                "plan.loss_readbacks has 1 slots but a step has "
+                "plan.train.num_micro_batches = 2");
 }
 
 TEST(PlanLoader, RefusesBadInstructions) {
   auto inst = [](plan::Plan &p, int i) -> plan::Instruction & {
-    return *program(p, "micro_batch").mutable_instructions(i);
+    return *program(p, "step").mutable_instructions(i);
   };
-  expectRefused([&](plan::Plan &p) { inst(p, 2).set_stream(1); },
-                "plan.programs[0] (micro_batch) instruction 2: stream 1 is "
+  expectRefused([&](plan::Plan &p) { inst(p, 8).set_stream(1); },
+                "plan.programs[0] (step) instruction 8: stream 1 is "
                 "not below plan.num_streams = 1");
   expectRefused(
-      [&](plan::Plan &p) { inst(p, 2).mutable_launch()->set_kernel("matmul"); },
-      "plan.programs[0] (micro_batch) instruction 2 (kernel matmul): there "
+      [&](plan::Plan &p) { inst(p, 8).mutable_launch()->set_kernel("matmul"); },
+      "plan.programs[0] (step) instruction 8 (kernel matmul): there "
       "is no kernel \"matmul\" for the CPU device");
   expectRefused(
-      [&](plan::Plan &p) { inst(p, 2).mutable_launch()->set_inputs(1, 500); },
-      "instruction 2 (kernel linear): inputs[1] is tensor 500 but the plan "
+      [&](plan::Plan &p) { inst(p, 8).mutable_launch()->set_inputs(1, 500); },
+      "instruction 8 (kernel linear): inputs[1] is tensor 500 but the plan "
       "has");
   expectRefused(
-      [&](plan::Plan &p) { inst(p, 2).mutable_launch()->add_outputs(501); },
-      "instruction 2 (kernel linear): outputs[1] is tensor 501");
+      [&](plan::Plan &p) { inst(p, 8).mutable_launch()->add_outputs(501); },
+      "instruction 8 (kernel linear): outputs[1] is tensor 501");
   expectRefused(
       [&](plan::Plan &p) {
-        inst(p, 1).mutable_launch()->mutable_attrs(0)->set_name("");
+        inst(p, 7).mutable_launch()->mutable_attrs(0)->set_name("");
       },
-      "instruction 1 (kernel rms_norm): attrs[0] has no name");
+      "instruction 7 (kernel rms_norm): attrs[0] has no name");
   expectRefused(
       [&](plan::Plan &p) {
-        plan::Launch *l = inst(p, 1).mutable_launch();
+        plan::Launch *l = inst(p, 7).mutable_launch();
         *l->add_attrs() = l->attrs(0);
       },
-      "instruction 1 (kernel rms_norm): parameter \"eps\" is given twice");
+      "instruction 7 (kernel rms_norm): parameter \"eps\" is given twice");
   expectRefused(
       [&](plan::Plan &p) {
-        inst(p, 1).mutable_launch()->mutable_attrs(0)->clear_value();
+        inst(p, 7).mutable_launch()->mutable_attrs(0)->clear_value();
       },
-      "instruction 1 (kernel rms_norm): parameter \"eps\" has no value");
+      "instruction 7 (kernel rms_norm): parameter \"eps\" has no value");
   expectRefused(
-      [&](plan::Plan &p) { inst(p, 1).mutable_launch()->clear_attrs(); },
-      "plan.programs[0] (micro_batch) instruction 1 (kernel rms_norm): "
+      [&](plan::Plan &p) { inst(p, 7).mutable_launch()->clear_attrs(); },
+      "plan.programs[0] (step) instruction 7 (kernel rms_norm): "
       "rms_norm:");
   expectRefused(
       [&](plan::Plan &p) {
         // linear with the norm weight [16] as its weight matrix.
-        inst(p, 2).mutable_launch()->set_inputs(
+        inst(p, 8).mutable_launch()->set_inputs(
             1, named(p, "model.norm.weight").id());
       },
-      "plan.programs[0] (micro_batch) instruction 2 (kernel linear): linear: "
+      "plan.programs[0] (step) instruction 8 (kernel linear): linear: "
       "input 1 (weight)");
   expectRefused(
       [&](plan::Plan &p) {
         // linear writing its own input x.
-        plan::Launch *l = inst(p, 2).mutable_launch();
+        plan::Launch *l = inst(p, 8).mutable_launch();
         l->set_outputs(0, l->inputs(0));
       },
-      "instruction 2 (kernel linear): outputs[0] is plan.tensors[19] (h), "
+      "instruction 8 (kernel linear): outputs[0] is plan.tensors[19] (h.0), "
       "which is also inputs[0]; a kernel never writes a tensor it reads");
   expectRefused(
       [&](plan::Plan &p) {
-        plan::Launch *l = inst(p, 1).mutable_launch();
+        plan::Launch *l = inst(p, 7).mutable_launch();
         l->set_outputs(1, l->outputs(0));
       },
-      "instruction 1 (kernel rms_norm): outputs[1] is plan.tensors[19] (h), "
+      "instruction 7 (kernel rms_norm): outputs[1] is plan.tensors[19] (h.0), "
       "which is also outputs[0]");
   expectRefused([&](plan::Plan &p) { inst(p, 0).clear_op(); },
                 "instruction 0: the instruction has no operation");
@@ -494,19 +593,19 @@ TEST(PlanLoader, RefusesBadInstructions) {
 TEST(PlanLoader, RefusesBadEvents) {
   auto add = [](plan::Plan &p) -> plan::Program & {
     p.set_num_events(2);
-    return program(p, "micro_batch");
+    return program(p, "step");
   };
   expectRefused(
       [&](plan::Plan &p) {
         add(p).add_instructions()->mutable_record()->set_event(2);
       },
-      "instruction 11: records event 2, which is not below plan.num_events "
+      "instruction 39: records event 2, which is not below plan.num_events "
       "= 2");
   expectRefused(
       [&](plan::Plan &p) {
         add(p).add_instructions()->mutable_wait()->set_event(5);
       },
-      "instruction 11: waits for event 5, which is not below");
+      "instruction 39: waits for event 5, which is not below");
   expectRefused(
       [&](plan::Plan &p) {
         plan::Program &mb = add(p);
@@ -515,22 +614,91 @@ TEST(PlanLoader, RefusesBadEvents) {
         w->mutable_wait()->set_event(1);
         mb.add_instructions()->mutable_record()->set_event(1);
       },
-      "plan.programs[0] (micro_batch) instruction 11: waits for event 1 "
+      "plan.programs[0] (step) instruction 39: waits for event 1 "
       "before any instruction records it, so stream 0 would deadlock");
   // A record in another program does not count.
   expectRefused(
       [&](plan::Plan &p) {
         add(p);
-        program(p, "optimizer")
-            .add_instructions()
-            ->mutable_record()
-            ->set_event(0);
-        program(p, "micro_batch")
+        plan::Program *init = p.add_programs();
+        init->set_name("init");
+        init->set_kind(plan::INIT);
+        init->add_instructions()->mutable_record()->set_event(0);
+        program(p, "step")
             .add_instructions()
             ->mutable_wait()
             ->set_event(0);
       },
       "waits for event 0 before any instruction records it");
+}
+
+// A Repeat's body runs on one stream, holds no events, and keeps its
+// transients to itself.
+TEST(PlanLoader, RefusesBadRepeats) {
+  TinyModelOptions repeated;
+  repeated.repeated = true;
+  ASSERT_TRUE(load(tinyModelPlan(repeated)).ok())
+      << load(tinyModelPlan(repeated));
+  auto repeat = [](plan::Plan &p) -> plan::Repeat & {
+    for (plan::Instruction &inst : *program(p, "step").mutable_instructions())
+      if (inst.has_repeat())
+        return *inst.mutable_repeat();
+    ADD_FAILURE() << "no repeat";
+    return *program(p, "step").mutable_instructions(0)->mutable_repeat();
+  };
+  expectRefused([&](plan::Plan &p) { repeat(p).set_count(0); },
+                "instruction 4: repeats 0 times; a Repeat runs 1 to "
+                "plan.train.num_micro_batches = 2 times",
+                repeated);
+  expectRefused([&](plan::Plan &p) { repeat(p).set_count(3); },
+                "repeats 3 times", repeated);
+  expectRefused([&](plan::Plan &p) { repeat(p).set_length(500); },
+                "instruction 4: a body of 500 instructions, but", repeated);
+  // One iteration too few: the second micro-batch is never staged.
+  expectRefused(
+      [&](plan::Plan &p) {
+        repeat(p).set_count(1);
+        p.mutable_loss_readbacks()->RemoveLast();
+      },
+      "never stages plan.tensors[12] (tokens) for micro-batch 1", repeated);
+  expectRefused(
+      [&](plan::Plan &p) {
+        program(p, "step").mutable_instructions(6)->set_stream(1);
+        p.set_num_streams(2);
+      },
+      "instruction 6: is on stream 1 inside a Repeat body on stream 0",
+      repeated);
+  expectRefused(
+      [&](plan::Plan &p) {
+        p.set_num_events(1);
+        program(p, "step").mutable_instructions(6)->mutable_record()->set_event(
+            0);
+      },
+      "instruction 6: a Repeat body holds launches, stages and readbacks "
+      "only",
+      repeated);
+  // The body's rms_norm reads dx.0 before the body writes it.
+  expectRefused(
+      [&](plan::Plan &p) {
+        program(p, "step")
+            .mutable_instructions(8)
+            ->mutable_launch()
+            ->set_inputs(0, named(p, "dx.0").id());
+      },
+      "(dx.0) before its Repeat body writes it, so a value would carry from "
+      "one iteration into the next",
+      repeated);
+  // The optimizer after the body reads a body transient.
+  expectRefused(
+      [&](plan::Plan &p) {
+        plan::Launch *l =
+            program(p, "step").add_instructions()->mutable_launch();
+        l->set_kernel("test.touch");
+        l->add_outputs(named(p, "x.0").id());
+      },
+      "a transient of the Repeat body at instruction 4; a body's transients "
+      "are used inside it only",
+      repeated);
 }
 
 TEST(PlanLoader, RefusesKernelsOfAnotherDevice) {
@@ -554,7 +722,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
 
   std::string path = test::scratchDir() + "/bad.plan";
   plan::Plan p = tinyModelPlan();
-  p.set_format_version(3);
+  p.set_format_version(4);
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   std::string bytes = sealPlan(p.SerializeAsString());
@@ -563,7 +731,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
   absl::Status s =
       loadPlanFile(path, testKernelRegistry(), Device::kCPU).status();
   EXPECT_NE(std::string(s.message())
-                .find("the plan file '" + path + "': plan.format_version is 3"),
+                .find("the plan file '" + path + "': plan.format_version is 4"),
             std::string::npos)
       << s;
   absl::Status dir =

@@ -38,7 +38,7 @@ absl::Status checkStop(const KernelSignature &sig) {
 
 void runStop(const KernelArgs &args) {
   if (args.ctx->step == args.params->intOr("step", 0) &&
-      args.ctx->microBatch == 0)
+      args.microBatch == 0)
     std::raise(SIGTERM);
 }
 

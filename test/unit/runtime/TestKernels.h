@@ -5,7 +5,7 @@
 //               read the log to see the order launches ran in.
 //   test.touch  any operands, accepts everything, does nothing.
 //   test.stop   no operands; raises SIGTERM when ctx.step equals its "step"
-//               parameter and ctx.microBatch is 0 (signal-handling tests).
+//               parameter and the launch computes micro-batch 0 (signal-handling tests).
 //   test.poison one f32 output; writes NaN into its first element when
 //               ctx.step equals its "step" parameter (non-finite steps).
 #pragma once

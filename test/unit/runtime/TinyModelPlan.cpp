@@ -36,52 +36,76 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   const uint32_t lossSum = b.plan().loss_sum_tensor();
   const uint32_t skipped = b.plan().step_skipped_tensor();
 
-  auto act = [&](const std::string &name, std::vector<int64_t> shape) {
-    return b.tensor(name, std::move(shape), plan::F32, plan::ACTIVATION);
-  };
-  uint32_t x = act("x", {B, S, D});
-  uint32_t h = act("h", {B, S, D});
-  uint32_t rstd = act("rstd", {B, S});
-  uint32_t logits = act("logits", {B, S, V});
-  uint32_t lse = act("lse", {B, S});
-  uint32_t dlogits = act("dlogits", {B, S, V});
-  uint32_t dh = act("dh", {B, S, D});
-  // dx reuses the bytes of logits, whose last use comes before dx's first.
-  uint32_t dx = b.activationAt("dx", {B, S, D}, logits);
+  // The step starts from zero gradients and loss sum.
+  const std::string step = "step";
+  for (uint32_t p : {embed, norm, head})
+    b.launch(step, 0, "fill", {}, {b.grad(p)}, {floatAttr("value", 0)});
+  b.launch(step, 0, "fill", {}, {lossSum}, {floatAttr("value", 0)});
 
-  const std::string mb = "micro_batch";
   const uint32_t wgrad = o.twoStreams ? 1 : 0;
-  b.launch(mb, 0, "embedding", {embed, tokens}, {x});
-  b.launch(mb, 0, "rms_norm", {x, norm}, {h, rstd}, {floatAttr("eps", 1e-5)});
-  b.launch(mb, 0, "linear", {h, head}, {logits});
-  b.launch(mb, 0, "cross_entropy", {logits, labels}, {loss, lse});
-  b.launch(mb, 0, "cross_entropy_grad_input", {logits, labels, lse}, {dlogits},
-           {floatAttr("scale", 1.0 / o.numMicroBatches)});
-  if (o.twoStreams) {
-    b.record(mb, 0, 0);
-    b.wait(mb, 1, 0);
-  }
-  b.launch(mb, wgrad, "linear_grad_weight", {dlogits, h}, {b.grad(head)},
-           {intAttr("accumulate", 1)});
-  b.launch(mb, 0, "linear_grad_input", {dlogits, head}, {dh});
-  if (o.twoStreams) {
-    b.record(mb, 0, 1);
-    b.wait(mb, 1, 1);
-  }
-  b.launch(mb, wgrad, "rms_norm_grad_weight", {dh, x, rstd}, {b.grad(norm)},
-           {intAttr("accumulate", 1)});
-  b.launch(mb, 0, "rms_norm_grad_input", {dh, x, norm, rstd}, {dx});
-  b.launch(mb, 0, "embedding_grad_weight", {dx, tokens}, {b.grad(embed)},
-           {intAttr("accumulate", 1)});
-  b.launch(mb, 0, "accumulate", {loss}, {lossSum});
+  uint32_t event = 0;
+  const int64_t stated = o.repeated ? 1 : o.numMicroBatches;
+  if (o.repeated)
+    b.beginRepeat(static_cast<uint32_t>(o.numMicroBatches));
+  for (int64_t m = 0; m < stated; ++m) {
+    // Each micro-batch's transients are its own, as braidc plans them.
+    const std::string sfx = "." + std::to_string(m);
+    auto act = [&](const std::string &name, std::vector<int64_t> shape) {
+      return b.tensor(name + sfx, std::move(shape), plan::F32,
+                      plan::ACTIVATION);
+    };
+    uint32_t x = act("x", {B, S, D});
+    uint32_t h = act("h", {B, S, D});
+    uint32_t rstd = act("rstd", {B, S});
+    uint32_t logits = act("logits", {B, S, V});
+    uint32_t lse = act("lse", {B, S});
+    uint32_t dlogits = act("dlogits", {B, S, V});
+    uint32_t dh = act("dh", {B, S, D});
+    // dx reuses the bytes of logits, whose last use comes before dx's
+    // first.
+    uint32_t dx = b.activationAt("dx" + sfx, {B, S, D}, logits);
 
-  const std::string opt = "optimizer";
-  b.launch(opt, 0, "grad_norm", {b.grad(embed), b.grad(norm), b.grad(head)},
+    b.beginMicroBatch(static_cast<uint32_t>(m));
+    b.launch(step, 0, "embedding", {embed, tokens}, {x});
+    b.launch(step, 0, "rms_norm", {x, norm}, {h, rstd},
+             {floatAttr("eps", 1e-5)});
+    b.launch(step, 0, "linear", {h, head}, {logits});
+    b.launch(step, 0, "cross_entropy", {logits, labels}, {loss, lse});
+    b.launch(step, 0, "cross_entropy_grad_input", {logits, labels, lse},
+             {dlogits}, {floatAttr("scale", 1.0 / o.numMicroBatches)});
+    if (o.twoStreams) {
+      b.record(step, 0, event);
+      b.wait(step, 1, event++);
+    }
+    b.launch(step, wgrad, "linear_grad_weight", {dlogits, h}, {b.grad(head)},
+             {intAttr("accumulate", 1)});
+    b.launch(step, 0, "linear_grad_input", {dlogits, head}, {dh});
+    if (o.twoStreams) {
+      b.record(step, 0, event);
+      b.wait(step, 1, event++);
+    }
+    b.launch(step, wgrad, "rms_norm_grad_weight", {dh, x, rstd},
+             {b.grad(norm)}, {intAttr("accumulate", 1)});
+    b.launch(step, 0, "rms_norm_grad_input", {dh, x, norm, rstd}, {dx});
+    if (o.twoStreams) {
+      // Stream 0's next micro-batch writes what stream 1 read.
+      b.record(step, 1, event);
+      b.wait(step, 0, event++);
+    }
+    b.launch(step, 0, "embedding_grad_weight", {dx, tokens}, {b.grad(embed)},
+             {intAttr("accumulate", 1)});
+    b.endMicroBatch();
+    b.launch(step, 0, "accumulate", {loss}, {lossSum});
+  }
+  if (o.repeated)
+    b.endRepeat();
+
+  b.launch(step, 0, "grad_norm", {b.grad(embed), b.grad(norm), b.grad(head)},
            {gradNorm});
-  b.launch(opt, 0, "step_guard", {lossSum, gradNorm}, {skipped});
+  b.launch(step, 0, "step_guard", {lossSum, gradNorm}, {skipped});
   for (uint32_t p : {embed, norm, head}) {
     const plan::Tensor &pt = b.plan().tensors(p);
-    b.launch(opt, 0, "adamw", {b.grad(p), gradNorm, skipped},
+    b.launch(step, 0, "adamw", {b.grad(p), gradNorm, skipped},
              {p, pt.param().exp_avg(), pt.param().exp_avg_sq()},
              {floatAttr("beta1", t.beta1()), floatAttr("beta2", t.beta2()),
               floatAttr("eps", t.eps()),
@@ -89,9 +113,6 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
                         pt.shape_size() == 2 ? t.weight_decay() : 0.0),
               floatAttr("grad_clip", t.grad_clip())});
   }
-  for (uint32_t p : {embed, norm, head})
-    b.launch(opt, 0, "fill", {}, {b.grad(p)}, {floatAttr("value", 0)});
-  b.launch(opt, 0, "fill", {}, {lossSum}, {floatAttr("value", 0)});
   if (o.weightCopies) {
     t.set_precision("bf16");
     for (uint32_t p : {embed, head}) {
@@ -101,9 +122,10 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
                                plan::WEIGHT_COPY);
       b.plan().mutable_tensors(p)->mutable_param()->set_compute_copy(copy);
       b.launch("init", 0, "cast", {p}, {copy});
-      b.launch(opt, 0, "cast", {p}, {copy});
+      b.launch(step, 0, "cast", {p}, {copy});
     }
   }
+  b.finishStep();
   return b.build();
 }
 

@@ -18,6 +18,9 @@ struct TinyModelOptions {
   int64_t steps = 6;
   // Run the weight-gradient kernels on stream 1, joined by events.
   bool twoStreams = false;
+  // State one micro-batch once, in a Repeat over the step's micro-batches
+  // (one stream only), instead of every micro-batch in turn.
+  bool repeated = false;
   // Store the LM head transposed in checkpoints (GPT-2 Conv1D style).
   bool transposedHead = false;
   // Also save the embedding under this name (tied weights).

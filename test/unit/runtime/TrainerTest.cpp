@@ -69,7 +69,7 @@ TEST(Trainer, FillsInputsFromTheDataInSampleOrder) {
   model.positions = true;
   auto trainer = tinyTrainer(model);
   ASSERT_NE(trainer, nullptr);
-  ASSERT_TRUE(trainer->runMicroBatches().ok());
+  ASSERT_TRUE(trainer->trainStep().ok());
   absl::StatusOr<TokenData> data =
       TokenData::fromFile(test::shakespearePath(), TokenFormat::kText, 256);
   ASSERT_TRUE(data.ok());
@@ -88,7 +88,6 @@ TEST(Trainer, FillsInputsFromTheDataInSampleOrder) {
       EXPECT_EQ(l[b * 8 + s], (*data)[(2 + b) * 8 + s + 1]);
       EXPECT_EQ(p[b * 8 + s], s);
     }
-  ASSERT_TRUE(trainer->optimizerStep().ok());
   EXPECT_EQ(trainer->dataCursor(), 4);
 }
 
@@ -99,33 +98,28 @@ TEST(Trainer, StepsFollowTheProtocol) {
   ASSERT_NE(trainer, nullptr);
   EXPECT_EQ(trainer->totalSteps(), 2);
   EXPECT_EQ(trainer->tokensPerStep(), 2 * 2 * 8);
-  EXPECT_EQ(trainer->optimizerStep().status().code(),
-            absl::StatusCode::kFailedPrecondition);
-
-  absl::StatusOr<double> loss = trainer->runMicroBatches();
-  ASSERT_TRUE(loss.ok());
-  // Random init over 256 classes: close to ln(256).
-  EXPECT_NEAR(*loss, std::log(256.0), 1.0);
-  EXPECT_EQ(trainer->runMicroBatches().status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(trainer->saveCheckpoint(test::freshDir("mid-step")).ok());
-  EXPECT_FALSE(allZero(copyOf(*trainer, "lm_head.weight.grad")));
 
   std::vector<float> before = copyOf(*trainer, "lm_head.weight");
-  absl::StatusOr<UpdateResult> update = trainer->optimizerStep();
-  ASSERT_TRUE(update.ok());
-  EXPECT_GT(update->gradNorm, 0.0f);
-  EXPECT_FALSE(update->skipped);
+  absl::StatusOr<StepResult> first = trainer->trainStep();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->step, 1);
+  // Random init over 256 classes: close to ln(256).
+  EXPECT_NEAR(first->loss, std::log(256.0), 1.0);
+  EXPECT_GT(first->gradNorm, 0.0f);
+  EXPECT_FALSE(first->skipped);
   EXPECT_EQ(trainer->stepsDone(), 1);
-  // The optimizer updated the weights and reset the gradients.
+  // The optimizer updated the weights; the step's gradients stay until the
+  // next step starts from zero.
   EXPECT_NE(copyOf(*trainer, "lm_head.weight"), before);
-  EXPECT_TRUE(allZero(copyOf(*trainer, "lm_head.weight.grad")));
+  std::vector<float> grad1 = copyOf(*trainer, "lm_head.weight.grad");
+  EXPECT_FALSE(allZero(grad1));
 
   absl::StatusOr<StepResult> step = trainer->trainStep();
   ASSERT_TRUE(step.ok());
   EXPECT_EQ(step->step, 2);
   EXPECT_DOUBLE_EQ(step->lr, trainer->learningRate(2));
-  absl::Status done = trainer->runMicroBatches().status();
+  EXPECT_NE(copyOf(*trainer, "lm_head.weight.grad"), grad1);
+  absl::Status done = trainer->trainStep().status();
   EXPECT_EQ(done.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(done.message(), "training is complete: 2 of 2 steps are done");
 }
@@ -173,6 +167,25 @@ TEST(Trainer, TwoStreamsGiveBitwiseTheSameTraining) {
     absl::StatusOr<StepResult> ra = a->trainStep();
     absl::StatusOr<StepResult> rb = b->trainStep();
     ASSERT_TRUE(ra.ok() && rb.ok());
+    EXPECT_EQ(ra->loss, rb->loss);
+    EXPECT_EQ(ra->gradNorm, rb->gradNorm);
+  }
+  EXPECT_EQ(trainedState(*a), trainedState(*b));
+}
+
+// The plain schedule stated once in a Repeat trains as the same schedule
+// written out micro-batch by micro-batch.
+TEST(Trainer, ARepeatedMicroBatchTrainsAsTheUnrolledOne) {
+  TinyModelOptions repeated;
+  repeated.repeated = true;
+  auto a = tinyTrainer();
+  auto b = tinyTrainer(repeated);
+  ASSERT_TRUE(a && b);
+  EXPECT_LT(b->plan().proto.ByteSizeLong(), a->plan().proto.ByteSizeLong());
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<StepResult> ra = a->trainStep();
+    absl::StatusOr<StepResult> rb = b->trainStep();
+    ASSERT_TRUE(ra.ok() && rb.ok()) << rb.status();
     EXPECT_EQ(ra->loss, rb->loss);
     EXPECT_EQ(ra->gradNorm, rb->gradNorm);
   }
@@ -297,9 +310,9 @@ TEST(Trainer, ResumeComparesThePlanIdentity) {
   EXPECT_DOUBLE_EQ(other->learningRate(12), changed.train().min_lr());
 
   // The shapes of training never change mid-run, whatever is allowed.
-  plan::Plan bigger = tinyModelPlan();
-  bigger.mutable_train()->set_num_micro_batches(4);
-  auto third = tinyTrainer(bigger);
+  TinyModelOptions four;
+  four.numMicroBatches = 4;
+  auto third = tinyTrainer(four);
   r = third->resume(*saved, {"train.lr"});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message())

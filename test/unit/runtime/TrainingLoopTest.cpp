@@ -204,11 +204,17 @@ plan::Plan poisonedAt(int64_t step) {
   for (const plan::Tensor &t : plan.tensors())
     if (t.name() == "lm_head.weight.grad")
       grad = t.id();
-  plan::Launch *poison =
-      plan.mutable_programs(0)->add_instructions()->mutable_launch();
+  // Just before the optimizer's grad_norm, after every micro-batch.
+  auto *insts = plan.mutable_programs(0)->mutable_instructions();
+  plan::Launch *poison = insts->Add()->mutable_launch();
   poison->set_kernel("test.poison");
   poison->add_outputs(grad);
   *poison->add_attrs() = test::intAttr("step", step);
+  int at = insts->size() - 1;
+  while (at > 0 && !(insts->Get(at - 1).has_launch() &&
+                     insts->Get(at - 1).launch().kernel() == "grad_norm"))
+    insts->SwapElements(at, at - 1), --at;
+  insts->SwapElements(at, at - 1);
   return plan;
 }
 
@@ -220,10 +226,13 @@ TEST(TrainingLoop, NeverAppliesOrSavesANonFiniteStep) {
   plan.mutable_train()->set_grad_clip(0);
   plan.mutable_train()->set_warmup_steps(0);
   for (plan::Instruction &inst :
-       *plan.mutable_programs(1)->mutable_instructions())
+       *plan.mutable_programs(0)->mutable_instructions()) {
+    if (!inst.has_launch())
+      continue;
     for (plan::Attr &a : *inst.mutable_launch()->mutable_attrs())
       if (a.name() == "grad_clip")
         a.set_f(0);
+  }
   auto trainer = tinyTrainer(plan);
   RunOptions options;
   options.quiet = true;

@@ -298,7 +298,6 @@ TwinHarness::runCpu(const TwinLaunch &launch,
     KernelContext ctx;
     ctx.step = sv.step;
     ctx.update = sv.update;
-    ctx.microBatch = sv.microBatch;
     ctx.lr = sv.lr;
     ctx.seed = sv.seed;
     KernelArgs args{inViews, outViews, &launch.params, &ctx};
@@ -345,7 +344,6 @@ TwinHarness::runGpu(const TwinLaunch &launch,
   auto setHost = [&](const StepValues &sv) {
     ctx.step = sv.step;
     ctx.update = sv.update;
-    ctx.microBatch = sv.microBatch;
     ctx.lr = sv.lr;
     ctx.seed = sv.seed;
   };

@@ -188,8 +188,6 @@ TEST_P(LinearTest, GradWeightAccumulatesOverMicroBatchesInGraph) {
   l.outs.push_back(zeros({24}, DType::kF32));
   l.params.setInt("accumulate", 1);
   std::vector<StepValues> steps(3);
-  for (int i = 0; i < 3; ++i)
-    steps[i].microBatch = i;
   absl::StatusOr<TwinOutputs> outs =
       harness().runSteps(l, steps, GpuMode::kGraph);
   ASSERT_TRUE(outs.ok()) << outs.status();
