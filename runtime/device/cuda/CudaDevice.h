@@ -1,21 +1,24 @@
 // An NVIDIA GPU as a device (docs/gpu-backend.md).
 //
-// One cudaMalloc holds the plan's arena, the step values the kernels read
+// The implementation is split by concern (CudaDeviceImpl.h). One cudaMalloc
+// holds the plan's arena, the step values the kernels read
 // (StepValues, refreshed from pinned host memory before each run) and one
 // cuBLASLt workspace per plan stream. Each plan stream is a CUDA stream; the
 // plan's counter events become CUDA events (StreamSchedule.h). A run is
 // enqueued from the calling thread in program order:
 //
-//   stream 0: copy staged inputs and step values in, record "fork"
+//   stream 0: copy the step values in, record "fork"
 //   stream s: wait "fork", its instructions, record "join s"
 //   stream 0: wait every "join s"
 //
 // so every run starts and ends on stream 0 and the next one (or a copy the
 // runtime orders on stream 0) sees it finished. The part between fork and
-// join is what a CUDA graph captures (GraphPolicy.h decides when); the
-// copies stay outside the graph, and the kernels read everything that changes
-// per run from the step-values buffer, so replaying the graph is the same as
-// running the program eagerly. A capture that fails has run nothing: the
+// join is what a CUDA graph captures (GraphPolicy.h decides when): the
+// program's stage and readback copies, from and into pinned memory whose
+// addresses never change, are inside it; the step-value copy stays outside,
+// and kernels read everything that changes per run from the step-values
+// buffer, so replaying the graph is the same as running the program
+// eagerly. A capture that fails has run nothing: the
 // program then runs eagerly, with a note on stderr, and is not captured
 // again.
 //

@@ -1,0 +1,151 @@
+// The CUDA device's class, shared by the files that implement it by
+// concern: CudaDevice.cpp (set-up, device memory, errors), CudaStaging.cpp
+// (pinned staging of inputs, step values and readbacks) and
+// CudaPrograms.cpp (binding, enqueueing, CUDA graphs and kernel timing).
+// Internal to runtime/device/cuda; everyone else goes through
+// createCudaDevice (CudaDevice.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/CublasLtApi.h"
+#include "runtime/device/DeviceBackend.h"
+#include "runtime/device/cuda/CudaHandles.h"
+#include "runtime/device/cuda/CudaProbe.h"
+#include "runtime/device/cuda/GraphPolicy.h"
+#include "runtime/executor/StagingLayout.h"
+#include "runtime/plan/PlanLoader.h"
+
+namespace braid::cuda_device {
+
+// Alignment of the regions after the arena in the single allocation.
+constexpr uint64_t kRegionAlignment = 256;
+// cuBLASLt scratch per stream: what NVIDIA recommends for Hopper.
+constexpr uint64_t kWorkspaceBytes = 32ull << 20;
+// Pinned step-value slots: a slot is reused only after the copy out of it
+// has run, which the ring makes rare (one wait per kStepSlots runs at most).
+constexpr int kStepSlots = 64;
+
+inline uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct BlasLtRelease {
+  const cuda::CublasLtApi *api = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  ~BlasLtRelease() {
+    if (api && handle)
+      cuda::destroyHandle(*api, handle);
+  }
+};
+
+class CudaDevice final : public DeviceBackend {
+public:
+  CudaDevice(const LoadedPlan &plan, bool cudaGraphs)
+      : plan_(plan), cudaGraphs_(cudaGraphs), layout_(plan) {}
+  ~CudaDevice() override;
+
+  absl::Status init(const CudaGpu &gpu);
+
+  const DeviceInfo &info() const override { return info_; }
+  uint8_t *hostArena() override { return nullptr; }
+  absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
+  absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
+  absl::Status zero(uint64_t offset, uint64_t bytes) override;
+  absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor,
+                                                 int64_t microBatch) override;
+  absl::Status run(plan::ProgramKind kind, const StepValues &values) override;
+  absl::StatusOr<std::vector<float>> readbacks() override;
+  void setProfile(KernelProfile *profile) override { profile_ = profile; }
+  DeviceStats stats() const override { return stats_; }
+
+private:
+  // One instruction of a program, bound to device memory.
+  struct Op {
+    LoadedInstruction::Kind kind = LoadedInstruction::Kind::kLaunch;
+    uint32_t stream = 0;
+    const KernelDef *kernel = nullptr;
+    std::vector<TensorView> ins;
+    std::vector<TensorView> outs;
+    const KernelParams *params = nullptr;
+    int64_t microBatch = 0;
+    // kStage / kReadback: a copy of `bytes` bytes between host and device
+    // (in iteration i of a Repeat body, from + i * fromStride to
+    // to + i * toStride).
+    uint8_t *to = nullptr;
+    const uint8_t *from = nullptr;
+    uint64_t bytes = 0;
+    uint64_t fromStride = 0, toStride = 0;
+    // kRepeat: the next `length` ops run `count` times.
+    uint32_t count = 0, length = 0;
+    // kRecord: the slot to record (or none); kWait: the slots to wait for.
+    std::optional<uint32_t> recordSlot;
+    std::vector<uint32_t> waitSlots;
+  };
+  struct Program {
+    std::string name;
+    plan::ProgramKind kind = plan::PROGRAM_UNSPECIFIED;
+    std::vector<Op> ops;
+    std::vector<uint32_t> streams; // ascending, 0 first
+    std::vector<CudaEvent> slots;
+    GraphPolicy policy{false, std::nullopt};
+    CudaGraphExec graph;
+  };
+
+  uint8_t *at(uint64_t offset) const {
+    return static_cast<uint8_t *>(memory_.get()) + offset;
+  }
+  cudaStream_t stream(uint32_t s) const { return streams_[s].get(); }
+  absl::Status bindPrograms();
+  absl::Status enqueue(Program &program, const KernelContext *contexts,
+                       bool profiling);
+  // Captures the program into a graph and launches it. On failure nothing
+  // of the program has run and no stream is left capturing, unless the
+  // returned status says otherwise (`recoverable` false).
+  absl::Status capture(Program &program, const KernelContext *contexts,
+                       bool *recoverable);
+  absl::Status copyIn(const StepValues &values);
+  // The error of a kernel launch of `program`, as a sentence.
+  absl::Status launchError(const Program &program, cudaError_t err) const;
+  // `what` failed while waiting for work started earlier.
+  absl::Status waitError(std::string_view what, cudaError_t err) const;
+
+  const LoadedPlan &plan_;
+  const bool cudaGraphs_;
+  DeviceInfo info_;
+  int ccMajor_ = 0, ccMinor_ = 0; // compute capability
+  const cuda::CublasLtApi *blasApi_ = nullptr;
+  BlasLtRelease blasLt_;
+  // arena | step values | workspace per stream
+  DeviceMemory memory_;
+  uint64_t stepValuesOffset_ = 0;
+  uint64_t workspaceOffset_ = 0;
+  std::vector<CudaStream> streams_;
+  CudaEvent fork_;
+  std::vector<CudaEvent> joins_;
+  std::vector<GpuContext> gpuContexts_;
+  std::vector<Program> programs_;
+  // Pinned staging block (StagingLayout.h): the step's inputs and its
+  // readback slots, and the event after the last run that copies from or
+  // into it.
+  StagingLayout layout_;
+  PinnedMemory staging_;
+  CudaEvent stagingDone_;
+  bool stagingPending_ = false;
+  // Pinned ring of step values and the event after each slot's copy.
+  PinnedMemory stepHost_;
+  std::vector<CudaEvent> stepCopied_;
+  std::vector<bool> stepPending_;
+  int nextStepSlot_ = 0;
+  // Profiling: one start/stop pair per timed launch of a run.
+  std::vector<std::pair<CudaEvent, CudaEvent>> timers_;
+  KernelProfile *profile_ = nullptr;
+  DeviceStats stats_;
+};
+
+} // namespace braid::cuda_device

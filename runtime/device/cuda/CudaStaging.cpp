@@ -1,0 +1,65 @@
+// The CUDA device's pinned staging (CudaDeviceImpl.h): the step's inputs and
+// readback slots, and the ring of step values copied in before each run.
+#include <cstring>
+#include <optional>
+
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/device/cuda/CudaDeviceImpl.h"
+#include "runtime/device/cuda/CudaStatus.h"
+
+namespace braid::cuda_device {
+
+absl::StatusOr<absl::Span<uint8_t>>
+CudaDevice::stageInput(uint32_t tensor, int64_t microBatch) {
+  std::optional<uint64_t> offset = layout_.inputOffset(tensor, microBatch);
+  if (!offset)
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", tensor, " micro-batch ", microBatch,
+                     " is not an INPUT of a step of the plan"));
+  // The previous step's copies must have read the block before it is
+  // refilled.
+  if (stagingPending_) {
+    if (cudaError_t err = cudaEventSynchronize(stagingDone_.get());
+        err != cudaSuccess)
+      return waitError("cudaEventSynchronize", err);
+    stagingPending_ = false;
+  }
+  return absl::Span<uint8_t>(static_cast<uint8_t *>(staging_.get()) + *offset,
+                             plan_.proto.tensors(tensor).size_bytes());
+}
+
+// Stream 0, before the program: this run's step values, from pinned memory.
+absl::Status CudaDevice::copyIn(const StepValues &values) {
+  const int slot = nextStepSlot_;
+  nextStepSlot_ = (nextStepSlot_ + 1) % kStepSlots;
+  if (stepPending_[slot]) {
+    if (cudaError_t err = cudaEventSynchronize(stepCopied_[slot].get());
+        err != cudaSuccess)
+      return waitError("cudaEventSynchronize", err);
+  }
+  StepValues *host = static_cast<StepValues *>(stepHost_.get()) + slot;
+  *host = values;
+  BRAID_CUDA_TRY(cudaMemcpyAsync(at(stepValuesOffset_), host,
+                                 sizeof(StepValues), cudaMemcpyHostToDevice,
+                                 stream(0)));
+  BRAID_CUDA_TRY(cudaEventRecord(stepCopied_[slot].get(), stream(0)));
+  stepPending_[slot] = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> CudaDevice::readbacks() {
+  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
+    return waitError("cudaStreamSynchronize", err);
+  stagingPending_ = false;
+  std::vector<float> out(layout_.numReadbacks());
+  if (!out.empty())
+    std::memcpy(out.data(),
+                static_cast<const uint8_t *>(staging_.get()) +
+                    layout_.readbackOffset(0),
+                out.size() * sizeof(float));
+  return out;
+}
+
+} // namespace braid::cuda_device
