@@ -27,6 +27,8 @@
 
 namespace braid {
 
+class ThreadPool;
+
 // What a device says about itself, for reports.
 struct DeviceInfo {
   Device kind = Device::kCPU;
@@ -95,6 +97,10 @@ public:
   virtual void setProfile(KernelProfile *profile) = 0;
 
   virtual DeviceStats stats() const = 0;
+
+  // Threads for host-side work on the run's behalf (initialising the
+  // parameters). The CPU device's kernel threads; a GPU's own small pool.
+  virtual ThreadPool &hostPool() = 0;
 };
 
 } // namespace braid

@@ -31,19 +31,21 @@ absl::Status probeDevice(Device device) {
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBackend>>
-createDevice(const LoadedPlan &plan, ThreadPool *pool,
-             const DeviceOptions &options) {
+createDevice(const LoadedPlan &plan, const DeviceOptions &options) {
+  const int threads = options.numThreads > 0
+                          ? options.numThreads
+                          : ThreadPool::defaultThreadCount();
   if (plan.device == Device::kCPU) {
     absl::StatusOr<std::unique_ptr<CpuDevice>> cpu =
-        CpuDevice::create(plan, pool);
+        CpuDevice::create(plan, threads);
     if (!cpu.ok())
       return cpu.status();
     return std::unique_ptr<DeviceBackend>(std::move(*cpu));
   }
 #if BRAID_HAVE_CUDA
-  return createCudaDevice(plan, options.cudaGraphs);
+  return createCudaDevice(plan, options.cudaGraphs, threads);
 #else
-  (void)options;
+  (void)threads;
   return probeDevice(Device::kCUDA);
 #endif
 }

@@ -9,12 +9,13 @@
 
 namespace braid {
 
-class ThreadPool;
-
 struct DeviceOptions {
   // CUDA: capture each program into a CUDA graph after its first run and
   // replay it (braid-run --cuda-graphs). Ignored on the CPU.
   bool cudaGraphs = true;
+  // Threads of the device's pool (DeviceBackend::hostPool; on the CPU the
+  // kernel threads); 0: ThreadPool::defaultThreadCount().
+  int numThreads = 0;
 };
 
 // Whether this build has the CUDA backend (it was built where nvcc exists).
@@ -27,13 +28,11 @@ bool haveCudaBackend();
 absl::Status probeDevice(Device device);
 
 // The device `plan` was loaded for (plan.device), with the plan's arena
-// allocated and zero-filled and its programs bound. `pool` runs the CPU
-// kernels (and is unused on a GPU). The plan and the pool must outlive the
-// device. FailedPrecondition naming what is missing when CUDA is asked for
+// allocated and zero-filled and its programs bound, owning its thread
+// pool. The plan must outlive the device. FailedPrecondition naming what is missing when CUDA is asked for
 // and this build or this machine cannot provide it; ResourceExhausted when
 // the arena cannot be allocated.
 absl::StatusOr<std::unique_ptr<DeviceBackend>>
-createDevice(const LoadedPlan &plan, ThreadPool *pool,
-             const DeviceOptions &options);
+createDevice(const LoadedPlan &plan, const DeviceOptions &options);
 
 } // namespace braid

@@ -35,8 +35,6 @@ absl::Status checkRunLength(const plan::TrainConfig &train,
 Trainer::Trainer(LoadedPlan plan, DataLoader data,
                  const TrainerOptions &options, int64_t totalSteps)
     : plan_(std::move(plan)), data_(std::move(data)),
-      pool_(options.numThreads > 0 ? options.numThreads
-                                   : ThreadPool::defaultThreadCount()),
       explicitTotal_(options.totalSteps > 0), shuffle_(options.shuffle),
       totalSteps_(totalSteps), schedule_(plan_.proto.train(), totalSteps) {}
 
@@ -56,11 +54,13 @@ Trainer::create(LoadedPlan plan, TokenData data,
       new Trainer(std::move(plan), std::move(*loader), options, total));
   DeviceOptions deviceOptions;
   deviceOptions.cudaGraphs = options.cudaGraphs;
+  deviceOptions.numThreads = options.numThreads;
   absl::StatusOr<std::unique_ptr<DeviceBackend>> device =
-      createDevice(trainer->plan_, &trainer->pool_, deviceOptions);
+      createDevice(trainer->plan_, deviceOptions);
   if (!device.ok())
     return device.status();
   trainer->device_ = std::move(*device);
+  trainer->numThreads_ = trainer->device_->hostPool().size();
   if (absl::Status s = trainer->initialise(); !s.ok())
     return s;
   return trainer;
@@ -68,13 +68,13 @@ Trainer::create(LoadedPlan plan, TokenData data,
 
 absl::Status Trainer::initialise() {
   if (uint8_t *arena = device_->hostArena()) {
-    initParameters(plan_, arena, &pool_);
+    initParameters(plan_, arena, &device_->hostPool());
   } else {
     std::vector<float> host;
     for (uint32_t id : plan_.parameters) {
       const plan::Tensor &t = plan_.proto.tensors(id);
       host.resize(static_cast<size_t>(plan_.descs[id].numel()));
-      initParameter(plan_, id, host.data(), &pool_);
+      initParameter(plan_, id, host.data(), &device_->hostPool());
       if (absl::Status s = device_->write(t.offset(), host.data(),
                                           t.size_bytes());
           !s.ok())

@@ -89,7 +89,8 @@ public:
   int64_t tokensPerStep() const;
   // The learning rate of step `step` (1-based).
   double learningRate(int64_t step) const { return schedule_.at(step); }
-  int numThreads() const { return pool_.size(); }
+  // The device's host threads (on the CPU, its kernel threads).
+  int numThreads() const { return numThreads_; }
   const DataLoader &data() const { return data_; }
   DeviceBackend &device() { return *device_; }
   const DeviceInfo &deviceInfo() const { return device_->info(); }
@@ -145,8 +146,8 @@ private:
 
   LoadedPlan plan_;
   DataLoader data_;
-  ThreadPool pool_;
   std::unique_ptr<DeviceBackend> device_;
+  int numThreads_ = 0;
   bool explicitTotal_;
   bool shuffle_;
   int64_t totalSteps_;

@@ -7,20 +7,21 @@
 
 namespace braid {
 
-CpuDevice::CpuDevice(const LoadedPlan &plan, ThreadPool *pool)
-    : plan_(plan), pool_(pool), layout_(plan), staging_(layout_.bytes()) {
+CpuDevice::CpuDevice(const LoadedPlan &plan, int numThreads)
+    : plan_(plan), pool_(numThreads), layout_(plan),
+      staging_(layout_.bytes()) {
   info_.kind = Device::kCPU;
   info_.name = "CPU";
-  info_.threads = pool->size();
+  info_.threads = pool_.size();
 }
 
 absl::StatusOr<std::unique_ptr<CpuDevice>>
-CpuDevice::create(const LoadedPlan &plan, ThreadPool *pool) {
+CpuDevice::create(const LoadedPlan &plan, int numThreads) {
   absl::StatusOr<CpuArena> arena =
       CpuArena::create(plan.proto.memory().arena_bytes());
   if (!arena.ok())
     return arena.status();
-  std::unique_ptr<CpuDevice> device(new CpuDevice(plan, pool));
+  std::unique_ptr<CpuDevice> device(new CpuDevice(plan, numThreads));
   device->arena_ = std::move(*arena);
   absl::StatusOr<std::unique_ptr<Executor>> executor =
       Executor::create(plan, device->arena_.data(), device->arena_.size(),
@@ -66,7 +67,7 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   ctx.update = values.update;
   ctx.lr = values.lr;
   ctx.seed = values.seed;
-  ctx.pool = pool_;
+  ctx.pool = &pool_;
   absl::Status s = executor_->run(kind, ctx);
   if (s.ok())
     ++stats_.eagerRuns;

@@ -1,6 +1,6 @@
 // The CPU as a device: the arena is host memory (CpuArena), programs run on
 // the Executor (stream 0 on the calling thread, other streams on worker
-// threads), and kernels split their work over a ThreadPool. Everything a
+// threads), and kernels split their work over the device's own ThreadPool. Everything a
 // call starts has finished when it returns, so the staging block is
 // ordinary memory that the step's stage and readback instructions copy
 // from and into.
@@ -19,12 +19,12 @@ namespace braid {
 
 class CpuDevice final : public DeviceBackend {
 public:
-  // Allocates the zero-filled arena of `plan` and binds its programs. The
-  // plan (loaded for Device::kCPU), its kernel registry and `pool` must
-  // outlive the device. ResourceExhausted, naming the size, when the arena
-  // cannot be allocated.
+  // Allocates the zero-filled arena of `plan`, binds its programs and
+  // starts `numThreads` kernel threads (at least 1). The plan (loaded for
+  // Device::kCPU) and its kernel registry must outlive the device.
+  // ResourceExhausted, naming the size, when the arena cannot be allocated.
   static absl::StatusOr<std::unique_ptr<CpuDevice>>
-  create(const LoadedPlan &plan, ThreadPool *pool);
+  create(const LoadedPlan &plan, int numThreads);
 
   const DeviceInfo &info() const override { return info_; }
   uint8_t *hostArena() override { return arena_.data(); }
@@ -39,12 +39,13 @@ public:
     executor_->setProfile(profile);
   }
   DeviceStats stats() const override { return stats_; }
+  ThreadPool &hostPool() override { return pool_; }
 
 private:
-  CpuDevice(const LoadedPlan &plan, ThreadPool *pool);
+  CpuDevice(const LoadedPlan &plan, int numThreads);
 
   const LoadedPlan &plan_;
-  ThreadPool *pool_;
+  ThreadPool pool_;
   DeviceInfo info_;
   CpuArena arena_;
   StagingLayout layout_;

@@ -173,7 +173,7 @@ absl::Status CudaDevice::waitError(std::string_view what,
 namespace braid {
 
 absl::StatusOr<std::unique_ptr<DeviceBackend>>
-createCudaDevice(const LoadedPlan &plan, bool cudaGraphs) {
+createCudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads) {
   if (plan.device != Device::kCUDA)
     return absl::InvalidArgumentError(
         "the plan was loaded for the CPU; load it for Device::kCUDA to run "
@@ -181,7 +181,8 @@ createCudaDevice(const LoadedPlan &plan, bool cudaGraphs) {
   absl::StatusOr<CudaGpu> gpu = probeCudaGpu();
   if (!gpu.ok())
     return gpu.status();
-  auto device = std::make_unique<cuda_device::CudaDevice>(plan, cudaGraphs);
+  auto device = std::make_unique<cuda_device::CudaDevice>(plan, cudaGraphs,
+                                                          hostThreads);
   if (absl::Status s = device->init(*gpu); !s.ok())
     return s;
   return std::unique_ptr<DeviceBackend>(std::move(device));

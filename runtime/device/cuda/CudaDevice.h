@@ -37,8 +37,9 @@ namespace braid {
 // Probes the GPU (CudaProbe.h), loads cuBLASLt, allocates and zero-fills the
 // arena and binds the programs of `plan`, which must have been loaded for
 // Device::kCUDA and must outlive the device. `cudaGraphs`: capture programs
-// into CUDA graphs after their first run and replay them.
+// into CUDA graphs after their first run and replay them. `hostThreads`:
+// the threads of the device's host pool.
 absl::StatusOr<std::unique_ptr<DeviceBackend>>
-createCudaDevice(const LoadedPlan &plan, bool cudaGraphs);
+createCudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads);
 
 } // namespace braid

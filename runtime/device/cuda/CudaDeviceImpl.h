@@ -15,6 +15,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/cpu/ThreadPool.h"
 #include "kernels/cuda/CublasLtApi.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/device/cuda/CudaHandles.h"
@@ -46,8 +47,9 @@ struct BlasLtRelease {
 
 class CudaDevice final : public DeviceBackend {
 public:
-  CudaDevice(const LoadedPlan &plan, bool cudaGraphs)
-      : plan_(plan), cudaGraphs_(cudaGraphs), layout_(plan) {}
+  CudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads)
+      : plan_(plan), cudaGraphs_(cudaGraphs), hostPool_(hostThreads),
+        layout_(plan) {}
   ~CudaDevice() override;
 
   absl::Status init(const CudaGpu &gpu);
@@ -63,6 +65,7 @@ public:
   absl::StatusOr<std::vector<float>> readbacks() override;
   void setProfile(KernelProfile *profile) override { profile_ = profile; }
   DeviceStats stats() const override { return stats_; }
+  ThreadPool &hostPool() override { return hostPool_; }
 
 private:
   // One instruction of a program, bound to device memory.
@@ -117,6 +120,7 @@ private:
 
   const LoadedPlan &plan_;
   const bool cudaGraphs_;
+  ThreadPool hostPool_;
   DeviceInfo info_;
   int ccMajor_ = 0, ccMinor_ = 0; // compute capability
   const cuda::CublasLtApi *blasApi_ = nullptr;

@@ -27,9 +27,10 @@ LoadedPlan tinyLoaded() {
 
 TEST(CpuDevice, ReadsWritesAndZeroesTheArena) {
   LoadedPlan plan = tinyLoaded();
-  ThreadPool pool(1);
+  DeviceOptions options;
+  options.numThreads = 1;
   absl::StatusOr<std::unique_ptr<DeviceBackend>> device =
-      createDevice(plan, &pool, DeviceOptions());
+      createDevice(plan, options);
   ASSERT_TRUE(device.ok()) << device.status();
   DeviceBackend &d = **device;
   EXPECT_EQ(d.info().kind, Device::kCPU);
@@ -50,9 +51,8 @@ TEST(CpuDevice, ReadsWritesAndZeroesTheArena) {
 
 TEST(CpuDevice, StagesEveryMicroBatchRunsTheStepAndReadsBack) {
   LoadedPlan plan = tinyLoaded();
-  ThreadPool pool(1);
   absl::StatusOr<std::unique_ptr<CpuDevice>> device =
-      CpuDevice::create(plan, &pool);
+      CpuDevice::create(plan, /*numThreads=*/1);
   ASSERT_TRUE(device.ok()) << device.status();
   CpuDevice &d = **device;
   const int64_t numMicro = plan.proto.train().num_micro_batches();
