@@ -1,9 +1,9 @@
 // The CPU as a device: the arena is host memory (CpuArena), programs run on
 // the Executor (stream 0 on the calling thread, other streams on worker
-// threads), and kernels split their work over the device's own ThreadPool. Everything a
-// call starts has finished when it returns, so the staging block is
-// ordinary memory that the step's stage and readback instructions copy
-// from and into.
+// threads), and kernels split their work over the device's own ThreadPool.
+// Everything a call starts has finished when it returns, so the staging
+// block is ordinary memory that the step's stage and readback instructions
+// copy from and into.
 #pragma once
 
 #include <memory>
