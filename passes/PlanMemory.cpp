@@ -143,9 +143,10 @@ struct LayerBytes {
   }
 };
 
-// Each transient buffer of the first micro-batch goes to the layer mark of
-// the launch that first writes it; launches of the embedding or the loss,
-// and launches without a layer, count for no layer.
+// Each transient buffer (one micro-batch's: the step states it once, in a
+// sched.repeat) goes to the layer mark of the launch that first writes it;
+// launches of the embedding or the loss, and launches without a layer,
+// count for no layer.
 std::vector<LayerBytes>
 activationsPerLayer(const std::vector<LiveRange> &ranges,
                     const std::vector<sched::LaunchOp> &launches,
@@ -156,9 +157,8 @@ activationsPerLayer(const std::vector<LiveRange> &ranges,
       numLayers = std::max(numLayers, layer.getIndex() + 1);
   std::vector<LayerBytes> perLayer(numLayers);
   for (const LiveRange &r : ranges) {
-    sched::LaunchOp first = launches[r.begin];
-    LayerAttr layer = layerMark(first);
-    if (!layer || !layer.isBlock() || first.getMicroBatch().value_or(0) != 0)
+    LayerAttr layer = layerMark(launches[r.begin]);
+    if (!layer || !layer.isBlock())
       continue;
     LayerBytes &l = perLayer[layer.getIndex()];
     if (boundary < 0 || r.begin < boundary) {

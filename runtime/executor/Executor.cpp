@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/plan/RepeatWalk.h"
 #include "runtime/profile/KernelProfile.h"
 
 namespace braid {
@@ -47,18 +48,10 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
       op.microBatch = inst.microBatch;
       op.event = inst.event;
       op.waitTarget = inst.waitTarget;
-      if (inst.kind == LoadedInstruction::Kind::kStage) {
-        // The loader checked that the tensor is an INPUT and the
-        // micro-batch one of the step's.
-        op.from = staging + *layout.inputOffset(inst.tensor, inst.microBatch);
-        op.to = static_cast<uint8_t *>(view(inst.tensor).data);
-        op.bytes = plan.proto.tensors(inst.tensor).size_bytes();
-        op.fromStride = layout.inputStride(inst.tensor);
-      } else if (inst.kind == LoadedInstruction::Kind::kReadback) {
-        op.from = static_cast<const uint8_t *>(view(inst.tensor).data);
-        op.to = staging + layout.readbackOffset(inst.slot);
-        op.bytes = sizeof(float);
-        op.toStride = sizeof(float);
+      if (inst.kind == LoadedInstruction::Kind::kStage ||
+          inst.kind == LoadedInstruction::Kind::kReadback) {
+        op.copy = layout.bind(
+            inst, static_cast<uint8_t *>(view(inst.tensor).data), staging);
       } else if (inst.kind == LoadedInstruction::Kind::kRepeat) {
         op.count = inst.count;
         op.length = inst.length;
@@ -94,8 +87,8 @@ void Executor::runOp(const Op &op, int64_t iteration,
   }
   case LoadedInstruction::Kind::kStage:
   case LoadedInstruction::Kind::kReadback:
-    std::memcpy(op.to + iteration * op.toStride,
-                op.from + iteration * op.fromStride, op.bytes);
+    std::memcpy(op.copy.destination(iteration), op.copy.source(iteration),
+                op.copy.bytes);
     break;
   case LoadedInstruction::Kind::kRecord:
     events_.record(op.event);
@@ -104,26 +97,16 @@ void Executor::runOp(const Op &op, int64_t iteration,
     events_.wait(op.event, op.waitTarget);
     break;
   case LoadedInstruction::Kind::kRepeat:
-    break; // execute() runs the body
+    break; // forEachRun runs the body
   }
 }
 
 void Executor::execute(const std::vector<Op> &ops, const KernelContext &ctx,
                        KernelProfile *profile) {
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op &op = ops[i];
-    if (op.kind != LoadedInstruction::Kind::kRepeat) {
-      runOp(op, 0, ctx, profile);
-      continue;
-    }
-    // The loader checked that the body lies within the program and on
-    // this stream.
-    const size_t begin = i + 1, end = begin + op.length;
-    for (int64_t it = 0; it < op.count; ++it)
-      for (size_t k = begin; k < end; ++k)
-        runOp(ops[k], it, ctx, profile);
-    i = end - 1;
-  }
+  (void)forEachRun(ops, [&](const Op &op, int64_t iteration) {
+    runOp(op, iteration, ctx, profile);
+    return absl::OkStatus();
+  });
 }
 
 absl::Status Executor::run(plan::ProgramKind kind, const KernelContext &ctx) {

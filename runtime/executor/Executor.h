@@ -58,13 +58,8 @@ private:
     int64_t microBatch = 0;
     uint32_t event = 0;
     int64_t waitTarget = 0;
-    // kStage / kReadback: copy `bytes` bytes from `from` to `to` (in
-    // iteration i of a Repeat body, from + i * fromStride to
-    // to + i * toStride).
-    const uint8_t *from = nullptr;
-    uint8_t *to = nullptr;
-    uint64_t bytes = 0;
-    uint64_t fromStride = 0, toStride = 0;
+    // kStage / kReadback.
+    HostCopy copy;
     // kRepeat: the next `length` ops run `count` times.
     uint32_t count = 0, length = 0;
   };

@@ -1,5 +1,7 @@
 #include "runtime/executor/StagingLayout.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace braid {
 namespace {
 
@@ -30,6 +32,33 @@ std::optional<uint64_t> StagingLayout::inputOffset(uint32_t tensor,
     return std::nullopt;
   return it->second.base +
          alignUp(it->second.bytes) * static_cast<uint64_t>(microBatch);
+}
+
+absl::StatusOr<uint64_t>
+StagingLayout::checkedInputOffset(uint32_t tensor, int64_t microBatch) const {
+  std::optional<uint64_t> offset = inputOffset(tensor, microBatch);
+  if (!offset)
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", tensor, " micro-batch ", microBatch,
+                     " is not an INPUT of a step of the plan"));
+  return *offset;
+}
+
+HostCopy StagingLayout::bind(const LoadedInstruction &inst, uint8_t *tensor,
+                             uint8_t *staging) const {
+  HostCopy copy;
+  if (inst.kind == LoadedInstruction::Kind::kStage) {
+    copy.from = staging + *inputOffset(inst.tensor, inst.microBatch);
+    copy.to = tensor;
+    copy.bytes = inputs_.at(inst.tensor).bytes;
+    copy.fromStride = inputStride(inst.tensor);
+  } else {
+    copy.from = tensor;
+    copy.to = staging + readbackOffset(inst.slot);
+    copy.bytes = sizeof(float);
+    copy.toStride = sizeof(float);
+  }
+  return copy;
 }
 
 uint64_t StagingLayout::inputStride(uint32_t tensor) const {

@@ -9,9 +9,28 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "runtime/plan/PlanLoader.h"
 
 namespace braid {
+
+// A Stage or Readback instruction bound to memory: in iteration i of a
+// Repeat body it copies `bytes` bytes from from + i * fromStride to
+// to + i * toStride (host to device for a stage, device to host for a
+// readback).
+struct HostCopy {
+  const uint8_t *from = nullptr;
+  uint8_t *to = nullptr;
+  uint64_t bytes = 0;
+  uint64_t fromStride = 0, toStride = 0;
+
+  const uint8_t *source(int64_t iteration) const {
+    return from + iteration * fromStride;
+  }
+  uint8_t *destination(int64_t iteration) const {
+    return to + iteration * toStride;
+  }
+};
 
 class StagingLayout {
 public:
@@ -30,6 +49,17 @@ public:
     return readbackBase_ + uint64_t{slot} * sizeof(float);
   }
   uint32_t numReadbacks() const { return numReadbacks_; }
+
+  // The offset inputOffset gives, or InvalidArgument naming the tensor and
+  // micro-batch: what a device's stageInput answers a bad request with.
+  absl::StatusOr<uint64_t> checkedInputOffset(uint32_t tensor,
+                                              int64_t microBatch) const;
+
+  // Binds Stage or Readback `inst` of a loaded plan (which checked its
+  // tensor, micro-batch and slot): `tensor` is where its tensor lives,
+  // `staging` the host block laid out by this layout.
+  HostCopy bind(const LoadedInstruction &inst, uint8_t *tensor,
+                uint8_t *staging) const;
 
 private:
   struct Input {

@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
+#include "runtime/plan/RepeatWalk.h"
 
 namespace braid::plan_checks {
 namespace {
@@ -289,28 +290,6 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
 
 namespace {
 
-// Calls fn(instruction, iteration) for every instruction as it runs: the
-// instructions of a Repeat body once per iteration, the others once (with
-// iteration 0). Stops at the first error fn returns.
-template <typename Fn>
-absl::Status forEachRun(const LoadedProgram &program, Fn fn) {
-  const auto &insts = program.instructions;
-  for (size_t i = 0; i < insts.size(); ++i) {
-    if (insts[i].kind != LoadedInstruction::Kind::kRepeat) {
-      if (absl::Status s = fn(insts[i], 0); !s.ok())
-        return s;
-      continue;
-    }
-    const size_t begin = i + 1, end = begin + insts[i].length;
-    for (uint32_t it = 0; it < insts[i].count; ++it)
-      for (size_t k = begin; k < end; ++k)
-        if (absl::Status s = fn(insts[k], it); !s.ok())
-          return s;
-    i = end - 1;
-  }
-  return absl::OkStatus();
-}
-
 // A Repeat body's transients are its own: each is written in the body
 // before the body reads it (no value carries from one iteration to the
 // next), and no instruction outside the body uses it. Then one pass over
@@ -366,7 +345,8 @@ absl::Status checkStaging(const plan::Plan &plan, const LoadedProgram &step) {
   const int64_t numMicro = plan.train().num_micro_batches();
   absl::flat_hash_map<std::pair<uint32_t, int64_t>, int> staged;
   absl::Status twice = forEachRun(
-      step, [&](const LoadedInstruction &inst, uint32_t it) -> absl::Status {
+      step.instructions,
+      [&](const LoadedInstruction &inst, int64_t it) -> absl::Status {
         if (inst.kind != LoadedInstruction::Kind::kStage)
           return absl::OkStatus();
         const int64_t m = inst.microBatch + it;
@@ -399,10 +379,11 @@ absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step) {
                                "; a plan has at most ", kMaxReadbacks));
   std::vector<int64_t> tensorOfSlot(plan.num_readbacks(), -1);
   absl::Status twice = forEachRun(
-      step, [&](const LoadedInstruction &inst, uint32_t it) -> absl::Status {
+      step.instructions,
+      [&](const LoadedInstruction &inst, int64_t it) -> absl::Status {
         if (inst.kind != LoadedInstruction::Kind::kReadback)
           return absl::OkStatus();
-        const uint32_t slot = inst.slot + it;
+        const auto slot = static_cast<uint32_t>(inst.slot + it);
         if (tensorOfSlot[slot] >= 0)
           return refuse(absl::StrCat(
               "the STEP program reads back into slot ", slot, " twice"));

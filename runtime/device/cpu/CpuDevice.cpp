@@ -1,9 +1,6 @@
 #include "runtime/device/cpu/CpuDevice.h"
 
 #include <cstring>
-#include <optional>
-
-#include "absl/strings/str_cat.h"
 
 namespace braid {
 
@@ -52,11 +49,10 @@ absl::Status CpuDevice::zero(uint64_t offset, uint64_t bytes) {
 
 absl::StatusOr<absl::Span<uint8_t>>
 CpuDevice::stageInput(uint32_t tensor, int64_t microBatch) {
-  std::optional<uint64_t> offset = layout_.inputOffset(tensor, microBatch);
-  if (!offset)
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor ", tensor, " micro-batch ", microBatch,
-                     " is not an INPUT of a step of the plan"));
+  absl::StatusOr<uint64_t> offset =
+      layout_.checkedInputOffset(tensor, microBatch);
+  if (!offset.ok())
+    return offset.status();
   return absl::Span<uint8_t>(staging_.data() + *offset,
                              plan_.proto.tensors(tensor).size_bytes());
 }

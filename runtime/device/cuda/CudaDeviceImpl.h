@@ -77,13 +77,8 @@ private:
     std::vector<TensorView> outs;
     const KernelParams *params = nullptr;
     int64_t microBatch = 0;
-    // kStage / kReadback: a copy of `bytes` bytes between host and device
-    // (in iteration i of a Repeat body, from + i * fromStride to
-    // to + i * toStride).
-    uint8_t *to = nullptr;
-    const uint8_t *from = nullptr;
-    uint64_t bytes = 0;
-    uint64_t fromStride = 0, toStride = 0;
+    // kStage / kReadback.
+    HostCopy copy;
     // kRepeat: the next `length` ops run `count` times.
     uint32_t count = 0, length = 0;
     // kRecord: the slot to record (or none); kWait: the slots to wait for.

@@ -11,6 +11,7 @@
 #include "runtime/device/cuda/CudaDeviceImpl.h"
 #include "runtime/device/cuda/CudaStatus.h"
 #include "runtime/device/cuda/StreamSchedule.h"
+#include "runtime/plan/RepeatWalk.h"
 
 namespace braid::cuda_device {
 
@@ -55,17 +56,10 @@ absl::Status CudaDevice::bindPrograms() {
           op.ins.push_back(view(id));
         for (uint32_t id : inst.outputs)
           op.outs.push_back(view(id));
-      } else if (inst.kind == LoadedInstruction::Kind::kStage) {
-        // The loader checked the tensor and the micro-batch.
-        op.from = host + *layout_.inputOffset(inst.tensor, inst.microBatch);
-        op.to = static_cast<uint8_t *>(view(inst.tensor).data);
-        op.bytes = plan_.proto.tensors(inst.tensor).size_bytes();
-        op.fromStride = layout_.inputStride(inst.tensor);
-      } else if (inst.kind == LoadedInstruction::Kind::kReadback) {
-        op.from = static_cast<const uint8_t *>(view(inst.tensor).data);
-        op.to = host + layout_.readbackOffset(inst.slot);
-        op.bytes = sizeof(float);
-        op.toStride = sizeof(float);
+      } else if (inst.kind == LoadedInstruction::Kind::kStage ||
+                 inst.kind == LoadedInstruction::Kind::kReadback) {
+        op.copy = layout_.bind(
+            inst, static_cast<uint8_t *>(view(inst.tensor).data), host);
       } else if (inst.kind == LoadedInstruction::Kind::kRepeat) {
         op.count = inst.count;
         op.length = inst.length;
@@ -123,14 +117,14 @@ absl::Status CudaDevice::enqueue(Program &program,
       break;
     }
     case LoadedInstruction::Kind::kStage:
-      BRAID_CUDA_TRY(cudaMemcpyAsync(op.to, op.from + iteration * op.fromStride,
-                                     op.bytes, cudaMemcpyHostToDevice,
-                                     stream(op.stream)));
+      BRAID_CUDA_TRY(cudaMemcpyAsync(
+          op.copy.destination(iteration), op.copy.source(iteration),
+          op.copy.bytes, cudaMemcpyHostToDevice, stream(op.stream)));
       break;
     case LoadedInstruction::Kind::kReadback:
-      BRAID_CUDA_TRY(cudaMemcpyAsync(op.to + iteration * op.toStride, op.from,
-                                     op.bytes, cudaMemcpyDeviceToHost,
-                                     stream(op.stream)));
+      BRAID_CUDA_TRY(cudaMemcpyAsync(
+          op.copy.destination(iteration), op.copy.source(iteration),
+          op.copy.bytes, cudaMemcpyDeviceToHost, stream(op.stream)));
       break;
     case LoadedInstruction::Kind::kRecord:
       BRAID_CUDA_TRY(cudaEventRecord(program.slots[*op.recordSlot].get(),
@@ -142,24 +136,12 @@ absl::Status CudaDevice::enqueue(Program &program,
                                            program.slots[slot].get(), 0));
       break;
     case LoadedInstruction::Kind::kRepeat:
-      break; // the loop below runs the body
+      break; // forEachRun runs the body
     }
     return absl::OkStatus();
   };
-  for (size_t i = 0; i < program.ops.size(); ++i) {
-    const Op &op = program.ops[i];
-    if (op.kind != LoadedInstruction::Kind::kRepeat) {
-      if (absl::Status s = issue(op, 0); !s.ok())
-        return s;
-      continue;
-    }
-    const size_t begin = i + 1, end = begin + op.length;
-    for (int64_t it = 0; it < op.count; ++it)
-      for (size_t k = begin; k < end; ++k)
-        if (absl::Status s = issue(program.ops[k], it); !s.ok())
-          return s;
-    i = end - 1;
-  }
+  if (absl::Status s = forEachRun(program.ops, issue); !s.ok())
+    return s;
   for (uint32_t s : program.streams) {
     if (s == 0)
       continue;

@@ -1,7 +1,6 @@
 // The CUDA device's pinned staging (CudaDeviceImpl.h): the step's inputs and
 // readback slots, and the ring of step values copied in before each run.
 #include <cstring>
-#include <optional>
 
 #include <cuda_runtime_api.h>
 
@@ -13,11 +12,10 @@ namespace braid::cuda_device {
 
 absl::StatusOr<absl::Span<uint8_t>>
 CudaDevice::stageInput(uint32_t tensor, int64_t microBatch) {
-  std::optional<uint64_t> offset = layout_.inputOffset(tensor, microBatch);
-  if (!offset)
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor ", tensor, " micro-batch ", microBatch,
-                     " is not an INPUT of a step of the plan"));
+  absl::StatusOr<uint64_t> offset =
+      layout_.checkedInputOffset(tensor, microBatch);
+  if (!offset.ok())
+    return offset.status();
   // The previous step's copies must have read the block before it is
   // refilled.
   if (stagingPending_) {
