@@ -449,10 +449,12 @@ void Lowering::lowerOptimizer() {
   Location loc = func_.getLoc();
   if (optimizerStream_ != 0) {
     // The optimizer's stream starts once stream 0 has run every
-    // micro-batch.
+    // micro-batch: event 0 reaches 1.
     sched::EventRecordOp::create(b_, loc, b_.getI32IntegerAttr(0),
+                                 b_.getI64IntegerAttr(1),
                                  b_.getI32IntegerAttr(0));
     sched::EventWaitOp::create(b_, loc, b_.getI32IntegerAttr(0),
+                               b_.getI64IntegerAttr(1),
                                b_.getI32IntegerAttr(optimizerStream_));
     stream_ = optimizerStream_;
   }

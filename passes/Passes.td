@@ -190,8 +190,9 @@ def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
     are placed largest first at the lowest offset that overlaps no
     live-range-overlapping buffer already placed. Here `%c` may not take
     `%a`'s bytes, though it comes later: stream 1 may still be reading `%a`.
-    With `sched.event.record 0 on 1` after `k2` and `sched.event.wait 0 on 0`
-    before `k3` it may.
+    With `sched.event.record 0 value 1 on 1` after `k2` and
+    `sched.event.wait 0 value 1 on 0` before `k3` it may: the wait orders
+    after it exactly the record of that value.
 
     ```mlir
     sched.launch "k1" on 0 ins(%w : ...) outs(%a : memref<64xf32>)

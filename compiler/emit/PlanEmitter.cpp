@@ -285,12 +285,14 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(rec.getStream());
       inst->mutable_record()->set_event(rec.getEvent());
+      inst->mutable_record()->set_value(rec.getValue());
       maxStream_ = std::max(maxStream_, rec.getStream());
       maxEvent_ = std::max<int64_t>(maxEvent_, rec.getEvent());
     } else if (auto wait = dyn_cast<sched::EventWaitOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(wait.getStream());
       inst->mutable_wait()->set_event(wait.getEvent());
+      inst->mutable_wait()->set_value(wait.getValue());
       maxStream_ = std::max(maxStream_, wait.getStream());
       maxEvent_ = std::max<int64_t>(maxEvent_, wait.getEvent());
     }

@@ -2,6 +2,7 @@
 #include "dialects/sched/SchedOps.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "runtime/plan/StreamOrder.h"
 
 using namespace mlir;
 using namespace braid::sched;
@@ -117,18 +118,46 @@ LogicalResult RepeatOp::verify() {
 }
 
 static LogicalResult verifyEventOp(Operation *op, int32_t event,
-                                   int32_t stream) {
+                                   int64_t value, int32_t stream) {
   if (event < 0 || stream < 0)
     return op->emitOpError("event and stream must be non-negative");
+  if (value < 1)
+    return op->emitOpError("event values start at 1");
   return success();
 }
 
 LogicalResult EventRecordOp::verify() {
-  return verifyEventOp(*this, getEvent(), getStream());
+  return verifyEventOp(*this, getEvent(), getValue(), getStream());
 }
 
 LogicalResult EventWaitOp::verify() {
-  return verifyEventOp(*this, getEvent(), getStream());
+  return verifyEventOp(*this, getEvent(), getValue(), getStream());
+}
+
+// The timeline rules of the plan loader (runtime/plan/StreamOrder.h
+// checkEvents), so that a program that breaks them fails here, at the op.
+LogicalResult ProgramOp::verifyRegions() {
+  std::vector<OrderStep> steps;
+  std::vector<Operation *> ops;
+  getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto record = dyn_cast<EventRecordOp>(op))
+      steps.push_back({static_cast<uint32_t>(record.getStream()),
+                       OrderStep::Kind::kRecord,
+                       static_cast<uint32_t>(record.getEvent()),
+                       static_cast<uint64_t>(record.getValue())});
+    else if (auto wait = dyn_cast<EventWaitOp>(op))
+      steps.push_back({static_cast<uint32_t>(wait.getStream()),
+                       OrderStep::Kind::kWait,
+                       static_cast<uint32_t>(wait.getEvent()),
+                       static_cast<uint64_t>(wait.getValue())});
+    else
+      return;
+    ops.push_back(op);
+  });
+  int64_t bad = 0;
+  if (std::optional<std::string> why = checkEvents(steps, &bad))
+    return ops[bad]->emitOpError() << *why;
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -47,7 +47,8 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
     launches (each with its `micro_batch`), then the optimizer. `init`,
     when present, runs once after the parameters are initialised or
     restored and before the first step. Instructions on one stream run in
-    order; instructions on different streams are ordered only by events.
+    order; instructions on different streams are ordered only by events,
+    whose records and waits the verifier checks (see `sched.event.wait`).
 
     ```mlir
     sched.program @step {
@@ -64,6 +65,7 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
   let arguments = (ins SymbolNameAttr:$sym_name);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
 }
 
 def Sched_GetGlobalOp : Sched_Op<"get_global",
@@ -188,29 +190,38 @@ def Sched_RepeatOp : Sched_Op<"repeat", [SingleBlock, NoTerminator]> {
 }
 
 def Sched_EventRecordOp : Sched_Op<"event.record"> {
-  let summary = "Signal an event when the stream reaches this point";
+  let summary = "Set an event's timeline to a value when the stream gets here";
   let description = [{
+    Events are timelines, as timeline semaphores are: each starts a program
+    run at 0, and this op sets `event` to `value` once every op before it on
+    `stream` has run. One stream records an event in a program, with values
+    that rise in program order from 1 (the program's verifier checks it).
+
     ```mlir
-    sched.event.record 0 on 1
+    sched.event.record 0 value 1 on 0
     ```
   }];
-  let arguments = (ins I32Attr:$event, I32Attr:$stream);
-  let assemblyFormat = "$event `on` $stream attr-dict";
+  let arguments = (ins I32Attr:$event, I64Attr:$value, I32Attr:$stream);
+  let assemblyFormat = "$event `value` $value `on` $stream attr-dict";
   let hasVerifier = 1;
 }
 
 def Sched_EventWaitOp : Sched_Op<"event.wait"> {
-  let summary = "Block a stream until an event has been recorded";
+  let summary = "Block a stream until an event reaches a value";
   let description = [{
-    Waits for the most recent record of `event` that precedes this op in
-    program order.
+    Nothing after this op on `stream` starts before `event` reaches
+    `value`, that is, before the record of exactly that value has run. That
+    record comes earlier in program order, so the order never depends on
+    which stream finishes first, and running the program's ops one by one
+    in program order is always possible (no stream waits forever).
 
     ```mlir
-    sched.event.wait 0 on 0
+    sched.event.record 0 value 1 on 0
+    sched.event.wait 0 value 1 on 1
     ```
   }];
-  let arguments = (ins I32Attr:$event, I32Attr:$stream);
-  let assemblyFormat = "$event `on` $stream attr-dict";
+  let arguments = (ins I32Attr:$event, I64Attr:$value, I32Attr:$stream);
+  let assemblyFormat = "$event `value` $value `on` $stream attr-dict";
   let hasVerifier = 1;
 }
 

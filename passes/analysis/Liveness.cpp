@@ -32,7 +32,6 @@ computeLiveRanges(sched::ProgramOp program,
   std::vector<OrderStep> steps;
   std::vector<int64_t> launchesBefore;
   std::vector<sched::LaunchOp> ordered;
-  llvm::DenseMap<uint32_t, int64_t> recordsSoFar;
   uint32_t numStreams = 1;
   // A sched.repeat body is walked once: its buffers are its own
   // (sched.repeat's verifier), so one pass is the lifetime of each
@@ -45,11 +44,10 @@ computeLiveRanges(sched::ProgramOp program,
       ordered.push_back(launch);
     } else if (auto record = dyn_cast<sched::EventRecordOp>(op)) {
       step = {record.getStream(), OrderStep::Kind::kRecord,
-              record.getEvent(), 0};
-      ++recordsSoFar[record.getEvent()];
+              record.getEvent(), record.getValue()};
     } else if (auto wait = dyn_cast<sched::EventWaitOp>(op)) {
       step = {wait.getStream(), OrderStep::Kind::kWait, wait.getEvent(),
-              recordsSoFar.lookup(wait.getEvent())};
+              wait.getValue()};
     } else {
       launchesBefore.pop_back();
       return;

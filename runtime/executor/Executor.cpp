@@ -1,21 +1,54 @@
 #include "runtime/executor/Executor.h"
 
-#include <chrono>
-#include <cstring>
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/RepeatWalk.h"
-#include "runtime/profile/KernelProfile.h"
 
 namespace braid {
+namespace {
 
-Executor::Executor(int numStreams, uint32_t numEvents)
-    : numStreams_(numStreams), events_(numEvents) {
-  for (int s = 1; s < numStreams; ++s)
-    workers_.push_back(std::make_unique<StreamWorker>());
+// The events of one program, settled: for each instruction, whether its
+// event work stays and with which slot (nullopt: dropped).
+std::vector<std::optional<uint32_t>> settleEvents(const LoadedProgram &program,
+                                                  uint32_t *numSignals) {
+  const auto &insts = program.instructions;
+  std::vector<std::optional<uint32_t>> slotOf(insts.size());
+  // The record of each (event, value), and whether another stream waits.
+  std::map<std::pair<uint32_t, uint64_t>, size_t> recordAt;
+  std::vector<bool> needed(insts.size(), false);
+  for (size_t i = 0; i < insts.size(); ++i) {
+    const LoadedInstruction &inst = insts[i];
+    if (inst.kind == LoadedInstruction::Kind::kRecord) {
+      recordAt[{inst.event, inst.value}] = i;
+    } else if (inst.kind == LoadedInstruction::Kind::kWait) {
+      auto it = recordAt.find({inst.event, inst.value});
+      // The loader guarantees the record; one on the waiting stream has
+      // run by the time the stream reaches the wait.
+      if (it != recordAt.end() && insts[it->second].stream != inst.stream)
+        needed[it->second] = true;
+    }
+  }
+  uint32_t next = 0;
+  for (size_t i = 0; i < insts.size(); ++i) {
+    const LoadedInstruction &inst = insts[i];
+    if (inst.kind == LoadedInstruction::Kind::kRecord && needed[i]) {
+      slotOf[i] = next++;
+    } else if (inst.kind == LoadedInstruction::Kind::kWait) {
+      auto it = recordAt.find({inst.event, inst.value});
+      if (it != recordAt.end() && needed[it->second] &&
+          insts[it->second].stream != inst.stream)
+        slotOf[i] = slotOf[it->second];
+    }
+  }
+  *numSignals = next;
+  return slotOf;
 }
 
-Executor::~Executor() = default;
+} // namespace
 
 absl::StatusOr<std::unique_ptr<Executor>>
 Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
@@ -25,115 +58,97 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
     return absl::InvalidArgumentError(
         absl::StrCat("the arena has ", arenaBytes, " bytes but the plan needs ",
                      plan.proto.memory().arena_bytes()));
-  const int numStreams = static_cast<int>(plan.proto.num_streams());
-  std::unique_ptr<Executor> ex(
-      new Executor(numStreams, plan.proto.num_events()));
+  std::unique_ptr<Executor> ex(new Executor());
   auto view = [&](uint32_t id) {
     return TensorView{arena + plan.proto.tensors(id).offset(), &plan.descs[id]};
   };
-  for (const LoadedProgram &program : plan.programs) {
-    BoundProgram bound;
-    bound.kind = program.kind;
-    bound.ops.resize(numStreams);
-    for (const LoadedInstruction &inst : program.instructions) {
-      // With one stream, program order is execution order and every wait is
-      // already satisfied when reached: events need no work at all.
-      if (numStreams == 1 && (inst.kind == LoadedInstruction::Kind::kRecord ||
-                              inst.kind == LoadedInstruction::Kind::kWait))
+  for (const LoadedProgram &loaded : plan.programs) {
+    Program &program = ex->programs_.emplace_back();
+    program.name = loaded.name;
+    program.kind = loaded.kind;
+    program.streams.push_back(0);
+    std::vector<std::optional<uint32_t>> slotOf =
+        settleEvents(loaded, &program.numSignals);
+    for (size_t i = 0; i < loaded.instructions.size(); ++i) {
+      const LoadedInstruction &inst = loaded.instructions[i];
+      const bool event = inst.kind == LoadedInstruction::Kind::kRecord ||
+                         inst.kind == LoadedInstruction::Kind::kWait;
+      // Events are never inside a Repeat body (the loader), so dropping
+      // one leaves every body's length as it is.
+      if (event && !slotOf[i])
         continue;
       Op op;
       op.kind = inst.kind;
-      op.kernel = inst.kernel;
-      op.params = &inst.params;
-      op.microBatch = inst.microBatch;
-      op.event = inst.event;
-      op.waitTarget = inst.waitTarget;
-      if (inst.kind == LoadedInstruction::Kind::kStage ||
-          inst.kind == LoadedInstruction::Kind::kReadback) {
+      op.stream = inst.stream;
+      switch (inst.kind) {
+      case LoadedInstruction::Kind::kLaunch:
+        op.kernel = inst.kernel;
+        op.params = &inst.params;
+        op.microBatch = inst.microBatch;
+        for (uint32_t id : inst.inputs)
+          op.ins.push_back(view(id));
+        for (uint32_t id : inst.outputs)
+          op.outs.push_back(view(id));
+        break;
+      case LoadedInstruction::Kind::kStage:
+      case LoadedInstruction::Kind::kReadback:
         op.copy = layout.bind(
             inst, static_cast<uint8_t *>(view(inst.tensor).data), staging);
-      } else if (inst.kind == LoadedInstruction::Kind::kRepeat) {
+        break;
+      case LoadedInstruction::Kind::kRepeat:
         op.count = inst.count;
         op.length = inst.length;
+        break;
+      case LoadedInstruction::Kind::kRecord:
+      case LoadedInstruction::Kind::kWait:
+        op.signal = EventSignal{inst.event, inst.value, *slotOf[i]};
+        break;
       }
-      for (uint32_t id : inst.inputs)
-        op.ins.push_back(view(id));
-      for (uint32_t id : inst.outputs)
-        op.outs.push_back(view(id));
-      bound.ops[inst.stream].push_back(std::move(op));
+      if (std::find(program.streams.begin(), program.streams.end(),
+                    op.stream) == program.streams.end())
+        program.streams.push_back(op.stream);
+      program.ops.push_back(std::move(op));
     }
-    ex->programs_.push_back(std::move(bound));
+    std::sort(program.streams.begin(), program.streams.end());
   }
   return ex;
 }
 
-void Executor::runOp(const Op &op, int64_t iteration,
-                     const KernelContext &ctx, KernelProfile *profile) {
-  using Clock = std::chrono::steady_clock;
-  switch (op.kind) {
-  case LoadedInstruction::Kind::kLaunch: {
-    const KernelArgs args{op.ins, op.outs, op.params, &ctx,
-                          op.microBatch + iteration};
-    if (profile) {
-      auto start = Clock::now();
-      op.kernel->run(args);
-      profile->add(op.kernel->name,
-                   std::chrono::duration<double>(Clock::now() - start)
-                       .count());
-    } else {
-      op.kernel->run(args);
-    }
-    break;
-  }
-  case LoadedInstruction::Kind::kStage:
-  case LoadedInstruction::Kind::kReadback:
-    std::memcpy(op.copy.destination(iteration), op.copy.source(iteration),
-                op.copy.bytes);
-    break;
-  case LoadedInstruction::Kind::kRecord:
-    events_.record(op.event);
-    break;
-  case LoadedInstruction::Kind::kWait:
-    events_.wait(op.event, op.waitTarget);
-    break;
-  case LoadedInstruction::Kind::kRepeat:
-    break; // forEachRun runs the body
-  }
+absl::StatusOr<const Executor::Program *>
+Executor::program(plan::ProgramKind kind) const {
+  for (const Program &p : programs_)
+    if (p.kind == kind)
+      return &p;
+  return absl::NotFoundError(absl::StrCat(
+      "the plan has no ", plan::ProgramKind_Name(kind), " program"));
 }
 
-void Executor::execute(const std::vector<Op> &ops, const KernelContext &ctx,
-                       KernelProfile *profile) {
-  (void)forEachRun(ops, [&](const Op &op, int64_t iteration) {
-    runOp(op, iteration, ctx, profile);
+absl::Status Executor::issue(const Program &program, StreamTarget &target) {
+  return forEachRun(program.ops, [&](const Op &op,
+                                     int64_t iteration) -> absl::Status {
+    switch (op.kind) {
+    case LoadedInstruction::Kind::kLaunch:
+      return target.launch(op.stream, *op.kernel,
+                           KernelArgs{op.ins, op.outs, op.params,
+                                      &target.context(op.stream),
+                                      op.microBatch + iteration});
+    case LoadedInstruction::Kind::kStage:
+    case LoadedInstruction::Kind::kReadback:
+      return target.copy(op.stream,
+                         op.kind == LoadedInstruction::Kind::kStage
+                             ? CopyDirection::kToDevice
+                             : CopyDirection::kToHost,
+                         op.copy.destination(iteration),
+                         op.copy.source(iteration), op.copy.bytes);
+    case LoadedInstruction::Kind::kRecord:
+      return target.record(op.stream, op.signal);
+    case LoadedInstruction::Kind::kWait:
+      return target.wait(op.stream, op.signal);
+    case LoadedInstruction::Kind::kRepeat:
+      return absl::OkStatus(); // forEachRun runs the body
+    }
     return absl::OkStatus();
   });
-}
-
-absl::Status Executor::run(plan::ProgramKind kind, const KernelContext &ctx) {
-  const BoundProgram *bound = nullptr;
-  for (const BoundProgram &p : programs_)
-    if (p.kind == kind)
-      bound = &p;
-  if (bound == nullptr)
-    return absl::NotFoundError(absl::StrCat(
-        "the plan has no ", plan::ProgramKind_Name(kind), " program"));
-  if (numStreams_ == 1) {
-    execute(bound->ops[0], ctx, profile_);
-    return absl::OkStatus();
-  }
-  events_.reset();
-  for (int s = 1; s < numStreams_; ++s) {
-    if (bound->ops[s].empty())
-      continue;
-    const std::vector<Op> *ops = &bound->ops[s];
-    workers_[s - 1]->start(
-        [this, ops, &ctx] { execute(*ops, ctx, /*profile=*/nullptr); });
-  }
-  execute(bound->ops[0], ctx, profile_);
-  for (int s = 1; s < numStreams_; ++s)
-    if (!bound->ops[s].empty())
-      workers_[s - 1]->finish();
-  return absl::OkStatus();
 }
 
 } // namespace braid

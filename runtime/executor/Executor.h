@@ -1,88 +1,86 @@
-// Runs the programs of a loaded plan on the CPU.
+// The executor both devices share: it binds the programs of a loaded plan
+// to the arena and the staging block once, and issues a program's
+// instructions, in program order, to a StreamTarget, the device's streams
+// (StreamTarget.h). The CPU's target runs stream 0 on the calling thread and
+// queues the others to worker threads (cpu/CpuStreams.h); the CUDA target
+// enqueues on CUDA streams (cuda/CudaPrograms.cpp).
 //
-// Every launch is bound to its arena memory once, at construction, so a run
-// is a walk over prepared operations. Each plan stream is a sequence executed
-// in order; streams run concurrently and synchronise only through events.
-// Stream 0 runs on the calling thread and every other stream on a worker
-// thread created with the executor, so a one-stream plan runs with no thread
-// hand-off at all.
+// Binding also settles the event work. The loader has checked the timeline
+// rules (StreamOrder.h checkEvents): every wait names a record earlier in
+// program order, on the one stream recording that event. A wait on that
+// stream itself is already satisfied when reached and is dropped; a record
+// no other stream waits for is dropped too. Each record kept gets a signal
+// slot, numbered from 0 in program order, and its waits the same slot, so
+// a device that keeps one object per record (a CUDA event) indexes it
+// directly. A one-stream program has no event work at all.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "kernels/registry/Kernel.h"
-#include "runtime/executor/EventCounters.h"
 #include "runtime/executor/StagingLayout.h"
-#include "runtime/executor/StreamWorker.h"
+#include "runtime/executor/StreamTarget.h"
 #include "runtime/plan/PlanLoader.h"
-#include "runtime/profile/KernelProfile.h"
 
 namespace braid {
 
 class Executor {
 public:
-  // Binds `plan` to `arena` (at least plan.memory.arena_bytes bytes, or
-  // InvalidArgument) and to the host block `staging`, laid out by `layout`
-  // (StagingLayout.h): stage instructions copy from it, readbacks into it.
-  // The plan, its kernel registry, the arena and the staging block must
-  // outlive the executor.
-  static absl::StatusOr<std::unique_ptr<Executor>>
-  create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
-         uint8_t *staging, const StagingLayout &layout);
-
-  ~Executor();
-
-  // Runs the plan's program of kind `kind` with `ctx` and returns once
-  // every stream has finished it. NotFound when the plan has none (INIT is
-  // optional). Not reentrant: one run at a time.
-  absl::Status run(plan::ProgramKind kind, const KernelContext &ctx);
-
-  int numStreams() const { return numStreams_; }
-
-  // While set, every launch on stream 0 is timed into `profile` (null to
-  // stop). Launches on other streams overlap stream 0 and are not timed.
-  void setProfile(KernelProfile *profile) { profile_ = profile; }
-
-private:
+  // One instruction, bound to memory.
   struct Op {
-    LoadedInstruction::Kind kind;
+    LoadedInstruction::Kind kind = LoadedInstruction::Kind::kLaunch;
+    uint32_t stream = 0;
+    // kLaunch.
     const KernelDef *kernel = nullptr;
     std::vector<TensorView> ins;
     std::vector<TensorView> outs;
     const KernelParams *params = nullptr;
     int64_t microBatch = 0;
-    uint32_t event = 0;
-    int64_t waitTarget = 0;
     // kStage / kReadback.
     HostCopy copy;
     // kRepeat: the next `length` ops run `count` times.
     uint32_t count = 0, length = 0;
+    // kRecord / kWait.
+    EventSignal signal;
   };
-  struct BoundProgram {
+  struct Program {
+    std::string name;
     plan::ProgramKind kind = plan::PROGRAM_UNSPECIFIED;
-    // ops[stream]: the stream's instructions in program order.
-    std::vector<std::vector<Op>> ops;
+    // In program order, events settled as above.
+    std::vector<Op> ops;
+    // The streams the program uses, ascending; stream 0 always (devices
+    // order their own copies on it and fork the others from it).
+    std::vector<uint32_t> streams;
+    // Signal slots 0..numSignals-1.
+    uint32_t numSignals = 0;
   };
 
-  Executor(int numStreams, uint32_t numEvents);
-  void execute(const std::vector<Op> &ops, const KernelContext &ctx,
-               KernelProfile *profile);
-  // One op, in iteration `iteration` of the Repeat body it is in (0
-  // outside).
-  void runOp(const Op &op, int64_t iteration, const KernelContext &ctx,
-             KernelProfile *profile);
+  // Binds `plan` to `arena` (at least plan.memory.arena_bytes bytes, or
+  // InvalidArgument; device memory on a GPU) and to the host block
+  // `staging`, laid out by `layout` (StagingLayout.h): stage instructions
+  // copy from it, readbacks into it. The plan, its kernel registry, the
+  // arena and the staging block must outlive the executor.
+  static absl::StatusOr<std::unique_ptr<Executor>>
+  create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
+         uint8_t *staging, const StagingLayout &layout);
 
-  int numStreams_;
-  std::vector<BoundProgram> programs_;
-  EventCounters events_;
-  // workers_[s - 1] runs stream s.
-  std::vector<std::unique_ptr<StreamWorker>> workers_;
-  KernelProfile *profile_ = nullptr;
+  const std::vector<Program> &programs() const { return programs_; }
+  // The program of kind `kind`, or NotFound naming it (INIT is optional).
+  absl::StatusOr<const Program *> program(plan::ProgramKind kind) const;
+
+  // Hands every instruction of `program` to `target`, a Repeat's body once
+  // per iteration with its micro-batch and slot offsets applied, and stops
+  // at the first error the target returns.
+  static absl::Status issue(const Program &program, StreamTarget &target);
+
+private:
+  Executor() = default;
+
+  std::vector<Program> programs_;
 };
 
 } // namespace braid

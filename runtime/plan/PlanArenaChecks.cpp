@@ -13,6 +13,25 @@
 #include "runtime/plan/StreamOrder.h"
 
 namespace braid::plan_checks {
+
+std::vector<OrderStep> orderSteps(const LoadedProgram &program) {
+  std::vector<OrderStep> steps;
+  steps.reserve(program.instructions.size());
+  for (const LoadedInstruction &inst : program.instructions) {
+    OrderStep step;
+    step.stream = inst.stream;
+    step.event = inst.event;
+    step.value = inst.value;
+    step.kind = inst.kind == LoadedInstruction::Kind::kRecord
+                    ? OrderStep::Kind::kRecord
+                : inst.kind == LoadedInstruction::Kind::kWait
+                    ? OrderStep::Kind::kWait
+                    : OrderStep::Kind::kOther;
+    steps.push_back(step);
+  }
+  return steps;
+}
+
 namespace {
 
 // The uses of one tensor in one program.
@@ -33,21 +52,7 @@ Lifetimes lifetimes(const plan::Plan &plan, const LoadedPlan &loaded) {
   const uint32_t streams = plan.num_streams();
   for (int p = 0; p < static_cast<int>(loaded.programs.size()); ++p) {
     const auto &insts = loaded.programs[p].instructions;
-    std::vector<OrderStep> steps;
-    steps.reserve(insts.size());
-    for (const LoadedInstruction &inst : insts) {
-      OrderStep step;
-      step.stream = inst.stream;
-      step.event = inst.event;
-      step.waitTarget = inst.waitTarget;
-      step.kind = inst.kind == LoadedInstruction::Kind::kRecord
-                      ? OrderStep::Kind::kRecord
-                  : inst.kind == LoadedInstruction::Kind::kWait
-                      ? OrderStep::Kind::kWait
-                      : OrderStep::Kind::kOther;
-      steps.push_back(step);
-    }
-    out.orders.emplace_back(steps, streams);
+    out.orders.emplace_back(orderSteps(loaded.programs[p]), streams);
     const StreamOrder &order = out.orders.back();
     for (int i = 0; i < static_cast<int>(insts.size()); ++i) {
       auto touch = [&](uint32_t id) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/plan/StreamOrder.h"
 
 namespace braid::plan_checks {
 
@@ -36,6 +37,9 @@ absl::Status checkRoles(const plan::Plan &plan, LoadedPlan &loaded);
 absl::Status checkPrograms(const plan::Plan &plan,
                            const KernelRegistry &registry, Device device,
                            LoadedPlan &loaded);
+
+// The instructions of `program` as ordering sees them (StreamOrder.h).
+std::vector<OrderStep> orderSteps(const LoadedProgram &program);
 
 // Arena layout: no persistent tensor shares bytes with anything; activations
 // share bytes only when their live ranges are disjoint. Needs the programs.

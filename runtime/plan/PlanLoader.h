@@ -5,7 +5,7 @@
 // plan with a sentence naming the offending field before any memory is
 // allocated or any kernel runs. What it returns is the plan plus everything
 // the executor and trainer need already resolved (kernel entries, tensor
-// descriptors, kernel parameters, event wait targets), so nothing downstream
+// descriptors, kernel parameters), so nothing downstream
 // re-parses or re-checks.
 #pragma once
 
@@ -46,11 +46,12 @@ struct LoadedInstruction {
   std::vector<uint32_t> inputs;
   std::vector<uint32_t> outputs;
   KernelParams params;
-  // kRecord / kWait: the event. For kWait, waitTarget is the number of
-  // records of that event that precede the wait in program order: the wait
-  // is satisfied once the event's counter reaches it.
+  // kRecord / kWait: the event and the value the record sets or the wait
+  // waits for (plan.proto EventRecord, EventWait). The loader has checked
+  // the timeline rules (StreamOrder.h checkEvents): a wait's record comes
+  // earlier in program order, on the one stream that records the event.
   uint32_t event = 0;
-  int64_t waitTarget = 0;
+  uint64_t value = 0;
 };
 
 struct LoadedProgram {

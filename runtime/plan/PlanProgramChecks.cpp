@@ -160,8 +160,6 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
   out.kind = program.kind();
   std::string programRef = absl::StrCat("plan.programs[", index, "] (",
                                         absl::CEscape(program.name()), ")");
-  // Records of each event seen so far in program order.
-  std::vector<int64_t> records(plan.num_events(), 0);
   out.instructions.reserve(program.instructions_size());
   // The Repeat body being read: its last instruction, its stream and the
   // iterations after the first.
@@ -254,28 +252,19 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       break;
     }
     case plan::Instruction::kRecord:
-      loadedInst.kind = LoadedInstruction::Kind::kRecord;
-      loadedInst.event = inst.record().event();
+    case plan::Instruction::kWait: {
+      const bool record = inst.op_case() == plan::Instruction::kRecord;
+      loadedInst.kind = record ? LoadedInstruction::Kind::kRecord
+                               : LoadedInstruction::Kind::kWait;
+      loadedInst.event = record ? inst.record().event() : inst.wait().event();
+      loadedInst.value = record ? inst.record().value() : inst.wait().value();
       if (loadedInst.event >= plan.num_events())
         return refuse(absl::StrCat(
-            where, ": records event ", loadedInst.event,
+            where, record ? ": records" : ": waits for", " event ",
+            loadedInst.event,
             ", which is not below plan.num_events = ", plan.num_events()));
-      ++records[loadedInst.event];
       break;
-    case plan::Instruction::kWait:
-      loadedInst.kind = LoadedInstruction::Kind::kWait;
-      loadedInst.event = inst.wait().event();
-      if (loadedInst.event >= plan.num_events())
-        return refuse(absl::StrCat(
-            where, ": waits for event ", loadedInst.event,
-            ", which is not below plan.num_events = ", plan.num_events()));
-      if (records[loadedInst.event] == 0)
-        return refuse(absl::StrCat(
-            where, ": waits for event ", loadedInst.event,
-            " before any instruction records it, so stream ", inst.stream(),
-            " would deadlock; record the event earlier in the program"));
-      loadedInst.waitTarget = records[loadedInst.event];
-      break;
+    }
     default:
       return refuse(absl::StrCat(
           where, ": the instruction has no operation (launch, record, wait, "
@@ -283,6 +272,9 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
     }
     out.instructions.push_back(std::move(loadedInst));
   }
+  int64_t bad = 0;
+  if (std::optional<std::string> why = checkEvents(orderSteps(out), &bad))
+    return refuse(absl::StrCat(programRef, " instruction ", bad, ": ", *why));
   return absl::OkStatus();
 }
 

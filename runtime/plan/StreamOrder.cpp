@@ -1,7 +1,10 @@
 #include "runtime/plan/StreamOrder.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace braid {
 
@@ -11,41 +14,24 @@ StreamOrder::StreamOrder(const std::vector<OrderStep> &steps,
       position_(steps.size()), byStream_(numStreams),
       known_(steps.size() * numStreams, 0) {
   const uint32_t S = numStreams;
-  // Records of each event: per stream, their program indices in order, and
-  // how many each stream has in the whole program.
-  std::unordered_map<uint32_t, std::vector<std::vector<int64_t>>> records;
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (steps[i].kind == OrderStep::Kind::kRecord) {
-      auto &perStream = records[steps[i].event];
-      perStream.resize(S);
-      perStream[steps[i].stream].push_back(static_cast<int64_t>(i));
-    }
+  // The program index of each (event, value) record seen so far.
+  std::map<std::pair<uint32_t, uint64_t>, int64_t> recordAt;
   std::vector<std::vector<int64_t>> current(S, std::vector<int64_t>(S, 0));
   for (size_t i = 0; i < steps.size(); ++i) {
     const OrderStep &step = steps[i];
     const uint32_t s = step.stream;
     std::vector<int64_t> &now = current[s];
+    if (step.kind == OrderStep::Kind::kRecord)
+      recordAt[{step.event, step.value}] = static_cast<int64_t>(i);
     if (step.kind == OrderStep::Kind::kWait) {
-      auto it = records.find(step.event);
-      if (it != records.end()) {
-        int64_t total = 0;
-        for (const auto &r : it->second)
-          total += static_cast<int64_t>(r.size());
-        for (uint32_t t = 0; t < S; ++t) {
-          const std::vector<int64_t> &onT = it->second[t];
-          const int64_t others = total - static_cast<int64_t>(onT.size());
-          const int64_t need = step.waitTarget - others;
-          if (need < 1 || need > static_cast<int64_t>(onT.size()))
-            continue;
-          // Only a record already ordered (earlier in program order) adds
-          // what it knew; a later one adds nothing that is known here.
-          const int64_t j = onT[need - 1];
-          if (j >= static_cast<int64_t>(i))
-            continue;
-          for (uint32_t u = 0; u < S; ++u)
-            now[u] = std::max(now[u], known(j, u));
-          now[t] = std::max(now[t], position_[j]);
-        }
+      // Only a record already ordered (earlier in program order) adds what
+      // it knew; checkEvents refuses waits without one.
+      auto it = recordAt.find({step.event, step.value});
+      if (it != recordAt.end()) {
+        const int64_t j = it->second;
+        for (uint32_t u = 0; u < S; ++u)
+          now[u] = std::max(now[u], known(j, u));
+        now[streamOf_[j]] = std::max(now[streamOf_[j]], position_[j]);
       }
     }
     streamOf_[i] = s;
@@ -96,6 +82,50 @@ int64_t StreamOrder::freeFrom(const StreamUses &uses) const {
       free = std::max(free, *(firstKnowing - 1) + 1);
   }
   return free;
+}
+
+std::optional<std::string> checkEvents(const std::vector<OrderStep> &steps,
+                                       int64_t *bad) {
+  struct Timeline {
+    uint32_t stream = 0;
+    uint64_t last = 0; // the value of the latest record; 0 before any
+    std::map<uint64_t, int64_t> recorded;
+  };
+  std::map<uint32_t, Timeline> timelines;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const OrderStep &step = steps[i];
+    if (step.kind == OrderStep::Kind::kOther)
+      continue;
+    *bad = static_cast<int64_t>(i);
+    const bool record = step.kind == OrderStep::Kind::kRecord;
+    if (step.value == 0)
+      return absl::StrCat(record ? "records" : "waits for", " event ",
+                          step.event,
+                          " with value 0; event values start at 1");
+    auto [it, first] = timelines.try_emplace(step.event);
+    Timeline &t = it->second;
+    if (record) {
+      if (!first && t.last > 0 && step.stream != t.stream)
+        return absl::StrCat("records event ", step.event, " on stream ",
+                            step.stream, ", but stream ", t.stream,
+                            " records it too; one stream records an event");
+      if (step.value <= t.last)
+        return absl::StrCat("records event ", step.event, " with value ",
+                            step.value, " after value ", t.last,
+                            "; an event's values rise in program order");
+      t.stream = step.stream;
+      t.last = step.value;
+      t.recorded[step.value] = static_cast<int64_t>(i);
+      continue;
+    }
+    if (t.recorded.count(step.value) == 0)
+      return absl::StrCat(
+          "waits for event ", step.event, " to reach ", step.value,
+          ", but no instruction before it records that value, so stream ",
+          step.stream, " could wait forever; record it earlier in the "
+          "program");
+  }
+  return std::nullopt;
 }
 
 } // namespace braid

@@ -2,16 +2,18 @@
 // compiler's memory planner and the plan loader's arena check
 // (docs/plan-format.md, "Streams, events and memory").
 //
-// Each stream runs its instructions in program order, one after another. A
-// wait for event e with target k returns once k records of e have run; when
-// records of e sit on several streams, only what every way of reaching k
-// guarantees counts: at least k - (records of e on the other streams) of
-// those on a given stream. Program position alone orders nothing across
-// streams.
+// Each stream runs its instructions in program order, one after another.
+// Events are timelines: a record sets its event to its value, and a wait
+// for value v returns once the record of value v has run. One stream
+// records each event, with rising values, so that record is the only one
+// that can release the wait: the wait knows what that record knew, and
+// nothing else. Program position alone orders nothing across streams.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace braid {
@@ -21,11 +23,21 @@ struct OrderStep {
   enum class Kind { kOther, kRecord, kWait };
   uint32_t stream = 0;
   Kind kind = Kind::kOther;
+  // kRecord: the value it sets; kWait: the value it waits for.
   uint32_t event = 0;
-  // kWait: the records of `event` it waits for (those before it in program
-  // order).
-  int64_t waitTarget = 0;
+  uint64_t value = 0;
 };
+
+// Why the events of `steps` (in program order) break the timeline rules,
+// or nullopt when they keep them: every value is at least 1; one stream
+// records each event, with values that rise in program order; every wait
+// names a value its event's records set, recorded earlier in program order.
+// Then program order itself is one way to run the program, so no stream
+// can wait forever, and no wait depends on which stream finishes first.
+// `*bad` is the index of the offending step. Messages read as the end of
+// a sentence that starts with the step ("instruction 7: ...").
+std::optional<std::string> checkEvents(const std::vector<OrderStep> &steps,
+                                       int64_t *bad);
 
 // The uses of a buffer in one program: per stream, the 1-based position
 // (within that stream) of the last use, 0 when the stream does not use it,

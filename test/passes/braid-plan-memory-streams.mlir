@@ -34,8 +34,8 @@ sched.program @step {
   sched.launch "k1" on 0 ins(%w : memref<16xf32>) outs(%a : memref<64xf32>)
   %b = sched.alloc : memref<64xf32>
   sched.launch "k2" on 1 ins(%a : memref<64xf32>) outs(%b : memref<64xf32>)
-  sched.event.record 0 on 1
-  sched.event.wait 0 on 0
+  sched.event.record 0 value 1 on 1
+  sched.event.wait 0 value 1 on 0
   %c = sched.alloc : memref<64xf32>
   sched.launch "k3" on 0 ins(%w : memref<16xf32>) outs(%c : memref<64xf32>)
   sched.launch "k4" on 0 ins(%c : memref<64xf32>) outs(%w : memref<16xf32>)

@@ -6,7 +6,8 @@ namespace braid {
 
 CpuDevice::CpuDevice(const LoadedPlan &plan, int numThreads)
     : plan_(plan), pool_(numThreads), layout_(plan),
-      staging_(layout_.bytes()) {
+      staging_(layout_.bytes()),
+      streams_(plan.proto.num_streams(), plan.proto.num_events()) {
   info_.kind = Device::kCPU;
   info_.name = "CPU";
   info_.threads = pool_.size();
@@ -64,7 +65,13 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   ctx.lr = values.lr;
   ctx.seed = values.seed;
   ctx.pool = &pool_;
-  absl::Status s = executor_->run(kind, ctx);
+  absl::StatusOr<const Executor::Program *> program =
+      executor_->program(kind);
+  if (!program.ok())
+    return program.status();
+  streams_.begin(ctx, profile_);
+  absl::Status s = Executor::issue(**program, streams_);
+  streams_.finish();
   if (s.ok())
     ++stats_.eagerRuns;
   return s;

@@ -1,6 +1,7 @@
-// The CPU as a device: the arena is host memory (CpuArena), programs run on
-// the Executor (stream 0 on the calling thread, other streams on worker
-// threads), and kernels split their work over the device's own ThreadPool.
+// The CPU as a device: the arena is host memory (CpuArena), the Executor
+// issues programs to CpuStreams (stream 0 on the calling thread, other
+// streams on worker threads), and kernels split their work over the
+// device's own ThreadPool.
 // Everything a call starts has finished when it returns, so the staging
 // block is ordinary memory that the step's stage and readback instructions
 // copy from and into.
@@ -12,6 +13,7 @@
 #include "kernels/cpu/ThreadPool.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/device/cpu/CpuArena.h"
+#include "runtime/device/cpu/CpuStreams.h"
 #include "runtime/executor/Executor.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -35,9 +37,7 @@ public:
                                                  int64_t microBatch) override;
   absl::Status run(plan::ProgramKind kind, const StepValues &values) override;
   absl::StatusOr<std::vector<float>> readbacks() override;
-  void setProfile(KernelProfile *profile) override {
-    executor_->setProfile(profile);
-  }
+  void setProfile(KernelProfile *profile) override { profile_ = profile; }
   DeviceStats stats() const override { return stats_; }
   ThreadPool &hostPool() override { return pool_; }
 
@@ -51,6 +51,8 @@ private:
   StagingLayout layout_;
   std::vector<uint8_t> staging_;
   std::unique_ptr<Executor> executor_;
+  CpuStreams streams_;
+  KernelProfile *profile_ = nullptr;
   DeviceStats stats_;
 };
 

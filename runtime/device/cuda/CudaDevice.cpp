@@ -142,7 +142,7 @@ absl::Status CudaDevice::zero(uint64_t offset, uint64_t bytes) {
 absl::Status CudaDevice::launchError(const Program &program,
                                      cudaError_t err) const {
   std::string message = absl::StrCat(
-      "launching the kernels of program \"", program.name, "\" on ",
+      "launching the kernels of program \"", program.bound->name, "\" on ",
       info_.name, " failed: ", cudaGetErrorString(err), " (",
       cudaGetErrorName(err), ")");
   if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidPtx ||

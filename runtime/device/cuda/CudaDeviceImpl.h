@@ -1,12 +1,14 @@
 // The CUDA device's class, shared by the files that implement it by
 // concern: CudaDevice.cpp (set-up, device memory, errors), CudaStaging.cpp
 // (pinned staging of inputs, step values and readbacks) and
-// CudaPrograms.cpp (binding, enqueueing, CUDA graphs and kernel timing).
+// CudaPrograms.cpp (the executor's target on CUDA streams, CUDA graphs and
+// kernel timing).
 // Internal to runtime/device/cuda; everyone else goes through
 // createCudaDevice (CudaDevice.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +23,7 @@
 #include "runtime/device/cuda/CudaHandles.h"
 #include "runtime/device/cuda/CudaProbe.h"
 #include "runtime/device/cuda/GraphPolicy.h"
+#include "runtime/executor/Executor.h"
 #include "runtime/executor/StagingLayout.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -68,32 +71,15 @@ public:
   ThreadPool &hostPool() override { return hostPool_; }
 
 private:
-  // One instruction of a program, bound to device memory.
-  struct Op {
-    LoadedInstruction::Kind kind = LoadedInstruction::Kind::kLaunch;
-    uint32_t stream = 0;
-    const KernelDef *kernel = nullptr;
-    std::vector<TensorView> ins;
-    std::vector<TensorView> outs;
-    const KernelParams *params = nullptr;
-    int64_t microBatch = 0;
-    // kStage / kReadback.
-    HostCopy copy;
-    // kRepeat: the next `length` ops run `count` times.
-    uint32_t count = 0, length = 0;
-    // kRecord: the slot to record (or none); kWait: the slots to wait for.
-    std::optional<uint32_t> recordSlot;
-    std::vector<uint32_t> waitSlots;
-  };
+  // What the device keeps per program of the executor (same index): the
+  // CUDA event of each signal slot, and its graph.
   struct Program {
-    std::string name;
-    plan::ProgramKind kind = plan::PROGRAM_UNSPECIFIED;
-    std::vector<Op> ops;
-    std::vector<uint32_t> streams; // ascending, 0 first
-    std::vector<CudaEvent> slots;
-    GraphPolicy policy{false, std::nullopt};
+    const Executor::Program *bound = nullptr;
+    std::vector<CudaEvent> signals;
+    GraphPolicy policy{false};
     CudaGraphExec graph;
   };
+  class Streams;
 
   uint8_t *at(uint64_t offset) const {
     return static_cast<uint8_t *>(memory_.get()) + offset;
@@ -128,6 +114,7 @@ private:
   CudaEvent fork_;
   std::vector<CudaEvent> joins_;
   std::vector<GpuContext> gpuContexts_;
+  std::unique_ptr<Executor> executor_;
   std::vector<Program> programs_;
   // Pinned staging block (StagingLayout.h): the step's inputs and its
   // readback slots, and the event after the last run that copies from or

@@ -1,6 +1,6 @@
-// The CUDA device's programs (CudaDeviceImpl.h): binding a loaded program
-// to device memory, enqueueing it on the streams (with kernel timing while
-// profiling), and capturing and replaying it as a CUDA graph.
+// The CUDA device's programs (CudaDeviceImpl.h): the executor's target on
+// CUDA streams (with kernel timing while profiling), and capturing and
+// replaying a program as a CUDA graph.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,139 +10,119 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/device/cuda/CudaDeviceImpl.h"
 #include "runtime/device/cuda/CudaStatus.h"
-#include "runtime/device/cuda/StreamSchedule.h"
-#include "runtime/plan/RepeatWalk.h"
 
 namespace braid::cuda_device {
 
 absl::Status CudaDevice::bindPrograms() {
-  const uint32_t numStreams = plan_.proto.num_streams();
-  auto view = [&](uint32_t id) {
-    return TensorView{at(plan_.proto.tensors(id).offset()), &plan_.descs[id]};
-  };
-  programs_.reserve(plan_.programs.size());
-  for (size_t p = 0; p < plan_.programs.size(); ++p) {
-    const LoadedProgram &loaded = plan_.programs[p];
-    StreamSchedule schedule =
-        scheduleProgram(loaded, static_cast<int>(p), numStreams);
+  absl::StatusOr<std::unique_ptr<Executor>> executor = Executor::create(
+      plan_, at(0), plan_.proto.memory().arena_bytes(),
+      static_cast<uint8_t *>(staging_.get()), layout_);
+  if (!executor.ok())
+    return executor.status();
+  executor_ = std::move(*executor);
+  programs_.reserve(executor_->programs().size());
+  for (const Executor::Program &bound : executor_->programs()) {
     Program &program = programs_.emplace_back();
-    program.name = loaded.name;
-    program.kind = loaded.kind;
-    program.streams = schedule.streams;
-    program.policy = GraphPolicy(cudaGraphs_, schedule.graphRefusal);
-    if (cudaGraphs_ && schedule.graphRefusal)
-      std::fprintf(stderr, "braid-run: note: %s\n",
-                   schedule.graphRefusal->c_str());
-    for (uint32_t i = 0; i < schedule.numSlots; ++i) {
+    program.bound = &bound;
+    program.policy = GraphPolicy(cudaGraphs_);
+    for (uint32_t i = 0; i < bound.numSignals; ++i) {
       cudaEvent_t e = nullptr;
       BRAID_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      program.slots.emplace_back(e);
-    }
-    // Event work by instruction index; launches are bound directly.
-    std::vector<const EventOp *> eventOf(loaded.instructions.size(), nullptr);
-    for (const EventOp &e : schedule.eventOps)
-      eventOf[e.instruction] = &e;
-    for (size_t i = 0; i < loaded.instructions.size(); ++i) {
-      const LoadedInstruction &inst = loaded.instructions[i];
-      Op op;
-      op.kind = inst.kind;
-      op.stream = inst.stream;
-      auto *host = static_cast<uint8_t *>(staging_.get());
-      if (inst.kind == LoadedInstruction::Kind::kLaunch) {
-        op.kernel = inst.kernel;
-        op.params = &inst.params;
-        op.microBatch = inst.microBatch;
-        for (uint32_t id : inst.inputs)
-          op.ins.push_back(view(id));
-        for (uint32_t id : inst.outputs)
-          op.outs.push_back(view(id));
-      } else if (inst.kind == LoadedInstruction::Kind::kStage ||
-                 inst.kind == LoadedInstruction::Kind::kReadback) {
-        op.copy = layout_.bind(
-            inst, static_cast<uint8_t *>(view(inst.tensor).data), host);
-      } else if (inst.kind == LoadedInstruction::Kind::kRepeat) {
-        op.count = inst.count;
-        op.length = inst.length;
-      } else {
-        const EventOp *e = eventOf[i];
-        if (e == nullptr)
-          continue; // a record no wait needs, or a wait with nothing to wait for
-        if (e->kind == EventOp::Kind::kRecord)
-          op.recordSlot = e->slot;
-        else
-          op.waitSlots = e->waitSlots;
-      }
-      program.ops.push_back(std::move(op));
+      program.signals.emplace_back(e);
     }
   }
   return absl::OkStatus();
 }
+
+// The executor's target: every instruction goes onto its CUDA stream, from
+// this one host thread. A record is a CUDA event of its signal slot; a wait
+// waits for that event, which was recorded before (the executor issues in
+// program order, and a wait's record comes earlier). While profiling,
+// stream 0's launches are bracketed by timing events.
+class CudaDevice::Streams final : public StreamTarget {
+public:
+  Streams(CudaDevice &device, Program &program, const KernelContext *contexts,
+          bool profiling)
+      : device_(device), program_(program), contexts_(contexts),
+        profiling_(profiling) {}
+
+  // The kernels timed, in launch order.
+  const std::vector<const KernelDef *> &timed() const { return timed_; }
+
+  const KernelContext &context(uint32_t stream) override {
+    return contexts_[stream];
+  }
+
+  absl::Status launch(uint32_t s, const KernelDef &kernel,
+                      const KernelArgs &args) override {
+    const bool time = profiling_ && s == 0;
+    auto &timers = device_.timers_;
+    if (time) {
+      if (timed_.size() == timers.size()) {
+        cudaEvent_t a = nullptr, b = nullptr;
+        BRAID_CUDA_TRY(cudaEventCreate(&a));
+        BRAID_CUDA_TRY(cudaEventCreate(&b));
+        timers.emplace_back(CudaEvent(a), CudaEvent(b));
+      }
+      BRAID_CUDA_TRY(cudaEventRecord(timers[timed_.size()].first.get(),
+                                     device_.stream(0)));
+    }
+    kernel.run(args);
+    if (time) {
+      BRAID_CUDA_TRY(cudaEventRecord(timers[timed_.size()].second.get(),
+                                     device_.stream(0)));
+      timed_.push_back(&kernel);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status copy(uint32_t s, CopyDirection direction, uint8_t *to,
+                    const uint8_t *from, uint64_t bytes) override {
+    BRAID_CUDA_TRY(cudaMemcpyAsync(to, from, bytes,
+                                   direction == CopyDirection::kToDevice
+                                       ? cudaMemcpyHostToDevice
+                                       : cudaMemcpyDeviceToHost,
+                                   device_.stream(s)));
+    return absl::OkStatus();
+  }
+
+  absl::Status record(uint32_t s, const EventSignal &signal) override {
+    BRAID_CUDA_TRY(cudaEventRecord(program_.signals[signal.slot].get(),
+                                   device_.stream(s)));
+    return absl::OkStatus();
+  }
+
+  absl::Status wait(uint32_t s, const EventSignal &signal) override {
+    BRAID_CUDA_TRY(cudaStreamWaitEvent(
+        device_.stream(s), program_.signals[signal.slot].get(), 0));
+    return absl::OkStatus();
+  }
+
+private:
+  CudaDevice &device_;
+  Program &program_;
+  const KernelContext *contexts_;
+  const bool profiling_;
+  std::vector<const KernelDef *> timed_;
+};
 
 // Fork from stream 0, the program's instructions, join back into stream 0.
 // Eager or under capture alike: nothing here may synchronise with the host.
 absl::Status CudaDevice::enqueue(Program &program,
                                  const KernelContext *contexts,
                                  bool profiling) {
+  const std::vector<uint32_t> &streams = program.bound->streams;
   // Kernel launches report errors only through cudaGetLastError: start from
   // a clean slate, so that the check below sees this program's launches.
   (void)cudaGetLastError();
   BRAID_CUDA_TRY(cudaEventRecord(fork_.get(), stream(0)));
-  for (uint32_t s : program.streams)
+  for (uint32_t s : streams)
     if (s != 0)
       BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(s), fork_.get(), 0));
-  // The kernels timed, in launch order.
-  std::vector<const KernelDef *> timed;
-  auto issue = [&](const Op &op, int64_t iteration) -> absl::Status {
-    switch (op.kind) {
-    case LoadedInstruction::Kind::kLaunch: {
-      const bool time = profiling && op.stream == 0;
-      if (time) {
-        if (timed.size() == timers_.size()) {
-          cudaEvent_t a = nullptr, b = nullptr;
-          BRAID_CUDA_TRY(cudaEventCreate(&a));
-          BRAID_CUDA_TRY(cudaEventCreate(&b));
-          timers_.emplace_back(CudaEvent(a), CudaEvent(b));
-        }
-        BRAID_CUDA_TRY(
-            cudaEventRecord(timers_[timed.size()].first.get(), stream(0)));
-      }
-      op.kernel->run(KernelArgs{op.ins, op.outs, op.params,
-                                &contexts[op.stream],
-                                op.microBatch + iteration});
-      if (time) {
-        BRAID_CUDA_TRY(
-            cudaEventRecord(timers_[timed.size()].second.get(), stream(0)));
-        timed.push_back(op.kernel);
-      }
-      break;
-    }
-    case LoadedInstruction::Kind::kStage:
-      BRAID_CUDA_TRY(cudaMemcpyAsync(
-          op.copy.destination(iteration), op.copy.source(iteration),
-          op.copy.bytes, cudaMemcpyHostToDevice, stream(op.stream)));
-      break;
-    case LoadedInstruction::Kind::kReadback:
-      BRAID_CUDA_TRY(cudaMemcpyAsync(
-          op.copy.destination(iteration), op.copy.source(iteration),
-          op.copy.bytes, cudaMemcpyDeviceToHost, stream(op.stream)));
-      break;
-    case LoadedInstruction::Kind::kRecord:
-      BRAID_CUDA_TRY(cudaEventRecord(program.slots[*op.recordSlot].get(),
-                                     stream(op.stream)));
-      break;
-    case LoadedInstruction::Kind::kWait:
-      for (uint32_t slot : op.waitSlots)
-        BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(op.stream),
-                                           program.slots[slot].get(), 0));
-      break;
-    case LoadedInstruction::Kind::kRepeat:
-      break; // forEachRun runs the body
-    }
-    return absl::OkStatus();
-  };
-  if (absl::Status s = forEachRun(program.ops, issue); !s.ok())
+  Streams target(*this, program, contexts, profiling);
+  if (absl::Status s = Executor::issue(*program.bound, target); !s.ok())
     return s;
-  for (uint32_t s : program.streams) {
+  for (uint32_t s : streams) {
     if (s == 0)
       continue;
     BRAID_CUDA_TRY(cudaEventRecord(joins_[s].get(), stream(s)));
@@ -150,6 +130,7 @@ absl::Status CudaDevice::enqueue(Program &program,
   }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return launchError(program, err);
+  const std::vector<const KernelDef *> &timed = target.timed();
   if (profiling && !timed.empty()) {
     if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
       return waitError("cudaStreamSynchronize", err);
@@ -164,13 +145,10 @@ absl::Status CudaDevice::enqueue(Program &program,
 }
 
 absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
-  Program *program = nullptr;
-  for (Program &p : programs_)
-    if (p.kind == kind)
-      program = &p;
-  if (program == nullptr)
-    return absl::NotFoundError(absl::StrCat(
-        "the plan has no ", plan::ProgramKind_Name(kind), " program"));
+  absl::StatusOr<const Executor::Program *> bound = executor_->program(kind);
+  if (!bound.ok())
+    return bound.status();
+  Program *program = &programs_[*bound - executor_->programs().data()];
   if (absl::Status s = copyIn(values); !s.ok())
     return s;
 
@@ -204,7 +182,7 @@ absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
       break;
     }
     const std::string why =
-        absl::StrCat("capturing program \"", program->name,
+        absl::StrCat("capturing program \"", program->bound->name,
                      "\" into a CUDA graph failed: ", status.message());
     if (!recoverable)
       return absl::Status(
@@ -249,7 +227,7 @@ absl::Status CudaDevice::capture(Program &program,
   CudaGraph owned(graph);
   // Ending the capture on its origin ends it for every stream that joined;
   // a stream still capturing would swallow whatever is enqueued next.
-  for (uint32_t s : program.streams) {
+  for (uint32_t s : program.bound->streams) {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream(s), &capturing) != cudaSuccess ||
         capturing != cudaStreamCaptureStatusNone)

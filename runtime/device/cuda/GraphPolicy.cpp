@@ -4,8 +4,7 @@
 
 namespace braid {
 
-GraphPolicy::GraphPolicy(bool enabled, std::optional<std::string> refusal)
-    : enabled_(enabled), refusal_(std::move(refusal)) {}
+GraphPolicy::GraphPolicy(bool enabled) : enabled_(enabled) {}
 
 GraphPolicy::Action GraphPolicy::next(uint64_t arenaEpoch,
                                       bool profiling) const {

@@ -9,10 +9,10 @@
 // addresses its kernels were captured with, which are arena offsets fixed by
 // the plan, and the values that change per run come from the step-values
 // buffer, so a replay is the same as an eager run. A graph is re-captured
-// when the memory it was captured over changes (a new arena epoch), and
-// never made when graphs are off or the program's order cannot be expressed
-// as a graph (StreamSchedule's refusal), and no longer tried once a capture
-// has failed (refuse()). While a profile is attached, runs are eager so that
+// when the memory it was captured over changes (a new arena epoch), never
+// made when graphs are off, and no longer tried once a capture has failed
+// (refuse()). Every program's order can be a graph: its waits name single
+// records (the loader's event rules), which become graph edges. While a profile is attached, runs are eager so that
 // each launch can be timed; the graph is kept.
 #pragma once
 
@@ -26,9 +26,8 @@ class GraphPolicy {
 public:
   enum class Action { kEager, kCapture, kReplay };
 
-  // `enabled`: --cuda-graphs=on. `refusal`: why the program cannot become a
-  // graph, or nullopt when it can.
-  GraphPolicy(bool enabled, std::optional<std::string> refusal);
+  // `enabled`: --cuda-graphs=on.
+  explicit GraphPolicy(bool enabled);
 
   // The action for the next run over memory of epoch `arenaEpoch` (the
   // device bumps it whenever it reallocates what graphs point into).

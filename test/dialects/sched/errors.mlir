@@ -70,9 +70,9 @@ sched.global @m "optimizer_state" : memref<4xf64> info {}
 // expected-error @+1 {{'sched.program' op expects region #0 to have 0 or 1 blocks}}
 "sched.program"() <{sym_name = "p"}> ({
 ^bb0:
-  "sched.event.record"() <{event = 0 : i32, stream = 0 : i32}> : () -> ()
+  "sched.event.record"() <{event = 0 : i32, stream = 0 : i32, value = 1 : i64}> : () -> ()
 ^bb1:
-  "sched.event.record"() <{event = 1 : i32, stream = 0 : i32}> : () -> ()
+  "sched.event.record"() <{event = 1 : i32, stream = 0 : i32, value = 1 : i64}> : () -> ()
 }) : () -> ()
 
 // -----
@@ -165,7 +165,7 @@ func.func @f(%x: tensor<4xf32>) {
 // event.record: events are numbered from 0.
 sched.program @p {
   // expected-error @+1 {{'sched.event.record' op event and stream must be non-negative}}
-  sched.event.record -1 on 0
+  sched.event.record -1 value 1 on 0
 }
 
 // -----
@@ -173,7 +173,7 @@ sched.program @p {
 // event.record: streams are numbered from 0.
 sched.program @p {
   // expected-error @+1 {{'sched.event.record' op event and stream must be non-negative}}
-  sched.event.record 0 on -2
+  sched.event.record 0 value 1 on -2
 }
 
 // -----
@@ -181,7 +181,7 @@ sched.program @p {
 // event.wait: events are numbered from 0.
 sched.program @p {
   // expected-error @+1 {{'sched.event.wait' op event and stream must be non-negative}}
-  sched.event.wait -3 on 1
+  sched.event.wait -3 value 1 on 1
 }
 
 // -----
@@ -189,7 +189,53 @@ sched.program @p {
 // event.wait: streams are numbered from 0.
 sched.program @p {
   // expected-error @+1 {{'sched.event.wait' op event and stream must be non-negative}}
-  sched.event.wait 0 on -1
+  sched.event.wait 0 value 1 on -1
+}
+
+// -----
+
+// Events are timelines whose values start at 1.
+sched.program @p {
+  // expected-error @+1 {{'sched.event.record' op event values start at 1}}
+  sched.event.record 0 value 0 on 0
+}
+
+// -----
+
+// A wait names a value recorded earlier in program order: a record that
+// comes later could leave the stream waiting forever.
+sched.program @p {
+  // expected-error @+1 {{'sched.event.wait' op waits for event 0 to reach 1, but no instruction before it records that value, so stream 1 could wait forever}}
+  sched.event.wait 0 value 1 on 1
+  sched.event.record 0 value 1 on 0
+}
+
+// -----
+
+// A wait names a value that some record sets exactly.
+sched.program @p {
+  sched.event.record 0 value 2 on 0
+  // expected-error @+1 {{waits for event 0 to reach 1, but no instruction before it records that value}}
+  sched.event.wait 0 value 1 on 1
+}
+
+// -----
+
+// One stream records an event: with two, which record released a wait
+// would depend on which stream finished first.
+sched.program @p {
+  sched.event.record 0 value 1 on 0
+  // expected-error @+1 {{'sched.event.record' op records event 0 on stream 1, but stream 0 records it too; one stream records an event}}
+  sched.event.record 0 value 2 on 1
+}
+
+// -----
+
+// An event's values rise in program order.
+sched.program @p {
+  sched.event.record 0 value 2 on 0
+  // expected-error @+1 {{'sched.event.record' op records event 0 with value 2 after value 2; an event's values rise in program order}}
+  sched.event.record 0 value 2 on 0
 }
 
 // -----
@@ -207,7 +253,7 @@ sched.program @p {
 sched.program @p {
   sched.repeat 2 {
     // expected-error @+1 {{cannot be in a sched.repeat body}}
-    sched.event.record 0 on 0
+    sched.event.record 0 value 1 on 0
   }
 }
 

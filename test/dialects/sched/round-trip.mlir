@@ -80,13 +80,21 @@ sched.program @micro_batch {
 }
 
 // Streams are joined by recording an event on one and waiting on another.
+// An event is a timeline: stream 1 moves event 3 to 1, then to 2; stream 0
+// waits for each value, stream 2 only for the second.
 // CHECK-LABEL: sched.program @optimizer {
-// CHECK: sched.event.record 3 on 1
-// CHECK: sched.event.wait 3 on 0
+// CHECK: sched.event.record 3 value 1 on 1
+// CHECK: sched.event.wait 3 value 1 on 0
+// CHECK: sched.event.record 3 value 2 on 1
+// CHECK: sched.event.wait 3 value 2 on 0
+// CHECK: sched.event.wait 3 value 2 on 2
 // CHECK: }
 sched.program @optimizer {
-  sched.event.record 3 on 1
-  sched.event.wait 3 on 0
+  sched.event.record 3 value 1 on 1
+  sched.event.wait 3 value 1 on 0
+  sched.event.record 3 value 2 on 1
+  sched.event.wait 3 value 2 on 0
+  sched.event.wait 3 value 2 on 2
 }
 
 // A program may be empty.

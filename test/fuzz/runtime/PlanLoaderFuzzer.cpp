@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "kernels/registry/Kernel.h"
-#include "runtime/device/cpu/CpuArena.h"
-#include "runtime/executor/Executor.h"
+#include "runtime/device/cpu/CpuDevice.h"
 #include "runtime/executor/StagingLayout.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -27,20 +26,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   constexpr uint64_t kMaxArena = 1 << 20;
   if (plan->proto.memory().arena_bytes() > kMaxArena)
     return 0;
-  absl::StatusOr<CpuArena> arena =
-      CpuArena::create(plan->proto.memory().arena_bytes());
-  if (!arena.ok())
+  if (StagingLayout(*plan).bytes() > kMaxArena)
     return 0;
-  const StagingLayout layout(*plan);
-  if (layout.bytes() > kMaxArena)
+  absl::StatusOr<std::unique_ptr<CpuDevice>> device =
+      CpuDevice::create(*plan, /*numThreads=*/1);
+  if (!device.ok())
     return 0;
-  std::vector<uint8_t> staging(layout.bytes());
-  absl::StatusOr<std::unique_ptr<Executor>> executor = Executor::create(
-      *plan, arena->data(), arena->size(), staging.data(), layout);
-  if (!executor.ok())
-    return 0;
-  KernelContext ctx;
   for (const LoadedProgram &program : plan->programs)
-    (void)(*executor)->run(program.kind, ctx);
+    (void)(*device)->run(program.kind, StepValues());
   return 0;
 }

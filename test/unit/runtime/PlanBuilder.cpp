@@ -219,18 +219,20 @@ void PlanBuilder::launch(const std::string &programName, uint32_t stream,
 }
 
 void PlanBuilder::record(const std::string &programName, uint32_t stream,
-                         uint32_t event) {
+                         uint32_t event, uint64_t value) {
   plan::Instruction *inst = program(programName)->add_instructions();
   inst->set_stream(stream);
   inst->mutable_record()->set_event(event);
+  inst->mutable_record()->set_value(value);
   plan_.set_num_events(std::max(plan_.num_events(), event + 1));
 }
 
 void PlanBuilder::wait(const std::string &programName, uint32_t stream,
-                       uint32_t event) {
+                       uint32_t event, uint64_t value) {
   plan::Instruction *inst = program(programName)->add_instructions();
   inst->set_stream(stream);
   inst->mutable_wait()->set_event(event);
+  inst->mutable_wait()->set_value(value);
   plan_.set_num_events(std::max(plan_.num_events(), event + 1));
 }
 

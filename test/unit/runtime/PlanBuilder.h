@@ -48,8 +48,11 @@ public:
   void launch(const std::string &program, uint32_t stream,
               const std::string &kernel, std::vector<uint32_t> ins,
               std::vector<uint32_t> outs, std::vector<plan::Attr> attrs = {});
-  void record(const std::string &program, uint32_t stream, uint32_t event);
-  void wait(const std::string &program, uint32_t stream, uint32_t event);
+  // Event `event` reaches `value` / waits until it has.
+  void record(const std::string &program, uint32_t stream, uint32_t event,
+              uint64_t value);
+  void wait(const std::string &program, uint32_t stream, uint32_t event,
+            uint64_t value);
   void stage(uint32_t stream, uint32_t tensor, uint32_t microBatch);
   void readback(uint32_t stream, uint32_t tensor, uint32_t slot);
 

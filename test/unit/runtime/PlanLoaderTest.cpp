@@ -72,12 +72,20 @@ TEST(PlanLoader, AcceptsTheTinyPlanAndResolvesIt) {
   EXPECT_EQ(loaded->findTensor("lm_head.weight"),
             named(p, "lm_head.weight").id());
   EXPECT_FALSE(loaded->findTensor("nope").has_value());
-  // Each wait is satisfied by the one record of its event before it.
+  // Each wait names the value its event's latest record set: event 0
+  // rises 1..4 (two hand-offs per micro-batch), event 1 to 2.
   int waits = 0;
+  uint64_t latest[2] = {0, 0};
   for (const LoadedInstruction &inst :
        loaded->program(plan::STEP)->instructions) {
+    if (inst.kind == LoadedInstruction::Kind::kRecord) {
+      ASSERT_LT(inst.event, 2u);
+      EXPECT_EQ(inst.value, latest[inst.event] + 1);
+      latest[inst.event] = inst.value;
+    }
     if (inst.kind == LoadedInstruction::Kind::kWait) {
-      EXPECT_EQ(inst.waitTarget, 1);
+      ASSERT_LT(inst.event, 2u);
+      EXPECT_EQ(inst.value, latest[inst.event]);
       ++waits;
     }
     if (inst.kind == LoadedInstruction::Kind::kLaunch) {
@@ -85,20 +93,22 @@ TEST(PlanLoader, AcceptsTheTinyPlanAndResolvesIt) {
     }
   }
   EXPECT_EQ(waits, 6); // three per micro-batch
+  EXPECT_EQ(latest[0], 4u);
+  EXPECT_EQ(latest[1], 2u);
 }
 
-TEST(PlanLoader, CountsRepeatedRecordsForWaitTargets) {
+TEST(PlanLoader, AWaitMayNameAnEarlierValueOfItsTimeline) {
   plan::Plan p = tinyModelPlan();
   plan::Program &mb = program(p, "step");
   p.set_num_events(1);
-  for (int i = 0; i < 2; ++i)
-    mb.add_instructions()->mutable_record()->set_event(0);
-  mb.add_instructions()->mutable_wait()->set_event(0);
+  for (uint64_t v : {1, 3})
+    mb.add_instructions()->mutable_record()->set_value(v);
+  plan::Instruction *w = mb.add_instructions();
+  w->mutable_wait()->set_value(1);
   absl::StatusOr<LoadedPlan> loaded =
       loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_EQ(loaded->program(plan::STEP)->instructions.back().waitTarget,
-            2);
+  EXPECT_EQ(loaded->program(plan::STEP)->instructions.back().value, 1u);
 }
 
 TEST(PlanLoader, RefusesBytesThatAreNotAPlan) {
@@ -129,11 +139,11 @@ TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
 }
 
 TEST(PlanLoader, RefusesOtherFormatVersions) {
-  expectRefused([](plan::Plan &p) { p.set_format_version(4); },
-                "plan.format_version is 4 but this runtime reads version 3: "
+  expectRefused([](plan::Plan &p) { p.set_format_version(5); },
+                "plan.format_version is 5 but this runtime reads version 4: "
                 "the plan was written by a newer braidc");
   expectRefused([](plan::Plan &p) { p.set_format_version(0); },
-                "plan.format_version is 0 but this runtime reads version 3: "
+                "plan.format_version is 0 but this runtime reads version 4: "
                 "the plan was written by an older braidc");
   // An empty byte string parses as an all-default plan: version 0.
   absl::Status s = loadPlan("", testKernelRegistry(), Device::kCPU).status();
@@ -606,30 +616,71 @@ TEST(PlanLoader, RefusesBadEvents) {
         add(p).add_instructions()->mutable_wait()->set_event(5);
       },
       "instruction 39: waits for event 5, which is not below");
+  // Every check below names the instruction and what to change.
+  auto event = [](plan::Program &mb, bool record, uint32_t stream,
+                  uint32_t e, uint64_t value) {
+    plan::Instruction *inst = mb.add_instructions();
+    inst->set_stream(stream);
+    plan::EventRecord *r = record ? inst->mutable_record() : nullptr;
+    plan::EventWait *w = record ? nullptr : inst->mutable_wait();
+    if (r) {
+      r->set_event(e);
+      r->set_value(value);
+    } else {
+      w->set_event(e);
+      w->set_value(value);
+    }
+  };
+  expectRefused(
+      [&](plan::Plan &p) { event(add(p), true, 0, 1, 0); },
+      "plan.programs[0] (step) instruction 39: records event 1 with value "
+      "0; event values start at 1");
   expectRefused(
       [&](plan::Plan &p) {
         plan::Program &mb = add(p);
-        plan::Instruction *w = mb.add_instructions();
-        w->set_stream(0);
-        w->mutable_wait()->set_event(1);
-        mb.add_instructions()->mutable_record()->set_event(1);
+        event(mb, false, 0, 1, 1);
+        event(mb, true, 0, 1, 1);
       },
-      "plan.programs[0] (step) instruction 39: waits for event 1 "
-      "before any instruction records it, so stream 0 would deadlock");
-  // A record in another program does not count.
+      "plan.programs[0] (step) instruction 39: waits for event 1 to reach "
+      "1, but no instruction before it records that value, so stream 0 "
+      "could wait forever; record it earlier in the program");
+  expectRefused(
+      [&](plan::Plan &p) {
+        plan::Program &mb = add(p);
+        event(mb, true, 0, 1, 2);
+        event(mb, false, 0, 1, 1);
+      },
+      "instruction 40: waits for event 1 to reach 1, but no instruction "
+      "before it records that value");
+  expectRefused(
+      [&](plan::Plan &p) {
+        p.set_num_streams(2);
+        plan::Program &mb = add(p);
+        event(mb, true, 0, 1, 1);
+        event(mb, true, 1, 1, 2);
+      },
+      "instruction 40: records event 1 on stream 1, but stream 0 records it "
+      "too; one stream records an event");
+  expectRefused(
+      [&](plan::Plan &p) {
+        plan::Program &mb = add(p);
+        event(mb, true, 0, 0, 2);
+        event(mb, true, 0, 0, 1);
+      },
+      "instruction 40: records event 0 with value 1 after value 2; an "
+      "event's values rise in program order");
+  // A record in another program does not count: every run starts at 0.
   expectRefused(
       [&](plan::Plan &p) {
         add(p);
         plan::Program *init = p.add_programs();
         init->set_name("init");
         init->set_kind(plan::INIT);
-        init->add_instructions()->mutable_record()->set_event(0);
-        program(p, "step")
-            .add_instructions()
-            ->mutable_wait()
-            ->set_event(0);
+        event(*init, true, 0, 0, 1);
+        event(program(p, "step"), false, 0, 0, 1);
       },
-      "waits for event 0 before any instruction records it");
+      "waits for event 0 to reach 1, but no instruction before it records "
+      "that value");
 }
 
 // A Repeat's body runs on one stream, holds no events, and keeps its
@@ -671,8 +722,8 @@ TEST(PlanLoader, RefusesBadRepeats) {
   expectRefused(
       [&](plan::Plan &p) {
         p.set_num_events(1);
-        program(p, "step").mutable_instructions(6)->mutable_record()->set_event(
-            0);
+        program(p, "step").mutable_instructions(6)->mutable_record()->set_value(
+            1);
       },
       "instruction 6: a Repeat body holds launches, stages and readbacks "
       "only",
@@ -722,7 +773,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
 
   std::string path = test::scratchDir() + "/bad.plan";
   plan::Plan p = tinyModelPlan();
-  p.set_format_version(4);
+  p.set_format_version(5);
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   std::string bytes = sealPlan(p.SerializeAsString());
@@ -731,7 +782,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
   absl::Status s =
       loadPlanFile(path, testKernelRegistry(), Device::kCPU).status();
   EXPECT_NE(std::string(s.message())
-                .find("the plan file '" + path + "': plan.format_version is 4"),
+                .find("the plan file '" + path + "': plan.format_version is 5"),
             std::string::npos)
       << s;
   absl::Status dir =

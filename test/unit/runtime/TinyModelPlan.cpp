@@ -43,7 +43,9 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   b.launch(step, 0, "fill", {}, {lossSum}, {floatAttr("value", 0)});
 
   const uint32_t wgrad = o.twoStreams ? 1 : 0;
-  uint32_t event = 0;
+  // Two event timelines: event 0 hands work from stream 0 to the weight
+  // gradients' stream 1, event 1 hands back; each record raises its value.
+  uint64_t toWgrad = 0, toMain = 0;
   const int64_t stated = o.repeated ? 1 : o.numMicroBatches;
   if (o.repeated)
     b.beginRepeat(static_cast<uint32_t>(o.numMicroBatches));
@@ -74,23 +76,23 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
     b.launch(step, 0, "cross_entropy_grad_input", {logits, labels, lse},
              {dlogits}, {floatAttr("scale", 1.0 / o.numMicroBatches)});
     if (o.twoStreams) {
-      b.record(step, 0, event);
-      b.wait(step, 1, event++);
+      b.record(step, 0, 0, ++toWgrad);
+      b.wait(step, 1, 0, toWgrad);
     }
     b.launch(step, wgrad, "linear_grad_weight", {dlogits, h}, {b.grad(head)},
              {intAttr("accumulate", 1)});
     b.launch(step, 0, "linear_grad_input", {dlogits, head}, {dh});
     if (o.twoStreams) {
-      b.record(step, 0, event);
-      b.wait(step, 1, event++);
+      b.record(step, 0, 0, ++toWgrad);
+      b.wait(step, 1, 0, toWgrad);
     }
     b.launch(step, wgrad, "rms_norm_grad_weight", {dh, x, rstd},
              {b.grad(norm)}, {intAttr("accumulate", 1)});
     b.launch(step, 0, "rms_norm_grad_input", {dh, x, norm, rstd}, {dx});
     if (o.twoStreams) {
       // Stream 0's next micro-batch writes what stream 1 read.
-      b.record(step, 1, event);
-      b.wait(step, 0, event++);
+      b.record(step, 1, 1, ++toMain);
+      b.wait(step, 0, 1, toMain);
     }
     b.launch(step, 0, "embedding_grad_weight", {dx, tokens}, {b.grad(embed)},
              {intAttr("accumulate", 1)});

@@ -1,4 +1,4 @@
-#include "runtime/executor/StreamWorker.h"
+#include "runtime/device/cpu/StreamWorker.h"
 
 #include <utility>
 
@@ -15,31 +15,33 @@ StreamWorker::~StreamWorker() {
   thread_.join();
 }
 
-void StreamWorker::start(std::function<void()> job) {
+void StreamWorker::post(std::function<void()> work) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = std::move(job);
-    busy_ = true;
+    queue_.push_back(std::move(work));
   }
   wake_.notify_one();
 }
 
-void StreamWorker::finish() {
+void StreamWorker::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return !busy_; });
+  idle_.wait(lock, [&] { return queue_.empty() && !running_; });
 }
 
 void StreamWorker::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    wake_.wait(lock, [&] { return busy_ || quit_; });
-    if (busy_) {
-      std::function<void()> job = std::move(job_);
+    wake_.wait(lock, [&] { return !queue_.empty() || quit_; });
+    if (!queue_.empty()) {
+      std::function<void()> work = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
       lock.unlock();
-      job();
+      work();
       lock.lock();
-      busy_ = false;
-      done_.notify_all();
+      running_ = false;
+      if (queue_.empty())
+        idle_.notify_all();
       continue;
     }
     if (quit_)

@@ -1,0 +1,65 @@
+#include "runtime/device/cpu/CpuStreams.h"
+
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+namespace braid {
+
+CpuStreams::CpuStreams(uint32_t numStreams, uint32_t numEvents)
+    : events_(numEvents), workers_(numStreams > 0 ? numStreams - 1 : 0) {}
+
+void CpuStreams::begin(const KernelContext &ctx, KernelProfile *profile) {
+  ctx_ = ctx;
+  profile_ = profile;
+  events_.reset();
+}
+
+void CpuStreams::finish() {
+  for (std::unique_ptr<StreamWorker> &w : workers_)
+    if (w)
+      w->drain();
+}
+
+template <typename Work> void CpuStreams::on(uint32_t stream, Work &&work) {
+  if (stream == 0) {
+    work();
+    return;
+  }
+  std::unique_ptr<StreamWorker> &worker = workers_[stream - 1];
+  if (!worker)
+    worker = std::make_unique<StreamWorker>();
+  worker->post(std::forward<Work>(work));
+}
+
+absl::Status CpuStreams::launch(uint32_t stream, const KernelDef &kernel,
+                                const KernelArgs &args) {
+  if (stream == 0 && profile_ != nullptr) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    kernel.run(args);
+    profile_->add(kernel.name,
+                  std::chrono::duration<double>(Clock::now() - start).count());
+    return absl::OkStatus();
+  }
+  on(stream, [&kernel, args] { kernel.run(args); });
+  return absl::OkStatus();
+}
+
+absl::Status CpuStreams::copy(uint32_t stream, CopyDirection, uint8_t *to,
+                              const uint8_t *from, uint64_t bytes) {
+  on(stream, [to, from, bytes] { std::memcpy(to, from, bytes); });
+  return absl::OkStatus();
+}
+
+absl::Status CpuStreams::record(uint32_t stream, const EventSignal &signal) {
+  on(stream, [this, signal] { events_.record(signal.event, signal.value); });
+  return absl::OkStatus();
+}
+
+absl::Status CpuStreams::wait(uint32_t stream, const EventSignal &signal) {
+  on(stream, [this, signal] { events_.wait(signal.event, signal.value); });
+  return absl::OkStatus();
+}
+
+} // namespace braid

@@ -1,0 +1,46 @@
+// A device's streams, as the executor (Executor.h) drives them: one call per
+// instruction run, in program order, from one host thread. A call queues
+// the work on `stream` (or does it there and then); work on one stream runs
+// in the order it was queued, and work on different streams is ordered only
+// by the records and waits it is given.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "kernels/registry/Kernel.h"
+
+namespace braid {
+
+// A settled record or wait (Executor.h): the plan's event and value, and the
+// record's signal slot, which its waits share.
+struct EventSignal {
+  uint32_t event = 0;
+  uint64_t value = 0;
+  uint32_t slot = 0;
+};
+
+enum class CopyDirection { kToDevice, kToHost };
+
+class StreamTarget {
+public:
+  virtual ~StreamTarget() = default;
+
+  // The kernel context of launches on `stream` (a GPU's carries the
+  // stream's handles); valid until the program has been issued.
+  virtual const KernelContext &context(uint32_t stream) = 0;
+  // `args.ctx` is context(stream).
+  virtual absl::Status launch(uint32_t stream, const KernelDef &kernel,
+                              const KernelArgs &args) = 0;
+  // Stage (host staging block to arena) or readback (arena to staging).
+  virtual absl::Status copy(uint32_t stream, CopyDirection direction,
+                            uint8_t *to, const uint8_t *from,
+                            uint64_t bytes) = 0;
+  // Once `stream` gets here, `signal.event` reaches `signal.value`.
+  virtual absl::Status record(uint32_t stream, const EventSignal &signal) = 0;
+  // Nothing queued on `stream` after this starts before the record of
+  // `signal` has run. That record was issued earlier.
+  virtual absl::Status wait(uint32_t stream, const EventSignal &signal) = 0;
+};
+
+} // namespace braid
