@@ -10,7 +10,7 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libprotobuf-dev protobuf-compiler libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libcli11-dev
+  libopenblas-dev libcli11-dev libopenmpi-dev openmpi-bin
 )
 for arg in "$@"; do
   case "$arg" in

@@ -1,10 +1,9 @@
 #include "kernels/cuda/CublasLtApi.h"
 
-#include <dlfcn.h>
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/common/DynamicLibrary.h"
 
 namespace braid::cuda {
 namespace {
@@ -15,66 +14,35 @@ constexpr const char *kLibraryNames[] = {"libcublasLt.so.13",
                                          "libcublasLt.so.12",
                                          "libcublasLt.so"};
 
-template <typename Fn>
-bool resolve(void *library, const char *symbol, Fn &fn, std::string &missing) {
-  fn = reinterpret_cast<Fn>(dlsym(library, symbol));
-  if (fn == nullptr) {
-    absl::StrAppend(&missing, missing.empty() ? "" : ", ", symbol);
-    return false;
-  }
-  return true;
-}
-
 absl::StatusOr<CublasLtApi> load() {
-  void *library = nullptr;
-  const char *found = nullptr;
-  std::string reasons;
-  for (const char *name : kLibraryNames) {
-    library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (library != nullptr) {
-      found = name;
-      break;
-    }
-    const char *why = dlerror();
-    absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", name, ": ",
-                    why ? why : "not found");
-  }
-  if (library == nullptr)
+  DynamicLibrary lib = openFirstLibrary(kLibraryNames, RTLD_NOW | RTLD_LOCAL);
+  if (lib.handle == nullptr)
     return absl::FailedPreconditionError(absl::StrCat(
         "cuBLASLt is not installed or not on the library path (tried ",
-        reasons, "); the CUDA backend needs it for its GEMMs"));
+        lib.reasons, "); the CUDA backend needs it for its GEMMs"));
 
   CublasLtApi api;
-  api.libraryName = found;
-  std::string missing;
-  resolve(library, "cublasLtCreate", api.create, missing);
-  resolve(library, "cublasLtDestroy", api.destroy, missing);
-  resolve(library, "cublasLtGetStatusString", api.getStatusString, missing);
-  resolve(library, "cublasLtGetVersion", api.getVersion, missing);
-  resolve(library, "cublasLtMatmulDescCreate", api.matmulDescCreate, missing);
-  resolve(library, "cublasLtMatmulDescDestroy", api.matmulDescDestroy,
-          missing);
-  resolve(library, "cublasLtMatmulDescSetAttribute",
-          api.matmulDescSetAttribute, missing);
-  resolve(library, "cublasLtMatrixLayoutCreate", api.matrixLayoutCreate,
-          missing);
-  resolve(library, "cublasLtMatrixLayoutDestroy", api.matrixLayoutDestroy,
-          missing);
-  resolve(library, "cublasLtMatrixLayoutSetAttribute",
-          api.matrixLayoutSetAttribute, missing);
-  resolve(library, "cublasLtMatmulPreferenceCreate", api.preferenceCreate,
-          missing);
-  resolve(library, "cublasLtMatmulPreferenceDestroy", api.preferenceDestroy,
-          missing);
-  resolve(library, "cublasLtMatmulPreferenceSetAttribute",
-          api.preferenceSetAttribute, missing);
-  resolve(library, "cublasLtMatmulAlgoGetHeuristic", api.algoGetHeuristic,
-          missing);
-  resolve(library, "cublasLtMatmul", api.matmul, missing);
-  if (!missing.empty()) {
-    dlclose(library);
+  api.libraryName = lib.name;
+  SymbolResolver resolve(lib.handle);
+  resolve("cublasLtCreate", api.create);
+  resolve("cublasLtDestroy", api.destroy);
+  resolve("cublasLtGetStatusString", api.getStatusString);
+  resolve("cublasLtGetVersion", api.getVersion);
+  resolve("cublasLtMatmulDescCreate", api.matmulDescCreate);
+  resolve("cublasLtMatmulDescDestroy", api.matmulDescDestroy);
+  resolve("cublasLtMatmulDescSetAttribute", api.matmulDescSetAttribute);
+  resolve("cublasLtMatrixLayoutCreate", api.matrixLayoutCreate);
+  resolve("cublasLtMatrixLayoutDestroy", api.matrixLayoutDestroy);
+  resolve("cublasLtMatrixLayoutSetAttribute", api.matrixLayoutSetAttribute);
+  resolve("cublasLtMatmulPreferenceCreate", api.preferenceCreate);
+  resolve("cublasLtMatmulPreferenceDestroy", api.preferenceDestroy);
+  resolve("cublasLtMatmulPreferenceSetAttribute", api.preferenceSetAttribute);
+  resolve("cublasLtMatmulAlgoGetHeuristic", api.algoGetHeuristic);
+  resolve("cublasLtMatmul", api.matmul);
+  if (!resolve.missing().empty()) {
+    dlclose(lib.handle);
     return absl::FailedPreconditionError(
-        absl::StrCat(found, " lacks ", missing,
+        absl::StrCat(lib.name, " lacks ", resolve.missing(),
                      "; it is too old for the CUDA backend (CUDA 12 or "
                      "later is needed)"));
   }

@@ -1,0 +1,51 @@
+// The rank mesh: axes TP (innermost: neighbouring ranks, the fastest
+// links), CP, PP and DP (outermost), as Megatron orders them. A plan names
+// the axis sizes; a rank derives from its world rank its coordinates and,
+// per axis, the group of ranks that differ from it only along that axis.
+// Pure logic, shared by the launcher, the runtime and the tests.
+//
+//   rank = ((dp * PP + pp) * CP + cp) * TP + tp
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid {
+
+enum class MeshAxis { kTP = 0, kCP = 1, kPP = 2, kDP = 3 };
+inline constexpr int kNumMeshAxes = 4;
+// Innermost first: the order in which communicators are created.
+inline constexpr std::array<MeshAxis, kNumMeshAxes> kMeshAxes = {
+    MeshAxis::kTP, MeshAxis::kCP, MeshAxis::kPP, MeshAxis::kDP};
+
+// "tp", "cp", "pp", "dp".
+const char *meshAxisName(MeshAxis axis);
+
+struct MeshShape {
+  // Sizes by MeshAxis; each at least 1.
+  std::array<int64_t, kNumMeshAxes> sizes = {1, 1, 1, 1};
+
+  int64_t size(MeshAxis axis) const { return sizes[static_cast<int>(axis)]; }
+  // The number of ranks: the product of the sizes.
+  int64_t worldSize() const;
+  // "tp 1 x cp 1 x pp 1 x dp 4".
+  std::string describe() const;
+};
+
+using MeshCoords = std::array<int64_t, kNumMeshAxes>;
+
+// The coordinates of world rank `rank` (0 <= rank < worldSize()).
+MeshCoords meshCoords(const MeshShape &shape, int64_t rank);
+int64_t meshRank(const MeshShape &shape, const MeshCoords &coords);
+
+// The world ranks of `rank`'s group along `axis`, by their coordinate on
+// the axis (so a rank's index in its group is its coordinate).
+std::vector<int64_t> meshGroup(const MeshShape &shape, int64_t rank,
+                               MeshAxis axis);
+// Which group along `axis` `rank` is in: equal for the ranks of one group,
+// 0 .. worldSize / size(axis) - 1 over the groups.
+int64_t meshGroupIndex(const MeshShape &shape, int64_t rank, MeshAxis axis);
+
+} // namespace braid

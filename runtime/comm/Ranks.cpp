@@ -1,0 +1,100 @@
+#include "runtime/comm/Ranks.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/comm/SelfCommunicator.h"
+#if BRAID_HAVE_MPI
+#include "runtime/comm/mpi/MpiCommunicator.h"
+#endif
+
+namespace braid {
+namespace {
+
+std::optional<int64_t> envInt(const char *name) {
+  const char *v = std::getenv(name);
+  int64_t n = 0;
+  if (v == nullptr || !absl::SimpleAtoi(v, &n) || n < 1)
+    return std::nullopt;
+  return n;
+}
+
+std::string launchAdvice(const MeshShape &mesh) {
+  return absl::StrCat("the plan's mesh (", mesh.describe(), ") has ",
+                      mesh.worldSize(), " rank",
+                      mesh.worldSize() == 1 ? "" : "s");
+}
+
+} // namespace
+
+std::optional<int64_t> launcherWorldSize() {
+  if (auto n = envInt("OMPI_COMM_WORLD_SIZE"))
+    return n;
+  if (auto n = envInt("PMIX_SIZE"))
+    return n;
+  if (auto n = envInt("PMI_SIZE"))
+    return n;
+  if (std::getenv("SLURM_PROCID") != nullptr)
+    return envInt("SLURM_NTASKS");
+  return std::nullopt;
+}
+
+absl::StatusOr<std::unique_ptr<Ranks>>
+Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
+  std::unique_ptr<Ranks> ranks(new Ranks());
+  ranks->mesh_ = mesh;
+  const std::optional<int64_t> started = launcherWorldSize();
+  if (!started) {
+    if (mesh.worldSize() != 1)
+      return absl::InvalidArgumentError(absl::StrCat(
+          launchAdvice(mesh), "; start it with mpirun -np ", mesh.worldSize(),
+          " (or srun -n ", mesh.worldSize(), ")"));
+    for (MeshAxis a : kMeshAxes)
+      ranks->comms_[static_cast<int>(a)] = std::make_unique<SelfCommunicator>(
+          absl::StrCat(meshAxisName(a), " group 0 (rank 0)"));
+    return ranks;
+  }
+  if (*started != mesh.worldSize())
+    return absl::InvalidArgumentError(absl::StrCat(
+        launchAdvice(mesh), " but ", *started,
+        " were started; launch it with -np ", mesh.worldSize(),
+        ", or recompile the spec for ", *started,
+        " ranks (parallel.data_parallel x tensor_parallel x "
+        "pipeline_parallel)"));
+#if BRAID_HAVE_MPI
+  absl::StatusOr<std::unique_ptr<mpi::MpiWorld>> world = mpi::MpiWorld::init();
+  if (!world.ok())
+    return world.status();
+  ranks->world_ = std::move(*world);
+  ranks->rank_ = ranks->world_->rank();
+  ranks->coords_ = meshCoords(mesh, ranks->rank_);
+  auto comms = ranks->world_->axisCommunicators(mesh, timeout);
+  if (!comms.ok())
+    return comms.status();
+  ranks->comms_ = std::move(*comms);
+  return ranks;
+#else
+  (void)timeout;
+  return absl::FailedPreconditionError(
+      "this build has no MPI support (it was built without libopenmpi-dev), "
+      "so it runs one rank only");
+#endif
+}
+
+Ranks::~Ranks() {
+  // Communicators go before the world that finalises MPI.
+  for (auto &c : comms_)
+    c.reset();
+}
+
+void Ranks::abortAll(int code) const {
+#if BRAID_HAVE_MPI
+  if (world_)
+    world_->abort(code);
+#endif
+  std::_Exit(code);
+}
+
+} // namespace braid

@@ -1,0 +1,62 @@
+// This process's place among the ranks of a run, and its communicators.
+//
+// A launcher (mpirun, srun) starts every rank with the same command line and
+// says so in the environment; Braid then joins the ranks over MPI and
+// checks that their number is the one the plan's mesh was compiled for.
+// Started on its own, a process is the single rank of its run, and every
+// axis is a SelfCommunicator: no MPI is loaded.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Mesh.h"
+
+namespace braid {
+
+namespace mpi {
+class MpiWorld;
+}
+
+// The number of ranks a launcher says it started (Open MPI's
+// OMPI_COMM_WORLD_SIZE, Slurm's SLURM_NTASKS with SLURM_PROCID, PMI_SIZE or
+// PMIX's), or nullopt when no launcher started this process.
+std::optional<int64_t> launcherWorldSize();
+
+class Ranks {
+public:
+  // Joins the run's ranks for `mesh`. InvalidArgument, saying what to
+  // change, when the number of ranks started is not mesh.worldSize();
+  // FailedPrecondition when MPI is needed and cannot be loaded. Calls that
+  // do not complete within `timeout` fail with DeadlineExceeded.
+  static absl::StatusOr<std::unique_ptr<Ranks>>
+  join(const MeshShape &mesh, std::chrono::milliseconds timeout);
+  ~Ranks();
+
+  int64_t rank() const { return rank_; }
+  int64_t worldSize() const { return mesh_.worldSize(); }
+  const MeshShape &mesh() const { return mesh_; }
+  const MeshCoords &coords() const { return coords_; }
+  Communicator &axis(MeshAxis axis) const {
+    return *comms_[static_cast<int>(axis)];
+  }
+  // Ends every rank (MPI_Abort where ranks were joined over MPI), after a
+  // failure here that the others would otherwise wait for.
+  [[noreturn]] void abortAll(int code) const;
+
+private:
+  Ranks() = default;
+
+  int64_t rank_ = 0;
+  MeshShape mesh_;
+  MeshCoords coords_{};
+  std::unique_ptr<mpi::MpiWorld> world_;
+  std::array<std::unique_ptr<Communicator>, kNumMeshAxes> comms_;
+};
+
+} // namespace braid

@@ -1,0 +1,94 @@
+// The rank mesh (runtime/comm/Mesh.h): TP innermost, DP outermost, and the
+// groups along each axis; the single-rank run's communicators.
+#include "runtime/comm/Mesh.h"
+
+#include <cstdlib>
+
+#include "runtime/comm/Ranks.h"
+#include "runtime/comm/SelfCommunicator.h"
+#include "gtest/gtest.h"
+
+namespace braid {
+namespace {
+
+MeshShape shape(int64_t tp, int64_t cp, int64_t pp, int64_t dp) {
+  MeshShape s;
+  s.sizes = {tp, cp, pp, dp};
+  return s;
+}
+
+TEST(Mesh, TensorParallelIsInnermost) {
+  const MeshShape s = shape(2, 1, 3, 4);
+  EXPECT_EQ(s.worldSize(), 24);
+  EXPECT_EQ(s.describe(), "tp 2 x cp 1 x pp 3 x dp 4");
+  // rank = ((dp * PP + pp) * CP + cp) * TP + tp
+  EXPECT_EQ(meshCoords(s, 0), (MeshCoords{0, 0, 0, 0}));
+  EXPECT_EQ(meshCoords(s, 1), (MeshCoords{1, 0, 0, 0}));
+  EXPECT_EQ(meshCoords(s, 2), (MeshCoords{0, 0, 1, 0}));
+  EXPECT_EQ(meshCoords(s, 7), (MeshCoords{1, 0, 0, 1}));
+  for (int64_t r = 0; r < s.worldSize(); ++r)
+    EXPECT_EQ(meshRank(s, meshCoords(s, r)), r);
+}
+
+TEST(Mesh, GroupsDifferAlongTheirAxisOnly) {
+  const MeshShape s = shape(2, 1, 3, 4);
+  EXPECT_EQ(meshGroup(s, 7, MeshAxis::kTP), (std::vector<int64_t>{6, 7}));
+  EXPECT_EQ(meshGroup(s, 7, MeshAxis::kPP), (std::vector<int64_t>{7, 9, 11}));
+  EXPECT_EQ(meshGroup(s, 7, MeshAxis::kDP),
+            (std::vector<int64_t>{1, 7, 13, 19}));
+  EXPECT_EQ(meshGroup(s, 7, MeshAxis::kCP), (std::vector<int64_t>{7}));
+  // A group's members share its index; the indices cover 0..world/size-1.
+  for (MeshAxis a : kMeshAxes) {
+    std::vector<int> seen(s.worldSize() / s.size(a), 0);
+    for (int64_t r = 0; r < s.worldSize(); ++r) {
+      const int64_t g = meshGroupIndex(s, r, a);
+      ASSERT_LT(g, static_cast<int64_t>(seen.size()));
+      for (int64_t peer : meshGroup(s, r, a))
+        EXPECT_EQ(meshGroupIndex(s, peer, a), g);
+      ++seen[g];
+    }
+    for (int n : seen)
+      EXPECT_EQ(n, s.size(a)) << meshAxisName(a);
+  }
+}
+
+TEST(Ranks, OneProcessWithoutALauncherIsTheSingleRank) {
+  if (launcherWorldSize())
+    GTEST_SKIP() << "started by a launcher";
+  absl::StatusOr<std::unique_ptr<Ranks>> ranks =
+      Ranks::join(shape(1, 1, 1, 1), std::chrono::seconds(1));
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  EXPECT_EQ((*ranks)->rank(), 0);
+  Communicator &dp = (*ranks)->axis(MeshAxis::kDP);
+  EXPECT_EQ(dp.size(), 1);
+  EXPECT_EQ(dp.name(), "dp group 0 (rank 0)");
+  float v[2] = {1, 2}, out[2] = {};
+  EXPECT_TRUE(dp.allReduceSum(v, 2, DType::kF32).ok());
+  EXPECT_EQ(v[1], 2);
+  EXPECT_TRUE(dp.allGather(v, out, 2, DType::kF32).ok());
+  EXPECT_EQ(out[1], 2);
+  EXPECT_FALSE(dp.send(v, 4, 1, 0).ok());
+
+  absl::StatusOr<std::unique_ptr<Ranks>> four =
+      Ranks::join(shape(1, 1, 1, 4), std::chrono::seconds(1));
+  ASSERT_FALSE(four.ok());
+  EXPECT_EQ(four.status().message(),
+            "the plan's mesh (tp 1 x cp 1 x pp 1 x dp 4) has 4 ranks; start "
+            "it with mpirun -np 4 (or srun -n 4)");
+}
+
+TEST(Ranks, AWorldOfTheWrongSizeIsRefusedBeforeAnyWork) {
+  ::setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  absl::StatusOr<std::unique_ptr<Ranks>> ranks =
+      Ranks::join(shape(1, 1, 1, 2), std::chrono::seconds(1));
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ASSERT_FALSE(ranks.ok());
+  EXPECT_EQ(ranks.status().message(),
+            "the plan's mesh (tp 1 x cp 1 x pp 1 x dp 2) has 2 ranks but 3 "
+            "were started; launch it with -np 2, or recompile the spec for 3 "
+            "ranks (parallel.data_parallel x tensor_parallel x "
+            "pipeline_parallel)");
+}
+
+} // namespace
+} // namespace braid
