@@ -389,6 +389,9 @@ LogicalResult Emitter::copySettings() {
 
 FailureOr<plan::Plan> Emitter::run() {
   plan_.set_format_version(kPlanFormatVersion);
+  for (auto set : {&plan::Mesh::set_tp, &plan::Mesh::set_cp, &plan::Mesh::set_pp,
+                   &plan::Mesh::set_dp})
+    (plan_.mutable_mesh()->*set)(1);
   for (auto global : module_.getOps<sched::GlobalOp>())
     if (failed(addGlobal(global)))
       return failure();

@@ -210,8 +210,7 @@ absl::Status checkPosition(const CheckpointState &state,
         "the checkpoint '", dir, "' is of step ", state.step,
         " by its metadata but its directory is named for step ", named,
         ": it was renamed or its files were copied from another step"));
-  const int64_t perStep = identityInt(state, "train.micro_batch_size") *
-                          identityInt(state, "train.num_micro_batches");
+  const int64_t perStep = identityInt(state, "train.global_batch_size");
   int64_t expected;
   if (perStep <= 0 || __builtin_mul_overflow(state.step, perStep, &expected) ||
       expected != state.dataCursor)

@@ -42,7 +42,11 @@ std::vector<IdentityField> planIdentity(const plan::Plan &plan) {
       {"model.num_parameters", i(m.num_parameters()), false},
       {"train.seed", absl::StrCat(t.seed()), false},
       {"train.micro_batch_size", i(t.micro_batch_size()), false},
-      {"train.num_micro_batches", i(t.num_micro_batches()), false},
+      // Sequences per optimizer step over every rank: what the data position
+      // and the schedule depend on, whatever the layout.
+      {"train.global_batch_size",
+       i(t.micro_batch_size() * t.num_micro_batches() * plan.mesh().dp()),
+       false},
       {"train.seq_len", i(t.seq_len()), false},
       {"train.precision", t.precision().empty() ? "fp32" : t.precision(),
        false},

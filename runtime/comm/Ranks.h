@@ -42,6 +42,9 @@ public:
   int64_t worldSize() const { return mesh_.worldSize(); }
   const MeshShape &mesh() const { return mesh_; }
   const MeshCoords &coords() const { return coords_; }
+  // This rank's data-parallel group: its size and this rank's place in it.
+  int64_t dpSize() const { return mesh_.size(MeshAxis::kDP); }
+  int64_t dpRank() const { return coords_[static_cast<int>(MeshAxis::kDP)]; }
   Communicator &axis(MeshAxis axis) const {
     return *comms_[static_cast<int>(axis)];
   }

@@ -37,11 +37,16 @@ createDevice(const LoadedPlan &plan, const DeviceOptions &options) {
                           : ThreadPool::defaultThreadCount();
   if (plan.device == Device::kCPU) {
     absl::StatusOr<std::unique_ptr<CpuDevice>> cpu =
-        CpuDevice::create(plan, threads);
+        CpuDevice::create(plan, threads, options.ranks);
     if (!cpu.ok())
       return cpu.status();
     return std::unique_ptr<DeviceBackend>(std::move(*cpu));
   }
+  const plan::Mesh &mesh = plan.proto.mesh();
+  if (mesh.tp() * mesh.cp() * mesh.pp() * mesh.dp() > 1)
+    return absl::UnimplementedError(
+        "this plan is for several ranks, which train on the CPU only so far "
+        "(the GPU's NCCL communicator is not built yet); use --device=cpu");
 #if BRAID_HAVE_CUDA
   return createCudaDevice(plan, options.cudaGraphs, threads);
 #else

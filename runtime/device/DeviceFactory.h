@@ -9,6 +9,8 @@
 
 namespace braid {
 
+class Ranks;
+
 struct DeviceOptions {
   // CUDA: capture each program into a CUDA graph after its first run and
   // replay it (braid-run --cuda-graphs). Ignored on the CPU.
@@ -16,6 +18,10 @@ struct DeviceOptions {
   // Threads of the device's pool (DeviceBackend::hostPool; on the CPU the
   // kernel threads); 0: ThreadPool::defaultThreadCount().
   int numThreads = 0;
+  // The run's ranks (runtime/comm/Ranks.h): the collectives' groups and
+  // this rank's micro-batches. Null for a single-rank run. Must outlive the
+  // device.
+  const Ranks *ranks = nullptr;
 };
 
 // Whether this build has the CUDA backend (it was built where nvcc exists).

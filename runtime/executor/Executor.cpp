@@ -52,13 +52,15 @@ std::vector<std::optional<uint32_t>> settleEvents(const LoadedProgram &program,
 
 absl::StatusOr<std::unique_ptr<Executor>>
 Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
-                 uint8_t *staging, const StagingLayout &layout) {
+                 uint8_t *staging, const StagingLayout &layout,
+                 MicroBatchMap microBatches) {
   if (arenaBytes < plan.proto.memory().arena_bytes() ||
       (arena == nullptr && plan.proto.memory().arena_bytes() > 0))
     return absl::InvalidArgumentError(
         absl::StrCat("the arena has ", arenaBytes, " bytes but the plan needs ",
                      plan.proto.memory().arena_bytes()));
   std::unique_ptr<Executor> ex(new Executor());
+  ex->microBatches_ = microBatches;
   auto view = [&](uint32_t id) {
     return TensorView{arena + plan.proto.tensors(id).offset(), &plan.descs[id]};
   };
@@ -103,6 +105,12 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
       case LoadedInstruction::Kind::kWait:
         op.signal = EventSignal{inst.event, inst.value, *slotOf[i]};
         break;
+      case LoadedInstruction::Kind::kCollective:
+        op.collective = inst.collective;
+        op.axis = inst.axis;
+        for (uint32_t id : inst.inputs)
+          op.ins.push_back(view(id));
+        break;
       }
       if (std::find(program.streams.begin(), program.streams.end(),
                     op.stream) == program.streams.end())
@@ -123,7 +131,8 @@ Executor::program(plan::ProgramKind kind) const {
       "the plan has no ", plan::ProgramKind_Name(kind), " program"));
 }
 
-absl::Status Executor::issue(const Program &program, StreamTarget &target) {
+absl::Status Executor::issue(const Program &program,
+                             StreamTarget &target) const {
   return forEachRun(program.ops, [&](const Op &op,
                                      int64_t iteration) -> absl::Status {
     switch (op.kind) {
@@ -131,7 +140,8 @@ absl::Status Executor::issue(const Program &program, StreamTarget &target) {
       return target.launch(op.stream, *op.kernel,
                            KernelArgs{op.ins, op.outs, op.params,
                                       &target.context(op.stream),
-                                      op.microBatch + iteration});
+                                      microBatches_.global(op.microBatch +
+                                                           iteration)});
     case LoadedInstruction::Kind::kStage:
     case LoadedInstruction::Kind::kReadback:
       return target.copy(op.stream,
@@ -144,6 +154,9 @@ absl::Status Executor::issue(const Program &program, StreamTarget &target) {
       return target.record(op.stream, op.signal);
     case LoadedInstruction::Kind::kWait:
       return target.wait(op.stream, op.signal);
+    case LoadedInstruction::Kind::kCollective:
+      return target.collective(op.stream,
+                               CollectiveCall{op.collective, op.axis, op.ins});
     case LoadedInstruction::Kind::kRepeat:
       return absl::OkStatus(); // forEachRun runs the body
     }

@@ -28,6 +28,14 @@
 
 namespace braid {
 
+// global = local * stride + offset.
+struct MicroBatchMap {
+  int64_t stride = 1;
+  int64_t offset = 0;
+
+  int64_t global(int64_t local) const { return local * stride + offset; }
+};
+
 class Executor {
 public:
   // One instruction, bound to memory.
@@ -46,6 +54,9 @@ public:
     uint32_t count = 0, length = 0;
     // kRecord / kWait.
     EventSignal signal;
+    // kCollective (its tensors are `ins`).
+    plan::CollectiveKind collective = plan::COLLECTIVE_UNSPECIFIED;
+    plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
   };
   struct Program {
     std::string name;
@@ -64,9 +75,14 @@ public:
   // `staging`, laid out by `layout` (StagingLayout.h): stage instructions
   // copy from it, readbacks into it. The plan, its kernel registry, the
   // arena and the staging block must outlive the executor.
+  //
+  // `microBatches` maps the plan's micro-batch of a launch (this rank's)
+  // to the global one its kernels key random draws on (data parallel: the
+  // rank's k-th micro-batch is the step's k * DP + dp-th).
   static absl::StatusOr<std::unique_ptr<Executor>>
   create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
-         uint8_t *staging, const StagingLayout &layout);
+         uint8_t *staging, const StagingLayout &layout,
+         MicroBatchMap microBatches = {});
 
   const std::vector<Program> &programs() const { return programs_; }
   // The program of kind `kind`, or NotFound naming it (INIT is optional).
@@ -75,12 +91,13 @@ public:
   // Hands every instruction of `program` to `target`, a Repeat's body once
   // per iteration with its micro-batch and slot offsets applied, and stops
   // at the first error the target returns.
-  static absl::Status issue(const Program &program, StreamTarget &target);
+  absl::Status issue(const Program &program, StreamTarget &target) const;
 
 private:
   Executor() = default;
 
   std::vector<Program> programs_;
+  MicroBatchMap microBatches_;
 };
 
 } // namespace braid

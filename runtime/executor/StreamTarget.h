@@ -8,7 +8,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "kernels/registry/Kernel.h"
+#include "runtime/plan/plan.pb.h"
 
 namespace braid {
 
@@ -21,6 +23,14 @@ struct EventSignal {
 };
 
 enum class CopyDirection { kToDevice, kToHost };
+
+// A collective over this rank's group along `axis` (plan.proto Collective),
+// on tensors in the arena.
+struct CollectiveCall {
+  plan::CollectiveKind kind = plan::COLLECTIVE_UNSPECIFIED;
+  plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
+  absl::Span<const TensorView> tensors;
+};
 
 class StreamTarget {
 public:
@@ -41,6 +51,9 @@ public:
   // Nothing queued on `stream` after this starts before the record of
   // `signal` has run. That record was issued earlier.
   virtual absl::Status wait(uint32_t stream, const EventSignal &signal) = 0;
+  // Queues `call` on `stream`. Its tensors stay valid.
+  virtual absl::Status collective(uint32_t stream,
+                                  const CollectiveCall &call) = 0;
 };
 
 } // namespace braid

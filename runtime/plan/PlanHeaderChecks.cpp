@@ -2,6 +2,7 @@
 // summary and the training configuration.
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,36 @@ constexpr uint32_t kMaxEvents = 1u << 16;
 
 bool positiveFinite(double v) { return std::isfinite(v) && v > 0; }
 bool nonNegativeFinite(double v) { return std::isfinite(v) && v >= 0; }
+
+// A mesh of at most 2^24 ranks, every axis at least 1. This runtime trains
+// data parallel only: the other axes must be 1.
+absl::Status checkMesh(const plan::Mesh &mesh) {
+  constexpr int64_t kMaxRanks = int64_t{1} << 24;
+  struct Axis {
+    const char *name;
+    int64_t size;
+  };
+  const Axis axes[] = {{"tp", mesh.tp()},
+                       {"cp", mesh.cp()},
+                       {"pp", mesh.pp()},
+                       {"dp", mesh.dp()}};
+  int64_t world = 1;
+  for (const Axis &a : axes) {
+    if (a.size < 1 || a.size > kMaxRanks)
+      return refuse(absl::StrCat("plan.mesh.", a.name, " is ", a.size,
+                                 ": a mesh axis has 1 to 2^24 ranks"));
+    world *= a.size;
+    if (world > kMaxRanks)
+      return refuse("plan.mesh has more than 2^24 ranks");
+  }
+  for (const Axis &a : axes)
+    if (a.size != 1 && std::string_view(a.name) != "dp")
+      return refuse(absl::StrCat(
+          "plan.mesh.", a.name, " is ", a.size,
+          ": this runtime trains data parallel plans only (tp, cp and pp "
+          "of 1)"));
+  return absl::OkStatus();
+}
 
 } // namespace
 
@@ -44,6 +75,8 @@ absl::Status checkHeader(const plan::Plan &plan) {
     return refuse(absl::StrCat("plan.num_events is ", plan.num_events(),
                                ", more than the ", kMaxEvents,
                                " events this runtime supports"));
+  if (absl::Status s = checkMesh(plan.mesh()); !s.ok())
+    return s;
   const plan::ModelInfo &model = plan.model();
   if (model.vocab_size() <= 0 || model.vocab_size() > (int64_t{1} << 31))
     return refuse(absl::StrCat("plan.model.vocab_size is ", model.vocab_size(),

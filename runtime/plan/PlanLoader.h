@@ -26,7 +26,15 @@ namespace braid {
 
 // One instruction of a program, resolved.
 struct LoadedInstruction {
-  enum class Kind { kLaunch, kRecord, kWait, kStage, kReadback, kRepeat };
+  enum class Kind {
+    kLaunch,
+    kRecord,
+    kWait,
+    kStage,
+    kReadback,
+    kRepeat,
+    kCollective
+  };
   Kind kind = Kind::kLaunch;
   uint32_t stream = 0;
   // kLaunch: the micro-batch the kernel computes; kStage: the micro-batch
@@ -40,6 +48,10 @@ struct LoadedInstruction {
   // body, microBatch and slot are those of iteration 0.
   uint32_t count = 0;
   uint32_t length = 0;
+  // kCollective: what it does and over which axis; its tensors are
+  // `inputs` (each also written in place).
+  plan::CollectiveKind collective = plan::COLLECTIVE_UNSPECIFIED;
+  plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
   // kLaunch: the kernel entry (owned by the registry), operand ids and the
   // parsed parameters.
   const KernelDef *kernel = nullptr;

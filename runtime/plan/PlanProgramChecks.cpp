@@ -152,6 +152,45 @@ absl::Status resolveReadback(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
+// A collective's kind and axis are known, and its tensors are distinct f32
+// gradients or scalars: persistent, so no arena reuse can meet them.
+absl::Status resolveCollective(const plan::Plan &plan,
+                               const plan::Collective &c,
+                               const std::string &where,
+                               LoadedInstruction &out) {
+  if (c.kind() != plan::ALL_REDUCE_SUM)
+    return refuse(absl::StrCat(where, ": the collective's kind is ",
+                               c.kind(), "; expected ALL_REDUCE_SUM"));
+  if (c.axis() < plan::TP || c.axis() > plan::DP)
+    return refuse(absl::StrCat(where, ": the collective's axis is ", c.axis(),
+                               "; expected TP, CP, PP or DP"));
+  if (c.tensors().empty())
+    return refuse(absl::StrCat(where, ": the collective names no tensor"));
+  out.collective = c.kind();
+  out.axis = c.axis();
+  absl::flat_hash_set<uint32_t> seen;
+  for (uint32_t id : c.tensors()) {
+    if (id >= static_cast<uint32_t>(plan.tensors_size()))
+      return refuse(absl::StrCat(where, ": tensor ", id,
+                                 " is not below the plan's ",
+                                 plan.tensors_size(), " tensors"));
+    const plan::Tensor &t = plan.tensors(id);
+    if ((t.kind() != plan::GRADIENT && t.kind() != plan::SCALAR) ||
+        t.dtype() != plan::F32)
+      return refuse(absl::StrCat(where, ": ", tensorRef(plan, id), " is ",
+                                 tensorKindName(t.kind()), " ",
+                                 planDTypeName(t.dtype()),
+                                 "; a collective reduces f32 GRADIENT and "
+                                 "SCALAR tensors"));
+    if (!seen.insert(id).second)
+      return refuse(absl::StrCat(where, ": names ", tensorRef(plan, id),
+                                 " twice"));
+    out.inputs.push_back(id);
+    out.outputs.push_back(id);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status resolveProgram(const plan::Plan &plan, int index,
                             const KernelRegistry &registry, Device device,
                             const LoadedPlan &loaded, LoadedProgram &out) {
@@ -183,7 +222,8 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
                                  bodyStream, "; a body runs on one stream"));
     if (inBody && (inst.op_case() == plan::Instruction::kRecord ||
                    inst.op_case() == plan::Instruction::kWait ||
-                   inst.op_case() == plan::Instruction::kRepeat))
+                   inst.op_case() == plan::Instruction::kRepeat ||
+                   inst.op_case() == plan::Instruction::kCollective))
       return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
                                         "stages and readbacks only"));
     switch (inst.op_case()) {
@@ -251,6 +291,16 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       extra = repeat.count() - 1;
       break;
     }
+    case plan::Instruction::kCollective:
+      if (program.kind() != plan::STEP)
+        return refuse(absl::StrCat(where, ": only the STEP program runs "
+                                          "collectives"));
+      loadedInst.kind = LoadedInstruction::Kind::kCollective;
+      if (absl::Status s =
+              resolveCollective(plan, inst.collective(), where, loadedInst);
+          !s.ok())
+        return s;
+      break;
     case plan::Instruction::kRecord:
     case plan::Instruction::kWait: {
       const bool record = inst.op_case() == plan::Instruction::kRecord;
@@ -268,7 +318,7 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
     default:
       return refuse(absl::StrCat(
           where, ": the instruction has no operation (launch, record, wait, "
-                 "stage, readback or repeat)"));
+                 "stage, readback, repeat or collective)"));
     }
     out.instructions.push_back(std::move(loadedInst));
   }

@@ -12,6 +12,7 @@
 #include "runtime/ckpt/Checkpoint.h"
 #include "runtime/ckpt/RunIdentity.h"
 #include "runtime/device/DeviceFactory.h"
+#include "runtime/comm/Ranks.h"
 #include "runtime/train/ParameterInit.h"
 
 namespace braid {
@@ -19,8 +20,9 @@ namespace {
 
 // Sample indices of the whole run must fit in 64 bits.
 absl::Status checkRunLength(const plan::TrainConfig &train,
-                            int64_t totalSteps) {
-  const int64_t perStep = train.num_micro_batches() * train.micro_batch_size();
+                            int64_t dataParallel, int64_t totalSteps) {
+  const int64_t perStep = train.num_micro_batches() *
+                          train.micro_batch_size() * dataParallel;
   if (totalSteps <= 0 ||
       totalSteps > std::numeric_limits<int64_t>::max() / perStep)
     return absl::InvalidArgumentError(
@@ -44,17 +46,31 @@ Trainer::create(LoadedPlan plan, TokenData data,
   const plan::TrainConfig &train = plan.proto.train();
   const int64_t total =
       options.totalSteps > 0 ? options.totalSteps : train.steps();
-  if (absl::Status s = checkRunLength(train, total); !s.ok())
+  if (absl::Status s = checkRunLength(train, plan.proto.mesh().dp(), total);
+      !s.ok())
     return s;
   absl::StatusOr<DataLoader> loader = DataLoader::create(
       std::move(data), train.seq_len(), train.seed(), options.shuffle);
   if (!loader.ok())
     return loader.status();
+  const plan::Mesh &mesh = plan.proto.mesh();
+  const int64_t planRanks = mesh.tp() * mesh.cp() * mesh.pp() * mesh.dp();
+  const int64_t runRanks = options.ranks ? options.ranks->worldSize() : 1;
+  if (planRanks != runRanks)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the plan is compiled for ", planRanks, " ranks but the run has ",
+        runRanks));
   std::unique_ptr<Trainer> trainer(
       new Trainer(std::move(plan), std::move(*loader), options, total));
+  trainer->ranks_ = options.ranks;
+  if (options.ranks) {
+    trainer->dpSize_ = options.ranks->dpSize();
+    trainer->dpRank_ = options.ranks->dpRank();
+  }
   DeviceOptions deviceOptions;
   deviceOptions.cudaGraphs = options.cudaGraphs;
   deviceOptions.numThreads = options.numThreads;
+  deviceOptions.ranks = options.ranks;
   absl::StatusOr<std::unique_ptr<DeviceBackend>> device =
       createDevice(trainer->plan_, deviceOptions);
   if (!device.ok())
@@ -92,7 +108,8 @@ absl::Status Trainer::runInit() {
 
 int64_t Trainer::tokensPerStep() const {
   const plan::TrainConfig &t = plan_.proto.train();
-  return t.micro_batch_size() * t.num_micro_batches() * t.seq_len();
+  return t.micro_batch_size() * t.num_micro_batches() * dpSize_ *
+         t.seq_len();
 }
 
 StepValues Trainer::values(int64_t step) const {
@@ -142,8 +159,10 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
   StepResult result;
   result.step = stepsDone_ + 1;
   result.lr = schedule_.at(result.step);
-  for (int64_t m = 0; m < t.num_micro_batches(); ++m)
-    if (absl::Status s = fillInputs(m, cursor_ + m * t.micro_batch_size());
+  const int64_t M = t.num_micro_batches();
+  for (int64_t m = 0; m < M; ++m)
+    if (absl::Status s = fillInputs(
+            m, cursor_ + (m * dpSize_ + dpRank_) * t.micro_batch_size());
         !s.ok())
       return s;
   if (absl::Status s = device_->run(plan::STEP, values(result.step)); !s.ok())
@@ -152,15 +171,33 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
   if (!slots.ok())
     return slots.status();
   const plan::Plan &p = plan_.proto;
-  double sum = 0;
+  // Every rank's losses, in global micro-batch order, summed as one rank
+  // would sum them.
+  std::vector<float> local;
   for (uint32_t slot : p.loss_readbacks())
-    sum += (*slots)[slot];
-  result.loss = sum / static_cast<double>(t.num_micro_batches());
+    local.push_back((*slots)[slot]);
+  std::vector<float> losses(local.size() * dpSize_);
+  if (dpSize_ == 1) {
+    losses = local;
+  } else {
+    std::vector<float> byRank(losses.size());
+    if (absl::Status s = ranks_->axis(MeshAxis::kDP).allGather(
+            local.data(), byRank.data(), local.size(), DType::kF32);
+        !s.ok())
+      return s;
+    for (int64_t r = 0; r < dpSize_; ++r)
+      for (int64_t m = 0; m < M; ++m)
+        losses[m * dpSize_ + r] = byRank[r * M + m];
+  }
+  double sum = 0;
+  for (float loss : losses)
+    sum += loss;
+  result.loss = sum / static_cast<double>(losses.size());
   result.gradNorm = (*slots)[p.grad_norm_readback()];
   result.skipped = (*slots)[p.step_skipped_readback()] != 0;
   ++stepsDone_;
   skippedSteps_ += result.skipped ? 1 : 0;
-  cursor_ += t.num_micro_batches() * t.micro_batch_size();
+  cursor_ += M * dpSize_ * t.micro_batch_size();
   return result;
 }
 
@@ -322,7 +359,8 @@ Trainer::resume(const std::string &dir,
   const int64_t total = explicitTotal_  ? totalSteps_
                         : newPlanSteps ? plan_.proto.train().steps()
                                         : state.totalSteps;
-  if (absl::Status s = checkRunLength(plan_.proto.train(), total); !s.ok())
+  if (absl::Status s = checkRunLength(plan_.proto.train(), dpSize_, total);
+      !s.ok())
     return s;
   if (total < state.step)
     return absl::InvalidArgumentError(absl::StrCat(

@@ -3,7 +3,9 @@
 // drives it through runTraining (TrainingLoop.h); tests drive it directly.
 //
 // One optimizer step t (1-based) is: for each micro-batch m, stage the
-// inputs of samples cursor + m * B .. cursor + m * B + B - 1; run the plan's
+// inputs of samples cursor + g * B .. cursor + g * B + B - 1 of global
+// micro-batch g = m * DP + d (d: this rank's data-parallel coordinate; a
+// single rank has DP = 1, d = 0, g = m); run the plan's
 // STEP program once with StepValues{t, lr(t), seed}; read back every
 // micro-batch's loss, the gradient norm and whether the optimizer applied
 // the update: a step whose loss or gradient norm is not finite is refused
@@ -27,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/cpu/ThreadPool.h"
+#include "runtime/comm/Ranks.h"
 #include "runtime/data/DataLoader.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/plan/PlanLoader.h"
@@ -44,11 +47,15 @@ struct TrainerOptions {
   int numThreads = 0;
   // CUDA plans: replay programs as CUDA graphs after their first run.
   bool cudaGraphs = true;
+  // The run's ranks (runtime/comm/Ranks.h), which must outlive the
+  // trainer; null for a single-rank run. Data parallel ranks each train
+  // their share of every global batch (see the top of this file).
+  const Ranks *ranks = nullptr;
 };
 
 struct StepResult {
   int64_t step = 0; // the step just completed (1-based)
-  double loss = 0;  // mean of the micro-batch losses
+  double loss = 0;  // mean of the losses of every rank's micro-batches
   double lr = 0;
   float gradNorm = 0;
   // The loss or the gradient norm was not finite, so nothing was updated.
@@ -85,7 +92,7 @@ public:
   // The checkpoint most recently saved or resumed from; empty when none.
   // Every checkpoint holds finite values only.
   const std::string &lastCheckpoint() const { return lastCheckpoint_; }
-  // Tokens trained per optimizer step: B * M * S.
+  // Tokens trained per optimizer step, over every rank: B * M * DP * S.
   int64_t tokensPerStep() const;
   // The learning rate of step `step` (1-based).
   double learningRate(int64_t step) const { return schedule_.at(step); }
@@ -156,6 +163,9 @@ private:
   int64_t cursor_ = 0;
   int64_t skippedSteps_ = 0;
   std::string lastCheckpoint_;
+  const Ranks *ranks_ = nullptr;
+  // The data-parallel size and this rank's place in it.
+  int64_t dpSize_ = 1, dpRank_ = 0;
 };
 
 } // namespace braid

@@ -4,26 +4,30 @@
 
 namespace braid {
 
-CpuDevice::CpuDevice(const LoadedPlan &plan, int numThreads)
+CpuDevice::CpuDevice(const LoadedPlan &plan, int numThreads,
+                     const Ranks *ranks)
     : plan_(plan), pool_(numThreads), layout_(plan),
       staging_(layout_.bytes()),
-      streams_(plan.proto.num_streams(), plan.proto.num_events()) {
+      streams_(plan.proto.num_streams(), plan.proto.num_events(), ranks) {
   info_.kind = Device::kCPU;
   info_.name = "CPU";
   info_.threads = pool_.size();
 }
 
 absl::StatusOr<std::unique_ptr<CpuDevice>>
-CpuDevice::create(const LoadedPlan &plan, int numThreads) {
+CpuDevice::create(const LoadedPlan &plan, int numThreads,
+                  const Ranks *ranks) {
   absl::StatusOr<CpuArena> arena =
       CpuArena::create(plan.proto.memory().arena_bytes());
   if (!arena.ok())
     return arena.status();
-  std::unique_ptr<CpuDevice> device(new CpuDevice(plan, numThreads));
+  std::unique_ptr<CpuDevice> device(new CpuDevice(plan, numThreads, ranks));
   device->arena_ = std::move(*arena);
   absl::StatusOr<std::unique_ptr<Executor>> executor =
       Executor::create(plan, device->arena_.data(), device->arena_.size(),
-                       device->staging_.data(), device->layout_);
+                       device->staging_.data(), device->layout_,
+                       ranks ? MicroBatchMap{ranks->dpSize(), ranks->dpRank()}
+                             : MicroBatchMap{});
   if (!executor.ok())
     return executor.status();
   device->executor_ = std::move(*executor);
@@ -70,8 +74,10 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   if (!program.ok())
     return program.status();
   streams_.begin(ctx, profile_);
-  absl::Status s = Executor::issue(**program, streams_);
-  streams_.finish();
+  absl::Status s = executor_->issue(**program, streams_);
+  absl::Status ran = streams_.finish();
+  if (s.ok())
+    s = ran;
   if (s.ok())
     ++stats_.eagerRuns;
   return s;

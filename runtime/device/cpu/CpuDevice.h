@@ -22,11 +22,15 @@ namespace braid {
 class CpuDevice final : public DeviceBackend {
 public:
   // Allocates the zero-filled arena of `plan`, binds its programs and
-  // starts `numThreads` kernel threads (at least 1). The plan (loaded for
-  // Device::kCPU) and its kernel registry must outlive the device.
+  // starts `numThreads` kernel threads (at least 1). `ranks` (null: a
+  // single-rank run, whose plan runs no collectives) gives the
+  // collectives' groups and this rank's micro-batches. The plan (loaded for
+  // Device::kCPU), its kernel registry and the ranks must outlive the
+  // device.
   // ResourceExhausted, naming the size, when the arena cannot be allocated.
   static absl::StatusOr<std::unique_ptr<CpuDevice>>
-  create(const LoadedPlan &plan, int numThreads);
+  create(const LoadedPlan &plan, int numThreads,
+         const Ranks *ranks = nullptr);
 
   const DeviceInfo &info() const override { return info_; }
   uint8_t *hostArena() override { return arena_.data(); }
@@ -42,7 +46,7 @@ public:
   ThreadPool &hostPool() override { return pool_; }
 
 private:
-  CpuDevice(const LoadedPlan &plan, int numThreads);
+  CpuDevice(const LoadedPlan &plan, int numThreads, const Ranks *ranks);
 
   const LoadedPlan &plan_;
   ThreadPool pool_;

@@ -6,19 +6,30 @@
 
 namespace braid {
 
-CpuStreams::CpuStreams(uint32_t numStreams, uint32_t numEvents)
-    : events_(numEvents), workers_(numStreams > 0 ? numStreams - 1 : 0) {}
+CpuStreams::CpuStreams(uint32_t numStreams, uint32_t numEvents,
+                       const Ranks *ranks)
+    : ranks_(ranks), events_(numEvents),
+      workers_(numStreams > 0 ? numStreams - 1 : 0) {}
 
 void CpuStreams::begin(const KernelContext &ctx, KernelProfile *profile) {
   ctx_ = ctx;
   profile_ = profile;
   events_.reset();
+  error_ = absl::OkStatus();
 }
 
-void CpuStreams::finish() {
+absl::Status CpuStreams::finish() {
   for (std::unique_ptr<StreamWorker> &w : workers_)
     if (w)
       w->drain();
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  return error_;
+}
+
+void CpuStreams::fail(absl::Status status) {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  if (error_.ok())
+    error_ = std::move(status);
 }
 
 template <typename Work> void CpuStreams::on(uint32_t stream, Work &&work) {
@@ -59,6 +70,27 @@ absl::Status CpuStreams::record(uint32_t stream, const EventSignal &signal) {
 
 absl::Status CpuStreams::wait(uint32_t stream, const EventSignal &signal) {
   on(stream, [this, signal] { events_.wait(signal.event, signal.value); });
+  return absl::OkStatus();
+}
+
+absl::Status CpuStreams::collective(uint32_t stream,
+                                    const CollectiveCall &call) {
+  if (ranks_ == nullptr && call.axis != plan::AXIS_UNSPECIFIED)
+    return absl::FailedPreconditionError(
+        "the plan runs collectives, but this device was made without the "
+        "run's ranks");
+  on(stream, [this, call] {
+    // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
+    Communicator &comm =
+        ranks_->axis(static_cast<MeshAxis>(static_cast<int>(call.axis) - 1));
+    for (const TensorView &t : call.tensors)
+      if (absl::Status s = comm.allReduceSum(t.data, t.desc->numel(),
+                                             t.desc->dtype);
+          !s.ok()) {
+        fail(std::move(s));
+        return;
+      }
+  });
   return absl::OkStatus();
 }
 

@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "runtime/comm/Ranks.h"
 #include "runtime/executor/StreamTarget.h"
 #include "runtime/device/cpu/EventTimeline.h"
 #include "runtime/device/cpu/StreamWorker.h"
@@ -23,14 +25,16 @@ namespace braid {
 
 class CpuStreams final : public StreamTarget {
 public:
-  CpuStreams(uint32_t numStreams, uint32_t numEvents);
+  // `ranks` (null: a single-rank run) gives the collectives' groups.
+  CpuStreams(uint32_t numStreams, uint32_t numEvents, const Ranks *ranks);
 
   // Before issuing a program: the context of its launches (on every
   // stream), and the profile that times stream 0's launches (null: none).
   // Resets the events.
   void begin(const KernelContext &ctx, KernelProfile *profile);
-  // After issuing: returns once every stream has run all its work.
-  void finish();
+  // After issuing: returns once every stream has run all its work, with
+  // the first error a collective met (later work still ran).
+  absl::Status finish();
 
   const KernelContext &context(uint32_t) override { return ctx_; }
   absl::Status launch(uint32_t stream, const KernelDef &kernel,
@@ -39,12 +43,20 @@ public:
                     const uint8_t *from, uint64_t bytes) override;
   absl::Status record(uint32_t stream, const EventSignal &signal) override;
   absl::Status wait(uint32_t stream, const EventSignal &signal) override;
+  absl::Status collective(uint32_t stream,
+                          const CollectiveCall &call) override;
 
 private:
   // Runs `work` now on stream 0, or queues it on its worker.
   template <typename Work> void on(uint32_t stream, Work &&work);
 
+  // Keeps the first error of work that ran on a worker thread.
+  void fail(absl::Status status);
+
+  const Ranks *ranks_;
   KernelContext ctx_;
+  std::mutex errorMutex_;
+  absl::Status error_;
   KernelProfile *profile_ = nullptr;
   EventTimeline events_;
   // workers_[s - 1] runs stream s; started when first used.

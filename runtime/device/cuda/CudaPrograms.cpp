@@ -98,6 +98,11 @@ public:
     return absl::OkStatus();
   }
 
+  absl::Status collective(uint32_t, const CollectiveCall &) override {
+    return absl::UnimplementedError(
+        "the CUDA device has no communicator yet (NCCL comes later)");
+  }
+
 private:
   CudaDevice &device_;
   Program &program_;
@@ -120,7 +125,7 @@ absl::Status CudaDevice::enqueue(Program &program,
     if (s != 0)
       BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(s), fork_.get(), 0));
   Streams target(*this, program, contexts, profiling);
-  if (absl::Status s = Executor::issue(*program.bound, target); !s.ok())
+  if (absl::Status s = executor_->issue(*program.bound, target); !s.ok())
     return s;
   for (uint32_t s : streams) {
     if (s == 0)

@@ -52,9 +52,9 @@ struct Bound {
     if (!program.ok())
       return program.status();
     streams->begin(KernelContext(), nullptr);
-    absl::Status s = Executor::issue(**program, *streams);
-    streams->finish();
-    return s;
+    absl::Status s = executor->issue(**program, *streams);
+    absl::Status ran = streams->finish();
+    return s.ok() ? ran : s;
   }
   const Executor::Program &step() const {
     return **executor->program(plan::STEP);
@@ -80,7 +80,8 @@ std::unique_ptr<Bound> bind(PlanBuilder &b) {
   EXPECT_TRUE(ex.ok()) << ex.status();
   bound->executor = std::move(*ex);
   bound->streams = std::make_unique<CpuStreams>(
-      bound->plan.proto.num_streams(), bound->plan.proto.num_events());
+      bound->plan.proto.num_streams(), bound->plan.proto.num_events(),
+      /*ranks=*/nullptr);
   return bound;
 }
 

@@ -316,8 +316,8 @@ TEST(Trainer, ResumeComparesThePlanIdentity) {
   r = third->resume(*saved, {"train.lr"});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message())
-                .find("train.num_micro_batches is \"2\" in the checkpoint but "
-                      "\"4\" in the plan. Resume with the plan it was saved "
+                .find("train.global_batch_size is \"4\" in the checkpoint but "
+                      "\"8\" in the plan. Resume with the plan it was saved "
                       "from"),
             std::string::npos)
       << r.status();
