@@ -116,6 +116,13 @@ void addFlags(CLI::App &app, CommandLine &cl) {
         cl.peakGflops <= 0)
       refuse(absl::StrCat(flag, " needs a positive number, not \"", v, "\""));
   });
+  addValueFlag(app, "--comm-timeout", [&](Text flag, Text v) {
+    if (!absl::SimpleAtod(v, &cl.commTimeoutSeconds) ||
+        !std::isfinite(cl.commTimeoutSeconds) || cl.commTimeoutSeconds < 0.001 ||
+        cl.commTimeoutSeconds > 86400 * 7)
+      refuse(absl::StrCat(flag, " needs seconds from 0.001 to 604800, not \"",
+                          v, "\""));
+  });
   app.add_flag("--quiet", cl.quiet);
   app.add_flag("--profile", cl.profile);
   app.add_flag("-h,--help", cl.help);
@@ -264,6 +271,8 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "  --cuda-graphs on|off replay each program as a CUDA graph after its\n"
       "                       first run (default on; --device=cuda only)\n"
       "  --peak-gflops X      peak for MFU instead of measuring sgemm\n"
+      "  --comm-timeout S     several ranks: stop the job when a collective\n"
+      "                       takes longer than S seconds (default 300)\n"
       "  --quiet              no start-up report or progress lines\n"
       "  --profile            print the time spent in each kernel at the end\n"
       "  --help               this text\n"

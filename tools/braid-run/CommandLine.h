@@ -30,6 +30,9 @@ struct CommandLine {
   std::string device = "cpu";
   bool cudaGraphs = true; // --cuda-graphs=on|off (CUDA only)
   double peakGflops = 0; // 0: measure
+  // Multi-rank runs: how long a collective may take before the rank stops
+  // the job (the watchdog, docs/parallel.md).
+  double commTimeoutSeconds = 300;
   bool quiet = false;
   bool profile = false;
 };

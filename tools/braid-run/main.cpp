@@ -1,5 +1,6 @@
 // braid-run: trains the model of a plan on the CPU or an NVIDIA GPU. See
 // docs/braid-run.md.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/registry/Kernel.h"
 #include "runtime/ckpt/Checkpoint.h"
+#include "runtime/comm/Ranks.h"
 #include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/io/FileIdentity.h"
 #include "runtime/data/TokenData.h"
@@ -41,25 +43,37 @@ int fail(const absl::Status &status) {
   return kExitError;
 }
 
-// The plan (embedded or from the command line), the data and the trainer.
-absl::StatusOr<std::unique_ptr<Trainer>>
-buildTrainer(const CommandLine &cl,
-             const std::optional<std::string> &embedded) {
+// The plan, embedded or from the command line.
+absl::StatusOr<LoadedPlan> loadThePlan(const CommandLine &cl,
+                                       const std::optional<std::string> &embedded) {
   const Device device = cl.device == "cuda" ? Device::kCUDA : Device::kCPU;
-  absl::StatusOr<LoadedPlan> plan =
-      embedded ? loadSealedPlan(*embedded,
-                                "the plan embedded in this executable",
-                                PlanSource::kEmbedded, defaultKernelRegistry(),
-                                device)
-               : loadPlanFile(cl.planPath, defaultKernelRegistry(), device);
-  if (!plan.ok())
-    return plan.status();
+  return embedded ? loadSealedPlan(*embedded,
+                                   "the plan embedded in this executable",
+                                   PlanSource::kEmbedded,
+                                   defaultKernelRegistry(), device)
+                  : loadPlanFile(cl.planPath, defaultKernelRegistry(), device);
+}
+
+// The ranks of the run the plan's mesh asks for (a single one when no
+// launcher started this process).
+absl::StatusOr<std::unique_ptr<Ranks>> joinRanks(const CommandLine &cl,
+                                                 const LoadedPlan &plan) {
+  const plan::Mesh &m = plan.proto.mesh();
+  MeshShape mesh;
+  mesh.sizes = {m.tp(), m.cp(), m.pp(), m.dp()};
+  return Ranks::join(mesh, std::chrono::milliseconds(static_cast<int64_t>(
+                               cl.commTimeoutSeconds * 1000)));
+}
+
+// The data and the trainer.
+absl::StatusOr<std::unique_ptr<Trainer>>
+buildTrainer(const CommandLine &cl, LoadedPlan plan, const Ranks &ranks) {
   absl::StatusOr<TokenFormat> format =
       chooseTokenFormat(cl.dataPath, cl.dataFormat);
   if (!format.ok())
     return format.status();
   absl::StatusOr<TokenData> data = TokenData::fromFile(
-      cl.dataPath, *format, plan->proto.model().vocab_size());
+      cl.dataPath, *format, plan.proto.model().vocab_size());
   if (!data.ok())
     return data.status();
   TrainerOptions options;
@@ -67,7 +81,8 @@ buildTrainer(const CommandLine &cl,
   options.shuffle = cl.shuffle;
   options.numThreads = cl.threads;
   options.cudaGraphs = cl.cudaGraphs;
-  return Trainer::create(std::move(*plan), std::move(*data), options);
+  options.ranks = &ranks;
+  return Trainer::create(std::move(plan), std::move(*data), options);
 }
 
 // The files the run reads, which no output may be.
@@ -120,29 +135,40 @@ absl::StatusOr<bool> resume(const CommandLine &cl, Trainer &trainer) {
   return true;
 }
 
-int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
-  if (cl.device == "cuda") {
-    // Refused before the plan is read: without the backend nothing else
-    // about the run matters.
-    if (absl::Status s = probeDevice(Device::kCUDA); !s.ok())
-      return fail(absl::Status(s.code(),
-                               absl::StrCat("--device=cuda: ", s.message())));
+// The run of one rank. Rank 0 prints, logs and saves checkpoints for the
+// whole run (the others' parameters are the same); with several ranks, an
+// error on any of them ends the job, so that no rank waits for it.
+int runRank(const CommandLine &given, LoadedPlan plan, const Ranks &ranks) {
+  CommandLine cl = given;
+  const bool several = ranks.worldSize() > 1;
+  auto failRank = [&](const absl::Status &status) {
+    if (!several)
+      return fail(status);
+    std::fprintf(stderr, "braid-run: error: rank %lld: %s\n",
+                 static_cast<long long>(ranks.rank()),
+                 std::string(status.message()).c_str());
+    std::fflush(stderr);
+    ranks.abortAll(kExitError);
+  };
+  if (ranks.rank() != 0) {
+    cl.logPath.clear();
+    cl.saveDir.clear();
+    cl.quiet = true;
+    // What rank 0 says for the run, the others would only repeat.
+    if (std::freopen("/dev/null", "w", stdout) == nullptr)
+      return failRank(absl::InternalError("cannot silence stdout"));
   }
-  if (!cl.logPath.empty())
-    if (absl::Status s = refuseInputAsOutput(
-            "--log", cl.logPath, inputsOf(cl, embedded.has_value()));
-        !s.ok())
-      return fail(s);
-  absl::StatusOr<std::unique_ptr<Trainer>> trainer = buildTrainer(cl, embedded);
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer =
+      buildTrainer(cl, std::move(plan), ranks);
   if (!trainer.ok())
-    return fail(trainer.status());
+    return failRank(trainer.status());
   // OpenBLAS keeps its own thread pool; give it the kernels' budget so that
   // the thread count bounds the whole process (and the measured peak).
   openblas_set_num_threads((*trainer)->numThreads());
   if (!cl.resumeDir.empty()) {
     absl::StatusOr<bool> goOn = resume(cl, **trainer);
     if (!goOn.ok())
-      return fail(goOn.status());
+      return failRank(goOn.status());
     if (!*goOn)
       return 0;
   }
@@ -158,8 +184,31 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
   installStopHandlers(!cl.saveDir.empty());
   absl::StatusOr<int> code = runTraining(**trainer, options);
   if (!code.ok())
-    return fail(code.status());
+    return failRank(code.status());
   return *code;
+}
+
+int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
+  if (cl.device == "cuda") {
+    // Refused before the plan is read: without the backend nothing else
+    // about the run matters.
+    if (absl::Status s = probeDevice(Device::kCUDA); !s.ok())
+      return fail(absl::Status(s.code(),
+                               absl::StrCat("--device=cuda: ", s.message())));
+  }
+  if (!cl.logPath.empty())
+    if (absl::Status s = refuseInputAsOutput(
+            "--log", cl.logPath, inputsOf(cl, embedded.has_value()));
+        !s.ok())
+      return fail(s);
+  absl::StatusOr<LoadedPlan> plan = loadThePlan(cl, embedded);
+  if (!plan.ok())
+    return fail(plan.status());
+  // Every rank refuses a wrong number of ranks alike, before any work.
+  absl::StatusOr<std::unique_ptr<Ranks>> ranks = joinRanks(cl, *plan);
+  if (!ranks.ok())
+    return fail(ranks.status());
+  return runRank(cl, std::move(*plan), **ranks);
 }
 
 } // namespace
