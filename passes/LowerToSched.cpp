@@ -168,7 +168,7 @@ private:
   DenseSet<Operation *> absorbed_, accumulating_;
   // Casts of parameters that read a weight copy: op -> index in params_.
   DenseMap<Operation *, size_t> copyCasts_;
-  DictionaryAttr train_;
+  TrainAttr train_;
   int32_t numMicroBatches_ = 1;
   const uint32_t optimizerStream_;
   // The stream of the launches being created.
@@ -176,12 +176,12 @@ private:
 };
 
 LogicalResult Lowering::checkSignature() {
-  train_ = module_->getAttrOfType<DictionaryAttr>("braid.train");
-  if (!train_ || !train_.getAs<IntegerAttr>("num_micro_batches"))
+  train_ = module_->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
+  if (!train_)
     return module_.emitError(
         "braid-lower-to-sched needs the braid.train module attribute "
         "(run braid-import first)");
-  int64_t numMicro = train_.getAs<IntegerAttr>("num_micro_batches").getInt();
+  int64_t numMicro = train_.getNumMicroBatches();
   if (numMicro < 1 || numMicro > kMaxMicroBatches)
     return module_.emitError()
            << "braid.train num_micro_batches is " << numMicro
@@ -371,8 +371,7 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (inputRole_.count(arg))
       buffers[arg] = getGlobal(inputRole_.lookup(arg));
 
-  double numMicro = static_cast<double>(
-      train_.getAs<IntegerAttr>("num_micro_batches").getInt());
+  double numMicro = static_cast<double>(train_.getNumMicroBatches());
   auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
   Value loss = ret.getOperand(0);
 
@@ -466,22 +465,18 @@ void Lowering::lowerOptimizer() {
   Value skip = getGlobal("step_skipped");
   optimizerLaunch(loc, "step_guard", {lossSum, norm}, {skip}, DictionaryAttr());
 
-  auto f64 = [&](StringRef key) {
-    return b_.getF64FloatAttr(
-        train_.getAs<FloatAttr>(key).getValueAsDouble());
-  };
+  auto f64 = [&](double v) { return b_.getF64FloatAttr(v); };
   for (auto [p, grad] : llvm::zip(params_, grads)) {
     Value param = getGlobal(p.name);
     Value m = getGlobal(p.name + ".exp_avg");
     Value v = getGlobal(p.name + ".exp_avg_sq");
     auto params = b_.getDictionaryAttr(
-        {b_.getNamedAttr("beta1", f64("beta1")),
-         b_.getNamedAttr("beta2", f64("beta2")),
-         b_.getNamedAttr("eps", f64("eps")),
-         b_.getNamedAttr("weight_decay", p.weightDecay
-                                             ? f64("weight_decay")
-                                             : b_.getF64FloatAttr(0.0)),
-         b_.getNamedAttr("grad_clip", f64("grad_clip"))});
+        {b_.getNamedAttr("beta1", f64(train_.getBeta1())),
+         b_.getNamedAttr("beta2", f64(train_.getBeta2())),
+         b_.getNamedAttr("eps", f64(train_.getEps())),
+         b_.getNamedAttr("weight_decay",
+                         f64(p.weightDecay ? train_.getWeightDecay() : 0.0)),
+         b_.getNamedAttr("grad_clip", f64(train_.getGradClip()))});
     optimizerLaunch(loc, "adamw", {grad, norm, skip}, {param, m, v}, params);
   }
   refreshWeightCopies(loc);

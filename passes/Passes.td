@@ -20,8 +20,14 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
     `braid.param` dictionary (Hugging Face name, initialisation, weight
     decay, checkpoint layout); token, label and position ids are arguments
     carrying `braid.input`; the single result is the mean loss. The module
-    records the model and training settings in `braid.model` and
-    `braid.train`, which the plan emitter copies into the plan.
+    records the model and training settings in the typed attributes
+    `braid.model` and `braid.train` (BraidAttrs.td), which the plan emitter
+    copies into the plan:
+    ```mlir
+    module attributes {braid.model = #braid.model<family = llama, vocab_size = 256, ...>,
+                       braid.name = "llama-tiny",
+                       braid.train = #braid.train<seed = 1234, ..., decay = cosine, min_lr = 3.000000e-04, precision = fp32>} {
+    ```
 
     Every op is marked with the layer it belongs to: `#braid.layer<L>` for
     transformer layer L, `#braid.layer<embedding>` before the first layer,
@@ -32,8 +38,7 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
 
     With `train.precision: BF16` activations are bf16, parameters stay f32
     arguments, and each parameter is cast once at the top of the step; all
-    compute reads the cast. `braid.train` then records `precision = "bf16"`
-    (absent means fp32):
+    compute reads the cast. `braid.train` then records `precision = bf16`:
 
     ```mlir
     %wq = braid.cast %arg5 : (tensor<64x64xf32>) -> tensor<64x64xbf16>

@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedOps.h"
 #include "google/protobuf/text_format.h"
 #include "runtime/plan/PlanFile.h"
@@ -299,8 +300,8 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
 }
 
 LogicalResult Emitter::copySettings() {
-  auto model = module_->getAttrOfType<DictionaryAttr>("braid.model");
-  auto train = module_->getAttrOfType<DictionaryAttr>("braid.train");
+  auto model = module_->getAttrOfType<ModelAttr>(BraidDialect::kModelAttr);
+  auto train = module_->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
   auto memory = module_->getAttrOfType<DictionaryAttr>("sched.memory");
   if (!model || !train)
     return module_.emitError("needs braid.model and braid.train (run "
@@ -308,80 +309,52 @@ LogicalResult Emitter::copySettings() {
   if (!memory)
     return module_.emitError("needs sched.memory (run braid-plan-memory "
                              "first)");
-  // A setting braid-import records is never read as a silent 0: the first
-  // one missing (or of the wrong type) is an error, reported below.
-  std::string missing;
-  // (The memory figures are the planner's; weight_copy_bytes is absent in
-  // FP32 plans.)
-  auto note = [&](StringRef where, StringRef k, bool found) {
-    if (!found && missing.empty() && where != "sched.memory")
-      missing = (where + Twine(" has no ") + k).str();
-  };
-  auto i64 = [&](StringRef where, DictionaryAttr d, StringRef k) -> int64_t {
-    auto a = d.getAs<IntegerAttr>(k);
-    note(where, k, static_cast<bool>(a));
-    return a ? a.getInt() : 0;
-  };
-  auto f64 = [&](StringRef where, DictionaryAttr d, StringRef k) -> double {
-    auto a = d.getAs<FloatAttr>(k);
-    note(where, k, static_cast<bool>(a));
-    return a ? a.getValueAsDouble() : 0.0;
-  };
-  auto str = [&](StringRef where, DictionaryAttr d,
-                 StringRef k) -> std::string {
-    auto a = d.getAs<StringAttr>(k);
-    note(where, k, static_cast<bool>(a));
-    return a ? a.str() : "";
-  };
   if (auto name = module_->getAttrOfType<StringAttr>("braid.name"))
     plan_.set_name(name.str());
 
   plan::ModelInfo *m = plan_.mutable_model();
-  m->set_family(str("braid.model", model, "family"));
-  m->set_vocab_size(i64("braid.model", model, "vocab_size"));
-  m->set_hidden_size(i64("braid.model", model, "hidden_size"));
-  m->set_num_layers(i64("braid.model", model, "num_layers"));
-  m->set_num_heads(i64("braid.model", model, "num_heads"));
-  m->set_num_kv_heads(i64("braid.model", model, "num_kv_heads"));
-  m->set_ffn_hidden_size(i64("braid.model", model, "ffn_hidden_size"));
-  m->set_num_parameters(i64("braid.model", model, "num_parameters"));
-  m->set_flops_per_token(f64("braid.model", model, "flops_per_token"));
+  m->set_family(stringifyModelFamily(model.getFamily()).str());
+  m->set_vocab_size(model.getVocabSize());
+  m->set_hidden_size(model.getHiddenSize());
+  m->set_num_layers(model.getNumLayers());
+  m->set_num_heads(model.getNumHeads());
+  m->set_num_kv_heads(model.getNumKvHeads());
+  m->set_ffn_hidden_size(model.getFfnHiddenSize());
+  m->set_num_parameters(model.getNumParameters());
+  m->set_flops_per_token(model.getFlopsPerToken());
 
   plan::TrainConfig *t = plan_.mutable_train();
-  t->set_seed(static_cast<uint64_t>(i64("braid.train", train, "seed")));
-  t->set_micro_batch_size(i64("braid.train", train, "micro_batch_size"));
-  t->set_num_micro_batches(i64("braid.train", train, "num_micro_batches"));
-  t->set_seq_len(i64("braid.train", train, "seq_len"));
-  t->set_steps(i64("braid.train", train, "steps"));
-  t->set_lr(f64("braid.train", train, "lr"));
-  t->set_beta1(f64("braid.train", train, "beta1"));
-  t->set_beta2(f64("braid.train", train, "beta2"));
-  t->set_eps(f64("braid.train", train, "eps"));
-  t->set_weight_decay(f64("braid.train", train, "weight_decay"));
-  t->set_grad_clip(f64("braid.train", train, "grad_clip"));
-  t->set_warmup_steps(i64("braid.train", train, "warmup_steps"));
-  t->set_decay(str("braid.train", train, "decay"));
-  t->set_min_lr(f64("braid.train", train, "min_lr"));
-  // braid-import records the precision only when it is not fp32.
-  auto precisionAttr = train.getAs<StringAttr>("precision");
-  std::string precision = precisionAttr ? precisionAttr.str() : "fp32";
-  if (precision != "fp32" && precision != "bf16")
-    return module_.emitError() << "braid.train precision '" << precision
-                               << "' is neither fp32 nor bf16";
-  t->set_precision(precision);
-  if (!missing.empty())
-    return module_.emitError()
-           << missing << " (a setting braid-import records; run it first)";
+  t->set_seed(train.getSeed());
+  t->set_micro_batch_size(train.getMicroBatchSize());
+  t->set_num_micro_batches(train.getNumMicroBatches());
+  t->set_seq_len(train.getSeqLen());
+  t->set_steps(train.getSteps());
+  t->set_lr(train.getLr());
+  t->set_beta1(train.getBeta1());
+  t->set_beta2(train.getBeta2());
+  t->set_eps(train.getEps());
+  t->set_weight_decay(train.getWeightDecay());
+  t->set_grad_clip(train.getGradClip());
+  t->set_warmup_steps(train.getWarmupSteps());
+  t->set_decay(stringifyLrDecay(train.getDecay()).str());
+  t->set_min_lr(train.getMinLr());
+  t->set_precision(stringifyPrecision(train.getPrecision()).str());
 
+  // The memory figures are the planner's; weight_copy_bytes is absent in
+  // FP32 plans.
+  auto bytes = [&](StringRef k) -> int64_t {
+    auto a = memory.getAs<IntegerAttr>(k);
+    return a ? a.getInt() : 0;
+  };
   plan::MemoryReport *r = plan_.mutable_memory();
-  r->set_parameter_bytes(i64("sched.memory", memory, "parameter_bytes"));
-  r->set_gradient_bytes(i64("sched.memory", memory, "gradient_bytes"));
-  r->set_optimizer_bytes(i64("sched.memory", memory, "optimizer_bytes"));
-  r->set_input_bytes(i64("sched.memory", memory, "input_bytes"));
-  r->set_activation_peak_bytes(i64("sched.memory", memory, "activation_peak_bytes"));
-  r->set_saved_activation_bytes(i64("sched.memory", memory, "saved_activation_bytes"));
-  r->set_arena_bytes(i64("sched.memory", memory, "arena_bytes"));
-  r->set_weight_copy_bytes(i64("sched.memory", memory, "weight_copy_bytes"));
+  r->set_parameter_bytes(bytes("parameter_bytes"));
+  r->set_gradient_bytes(bytes("gradient_bytes"));
+  r->set_optimizer_bytes(bytes("optimizer_bytes"));
+  r->set_input_bytes(bytes("input_bytes"));
+  r->set_activation_peak_bytes(bytes("activation_peak_bytes"));
+  r->set_saved_activation_bytes(bytes("saved_activation_bytes"));
+  r->set_arena_bytes(bytes("arena_bytes"));
+  r->set_weight_copy_bytes(bytes("weight_copy_bytes"));
   return success();
 }
 

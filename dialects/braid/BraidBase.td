@@ -29,6 +29,10 @@ def Braid_Dialect : Dialect {
     transformer layer it belongs to (or the embedding or the loss), set at
     import; and `braid.phase`, forward, input gradient (B), weight gradient
     (W) or optimizer, set by autodiff.
+
+    The module carries the settings braid-import records, as typed
+    attributes (BraidAttrs.td): `braid.model = #braid.model<...>` and
+    `braid.train = #braid.train<...>`.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -36,6 +40,9 @@ def Braid_Dialect : Dialect {
     // The names of the two marks.
     static constexpr ::llvm::StringLiteral kLayerMark = "braid.layer";
     static constexpr ::llvm::StringLiteral kPhaseMark = "braid.phase";
+    // The module's settings: a ModelAttr and a TrainAttr.
+    static constexpr ::llvm::StringLiteral kModelAttr = "braid.model";
+    static constexpr ::llvm::StringLiteral kTrainAttr = "braid.train";
   }];
 }
 

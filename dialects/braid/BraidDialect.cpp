@@ -2,6 +2,7 @@
 #include "dialects/braid/BraidDialect.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include "dialects/braid/BraidOps.h"
 
@@ -24,19 +25,30 @@ void BraidDialect::initialize() {
       >();
 }
 
-// The marks must have their types; the module's other braid.* attributes
-// (name, model, training settings, memory figures) are checked by the
-// passes that read them.
+// The marks and the module's settings must have their types; the module's
+// other braid.* attributes (name, memory figures) are checked by the passes
+// that read them.
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
-  if (attr.getName() == kLayerMark && !isa<LayerAttr>(attr.getValue()))
-    return op->emitOpError() << "'" << kLayerMark
-                             << "' must be a #braid.layer, not "
-                             << attr.getValue();
-  if (attr.getName() == kPhaseMark && !isa<PhaseAttr>(attr.getValue()))
-    return op->emitOpError() << "'" << kPhaseMark
-                             << "' must be a #braid.phase, not "
-                             << attr.getValue();
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto wrongType = [&](StringRef expected) {
+    return op->emitOpError() << "'" << name << "' must be a " << expected
+                             << ", not " << value;
+  };
+  if (name == kLayerMark && !isa<LayerAttr>(value))
+    return wrongType("#braid.layer");
+  if (name == kPhaseMark && !isa<PhaseAttr>(value))
+    return wrongType("#braid.phase");
+  if (name == kModelAttr || name == kTrainAttr) {
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError()
+             << "'" << name << "' belongs on the module, not on an op";
+    if (name == kModelAttr && !isa<ModelAttr>(value))
+      return wrongType("#braid.model<...>");
+    if (name == kTrainAttr && !isa<TrainAttr>(value))
+      return wrongType("#braid.train<...>");
+  }
   return success();
 }
 

@@ -25,7 +25,7 @@ module {
 // -----
 
 // A buffer must come from sched.get_global or sched.alloc.
-module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
@@ -40,7 +40,7 @@ module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
 // -----
 
 // Kernel parameters are integers or floats.
-module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
@@ -67,7 +67,7 @@ module attributes {sched.memory = {}} {
 
 // So must the memory report of braid-plan-memory.
 // expected-error @+1 {{needs sched.memory (run braid-plan-memory first)}}
-module attributes {braid.model = {}, braid.train = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
@@ -102,31 +102,8 @@ module {
 
 // -----
 
-// The precision is fp32 or bf16.
-// expected-error @+1 {{braid.train precision 'fp16' is neither fp32 nor bf16}}
-module attributes {braid.model = {}, braid.train = {precision = "fp16"}, sched.memory = {}} {
-  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
-  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
-  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
-  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
-}
-
-// -----
-
-// A training setting is never read as a silent 0: the first one missing is
-// named.
-// expected-error @+1 {{braid.model has no family (a setting braid-import records; run it first)}}
-module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
-  sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
-  sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
-  sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}
-  sched.global @step_skipped "scalar" : memref<f32> offset(192) info {role = "step_skipped"}
-}
-
-// -----
-
 // The runtime runs programs by kind: @step and @init.
-module attributes {braid.model = {}, braid.train = {}, sched.memory = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
   sched.global @loss "scalar" : memref<f32> offset(0) info {role = "loss"}
   sched.global @grad_norm "scalar" : memref<f32> offset(64) info {role = "grad_norm"}
   sched.global @loss_sum "scalar" : memref<f32> offset(128) info {role = "loss_sum"}

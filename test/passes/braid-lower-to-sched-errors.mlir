@@ -12,7 +12,7 @@ module {
 // -----
 
 // A step that was not differentiated returns only the loss.
-module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   // expected-error @+1 {{must return the loss and one gradient per parameter (run braid-autodiff first)}}
   func.func @train_step(%w: tensor<4xf32> {braid.param = {name = "w", init = "ones"}}) -> tensor<f32> {
     %c = "test.loss"() : () -> tensor<f32>
@@ -23,7 +23,7 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
 // -----
 
 // Every argument is a parameter or an input.
-module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   // expected-error @+1 {{argument 0 is neither braid.param nor braid.input}}
   func.func @train_step(%w: tensor<4xf32>) -> tensor<f32> {
     %c = "test.loss"() : () -> tensor<f32>
@@ -35,13 +35,13 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
 
 // There must be a step to lower.
 // expected-error @+1 {{braid-lower-to-sched needs a func.func @train_step}}
-module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
 }
 
 // -----
 
 // Only braid ops lower to kernel launches.
-module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   func.func @train_step(%w: tensor<4xf32> {braid.param = {name = "w", init = "ones"}}) -> (tensor<f32>, tensor<4xf32>) {
     // expected-error @+1 {{braid-lower-to-sched cannot lower this op}}
     %c = "test.loss"(%w) : (tensor<4xf32>) -> tensor<f32>
@@ -52,7 +52,7 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
 // -----
 
 // Parameters are the f32 masters; bf16 weights are casts of them.
-module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   // expected-error @+1 {{parameter 'w' is 'bf16', but parameters are the f32 masters that AdamW updates; make it f32 and cast it to bf16 with braid.cast}}
   func.func @train_step(%w: tensor<4xbf16> {braid.param = {name = "w", init = "ones"}}) -> (tensor<f32>, tensor<4xbf16>) {
     %c = "test.loss"(%w) : (tensor<4xbf16>) -> tensor<f32>
@@ -63,7 +63,7 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
 // -----
 
 // A parameter has a name.
-module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   // expected-error @+1 {{argument 0 has a braid.param without a name}}
   func.func @train_step(%w: tensor<4xf32> {braid.param = {init = "ones"}}) -> (tensor<f32>, tensor<4xf32>) {
     %c = "test.loss"(%w) : (tensor<4xf32>) -> tensor<f32>
@@ -74,7 +74,7 @@ module attributes {braid.train = {num_micro_batches = 1 : i64}} {
 // -----
 
 // Every op carries the marks import and autodiff set.
-module attributes {braid.train = {num_micro_batches = 1 : i64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                         %labels: tensor<2x4xi32> {braid.input = "labels"},
                         %t: tensor<16x8xf32> {braid.param = {name = "t", init = "normal"}})

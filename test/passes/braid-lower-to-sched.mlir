@@ -77,7 +77,7 @@
 // CHECK: %[[S2:.+]] = sched.get_global @step_skipped
 // CHECK: sched.readback %[[S2]] to 5 on 0 : memref<f32>
 // CHECK-NEXT: }
-module attributes {braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, num_micro_batches = 4 : i64, weight_decay = 1.000000e-01 : f64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   func.func @train_step(%arg0: tensor<2x4xi32> {braid.input = "tokens"}, %arg1: tensor<2x4xi32> {braid.input = "labels"}, %arg2: tensor<16x8xf32> {braid.param = {init = "normal", name = "table", weight_decay = true}}, %arg3: tensor<8x8xf32> {braid.param = {init = "normal", name = "w", weight_decay = true}}, %arg4: tensor<8xf32> {braid.param = {init = "zeros", name = "b", weight_decay = true}}) -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "table"}, tensor<8x8xf32> {braid.grad_of = "w"}, tensor<8xf32> {braid.grad_of = "b"}) {
     %0 = braid.embedding %arg2, %arg0 {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<forward>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
     %1 = braid.linear %0, %arg3, %arg4 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
