@@ -37,6 +37,7 @@
 
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
+#include "dialects/braid/StageFunctions.h"
 #include "dialects/sched/SchedOps.h"
 
 namespace braid {
@@ -513,12 +514,11 @@ struct LowerToSchedPass : impl::LowerToSchedPassBase<LowerToSchedPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto func = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!func) {
-      module.emitError("braid-lower-to-sched needs a func.func @train_step");
+    FailureOr<func::FuncOp> func =
+        singleStageFunction(module, "braid-lower-to-sched");
+    if (failed(func))
       return signalPassFailure();
-    }
-    if (failed(Lowering(module, func, optimizerStream).run()))
+    if (failed(Lowering(module, *func, optimizerStream).run()))
       signalPassFailure();
   }
 };

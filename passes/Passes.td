@@ -16,7 +16,9 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
   let description = [{
     Reads a model spec (protobuf text) and fills the empty module with one
     function, `@train_step`, holding the forward graph of one micro-batch in
-    the `braid` dialect. Parameters are function arguments carrying a
+    the `braid` dialect. It is the model's one pipeline stage, marked
+    `braid.stage = #braid.stage<0>`; later passes find it by that mark
+    (dialects/braid/StageFunctions.h), not by its name. Parameters are function arguments carrying a
     `braid.param` dictionary (Hugging Face name, initialisation, weight
     decay, checkpoint layout); token, label and position ids are arguments
     carrying `braid.input`; the single result is the mean loss. The module
@@ -69,7 +71,8 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
 def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
   let summary = "Append the backward graph, split into input and weight gradients";
   let description = [{
-    Reverse-mode differentiation of `@train_step` with respect to every
+    Reverse-mode differentiation of the stage function (the one
+    `braid.stage` function of a one-stage module) with respect to every
     `braid.param` argument. Each forward op's gradient rule is its
     `DifferentiableOp::buildGradient` (the interface is declared in
     BraidBase.td); weight-gradient ops carry the `WeightGradient` trait.

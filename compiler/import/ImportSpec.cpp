@@ -54,6 +54,8 @@ public:
     b_.setInsertionPointToEnd(module.getBody());
     func_ = func::FuncOp::create(b_, loc_, "train_step",
                                  b_.getFunctionType({}, {}));
+    // One pipeline stage: the whole graph is stage 0.
+    func_->setAttr(BraidDialect::kStageAttr, StageAttr::get(ctx_, 0));
     block_ = func_.addEntryBlock();
     b_.setInsertionPointToStart(block_);
     b_.setListener(&layer_);

@@ -1,7 +1,8 @@
 //===- BraidAttrs.td - braid dialect attributes -----------------*- tablegen -*-===//
 //
 // The module's settings: `braid.model` (what the plan's ModelInfo carries)
-// and `braid.train` (its TrainConfig), both set by braid-import. Every
+// and `braid.train` (its TrainConfig), both set by braid-import; and the
+// mark `braid.stage` of the function that holds a pipeline stage. Every
 // parameter is required and written in its place, so a setting that is
 // missing is a parse error that names it ("expected 'lr'"), never a silent 0
 // for a later pass.
@@ -133,6 +134,30 @@ def Braid_TrainAttr : AttrDef<Braid_Dialect, "Train"> {
     `precision` `=` $precision
     `>`
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages
+//===----------------------------------------------------------------------===//
+
+// `braid.stage = #braid.stage<0>` on a func.func: the function holds the
+// forward (and, after autodiff, backward) graph of pipeline stage 0. A
+// module has one function per stage; passes find them through
+// StageFunctions.h, never by name.
+def Braid_StageAttr : AttrDef<Braid_Dialect, "Stage"> {
+  let mnemonic = "stage";
+  let summary = "The pipeline stage whose graph a function holds";
+  let description = [{
+    braid-import creates one function, stage 0:
+
+    ```mlir
+    func.func @train_step(...) -> (tensor<f32> {braid.loss})
+        attributes {braid.stage = #braid.stage<0>} {
+    ```
+  }];
+  let parameters = (ins "int64_t":$index);
+  let assemblyFormat = "`<` $index `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // BRAID_ATTRS_TD

@@ -32,7 +32,8 @@ def Braid_Dialect : Dialect {
 
     The module carries the settings braid-import records, as typed
     attributes (BraidAttrs.td): `braid.model = #braid.model<...>` and
-    `braid.train = #braid.train<...>`.
+    `braid.train = #braid.train<...>`. The function that holds a pipeline
+    stage's graph is marked `braid.stage = #braid.stage<N>`.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -43,6 +44,8 @@ def Braid_Dialect : Dialect {
     // The module's settings: a ModelAttr and a TrainAttr.
     static constexpr ::llvm::StringLiteral kModelAttr = "braid.model";
     static constexpr ::llvm::StringLiteral kTrainAttr = "braid.train";
+    // The mark of a stage function: a StageAttr.
+    static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
   }];
 }
 

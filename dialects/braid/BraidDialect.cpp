@@ -2,6 +2,7 @@
 #include "dialects/braid/BraidDialect.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "dialects/braid/BraidOps.h"
@@ -49,6 +50,24 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     if (name == kTrainAttr && !isa<TrainAttr>(value))
       return wrongType("#braid.train<...>");
   }
+  if (name == kStageAttr) {
+    auto stage = dyn_cast<StageAttr>(value);
+    if (!stage)
+      return wrongType("#braid.stage");
+    if (!isa<func::FuncOp>(op))
+      return op->emitOpError()
+             << "'" << name << "' marks a func.func, not this op";
+    // One function per stage: the later of two claimants is refused.
+    for (Operation &other : op->getBlock()->getOperations()) {
+      if (&other == op)
+        break;
+      if (other.getAttr(kStageAttr) == stage)
+        return op->emitOpError()
+               << "is stage " << stage.getIndex() << " like @"
+               << cast<func::FuncOp>(other).getSymName()
+               << "; a stage has one function";
+    }
+  }
   return success();
 }
 
@@ -87,5 +106,12 @@ LayerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a layer is 'embedding', 'loss' or an index of "
                           "0 or more, not "
                        << index;
+  return success();
+}
+
+LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t index) {
+  if (index < 0)
+    return emitError() << "a stage is numbered from 0, not " << index;
   return success();
 }

@@ -69,3 +69,37 @@ module attributes {braid.model = "llama"} {
 func.func @f() attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.0e-3, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.1, grad_clip = 1.0, warmup_steps = 2, decay = cosine, min_lr = 1.0e-4, precision = fp32>} {
   return
 }
+
+// -----
+
+// braid.stage: stages are numbered from 0.
+// expected-error @+1 {{a stage is numbered from 0, not -1}}
+func.func @f() attributes {braid.stage = #braid.stage<-1>} {
+  return
+}
+
+// -----
+
+// braid.stage is a #braid.stage.
+// expected-error @+1 {{'func.func' op 'braid.stage' must be a #braid.stage, not 0 : i64}}
+func.func @f() attributes {braid.stage = 0} {
+  return
+}
+
+// -----
+
+// braid.stage marks functions.
+// expected-error @+1 {{'builtin.module' op 'braid.stage' marks a func.func, not this op}}
+module attributes {braid.stage = #braid.stage<0>} {
+}
+
+// -----
+
+// A stage has one function.
+func.func @a() attributes {braid.stage = #braid.stage<0>} {
+  return
+}
+// expected-error @+1 {{'func.func' op is stage 0 like @a; a stage has one function}}
+func.func @b() attributes {braid.stage = #braid.stage<0>} {
+  return
+}

@@ -32,3 +32,15 @@ module @llama_cosine_fp32 attributes {
       grad_clip = 1.0, warmup_steps = 2, decay = cosine, min_lr = 1.0e-4,
       precision = fp32>} {
 }
+
+// A stage function: the graph of pipeline stage 0, found by this mark.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: attributes {braid.stage = #braid.stage<0>}
+// CHECK-LABEL: func.func @stage1(
+// CHECK-SAME: attributes {braid.stage = #braid.stage<1>}
+func.func @train_step(%x: tensor<4xf32>) -> tensor<4xf32> attributes {braid.stage = #braid.stage<0>} {
+  return %x : tensor<4xf32>
+}
+func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {braid.stage = #braid.stage<1>} {
+  return %x : tensor<4xf32>
+}
