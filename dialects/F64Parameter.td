@@ -11,8 +11,11 @@
 
 include "mlir/IR/AttrTypeBase.td"
 
-class F64Parameter<string desc = "an f64 value">
+// With a `default`, the parameter may be left out (and is not printed when
+// it has that value); without one it is required.
+class F64Parameter<string desc = "an f64 value", string default = "">
     : AttrParameter<"::braid::F64", desc, "double"> {
+  let defaultValue = default;
   let parser = [{ [&]() -> ::mlir::FailureOr<::braid::F64> {
     double value;
     if ($_parser.parseFloat(value))

@@ -129,10 +129,15 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     `sched.repeat` over the step's micro-batches states one micro-batch
     once (its inputs' `sched.stage`, its launches, its loss's
     `sched.readback` into slot i in iteration i), then the optimizer runs
-    and the norm and the skipped flag are read back:
+    and the norm and the skipped flag are read back. Each global states its
+    kind and what belongs to it, each program its kind:
 
     ```mlir
-    sched.program @step {
+    sched.global @w parameter : memref<8x4xf32> info <name = "w", init = normal, init_std = 2.000000e-02, weight_decay = true, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
+    sched.global @w.grad gradient of @w : memref<8x4xf32>
+    sched.global @tokens input role tokens : memref<2x4xi32>
+    sched.global @loss scalar role loss : memref<f32>
+    sched.program @step step {
       sched.launch "fill" on 0 outs(%g0 : ...) ...
       sched.repeat 4 {
         sched.stage %tokens micro_batch 0 on 0 : memref<2x4xi32>
@@ -169,8 +174,8 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     `@init` (run once after the parameters are initialised or restored)
     and the end of `@step` write it from the master:
     ```mlir
-    sched.global @w.bf16 "weight_copy" : memref<8x4xbf16> info {of = "w"}
-    sched.program @init {
+    sched.global @w.bf16 weight_copy of @w : memref<8x4xbf16>
+    sched.program @init init {
       %w = sched.get_global @w : memref<8x4xf32>
       %c = sched.get_global @w.bf16 : memref<8x4xbf16>
       sched.launch "cast" on 0 ins(%w : memref<8x4xf32>) outs(%c : memref<8x4xbf16>)
@@ -213,8 +218,8 @@ def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
     (`weight_copy_bytes` only when there are weight copies); with
     `report=true` the pass prints that report. What is saved for backward
     is what is live at the first launch marked `input_grad` or
-    `weight_grad`, and the per-layer figures follow the launches'
-    `braid.layer` marks.
+    `weight_grad` in the program of kind `step`, and the per-layer figures
+    follow that program's launches' `braid.layer` marks.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",

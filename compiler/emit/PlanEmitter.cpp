@@ -77,53 +77,94 @@ private:
   ModuleOp module_;
   plan::Plan plan_;
   llvm::StringMap<uint32_t> globalIds_;
+  // The tensors of the scalars of each role, kNone until seen.
+  static constexpr uint32_t kNone = ~0u;
+  uint32_t loss_ = kNone, lossSum_ = kNone, gradNorm_ = kNone,
+           stepSkipped_ = kNone;
+  // The program of each kind, once seen.
+  sched::ProgramOp stepProgram_, initProgram_;
   uint32_t maxStream_ = 0;
   int64_t maxEvent_ = -1;
 };
 
+plan::TensorKind tensorKind(sched::GlobalKind kind) {
+  switch (kind) {
+  case sched::GlobalKind::Parameter:
+    return plan::PARAMETER;
+  case sched::GlobalKind::Gradient:
+    return plan::GRADIENT;
+  case sched::GlobalKind::OptimizerState:
+    return plan::OPTIMIZER_STATE;
+  case sched::GlobalKind::WeightCopy:
+    return plan::WEIGHT_COPY;
+  case sched::GlobalKind::Input:
+    return plan::INPUT;
+  case sched::GlobalKind::Scalar:
+    return plan::SCALAR;
+  }
+  llvm_unreachable("every global kind has a tensor kind");
+}
+
+plan::InitKind initKind(sched::InitKind init) {
+  switch (init) {
+  case sched::InitKind::Normal:
+    return plan::NORMAL;
+  case sched::InitKind::Zeros:
+    return plan::ZEROS;
+  case sched::InitKind::Ones:
+    return plan::ONES;
+  }
+  llvm_unreachable("every init kind has a plan init kind");
+}
+
 LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   if (!global.getOffset())
     return global.emitOpError("has no offset: run braid-plan-memory first");
-  StringRef kind = global.getKind();
-  plan::TensorKind k = kind == "parameter"         ? plan::PARAMETER
-                       : kind == "gradient"        ? plan::GRADIENT
-                       : kind == "optimizer_state" ? plan::OPTIMIZER_STATE
-                       : kind == "weight_copy"     ? plan::WEIGHT_COPY
-                       : kind == "input"           ? plan::INPUT
-                                                   : plan::SCALAR;
-  plan::Tensor *t =
-      newTensor(global.getSymName(), global.getType(), global.getOffset(), k);
+  plan::Tensor *t = newTensor(global.getSymName(), global.getType(),
+                              global.getOffset(), tensorKind(global.getKind()));
   globalIds_[global.getSymName()] = t->id();
-  DictionaryAttr info = global.getInfo();
-  if (k == plan::INPUT) {
-    StringRef role = info.getAs<StringAttr>("role").getValue();
-    t->set_role(role == "tokens"   ? plan::TOKENS
-                : role == "labels" ? plan::LABELS
-                                   : plan::POSITIONS);
+  // The verifier gives inputs and scalars a role of their kind, and
+  // parameters their info.
+  if (std::optional<sched::Role> role = global.getRole()) {
+    uint32_t *scalar = nullptr;
+    switch (*role) {
+    case sched::Role::Tokens:
+      t->set_role(plan::TOKENS);
+      break;
+    case sched::Role::Labels:
+      t->set_role(plan::LABELS);
+      break;
+    case sched::Role::Positions:
+      t->set_role(plan::POSITIONS);
+      break;
+    case sched::Role::Loss:
+      scalar = &loss_;
+      break;
+    case sched::Role::LossSum:
+      scalar = &lossSum_;
+      break;
+    case sched::Role::GradNorm:
+      scalar = &gradNorm_;
+      break;
+    case sched::Role::StepSkipped:
+      scalar = &stepSkipped_;
+      break;
+    }
+    if (scalar) {
+      if (*scalar != kNone)
+        return global.emitOpError()
+               << "is the " << sched::stringifyRole(*role) << " scalar, as @"
+               << plan_.tensors(*scalar).name()
+               << " is; a plan has one scalar of each role";
+      *scalar = t->id();
+    }
   }
-  if (k == plan::SCALAR) {
-    StringRef role = info.getAs<StringAttr>("role").getValue();
-    if (role == "loss")
-      plan_.set_loss_tensor(t->id());
-    else if (role == "loss_sum")
-      plan_.set_loss_sum_tensor(t->id());
-    else if (role == "grad_norm")
-      plan_.set_grad_norm_tensor(t->id());
-    else if (role == "step_skipped")
-      plan_.set_step_skipped_tensor(t->id());
-  }
-  if (k == plan::PARAMETER) {
+  if (sched::ParamInfoAttr info = global.getInfoAttr()) {
     plan::ParameterInfo *p = t->mutable_param();
-    StringRef init = info.getAs<StringAttr>("init").getValue();
-    p->set_init(init == "normal"  ? plan::NORMAL
-                : init == "zeros" ? plan::ZEROS
-                                  : plan::ONES);
-    if (auto std = info.getAs<FloatAttr>("init_std"))
-      p->set_init_std(std.getValueAsDouble());
-    if (auto wd = info.getAs<BoolAttr>("weight_decay"))
-      p->set_weight_decay(wd.getValue());
-    if (auto tr = info.getAs<BoolAttr>("checkpoint_transposed"))
-      p->set_checkpoint_transposed(tr.getValue());
+    p->set_init(initKind(info.getInit()));
+    p->set_init_std(info.getInitStd());
+    p->set_weight_decay(info.getWeightDecay());
+    p->set_checkpoint_transposed(info.getCheckpointTransposed());
   }
   return success();
 }
@@ -132,25 +173,27 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
 // to tensor ids once every global has one.
 LogicalResult Emitter::linkParameters() {
   for (auto global : module_.getOps<sched::GlobalOp>()) {
-    if (global.getKind() != "parameter")
+    sched::ParamInfoAttr info = global.getInfoAttr();
+    if (!info)
       continue;
     plan::Tensor *t = plan_.mutable_tensors(globalIds_[global.getSymName()]);
-    auto lookup = [&](StringRef key) -> FailureOr<uint32_t> {
-      auto sym = global.getInfo().getAs<StringAttr>(key);
-      if (!sym || !globalIds_.count(sym.getValue()))
-        return global.emitOpError() << "info." << key
+    auto lookup = [&](StringRef key,
+                      FlatSymbolRefAttr sym) -> FailureOr<uint32_t> {
+      if (!globalIds_.count(sym.getValue()))
+        return global.emitOpError() << "info." << key << " " << sym
                                     << " does not name a sched.global";
       return globalIds_[sym.getValue()];
     };
-    FailureOr<uint32_t> g = lookup("grad"), m = lookup("exp_avg"),
-                        v = lookup("exp_avg_sq");
+    FailureOr<uint32_t> g = lookup("grad", info.getGrad()),
+                        m = lookup("exp_avg", info.getExpAvg()),
+                        v = lookup("exp_avg_sq", info.getExpAvgSq());
     if (failed(g) || failed(m) || failed(v))
       return failure();
     t->mutable_param()->set_grad(*g);
     t->mutable_param()->set_exp_avg(*m);
     t->mutable_param()->set_exp_avg_sq(*v);
-    if (global.getInfo().get("compute_copy")) {
-      FailureOr<uint32_t> copy = lookup("compute_copy");
+    if (FlatSymbolRefAttr copySym = info.getComputeCopy()) {
+      FailureOr<uint32_t> copy = lookup("compute_copy", copySym);
       if (failed(copy))
         return failure();
       const plan::Tensor &c = plan_.tensors(*copy);
@@ -169,15 +212,17 @@ LogicalResult Emitter::linkParameters() {
 }
 
 LogicalResult Emitter::addProgram(sched::ProgramOp program) {
+  const bool step = program.getKind() == sched::ProgramKind::Step;
+  sched::ProgramOp &first = step ? stepProgram_ : initProgram_;
+  if (first)
+    return program.emitOpError()
+           << "is a " << sched::stringifyProgramKind(program.getKind())
+           << " program, as @" << first.getSymName()
+           << " is; a plan has one of each kind";
+  first = program;
   plan::Program *out = plan_.add_programs();
   out->set_name(program.getSymName().str());
-  if (program.getSymName() == "step")
-    out->set_kind(plan::STEP);
-  else if (program.getSymName() == "init")
-    out->set_kind(plan::INIT);
-  else
-    return program.emitOpError("is neither @step nor @init, the programs a "
-                               "plan runs");
+  out->set_kind(step ? plan::STEP : plan::INIT);
   llvm::DenseMap<Value, uint32_t> ids;
   int64_t launchIndex = 0;
 
@@ -365,11 +410,15 @@ FailureOr<plan::Plan> Emitter::run() {
       return failure();
   if (failed(linkParameters()))
     return failure();
-  for (StringRef scalar : {"loss", "loss_sum", "grad_norm", "step_skipped"})
-    if (!globalIds_.count(scalar))
-      return module_.emitError("needs the @loss, @loss_sum, @grad_norm and "
-                               "@step_skipped scalar globals (run "
-                               "braid-lower-to-sched first)");
+  if (loss_ == kNone || lossSum_ == kNone || gradNorm_ == kNone ||
+      stepSkipped_ == kNone)
+    return module_.emitError("needs scalar globals of the roles loss, "
+                             "loss_sum, grad_norm and step_skipped (run "
+                             "braid-lower-to-sched first)");
+  plan_.set_loss_tensor(loss_);
+  plan_.set_loss_sum_tensor(lossSum_);
+  plan_.set_grad_norm_tensor(gradNorm_);
+  plan_.set_step_skipped_tensor(stepSkipped_);
   for (auto program : module_.getOps<sched::ProgramOp>())
     if (failed(addProgram(program)))
       return failure();

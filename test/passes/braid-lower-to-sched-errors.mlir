@@ -92,12 +92,45 @@ module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, nu
 module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                         %labels: tensor<2x4xi32> {braid.input = "labels"},
-                        %t: tensor<16x8xf32> {braid.param = {name = "t", init = "normal"}})
+                        %t: tensor<16x8xf32> {braid.param = {name = "t", init = "normal", init_std = 2.0e-02 : f64}})
       -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "t"}) attributes {braid.stage = #braid.stage<0>} {
     // expected-error @+1 {{'braid.embedding' op has no braid.phase mark (braid-import sets the layer of every op, braid-autodiff the phase)}}
     %x = braid.embedding %t, %ids {braid.layer = #braid.layer<embedding>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
     %g = braid.embedding_grad_weight %x, %ids {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<16x8xf32>
     %l = "test.loss"() : () -> tensor<f32>
     return %l, %g : tensor<f32>, tensor<16x8xf32>
+  }
+}
+
+// -----
+
+// A parameter is initialised one of three ways.
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
+  // expected-error @+1 {{parameter 'w' needs braid.param init = "normal", "zeros" or "ones"}}
+  func.func @train_step(%w: tensor<4xf32> {braid.param = {name = "w", init = "uniform"}}) -> (tensor<f32>, tensor<4xf32>) attributes {braid.stage = #braid.stage<0>} {
+    %c = "test.loss"(%w) : (tensor<4xf32>) -> tensor<f32>
+    return %c, %w : tensor<f32>, tensor<4xf32>
+  }
+}
+
+// -----
+
+// A normal initialisation needs its std.
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
+  // expected-error @+1 {{parameter 'w' has init = normal, so it needs a finite positive init_std, not 0}}
+  func.func @train_step(%w: tensor<4xf32> {braid.param = {name = "w", init = "normal"}}) -> (tensor<f32>, tensor<4xf32>) attributes {braid.stage = #braid.stage<0>} {
+    %c = "test.loss"(%w) : (tensor<4xf32>) -> tensor<f32>
+    return %c, %w : tensor<f32>, tensor<4xf32>
+  }
+}
+
+// -----
+
+// An input is tokens, labels or positions.
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
+  // expected-error @+1 {{argument 0 has braid.input "mask"; an input is "tokens", "labels" or "positions"}}
+  func.func @train_step(%m: tensor<2x4xi32> {braid.input = "mask"}) -> tensor<f32> attributes {braid.stage = #braid.stage<0>} {
+    %c = "test.loss"() : () -> tensor<f32>
+    return %c : tensor<f32>
   }
 }
