@@ -1,6 +1,6 @@
 //===- Autodiff.cpp - reverse-mode differentiation with a B/W split -------===//
 //
-// Walks @train_step backwards from the loss. Each forward op whose results
+// Walks the stage function backwards from the loss. Each forward op whose results
 // carry a gradient emits its backward through its DifferentiableOp rule
 // (dialects/braid/Gradients.cpp): the input-gradient op (B) for operands
 // that need a gradient, and the weight-gradient op (W) when a parameter is
@@ -30,6 +30,7 @@
 
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
+#include "dialects/braid/StageFunctions.h"
 
 namespace braid {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -181,11 +182,11 @@ LogicalResult Differentiator::run() {
 
 struct AutodiffPass : impl::AutodiffPassBase<AutodiffPass> {
   void runOnOperation() override {
-    auto func = getOperation().lookupSymbol<func::FuncOp>("train_step");
-    if (!func) {
-      getOperation().emitError("braid-autodiff needs a func.func @train_step");
+    FailureOr<func::FuncOp> stage =
+        singleStageFunction(getOperation(), "braid-autodiff");
+    if (failed(stage))
       return signalPassFailure();
-    }
+    func::FuncOp func = *stage;
     if (func.getNumResults() == 0) {
       func.emitOpError("braid-autodiff expects a single loss result");
       return signalPassFailure();

@@ -37,6 +37,7 @@
 
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
+#include "dialects/braid/StageFunctions.h"
 #include "dialects/sched/SchedOps.h"
 
 namespace braid {
@@ -105,7 +106,7 @@ public:
 private:
   LogicalResult checkSignature();
   void findWeightCopies();
-  void createGlobals();
+  LogicalResult createGlobals();
   void planGradientSinks();
   void lowerInit();
   void resetAccumulators();
@@ -118,11 +119,17 @@ private:
   }
   void refreshWeightCopies(Location loc);
 
-  sched::GlobalOp global(StringRef sym, StringRef kind, Type tensorType,
-                         DictionaryAttr info) {
-    auto g = sched::GlobalOp::create(b_, module_.getLoc(), sym, kind,
-                                     bufferType(tensorType), info,
-                                     IntegerAttr());
+  sched::GlobalOp global(StringRef sym, sched::GlobalKind kind,
+                         Type tensorType, StringRef of = {},
+                         std::optional<sched::Role> role = std::nullopt,
+                         sched::ParamInfoAttr info = {}) {
+    MLIRContext *ctx = b_.getContext();
+    auto g = sched::GlobalOp::create(
+        b_, module_.getLoc(), b_.getStringAttr(sym),
+        sched::GlobalKindAttr::get(ctx, kind),
+        of.empty() ? FlatSymbolRefAttr() : FlatSymbolRefAttr::get(ctx, of),
+        role ? sched::RoleAttr::get(ctx, *role) : sched::RoleAttr(),
+        TypeAttr::get(bufferType(tensorType)), IntegerAttr(), info);
     globals_[sym] = g;
     return g;
   }
@@ -151,6 +158,9 @@ private:
     BlockArgument arg;
     std::string name;
     bool weightDecay;
+    sched::InitKind init;
+    double initStd;
+    bool checkpointTransposed;
     // The weight copy compute reads (BF16): its symbol and tensor type;
     // empty when compute reads the parameter itself.
     std::string copy = {};
@@ -162,13 +172,13 @@ private:
   OpBuilder b_;
   SmallVector<Param> params_;
   llvm::StringMap<sched::GlobalOp> globals_;
-  DenseMap<Value, std::string> inputRole_;
+  DenseMap<Value, sched::Role> inputRole_;
   // Gradient leaves: value -> gradient global symbol.
   DenseMap<Value, std::string> gradSink_;
   DenseSet<Operation *> absorbed_, accumulating_;
   // Casts of parameters that read a weight copy: op -> index in params_.
   DenseMap<Operation *, size_t> copyCasts_;
-  DictionaryAttr train_;
+  TrainAttr train_;
   int32_t numMicroBatches_ = 1;
   const uint32_t optimizerStream_;
   // The stream of the launches being created.
@@ -176,12 +186,12 @@ private:
 };
 
 LogicalResult Lowering::checkSignature() {
-  train_ = module_->getAttrOfType<DictionaryAttr>("braid.train");
-  if (!train_ || !train_.getAs<IntegerAttr>("num_micro_batches"))
+  train_ = module_->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
+  if (!train_)
     return module_.emitError(
         "braid-lower-to-sched needs the braid.train module attribute "
         "(run braid-import first)");
-  int64_t numMicro = train_.getAs<IntegerAttr>("num_micro_batches").getInt();
+  int64_t numMicro = train_.getNumMicroBatches();
   if (numMicro < 1 || numMicro > kMaxMicroBatches)
     return module_.emitError()
            << "braid.train num_micro_batches is " << numMicro
@@ -202,12 +212,34 @@ LogicalResult Lowering::checkSignature() {
                << type.getElementType()
                << ", but parameters are the f32 masters that AdamW updates; "
                   "make it f32 and cast it to bf16 with braid.cast";
+      auto init = p.getAs<StringAttr>("init");
+      std::optional<sched::InitKind> initKind =
+          init ? sched::symbolizeInitKind(init.getValue()) : std::nullopt;
+      if (!initKind)
+        return func_.emitOpError()
+               << "parameter '" << name.getValue()
+               << "' needs braid.param init = \"normal\", \"zeros\" or "
+                  "\"ones\"";
+      auto flag = [&](StringRef key) {
+        auto f = p.getAs<BoolAttr>(key);
+        return f && f.getValue();
+      };
+      auto std = p.getAs<FloatAttr>("init_std");
       params_.push_back({arg, name.str(),
-                         p.getAs<BoolAttr>("weight_decay") &&
-                             p.getAs<BoolAttr>("weight_decay").getValue() &&
-                             shape.size() == 2});
+                         flag("weight_decay") && shape.size() == 2, *initKind,
+                         std ? std.getValueAsDouble() : 0.0,
+                         flag("checkpoint_transposed")});
     } else if (auto r = func_.getArgAttrOfType<StringAttr>(i, "braid.input")) {
-      inputRole_[arg] = r.str();
+      std::optional<sched::Role> role = sched::symbolizeRole(r.getValue());
+      if (!role || !llvm::is_contained({sched::Role::Tokens,
+                                        sched::Role::Labels,
+                                        sched::Role::Positions},
+                                       *role))
+        return func_.emitOpError()
+               << "argument " << i << " has braid.input \"" << r.getValue()
+               << "\"; an input is \"tokens\", \"labels\" or "
+                  "\"positions\"";
+      inputRole_[arg] = *role;
     } else {
       return func_.emitOpError() << "argument " << i
                                  << " is neither braid.param nor braid.input";
@@ -238,49 +270,48 @@ void Lowering::findWeightCopies() {
   });
 }
 
-void Lowering::createGlobals() {
+LogicalResult Lowering::createGlobals() {
   b_.setInsertionPointToStart(module_.getBody());
-  auto named = [&](StringRef n, Attribute a) { return b_.getNamedAttr(n, a); };
-  for (auto &p : params_) {
-    auto info = func_.getArgAttrOfType<DictionaryAttr>(p.arg.getArgNumber(),
-                                                       "braid.param");
-    // The effective decay flag: rank-2 parameters only (docs/numerics.md).
-    SmallVector<NamedAttribute> fields;
-    for (NamedAttribute f : info.getValue())
-      if (f.getName() != "weight_decay")
-        fields.push_back(f);
-    fields.push_back(named("weight_decay", b_.getBoolAttr(p.weightDecay)));
-    fields.push_back(named("grad", b_.getStringAttr(p.name + ".grad")));
-    fields.push_back(named("exp_avg", b_.getStringAttr(p.name + ".exp_avg")));
-    fields.push_back(
-        named("exp_avg_sq", b_.getStringAttr(p.name + ".exp_avg_sq")));
-    if (!p.copy.empty())
-      fields.push_back(named("compute_copy", b_.getStringAttr(p.copy)));
-    global(p.name, "parameter", p.arg.getType(),
-           b_.getDictionaryAttr(fields));
-  }
-  auto ofParam = [&](const Param &p) {
-    return b_.getDictionaryAttr({named("of", b_.getStringAttr(p.name))});
+  MLIRContext *ctx = b_.getContext();
+  auto sym = [&](const std::string &name) {
+    return FlatSymbolRefAttr::get(ctx, name);
   };
-  for (auto &p : params_)
-    global(p.name + ".grad", "gradient", p.arg.getType(), ofParam(p));
   for (auto &p : params_) {
-    global(p.name + ".exp_avg", "optimizer_state", p.arg.getType(), ofParam(p));
-    global(p.name + ".exp_avg_sq", "optimizer_state", p.arg.getType(),
-           ofParam(p));
+    // The effective decay flag: rank-2 parameters only (docs/numerics.md).
+    auto emitError = [&] { return func_.emitOpError(); };
+    auto info = sched::ParamInfoAttr::getChecked(
+        function_ref<InFlightDiagnostic()>(emitError), ctx, StringRef(p.name),
+        p.init, F64(p.initStd), p.weightDecay, p.checkpointTransposed,
+        sym(p.name + ".grad"),
+        sym(p.name + ".exp_avg"), sym(p.name + ".exp_avg_sq"),
+        p.copy.empty() ? FlatSymbolRefAttr() : sym(p.copy));
+    if (!info)
+      return failure();
+    global(p.name, sched::GlobalKind::Parameter, p.arg.getType(), {},
+           std::nullopt, info);
+  }
+  for (auto &p : params_)
+    global(p.name + ".grad", sched::GlobalKind::Gradient, p.arg.getType(),
+           p.name);
+  for (auto &p : params_) {
+    global(p.name + ".exp_avg", sched::GlobalKind::OptimizerState,
+           p.arg.getType(), p.name);
+    global(p.name + ".exp_avg_sq", sched::GlobalKind::OptimizerState,
+           p.arg.getType(), p.name);
   }
   for (auto &p : params_)
     if (!p.copy.empty())
-      global(p.copy, "weight_copy", p.copyType, ofParam(p));
+      global(p.copy, sched::GlobalKind::WeightCopy, p.copyType, p.name);
   for (BlockArgument arg : func_.getArguments())
-    if (inputRole_.count(arg))
-      global(inputRole_[arg], "input", arg.getType(),
-             b_.getDictionaryAttr(
-                 {named("role", b_.getStringAttr(inputRole_[arg]))}));
+    if (auto it = inputRole_.find(arg); it != inputRole_.end())
+      global(sched::stringifyRole(it->second), sched::GlobalKind::Input,
+             arg.getType(), {}, it->second);
   auto scalar = RankedTensorType::get({}, b_.getF32Type());
-  for (StringRef role : {"loss", "loss_sum", "grad_norm", "step_skipped"})
-    global(role, "scalar", scalar,
-           b_.getDictionaryAttr({named("role", b_.getStringAttr(role))}));
+  for (sched::Role role : {sched::Role::Loss, sched::Role::LossSum,
+                           sched::Role::GradNorm, sched::Role::StepSkipped})
+    global(sched::stringifyRole(role), sched::GlobalKind::Scalar, scalar, {},
+           role);
+  return success();
 }
 
 // Decides where each gradient contribution is written (see file comment).
@@ -322,7 +353,8 @@ void Lowering::lowerInit() {
   if (copyCasts_.empty())
     return;
   b_.setInsertionPointToEnd(module_.getBody());
-  auto program = sched::ProgramOp::create(b_, func_.getLoc(), "init");
+  auto program = sched::ProgramOp::create(b_, func_.getLoc(), "init",
+                                          sched::ProgramKind::Init);
   b_.setInsertionPointToStart(&program.getBody().emplaceBlock());
   refreshWeightCopies(func_.getLoc());
 }
@@ -352,9 +384,9 @@ void Lowering::resetAccumulators() {
 // added to the sum.
 LogicalResult Lowering::lowerMicroBatch() {
   for (BlockArgument arg : func_.getArguments())
-    if (inputRole_.count(arg))
+    if (auto it = inputRole_.find(arg); it != inputRole_.end())
       sched::StageOp::create(b_, module_.getLoc(),
-                             getGlobal(inputRole_.lookup(arg)),
+                             getGlobal(sched::stringifyRole(it->second)),
                              b_.getI32IntegerAttr(0), b_.getI32IntegerAttr(0));
 
   DenseMap<Value, Value> buffers;
@@ -368,11 +400,10 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (!p.copy.empty())
       copies[i] = getGlobal(p.copy);
   for (BlockArgument arg : func_.getArguments())
-    if (inputRole_.count(arg))
-      buffers[arg] = getGlobal(inputRole_.lookup(arg));
+    if (auto it = inputRole_.find(arg); it != inputRole_.end())
+      buffers[arg] = getGlobal(sched::stringifyRole(it->second));
 
-  double numMicro = static_cast<double>(
-      train_.getAs<IntegerAttr>("num_micro_batches").getInt());
+  double numMicro = static_cast<double>(train_.getNumMicroBatches());
   auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
   Value loss = ret.getOperand(0);
 
@@ -468,22 +499,18 @@ void Lowering::lowerOptimizer() {
   Value skip = getGlobal("step_skipped");
   optimizerLaunch(loc, "step_guard", {lossSum, norm}, {skip}, DictionaryAttr());
 
-  auto f64 = [&](StringRef key) {
-    return b_.getF64FloatAttr(
-        train_.getAs<FloatAttr>(key).getValueAsDouble());
-  };
+  auto f64 = [&](double v) { return b_.getF64FloatAttr(v); };
   for (auto [p, grad] : llvm::zip(params_, grads)) {
     Value param = getGlobal(p.name);
     Value m = getGlobal(p.name + ".exp_avg");
     Value v = getGlobal(p.name + ".exp_avg_sq");
     auto params = b_.getDictionaryAttr(
-        {b_.getNamedAttr("beta1", f64("beta1")),
-         b_.getNamedAttr("beta2", f64("beta2")),
-         b_.getNamedAttr("eps", f64("eps")),
-         b_.getNamedAttr("weight_decay", p.weightDecay
-                                             ? f64("weight_decay")
-                                             : b_.getF64FloatAttr(0.0)),
-         b_.getNamedAttr("grad_clip", f64("grad_clip"))});
+        {b_.getNamedAttr("beta1", f64(train_.getBeta1())),
+         b_.getNamedAttr("beta2", f64(train_.getBeta2())),
+         b_.getNamedAttr("eps", f64(train_.getEps())),
+         b_.getNamedAttr("weight_decay",
+                         f64(p.weightDecay ? train_.getWeightDecay() : 0.0)),
+         b_.getNamedAttr("grad_clip", f64(train_.getGradClip()))});
     optimizerLaunch(loc, "adamw", {grad, norm, skip}, {param, m, v}, params);
   }
   refreshWeightCopies(loc);
@@ -496,11 +523,13 @@ LogicalResult Lowering::run() {
   if (failed(checkSignature()))
     return failure();
   findWeightCopies();
-  createGlobals();
+  if (failed(createGlobals()))
+    return failure();
   planGradientSinks();
   lowerInit();
   b_.setInsertionPointToEnd(module_.getBody());
-  auto step = sched::ProgramOp::create(b_, func_.getLoc(), "step");
+  auto step = sched::ProgramOp::create(b_, func_.getLoc(), "step",
+                                       sched::ProgramKind::Step);
   b_.setInsertionPointToStart(&step.getBody().emplaceBlock());
   resetAccumulators();
   // The plain schedule: each micro-batch's forward, then its backward.
@@ -520,12 +549,11 @@ struct LowerToSchedPass : impl::LowerToSchedPassBase<LowerToSchedPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto func = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!func) {
-      module.emitError("braid-lower-to-sched needs a func.func @train_step");
+    FailureOr<func::FuncOp> func =
+        singleStageFunction(module, "braid-lower-to-sched");
+    if (failed(func))
       return signalPassFailure();
-    }
-    if (failed(Lowering(module, func, optimizerStream).run()))
+    if (failed(Lowering(module, *func, optimizerStream).run()))
       signalPassFailure();
   }
 };

@@ -16,12 +16,20 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
   let description = [{
     Reads a model spec (protobuf text) and fills the empty module with one
     function, `@train_step`, holding the forward graph of one micro-batch in
-    the `braid` dialect. Parameters are function arguments carrying a
+    the `braid` dialect. It is the model's one pipeline stage, marked
+    `braid.stage = #braid.stage<0>`; later passes find it by that mark
+    (dialects/braid/StageFunctions.h), not by its name. Parameters are function arguments carrying a
     `braid.param` dictionary (Hugging Face name, initialisation, weight
     decay, checkpoint layout); token, label and position ids are arguments
     carrying `braid.input`; the single result is the mean loss. The module
-    records the model and training settings in `braid.model` and
-    `braid.train`, which the plan emitter copies into the plan.
+    records the model and training settings in the typed attributes
+    `braid.model` and `braid.train` (BraidAttrs.td), which the plan emitter
+    copies into the plan:
+    ```mlir
+    module attributes {braid.model = #braid.model<family = llama, vocab_size = 256, ...>,
+                       braid.name = "llama-tiny",
+                       braid.train = #braid.train<seed = 1234, ..., decay = cosine, min_lr = 3.000000e-04, precision = fp32>} {
+    ```
 
     Every op is marked with the layer it belongs to: `#braid.layer<L>` for
     transformer layer L, `#braid.layer<embedding>` before the first layer,
@@ -32,8 +40,7 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
 
     With `train.precision: BF16` activations are bf16, parameters stay f32
     arguments, and each parameter is cast once at the top of the step; all
-    compute reads the cast. `braid.train` then records `precision = "bf16"`
-    (absent means fp32):
+    compute reads the cast. `braid.train` then records `precision = bf16`:
 
     ```mlir
     %wq = braid.cast %arg5 : (tensor<64x64xf32>) -> tensor<64x64xbf16>
@@ -64,7 +71,8 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
 def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
   let summary = "Append the backward graph, split into input and weight gradients";
   let description = [{
-    Reverse-mode differentiation of `@train_step` with respect to every
+    Reverse-mode differentiation of the stage function (the one
+    `braid.stage` function of a one-stage module) with respect to every
     `braid.param` argument. Each forward op's gradient rule is its
     `DifferentiableOp::buildGradient` (the interface is declared in
     BraidBase.td); weight-gradient ops carry the `WeightGradient` trait.
@@ -121,10 +129,15 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     `sched.repeat` over the step's micro-batches states one micro-batch
     once (its inputs' `sched.stage`, its launches, its loss's
     `sched.readback` into slot i in iteration i), then the optimizer runs
-    and the norm and the skipped flag are read back:
+    and the norm and the skipped flag are read back. Each global states its
+    kind and what belongs to it, each program its kind:
 
     ```mlir
-    sched.program @step {
+    sched.global @w parameter : memref<8x4xf32> info <name = "w", init = normal, init_std = 2.000000e-02, weight_decay = true, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
+    sched.global @w.grad gradient of @w : memref<8x4xf32>
+    sched.global @tokens input role tokens : memref<2x4xi32>
+    sched.global @loss scalar role loss : memref<f32>
+    sched.program @step step {
       sched.launch "fill" on 0 outs(%g0 : ...) ...
       sched.repeat 4 {
         sched.stage %tokens micro_batch 0 on 0 : memref<2x4xi32>
@@ -161,8 +174,8 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     `@init` (run once after the parameters are initialised or restored)
     and the end of `@step` write it from the master:
     ```mlir
-    sched.global @w.bf16 "weight_copy" : memref<8x4xbf16> info {of = "w"}
-    sched.program @init {
+    sched.global @w.bf16 weight_copy of @w : memref<8x4xbf16>
+    sched.program @init init {
       %w = sched.get_global @w : memref<8x4xf32>
       %c = sched.get_global @w.bf16 : memref<8x4xbf16>
       sched.launch "cast" on 0 ins(%w : memref<8x4xf32>) outs(%c : memref<8x4xbf16>)
@@ -206,8 +219,8 @@ def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
     (`weight_copy_bytes` only when there are weight copies); with
     `report=true` the pass prints that report. What is saved for backward
     is what is live at the first launch marked `input_grad` or
-    `weight_grad`, and the per-layer figures follow the launches'
-    `braid.layer` marks.
+    `weight_grad` in the program of kind `step`, and the per-layer figures
+    follow that program's launches' `braid.layer` marks.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",

@@ -54,24 +54,34 @@ struct MemoryTotals {
 int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
   int64_t offset = 0;
   OpBuilder b(module.getContext());
-  for (StringRef kind : {"parameter", "gradient", "optimizer_state",
-                         "weight_copy", "input", "scalar"}) {
+  using sched::GlobalKind;
+  for (GlobalKind kind :
+       {GlobalKind::Parameter, GlobalKind::Gradient, GlobalKind::OptimizerState,
+        GlobalKind::WeightCopy, GlobalKind::Input, GlobalKind::Scalar}) {
     for (auto global : module.getOps<sched::GlobalOp>()) {
       if (global.getKind() != kind)
         continue;
       int64_t bytes = bufferBytes(global.getType());
       global.setOffsetAttr(b.getI64IntegerAttr(offset));
       offset += alignUp(bytes);
-      if (kind == "parameter")
+      switch (kind) {
+      case GlobalKind::Parameter:
         totals.parameter += bytes;
-      else if (kind == "gradient")
+        break;
+      case GlobalKind::Gradient:
         totals.gradient += bytes;
-      else if (kind == "optimizer_state")
+        break;
+      case GlobalKind::OptimizerState:
         totals.optimizer += bytes;
-      else if (kind == "weight_copy")
+        break;
+      case GlobalKind::WeightCopy:
         totals.weightCopy += bytes;
-      else
+        break;
+      case GlobalKind::Input:
+      case GlobalKind::Scalar:
         totals.input += bytes;
+        break;
+      }
     }
   }
   return offset;
@@ -234,7 +244,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       numTransient += ranges.size();
       int64_t peak = placeTransients(ranges, transientBase);
       totals.activationPeak = std::max(totals.activationPeak, peak);
-      if (program.getSymName() == "step") {
+      if (program.getKind() == sched::ProgramKind::Step) {
         totals.savedActivations = savedAcrossBoundary(ranges, launches);
         perLayer = activationsPerLayer(ranges, launches,
                                        backwardBoundary(launches));

@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedOps.h"
 #include "google/protobuf/text_format.h"
 #include "runtime/plan/PlanFile.h"
@@ -76,53 +77,94 @@ private:
   ModuleOp module_;
   plan::Plan plan_;
   llvm::StringMap<uint32_t> globalIds_;
+  // The tensors of the scalars of each role, kNone until seen.
+  static constexpr uint32_t kNone = ~0u;
+  uint32_t loss_ = kNone, lossSum_ = kNone, gradNorm_ = kNone,
+           stepSkipped_ = kNone;
+  // The program of each kind, once seen.
+  sched::ProgramOp stepProgram_, initProgram_;
   uint32_t maxStream_ = 0;
   int64_t maxEvent_ = -1;
 };
 
+plan::TensorKind tensorKind(sched::GlobalKind kind) {
+  switch (kind) {
+  case sched::GlobalKind::Parameter:
+    return plan::PARAMETER;
+  case sched::GlobalKind::Gradient:
+    return plan::GRADIENT;
+  case sched::GlobalKind::OptimizerState:
+    return plan::OPTIMIZER_STATE;
+  case sched::GlobalKind::WeightCopy:
+    return plan::WEIGHT_COPY;
+  case sched::GlobalKind::Input:
+    return plan::INPUT;
+  case sched::GlobalKind::Scalar:
+    return plan::SCALAR;
+  }
+  llvm_unreachable("every global kind has a tensor kind");
+}
+
+plan::InitKind initKind(sched::InitKind init) {
+  switch (init) {
+  case sched::InitKind::Normal:
+    return plan::NORMAL;
+  case sched::InitKind::Zeros:
+    return plan::ZEROS;
+  case sched::InitKind::Ones:
+    return plan::ONES;
+  }
+  llvm_unreachable("every init kind has a plan init kind");
+}
+
 LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   if (!global.getOffset())
     return global.emitOpError("has no offset: run braid-plan-memory first");
-  StringRef kind = global.getKind();
-  plan::TensorKind k = kind == "parameter"         ? plan::PARAMETER
-                       : kind == "gradient"        ? plan::GRADIENT
-                       : kind == "optimizer_state" ? plan::OPTIMIZER_STATE
-                       : kind == "weight_copy"     ? plan::WEIGHT_COPY
-                       : kind == "input"           ? plan::INPUT
-                                                   : plan::SCALAR;
-  plan::Tensor *t =
-      newTensor(global.getSymName(), global.getType(), global.getOffset(), k);
+  plan::Tensor *t = newTensor(global.getSymName(), global.getType(),
+                              global.getOffset(), tensorKind(global.getKind()));
   globalIds_[global.getSymName()] = t->id();
-  DictionaryAttr info = global.getInfo();
-  if (k == plan::INPUT) {
-    StringRef role = info.getAs<StringAttr>("role").getValue();
-    t->set_role(role == "tokens"   ? plan::TOKENS
-                : role == "labels" ? plan::LABELS
-                                   : plan::POSITIONS);
+  // The verifier gives inputs and scalars a role of their kind, and
+  // parameters their info.
+  if (std::optional<sched::Role> role = global.getRole()) {
+    uint32_t *scalar = nullptr;
+    switch (*role) {
+    case sched::Role::Tokens:
+      t->set_role(plan::TOKENS);
+      break;
+    case sched::Role::Labels:
+      t->set_role(plan::LABELS);
+      break;
+    case sched::Role::Positions:
+      t->set_role(plan::POSITIONS);
+      break;
+    case sched::Role::Loss:
+      scalar = &loss_;
+      break;
+    case sched::Role::LossSum:
+      scalar = &lossSum_;
+      break;
+    case sched::Role::GradNorm:
+      scalar = &gradNorm_;
+      break;
+    case sched::Role::StepSkipped:
+      scalar = &stepSkipped_;
+      break;
+    }
+    if (scalar) {
+      if (*scalar != kNone)
+        return global.emitOpError()
+               << "is the " << sched::stringifyRole(*role) << " scalar, as @"
+               << plan_.tensors(*scalar).name()
+               << " is; a plan has one scalar of each role";
+      *scalar = t->id();
+    }
   }
-  if (k == plan::SCALAR) {
-    StringRef role = info.getAs<StringAttr>("role").getValue();
-    if (role == "loss")
-      plan_.set_loss_tensor(t->id());
-    else if (role == "loss_sum")
-      plan_.set_loss_sum_tensor(t->id());
-    else if (role == "grad_norm")
-      plan_.set_grad_norm_tensor(t->id());
-    else if (role == "step_skipped")
-      plan_.set_step_skipped_tensor(t->id());
-  }
-  if (k == plan::PARAMETER) {
+  if (sched::ParamInfoAttr info = global.getInfoAttr()) {
     plan::ParameterInfo *p = t->mutable_param();
-    StringRef init = info.getAs<StringAttr>("init").getValue();
-    p->set_init(init == "normal"  ? plan::NORMAL
-                : init == "zeros" ? plan::ZEROS
-                                  : plan::ONES);
-    if (auto std = info.getAs<FloatAttr>("init_std"))
-      p->set_init_std(std.getValueAsDouble());
-    if (auto wd = info.getAs<BoolAttr>("weight_decay"))
-      p->set_weight_decay(wd.getValue());
-    if (auto tr = info.getAs<BoolAttr>("checkpoint_transposed"))
-      p->set_checkpoint_transposed(tr.getValue());
+    p->set_init(initKind(info.getInit()));
+    p->set_init_std(info.getInitStd());
+    p->set_weight_decay(info.getWeightDecay());
+    p->set_checkpoint_transposed(info.getCheckpointTransposed());
   }
   return success();
 }
@@ -131,25 +173,27 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
 // to tensor ids once every global has one.
 LogicalResult Emitter::linkParameters() {
   for (auto global : module_.getOps<sched::GlobalOp>()) {
-    if (global.getKind() != "parameter")
+    sched::ParamInfoAttr info = global.getInfoAttr();
+    if (!info)
       continue;
     plan::Tensor *t = plan_.mutable_tensors(globalIds_[global.getSymName()]);
-    auto lookup = [&](StringRef key) -> FailureOr<uint32_t> {
-      auto sym = global.getInfo().getAs<StringAttr>(key);
-      if (!sym || !globalIds_.count(sym.getValue()))
-        return global.emitOpError() << "info." << key
+    auto lookup = [&](StringRef key,
+                      FlatSymbolRefAttr sym) -> FailureOr<uint32_t> {
+      if (!globalIds_.count(sym.getValue()))
+        return global.emitOpError() << "info." << key << " " << sym
                                     << " does not name a sched.global";
       return globalIds_[sym.getValue()];
     };
-    FailureOr<uint32_t> g = lookup("grad"), m = lookup("exp_avg"),
-                        v = lookup("exp_avg_sq");
+    FailureOr<uint32_t> g = lookup("grad", info.getGrad()),
+                        m = lookup("exp_avg", info.getExpAvg()),
+                        v = lookup("exp_avg_sq", info.getExpAvgSq());
     if (failed(g) || failed(m) || failed(v))
       return failure();
     t->mutable_param()->set_grad(*g);
     t->mutable_param()->set_exp_avg(*m);
     t->mutable_param()->set_exp_avg_sq(*v);
-    if (global.getInfo().get("compute_copy")) {
-      FailureOr<uint32_t> copy = lookup("compute_copy");
+    if (FlatSymbolRefAttr copySym = info.getComputeCopy()) {
+      FailureOr<uint32_t> copy = lookup("compute_copy", copySym);
       if (failed(copy))
         return failure();
       const plan::Tensor &c = plan_.tensors(*copy);
@@ -168,15 +212,17 @@ LogicalResult Emitter::linkParameters() {
 }
 
 LogicalResult Emitter::addProgram(sched::ProgramOp program) {
+  const bool step = program.getKind() == sched::ProgramKind::Step;
+  sched::ProgramOp &first = step ? stepProgram_ : initProgram_;
+  if (first)
+    return program.emitOpError()
+           << "is a " << sched::stringifyProgramKind(program.getKind())
+           << " program, as @" << first.getSymName()
+           << " is; a plan has one of each kind";
+  first = program;
   plan::Program *out = plan_.add_programs();
   out->set_name(program.getSymName().str());
-  if (program.getSymName() == "step")
-    out->set_kind(plan::STEP);
-  else if (program.getSymName() == "init")
-    out->set_kind(plan::INIT);
-  else
-    return program.emitOpError("is neither @step nor @init, the programs a "
-                               "plan runs");
+  out->set_kind(step ? plan::STEP : plan::INIT);
   llvm::DenseMap<Value, uint32_t> ids;
   int64_t launchIndex = 0;
 
@@ -301,8 +347,8 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
 }
 
 LogicalResult Emitter::copySettings() {
-  auto model = module_->getAttrOfType<DictionaryAttr>("braid.model");
-  auto train = module_->getAttrOfType<DictionaryAttr>("braid.train");
+  auto model = module_->getAttrOfType<ModelAttr>(BraidDialect::kModelAttr);
+  auto train = module_->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
   auto memory = module_->getAttrOfType<DictionaryAttr>("sched.memory");
   if (!model || !train)
     return module_.emitError("needs braid.model and braid.train (run "
@@ -310,80 +356,52 @@ LogicalResult Emitter::copySettings() {
   if (!memory)
     return module_.emitError("needs sched.memory (run braid-plan-memory "
                              "first)");
-  // A setting braid-import records is never read as a silent 0: the first
-  // one missing (or of the wrong type) is an error, reported below.
-  std::string missing;
-  // (The memory figures are the planner's; weight_copy_bytes is absent in
-  // FP32 plans.)
-  auto note = [&](StringRef where, StringRef k, bool found) {
-    if (!found && missing.empty() && where != "sched.memory")
-      missing = (where + Twine(" has no ") + k).str();
-  };
-  auto i64 = [&](StringRef where, DictionaryAttr d, StringRef k) -> int64_t {
-    auto a = d.getAs<IntegerAttr>(k);
-    note(where, k, static_cast<bool>(a));
-    return a ? a.getInt() : 0;
-  };
-  auto f64 = [&](StringRef where, DictionaryAttr d, StringRef k) -> double {
-    auto a = d.getAs<FloatAttr>(k);
-    note(where, k, static_cast<bool>(a));
-    return a ? a.getValueAsDouble() : 0.0;
-  };
-  auto str = [&](StringRef where, DictionaryAttr d,
-                 StringRef k) -> std::string {
-    auto a = d.getAs<StringAttr>(k);
-    note(where, k, static_cast<bool>(a));
-    return a ? a.str() : "";
-  };
   if (auto name = module_->getAttrOfType<StringAttr>("braid.name"))
     plan_.set_name(name.str());
 
   plan::ModelInfo *m = plan_.mutable_model();
-  m->set_family(str("braid.model", model, "family"));
-  m->set_vocab_size(i64("braid.model", model, "vocab_size"));
-  m->set_hidden_size(i64("braid.model", model, "hidden_size"));
-  m->set_num_layers(i64("braid.model", model, "num_layers"));
-  m->set_num_heads(i64("braid.model", model, "num_heads"));
-  m->set_num_kv_heads(i64("braid.model", model, "num_kv_heads"));
-  m->set_ffn_hidden_size(i64("braid.model", model, "ffn_hidden_size"));
-  m->set_num_parameters(i64("braid.model", model, "num_parameters"));
-  m->set_flops_per_token(f64("braid.model", model, "flops_per_token"));
+  m->set_family(stringifyModelFamily(model.getFamily()).str());
+  m->set_vocab_size(model.getVocabSize());
+  m->set_hidden_size(model.getHiddenSize());
+  m->set_num_layers(model.getNumLayers());
+  m->set_num_heads(model.getNumHeads());
+  m->set_num_kv_heads(model.getNumKvHeads());
+  m->set_ffn_hidden_size(model.getFfnHiddenSize());
+  m->set_num_parameters(model.getNumParameters());
+  m->set_flops_per_token(model.getFlopsPerToken());
 
   plan::TrainConfig *t = plan_.mutable_train();
-  t->set_seed(static_cast<uint64_t>(i64("braid.train", train, "seed")));
-  t->set_micro_batch_size(i64("braid.train", train, "micro_batch_size"));
-  t->set_num_micro_batches(i64("braid.train", train, "num_micro_batches"));
-  t->set_seq_len(i64("braid.train", train, "seq_len"));
-  t->set_steps(i64("braid.train", train, "steps"));
-  t->set_lr(f64("braid.train", train, "lr"));
-  t->set_beta1(f64("braid.train", train, "beta1"));
-  t->set_beta2(f64("braid.train", train, "beta2"));
-  t->set_eps(f64("braid.train", train, "eps"));
-  t->set_weight_decay(f64("braid.train", train, "weight_decay"));
-  t->set_grad_clip(f64("braid.train", train, "grad_clip"));
-  t->set_warmup_steps(i64("braid.train", train, "warmup_steps"));
-  t->set_decay(str("braid.train", train, "decay"));
-  t->set_min_lr(f64("braid.train", train, "min_lr"));
-  // braid-import records the precision only when it is not fp32.
-  auto precisionAttr = train.getAs<StringAttr>("precision");
-  std::string precision = precisionAttr ? precisionAttr.str() : "fp32";
-  if (precision != "fp32" && precision != "bf16")
-    return module_.emitError() << "braid.train precision '" << precision
-                               << "' is neither fp32 nor bf16";
-  t->set_precision(precision);
-  if (!missing.empty())
-    return module_.emitError()
-           << missing << " (a setting braid-import records; run it first)";
+  t->set_seed(train.getSeed());
+  t->set_micro_batch_size(train.getMicroBatchSize());
+  t->set_num_micro_batches(train.getNumMicroBatches());
+  t->set_seq_len(train.getSeqLen());
+  t->set_steps(train.getSteps());
+  t->set_lr(train.getLr());
+  t->set_beta1(train.getBeta1());
+  t->set_beta2(train.getBeta2());
+  t->set_eps(train.getEps());
+  t->set_weight_decay(train.getWeightDecay());
+  t->set_grad_clip(train.getGradClip());
+  t->set_warmup_steps(train.getWarmupSteps());
+  t->set_decay(stringifyLrDecay(train.getDecay()).str());
+  t->set_min_lr(train.getMinLr());
+  t->set_precision(stringifyPrecision(train.getPrecision()).str());
 
+  // The memory figures are the planner's; weight_copy_bytes is absent in
+  // FP32 plans.
+  auto bytes = [&](StringRef k) -> int64_t {
+    auto a = memory.getAs<IntegerAttr>(k);
+    return a ? a.getInt() : 0;
+  };
   plan::MemoryReport *r = plan_.mutable_memory();
-  r->set_parameter_bytes(i64("sched.memory", memory, "parameter_bytes"));
-  r->set_gradient_bytes(i64("sched.memory", memory, "gradient_bytes"));
-  r->set_optimizer_bytes(i64("sched.memory", memory, "optimizer_bytes"));
-  r->set_input_bytes(i64("sched.memory", memory, "input_bytes"));
-  r->set_activation_peak_bytes(i64("sched.memory", memory, "activation_peak_bytes"));
-  r->set_saved_activation_bytes(i64("sched.memory", memory, "saved_activation_bytes"));
-  r->set_arena_bytes(i64("sched.memory", memory, "arena_bytes"));
-  r->set_weight_copy_bytes(i64("sched.memory", memory, "weight_copy_bytes"));
+  r->set_parameter_bytes(bytes("parameter_bytes"));
+  r->set_gradient_bytes(bytes("gradient_bytes"));
+  r->set_optimizer_bytes(bytes("optimizer_bytes"));
+  r->set_input_bytes(bytes("input_bytes"));
+  r->set_activation_peak_bytes(bytes("activation_peak_bytes"));
+  r->set_saved_activation_bytes(bytes("saved_activation_bytes"));
+  r->set_arena_bytes(bytes("arena_bytes"));
+  r->set_weight_copy_bytes(bytes("weight_copy_bytes"));
   return success();
 }
 
@@ -397,11 +415,15 @@ FailureOr<plan::Plan> Emitter::run() {
       return failure();
   if (failed(linkParameters()))
     return failure();
-  for (StringRef scalar : {"loss", "loss_sum", "grad_norm", "step_skipped"})
-    if (!globalIds_.count(scalar))
-      return module_.emitError("needs the @loss, @loss_sum, @grad_norm and "
-                               "@step_skipped scalar globals (run "
-                               "braid-lower-to-sched first)");
+  if (loss_ == kNone || lossSum_ == kNone || gradNorm_ == kNone ||
+      stepSkipped_ == kNone)
+    return module_.emitError("needs scalar globals of the roles loss, "
+                             "loss_sum, grad_norm and step_skipped (run "
+                             "braid-lower-to-sched first)");
+  plan_.set_loss_tensor(loss_);
+  plan_.set_loss_sum_tensor(lossSum_);
+  plan_.set_grad_norm_tensor(gradNorm_);
+  plan_.set_step_skipped_tensor(stepSkipped_);
   for (auto program : module_.getOps<sched::ProgramOp>())
     if (failed(addProgram(program)))
       return failure();

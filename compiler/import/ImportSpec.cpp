@@ -54,6 +54,8 @@ public:
     b_.setInsertionPointToEnd(module.getBody());
     func_ = func::FuncOp::create(b_, loc_, "train_step",
                                  b_.getFunctionType({}, {}));
+    // One pipeline stage: the whole graph is stage 0.
+    func_->setAttr(BraidDialect::kStageAttr, StageAttr::get(ctx_, 0));
     block_ = func_.addEntryBlock();
     b_.setInsertionPointToStart(block_);
     b_.setListener(&layer_);
@@ -320,50 +322,30 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   for (Type t : func_.getArgumentTypes())
     if (cast<RankedTensorType>(t).getElementType().isF32())
       numParams += cast<RankedTensorType>(t).getNumElements();
-  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
-  auto f64 = [&](double v) { return b_.getF64FloatAttr(v); };
-  auto named = [&](StringRef n, Attribute a) { return b_.getNamedAttr(n, a); };
 
-  bool gpt2 = arch_.naming() == spec::HF_GPT2;
   module->setAttr("braid.name", b_.getStringAttr(spec_.name()));
   module->setAttr(
-      "braid.model",
-      b_.getDictionaryAttr({
-          named("family", b_.getStringAttr(gpt2 ? "gpt2" : "llama")),
-          named("vocab_size", i64(arch_.vocab_size())),
-          named("hidden_size", i64(arch_.hidden_size())),
-          named("num_layers", i64(arch_.num_layers())),
-          named("num_heads", i64(arch_.num_heads())),
-          named("num_kv_heads", i64(arch_.num_kv_heads())),
-          named("ffn_hidden_size", i64(arch_.ffn_hidden_size())),
-          named("num_parameters", i64(numParams)),
-          named("flops_per_token", f64(modelFlopsPerToken(spec_))),
-      }));
+      BraidDialect::kModelAttr,
+      ModelAttr::get(ctx_,
+                     arch_.naming() == spec::HF_GPT2 ? ModelFamily::Gpt2
+                                                     : ModelFamily::Llama,
+                     arch_.vocab_size(), arch_.hidden_size(),
+                     arch_.num_layers(), arch_.num_heads(),
+                     arch_.num_kv_heads(), arch_.ffn_hidden_size(), numParams,
+                     modelFlopsPerToken(spec_)));
   const auto &opt = train_.adamw();
-  SmallVector<NamedAttribute> train = {
-      named("seed", i64(static_cast<int64_t>(train_.seed()))),
-      named("micro_batch_size", i64(train_.micro_batch_size())),
-      named("num_micro_batches",
-            i64(train_.global_batch_size() / train_.micro_batch_size())),
-      named("seq_len", i64(train_.seq_len())),
-      named("steps", i64(train_.steps())),
-      named("lr", f64(opt.lr())),
-      named("beta1", f64(opt.beta1())),
-      named("beta2", f64(opt.beta2())),
-      named("eps", f64(opt.eps())),
-      named("weight_decay", f64(opt.weight_decay())),
-      named("grad_clip", f64(train_.grad_clip())),
-      named("warmup_steps", i64(train_.lr_schedule().warmup_steps())),
-      named("decay",
-            b_.getStringAttr(train_.lr_schedule().decay() == spec::CONSTANT
-                                 ? "constant"
-                                 : "cosine")),
-      named("min_lr", f64(train_.lr_schedule().min_lr())),
-  };
-  // Absent means fp32, which keeps FP32 modules as they always were.
-  if (bf16_)
-    train.push_back(named("precision", b_.getStringAttr("bf16")));
-  module->setAttr("braid.train", b_.getDictionaryAttr(train));
+  const auto &schedule = train_.lr_schedule();
+  module->setAttr(
+      BraidDialect::kTrainAttr,
+      TrainAttr::get(
+          ctx_, train_.seed(), train_.micro_batch_size(),
+          train_.global_batch_size() / train_.micro_batch_size(),
+          train_.seq_len(), train_.steps(), opt.lr(), opt.beta1(),
+          opt.beta2(), opt.eps(), opt.weight_decay(), train_.grad_clip(),
+          schedule.warmup_steps(),
+          schedule.decay() == spec::CONSTANT ? LrDecay::Constant
+                                             : LrDecay::Cosine,
+          schedule.min_lr(), bf16_ ? Precision::BF16 : Precision::FP32));
 }
 
 } // namespace

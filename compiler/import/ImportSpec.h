@@ -9,12 +9,13 @@
 namespace braid {
 
 // Fills `module` (which must be empty) with `@train_step`, the forward graph
-// of one micro-batch of `spec`, plus the `braid.name`, `braid.model` and
-// `braid.train` module attributes. `spec` must be validated and have its
-// defaults filled (loadSpecFile does both). docs/numerics.md defines the
-// graph. With `train.precision` BF16, activations are bf16, every parameter
-// stays an f32 argument that is cast once to bf16 (`braid.cast`) at the top
-// of the step, and `braid.train` records `precision = "bf16"`.
+// of one micro-batch of `spec`, plus the `braid.name`, `braid.model`
+// (#braid.model) and `braid.train` (#braid.train) module attributes. `spec`
+// must be validated and have its defaults filled (loadSpecFile does both).
+// docs/numerics.md defines the graph. With `train.precision` BF16,
+// activations are bf16, every parameter stays an f32 argument that is cast
+// once to bf16 (`braid.cast`) at the top of the step, and `braid.train`
+// records `precision = bf16`.
 mlir::LogicalResult importSpec(const spec::ModelSpec &spec,
                                mlir::ModuleOp module);
 

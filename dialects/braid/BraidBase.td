@@ -29,6 +29,11 @@ def Braid_Dialect : Dialect {
     transformer layer it belongs to (or the embedding or the loss), set at
     import; and `braid.phase`, forward, input gradient (B), weight gradient
     (W) or optimizer, set by autodiff.
+
+    The module carries the settings braid-import records, as typed
+    attributes (BraidAttrs.td): `braid.model = #braid.model<...>` and
+    `braid.train = #braid.train<...>`. The function that holds a pipeline
+    stage's graph is marked `braid.stage = #braid.stage<N>`.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -36,6 +41,11 @@ def Braid_Dialect : Dialect {
     // The names of the two marks.
     static constexpr ::llvm::StringLiteral kLayerMark = "braid.layer";
     static constexpr ::llvm::StringLiteral kPhaseMark = "braid.phase";
+    // The module's settings: a ModelAttr and a TrainAttr.
+    static constexpr ::llvm::StringLiteral kModelAttr = "braid.model";
+    static constexpr ::llvm::StringLiteral kTrainAttr = "braid.train";
+    // The mark of a stage function: a StageAttr.
+    static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
   }];
 }
 

@@ -2,6 +2,8 @@
 #include "dialects/braid/BraidDialect.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include "dialects/braid/BraidOps.h"
 
@@ -24,19 +26,48 @@ void BraidDialect::initialize() {
       >();
 }
 
-// The marks must have their types; the module's other braid.* attributes
-// (name, model, training settings, memory figures) are checked by the
-// passes that read them.
+// The marks and the module's settings must have their types; the module's
+// other braid.* attributes (name, memory figures) are checked by the passes
+// that read them.
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
-  if (attr.getName() == kLayerMark && !isa<LayerAttr>(attr.getValue()))
-    return op->emitOpError() << "'" << kLayerMark
-                             << "' must be a #braid.layer, not "
-                             << attr.getValue();
-  if (attr.getName() == kPhaseMark && !isa<PhaseAttr>(attr.getValue()))
-    return op->emitOpError() << "'" << kPhaseMark
-                             << "' must be a #braid.phase, not "
-                             << attr.getValue();
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto wrongType = [&](StringRef expected) {
+    return op->emitOpError() << "'" << name << "' must be a " << expected
+                             << ", not " << value;
+  };
+  if (name == kLayerMark && !isa<LayerAttr>(value))
+    return wrongType("#braid.layer");
+  if (name == kPhaseMark && !isa<PhaseAttr>(value))
+    return wrongType("#braid.phase");
+  if (name == kModelAttr || name == kTrainAttr) {
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError()
+             << "'" << name << "' belongs on the module, not on an op";
+    if (name == kModelAttr && !isa<ModelAttr>(value))
+      return wrongType("#braid.model<...>");
+    if (name == kTrainAttr && !isa<TrainAttr>(value))
+      return wrongType("#braid.train<...>");
+  }
+  if (name == kStageAttr) {
+    auto stage = dyn_cast<StageAttr>(value);
+    if (!stage)
+      return wrongType("#braid.stage");
+    if (!isa<func::FuncOp>(op))
+      return op->emitOpError()
+             << "'" << name << "' marks a func.func, not this op";
+    // One function per stage: the later of two claimants is refused.
+    for (Operation &other : op->getBlock()->getOperations()) {
+      if (&other == op)
+        break;
+      if (other.getAttr(kStageAttr) == stage)
+        return op->emitOpError()
+               << "is stage " << stage.getIndex() << " like @"
+               << cast<func::FuncOp>(other).getSymName()
+               << "; a stage has one function";
+    }
+  }
   return success();
 }
 
@@ -75,5 +106,12 @@ LayerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a layer is 'embedding', 'loss' or an index of "
                           "0 or more, not "
                        << index;
+  return success();
+}
+
+LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t index) {
+  if (index < 0)
+    return emitError() << "a stage is numbered from 0, not " << index;
   return success();
 }

@@ -6,6 +6,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "dialects/F64Parameter.h"
 #include "dialects/braid/BraidDialect.h.inc"
 #include "dialects/braid/BraidEnums.h.inc"
 

@@ -22,7 +22,12 @@ def Sched_Dialect : Dialect {
     module-level `sched.global` symbols; transient ones are `sched.alloc`
     inside a program. After `braid-plan-memory` every global and alloc
     carries its arena `offset`.
+
+    What a global holds and what a program is run as are enums
+    (SchedAttrs.td): `sched.global @w parameter ...`,
+    `sched.program @step step { ... }`.
   }];
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Sched_Op<string mnemonic, list<Trait> traits = []>

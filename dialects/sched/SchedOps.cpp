@@ -1,51 +1,82 @@
 //===- SchedOps.cpp - sched dialect ops -----------------------------------===//
 #include "dialects/sched/SchedOps.h"
 
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/STLExtras.h"
 #include "runtime/plan/StreamOrder.h"
 
 using namespace mlir;
 using namespace braid::sched;
 
+// An enum attribute written as its bare keyword (`parameter`, `tokens`,
+// `step`) in an op's format, where its own syntax would add a space.
+template <typename EnumAttrT>
+static ParseResult parseKeyword(OpAsmParser &parser, EnumAttrT &attr) {
+  using Enum = decltype(std::declval<EnumAttrT>().getValue());
+  FailureOr<Enum> value = FieldParser<Enum>::parse(parser);
+  if (failed(value))
+    return failure();
+  attr = EnumAttrT::get(parser.getContext(), *value);
+  return success();
+}
+
+template <typename EnumAttrT>
+static void printKeyword(OpAsmPrinter &printer, Operation *,
+                         EnumAttrT attr) {
+  printer << stringifyEnum(attr.getValue());
+}
+
+// The roles of each kind; none for the kinds that take no role.
+static ArrayRef<Role> rolesOf(GlobalKind kind) {
+  static const Role inputs[] = {Role::Tokens, Role::Labels, Role::Positions};
+  static const Role scalars[] = {Role::Loss, Role::LossSum, Role::GradNorm,
+                                 Role::StepSkipped};
+  if (kind == GlobalKind::Input)
+    return inputs;
+  if (kind == GlobalKind::Scalar)
+    return scalars;
+  return {};
+}
+
 LogicalResult GlobalOp::verify() {
-  StringRef kind = getKind();
-  bool known = llvm::StringSwitch<bool>(kind)
-                   .Cases({"parameter", "gradient", "optimizer_state",
-                           "weight_copy", "input", "scalar"},
-                          true)
-                   .Default(false);
-  if (!known)
-    return emitOpError() << "unknown kind '" << kind
-                         << "'; expected parameter, gradient, optimizer_state, "
-                            "weight_copy, input or scalar";
-  DictionaryAttr info = getInfo();
-  if (kind == "parameter") {
-    if (!info.getAs<StringAttr>("name"))
-      return emitOpError("parameter needs a string 'name' in info");
-    auto init = info.getAs<StringAttr>("init");
-    if (!init || !llvm::is_contained(ArrayRef<StringRef>{"normal", "zeros",
-                                                         "ones"},
-                                     init.getValue()))
-      return emitOpError("parameter needs info.init = normal, zeros or ones");
-    if (info.get("compute_copy") && !info.getAs<StringAttr>("compute_copy"))
-      return emitOpError("parameter info.compute_copy must be the string name "
-                         "of its weight_copy global");
-  }
-  if (kind == "weight_copy") {
-    if (!info.getAs<StringAttr>("of"))
-      return emitOpError("weight_copy needs a string 'of' in info naming its "
-                         "parameter");
-    if (!isa<FloatType>(getType().getElementType()))
-      return emitOpError("weight_copy must hold f32 or bf16 values, not ")
-             << getType().getElementType();
-  }
-  if (kind == "input") {
-    auto role = info.getAs<StringAttr>("role");
-    if (!role || !llvm::is_contained(ArrayRef<StringRef>{"tokens", "labels",
-                                                         "positions"},
-                                     role.getValue()))
-      return emitOpError("input needs info.role = tokens, labels or positions");
-  }
+  GlobalKind kind = getKind();
+  // "a gradient", "an input": for messages.
+  std::string a = (Twine(kind == GlobalKind::OptimizerState ||
+                                 kind == GlobalKind::Input
+                             ? "an "
+                             : "a ") +
+                   stringifyGlobalKind(kind))
+                      .str();
+  const bool isParameter = kind == GlobalKind::Parameter;
+  const bool belongs = kind == GlobalKind::Gradient ||
+                       kind == GlobalKind::OptimizerState ||
+                       kind == GlobalKind::WeightCopy;
+  ArrayRef<Role> roles = rolesOf(kind);
+
+  if (isParameter && !getInfo())
+    return emitOpError("a parameter needs its info <name = ..., init = ..., "
+                       "grad = ..., exp_avg = ..., exp_avg_sq = ...>");
+  if (!isParameter && getInfo())
+    return emitOpError() << a << " has no info; only parameters do";
+  if (belongs && !getOf())
+    return emitOpError() << a
+                         << " names the parameter it belongs to: `of @NAME`";
+  if (!belongs && getOf())
+    return emitOpError() << a
+                         << " belongs to no parameter; only gradients, "
+                            "optimizer states and weight copies name one";
+  if (roles.empty() && getRole())
+    return emitOpError() << a << " has no role; only inputs and scalars do";
+  if (!roles.empty() && (!getRole() || !llvm::is_contained(roles, *getRole())))
+    return emitOpError() << "the role of " << a << " is "
+                         << (kind == GlobalKind::Input
+                                 ? "tokens, labels or positions"
+                                 : "loss, loss_sum, grad_norm or step_skipped")
+                         << (getRole() ? ", not " : "")
+                         << (getRole() ? stringifyRole(*getRole()) : "");
+  if (kind == GlobalKind::WeightCopy &&
+      !isa<FloatType>(getType().getElementType()))
+    return emitOpError("weight_copy must hold f32 or bf16 values, not ")
+           << getType().getElementType();
   // I64Attr reads back as uint64_t: compare the signed value.
   if (auto offset = getOffset(); offset && static_cast<int64_t>(*offset) < 0)
     return emitOpError("offset must be non-negative");

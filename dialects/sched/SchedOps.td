@@ -3,7 +3,7 @@
 #ifndef SCHED_OPS_TD
 #define SCHED_OPS_TD
 
-include "SchedBase.td"
+include "SchedAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -11,29 +11,42 @@ def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
   let summary = "A persistent buffer of the rank";
   let description = [{
     `kind` is one of parameter, gradient, optimizer_state, weight_copy,
-    input, scalar. `info` carries what the plan needs about the buffer: for
-    parameters the Hugging Face name, initialisation and weight decay (and,
-    in BF16 plans, `compute_copy`, the symbol of the weight copy compute
-    reads); for a weight copy the parameter it copies (`of`); for inputs the
-    role (tokens, labels, positions).
+    input, scalar, and decides what else the global states:
+    - a parameter, its `info` (#sched.param_info: the Hugging Face name,
+      initialisation, weight decay, checkpoint layout, the globals of its
+      gradient and moments and, in BF16 plans, `compute_copy`, the weight
+      copy compute reads);
+    - a gradient, an optimizer state or a weight copy, the parameter it
+      belongs to (`of`);
+    - an input, its role: tokens, labels or positions; a scalar, its role:
+      loss, loss_sum, grad_norm or step_skipped.
 
     A weight copy is the reduced-precision value of a parameter that the
     micro-batch reads: the `init` program writes it once from the fp32
-    master and the `optimizer` program after every AdamW step.
+    master and the `step` program after every AdamW step.
 
     ```mlir
-    sched.global @w0 "parameter" : memref<192x64xf32>
-        info {name = "model.layers.0.self_attn.q_proj.weight", init = "normal",
-              init_std = 2.0e-02 : f32, weight_decay = true}
-    sched.global @w0.bf16 "weight_copy" : memref<192x64xbf16> info {of = "w0"}
+    sched.global @w parameter : memref<192x64xf32>
+        info <name = "model.layers.0.self_attn.q_proj.weight", init = normal,
+              init_std = 2.000000e-02, weight_decay = true, grad = @w.grad,
+              exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq,
+              compute_copy = @w.bf16>
+    sched.global @w.grad gradient of @w : memref<192x64xf32>
+    sched.global @w.bf16 weight_copy of @w : memref<192x64xbf16>
+    sched.global @tokens input role tokens : memref<8x64xi32> offset(4096)
+    sched.global @loss scalar role loss : memref<f32>
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
+  let arguments = (ins SymbolNameAttr:$sym_name, Sched_GlobalKindAttr:$kind,
+                       OptionalAttr<FlatSymbolRefAttr>:$of,
+                       OptionalAttr<Sched_RoleAttr>:$role,
                        TypeAttrOf<Sched_Buffer>:$type,
-                       DictionaryAttr:$info,
-                       OptionalAttr<I64Attr>:$offset);
+                       OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<Sched_ParamInfoAttr>:$info);
   let assemblyFormat = [{
-    $sym_name $kind `:` $type (`offset` `(` $offset^ `)`)? `info` $info attr-dict
+    $sym_name custom<Keyword>($kind) (`of` $of^)?
+    (`role` custom<Keyword>($role)^)? `:` $type
+    (`offset` `(` $offset^ `)`)? (`info` $info^)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -42,16 +55,18 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
                                           IsolatedFromAbove]> {
   let summary = "An ordered instruction list the runtime runs as a unit";
   let description = [{
-    The runtime runs `step` once per optimizer step: it holds, for every
-    micro-batch in the schedule's order, the staging of its inputs and its
-    launches (each with its `micro_batch`), then the optimizer. `init`,
-    when present, runs once after the parameters are initialised or
-    restored and before the first step. Instructions on one stream run in
-    order; instructions on different streams are ordered only by events,
-    whose records and waits the verifier checks (see `sched.event.wait`).
+    `kind` says when the runtime runs the program; a plan has one `step`
+    program and at most one `init`. A `step` program runs once per
+    optimizer step: it holds, for every micro-batch in the schedule's
+    order, the staging of its inputs and its launches (each with its
+    `micro_batch`), then the optimizer. An `init` program runs once after
+    the parameters are initialised or restored and before the first step.
+    Instructions on one stream run in order; instructions on different
+    streams are ordered only by events, whose records and waits the
+    verifier checks (see `sched.event.wait`).
 
     ```mlir
-    sched.program @step {
+    sched.program @step step {
       %t = sched.get_global @embed : memref<256x64xf32>
       %ids = sched.get_global @tokens : memref<8x64xi32>
       sched.stage %ids micro_batch 0 on 0 : memref<8x64xi32>
@@ -62,9 +77,11 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, SingleBlock, NoTerminator,
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Sched_ProgramKindAttr:$kind);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let assemblyFormat =
+      "$sym_name custom<Keyword>($kind) attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
 }
 

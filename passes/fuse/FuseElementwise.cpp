@@ -1,6 +1,6 @@
 //===- FuseElementwise.cpp - norm, activation, dropout and RoPE fusions ---===//
 //
-// Graph rewrites on @train_step after autodiff (docs/fusion.md). Each one
+// Graph rewrites on the stage functions after autodiff (docs/fusion.md). Each one
 // replaces a group of ops by a fused op that computes the same values; the
 // forward and backward halves of a pattern are matched together where the
 // backward has something to fuse.
@@ -20,6 +20,7 @@
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
+#include "dialects/braid/StageFunctions.h"
 
 namespace braid {
 #define GEN_PASS_DEF_FUSEADDNORMPASS
@@ -34,13 +35,6 @@ using namespace mlir;
 
 namespace braid {
 namespace {
-
-func::FuncOp trainStep(ModuleOp module, StringRef pass) {
-  auto func = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!func)
-    module.emitError() << pass << " needs a func.func @train_step";
-  return func;
-}
 
 // True when `v` is available at `at`: a block argument of its block or the
 // result of an op before it there.
@@ -89,9 +83,15 @@ std::optional<AddNormMatch> matchAddNorm(Operation *norm, Value input,
 
 struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
   void runOnOperation() override {
-    func::FuncOp func = trainStep(getOperation(), "braid-fuse-add-norm");
-    if (!func)
+    FailureOr<SmallVector<func::FuncOp>> funcs =
+        stageFunctions(getOperation(), "braid-fuse-add-norm");
+    if (failed(funcs))
       return signalPassFailure();
+    for (func::FuncOp func : *funcs)
+      fuseIn(func);
+  }
+
+  void fuseIn(func::FuncOp func) {
     SmallVector<Operation *> norms;
     func.walk([&](Operation *op) {
       if (isa<RMSNormOp, LayerNormOp>(op))
@@ -213,9 +213,15 @@ Value withoutBias(LinearOp linear) {
 
 struct FuseBiasGeluPass : impl::FuseBiasGeluPassBase<FuseBiasGeluPass> {
   void runOnOperation() override {
-    func::FuncOp func = trainStep(getOperation(), "braid-fuse-bias-gelu");
-    if (!func)
+    FailureOr<SmallVector<func::FuncOp>> funcs =
+        stageFunctions(getOperation(), "braid-fuse-bias-gelu");
+    if (failed(funcs))
       return signalPassFailure();
+    for (func::FuncOp func : *funcs)
+      fuseIn(func);
+  }
+
+  void fuseIn(func::FuncOp func) {
     SmallVector<GeLUOp> gelus;
     func.walk([&](GeLUOp op) { gelus.push_back(op); });
     for (GeLUOp gelu : gelus)
@@ -265,10 +271,15 @@ struct FuseBiasGeluPass : impl::FuseBiasGeluPassBase<FuseBiasGeluPass> {
 struct FuseBiasDropoutAddPass
     : impl::FuseBiasDropoutAddPassBase<FuseBiasDropoutAddPass> {
   void runOnOperation() override {
-    func::FuncOp func =
-        trainStep(getOperation(), "braid-fuse-bias-dropout-add");
-    if (!func)
+    FailureOr<SmallVector<func::FuncOp>> funcs =
+        stageFunctions(getOperation(), "braid-fuse-bias-dropout-add");
+    if (failed(funcs))
       return signalPassFailure();
+    for (func::FuncOp func : *funcs)
+      fuseIn(func);
+  }
+
+  void fuseIn(func::FuncOp func) {
     SmallVector<AddOp> adds;
     func.walk([&](AddOp op) { adds.push_back(op); });
     for (AddOp add : adds)
@@ -332,9 +343,15 @@ LinearOp biasedFeeding(Value v, Operation *swiglu,
 
 struct FuseBiasSwigluPass : impl::FuseBiasSwigluPassBase<FuseBiasSwigluPass> {
   void runOnOperation() override {
-    func::FuncOp func = trainStep(getOperation(), "braid-fuse-bias-swiglu");
-    if (!func)
+    FailureOr<SmallVector<func::FuncOp>> funcs =
+        stageFunctions(getOperation(), "braid-fuse-bias-swiglu");
+    if (failed(funcs))
       return signalPassFailure();
+    for (func::FuncOp func : *funcs)
+      fuseIn(func);
+  }
+
+  void fuseIn(func::FuncOp func) {
     SmallVector<SwiGLUOp> ops;
     func.walk([&](SwiGLUOp op) { ops.push_back(op); });
     for (SwiGLUOp op : ops)
@@ -382,9 +399,15 @@ struct FuseBiasSwigluPass : impl::FuseBiasSwigluPassBase<FuseBiasSwigluPass> {
 
 struct FuseRopeQkvPass : impl::FuseRopeQkvPassBase<FuseRopeQkvPass> {
   void runOnOperation() override {
-    func::FuncOp func = trainStep(getOperation(), "braid-fuse-rope-qkv");
-    if (!func)
+    FailureOr<SmallVector<func::FuncOp>> funcs =
+        stageFunctions(getOperation(), "braid-fuse-rope-qkv");
+    if (failed(funcs))
       return signalPassFailure();
+    for (func::FuncOp func : *funcs)
+      fuseIn(func);
+  }
+
+  void fuseIn(func::FuncOp func) {
     SmallVector<RoPEOp> ropes;
     func.walk([&](RoPEOp op) { ropes.push_back(op); });
     for (RoPEOp rope : ropes)

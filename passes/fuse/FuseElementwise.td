@@ -14,7 +14,8 @@ def FuseAddNormPass : Pass<"braid-fuse-add-norm", "mlir::ModuleOp"> {
   let summary = "Fuse the residual add (and its branch's dropout) into the "
                 "following RMSNorm or LayerNorm";
   let description = [{
-    Runs on `@train_step` after autodiff. A norm whose input is a
+    Runs on the stage functions (those marked `braid.stage`) after
+    autodiff. A norm whose input is a
     `braid.add` becomes `braid.fused_add_rms_norm` or
     `braid.fused_add_layer_norm`, which also returns the sum (the residual
     stream, still read by the next layer and by backward). An add operand

@@ -27,7 +27,7 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
                       %w: tensor<8x8xf32> {braid.param = {name = "w", init = "normal"}},
                       %b: tensor<8xf32> {braid.param = {name = "b", init = "zeros"}})
-    -> (tensor<f32> {braid.loss}) {
+    -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %tb = braid.cast %table : (tensor<16x8xf32>) -> tensor<16x8xbf16>
   %wb = braid.cast %w : (tensor<8x8xf32>) -> tensor<8x8xbf16>
   %bb = braid.cast %b : (tensor<8xf32>) -> tensor<8xbf16>
@@ -56,7 +56,7 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %g: tensor<8xf32> {braid.param = {name = "g", init = "ones"}},
                       %lw: tensor<8xf32> {braid.param = {name = "ln.w", init = "ones"}},
                       %lb: tensor<8xf32> {braid.param = {name = "ln.b", init = "zeros"}})
-    -> (tensor<f32> {braid.loss}) {
+    -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %tb = braid.cast %table : (tensor<16x8xf32>) -> tensor<16x8xbf16>
   %gb = braid.cast %g : (tensor<8xf32>) -> tensor<8xbf16>
   %lwb = braid.cast %lw : (tensor<8xf32>) -> tensor<8xbf16>
@@ -81,7 +81,7 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
 func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
                       %pos: tensor<2x4x8xf32> {braid.param = {name = "pos", init = "zeros"}})
-    -> (tensor<f32> {braid.loss}) {
+    -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %tb = braid.cast %table : (tensor<16x8xf32>) -> tensor<16x8xbf16>
   %pb = braid.cast %pos : (tensor<2x4x8xf32>) -> tensor<2x4x8xbf16>
   %x = braid.embedding %tb, %ids : (tensor<16x8xbf16>, tensor<2x4xi32>) -> tensor<2x4x8xbf16>

@@ -29,7 +29,7 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %norm: tensor<8xf32> {braid.param = {name = "norm", init = "ones"}},
                       %proj: tensor<8x8xf32> {braid.param = {name = "proj", init = "normal"}},
                       %head: tensor<16x8xf32> {braid.param = {name = "head", init = "normal"}})
-    -> (tensor<f32> {braid.loss}) {
+    -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %x = braid.embedding %emb, %ids {braid.layer = #braid.layer<embedding>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
   %h, %rstd = braid.rms_norm %x, %norm {eps = 1.0e-05 : f32, braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
   %p = braid.linear %h, %proj {braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
@@ -54,7 +54,7 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
                       %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
                       %w: tensor<8x8xf32> {braid.param = {name = "w", init = "normal"}},
                       %b: tensor<8xf32> {braid.param = {name = "b", init = "zeros"}})
-    -> (tensor<f32> {braid.loss}) {
+    -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %x = braid.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
   %y = braid.linear %x, %w, %b : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
   %g = braid.gelu %y : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
@@ -75,7 +75,7 @@ func.func @train_step(%ids: tensor<1x4xi32> {braid.input = "tokens"},
                       %labels: tensor<1x4xi32> {braid.input = "labels"},
                       %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
                       %qkv: tensor<24x8xf32> {braid.param = {name = "qkv", init = "normal"}})
-    -> (tensor<f32> {braid.loss}) {
+    -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %x = braid.embedding %table, %ids : (tensor<16x8xf32>, tensor<1x4xi32>) -> tensor<1x4x8xf32>
   %y = braid.linear %x, %qkv : (tensor<1x4x8xf32>, tensor<24x8xf32>) -> tensor<1x4x24xf32>
   %q, %k, %v = braid.split %y : (tensor<1x4x24xf32>) -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>)

@@ -19,6 +19,7 @@
 // CHECK: kind: PARAMETER
 // CHECK: param {
 // CHECK-NEXT: init: NORMAL
+// CHECK-NEXT: init_std: 0.02
 // CHECK-NEXT: weight_decay: true
 // CHECK-NEXT: grad: 3
 // CHECK-NEXT: exp_avg: 6
@@ -84,26 +85,26 @@
 // CHECK: step_skipped_readback: 5
 
 // FORMAT: braid-emit-plan: unknown format 'json'; use binary or text
-module attributes {braid.model = {family = "llama", ffn_hidden_size = 8 : i64, flops_per_token = 1.200000e+03 : f64, hidden_size = 8 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, num_layers = 1 : i64, num_parameters = 200 : i64, vocab_size = 16 : i64}, braid.name = "tiny", braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, decay = "cosine", eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, lr = 1.000000e-03 : f64, micro_batch_size = 2 : i64, min_lr = 1.000000e-04 : f64, num_micro_batches = 4 : i64, seed = 7 : i64, seq_len = 4 : i64, steps = 10 : i64, warmup_steps = 2 : i64, weight_decay = 1.000000e-01 : f64}, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5312 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
-  sched.global @table "parameter" : memref<16x8xf32> offset(0) info {exp_avg = "table.exp_avg", exp_avg_sq = "table.exp_avg_sq", grad = "table.grad", init = "normal", name = "table", weight_decay = true}
-  sched.global @w "parameter" : memref<8x8xf32> offset(512) info {exp_avg = "w.exp_avg", exp_avg_sq = "w.exp_avg_sq", grad = "w.grad", init = "normal", name = "w", weight_decay = true}
-  sched.global @b "parameter" : memref<8xf32> offset(768) info {exp_avg = "b.exp_avg", exp_avg_sq = "b.exp_avg_sq", grad = "b.grad", init = "zeros", name = "b", weight_decay = false}
-  sched.global @table.grad "gradient" : memref<16x8xf32> offset(832) info {of = "table"}
-  sched.global @w.grad "gradient" : memref<8x8xf32> offset(1344) info {of = "w"}
-  sched.global @b.grad "gradient" : memref<8xf32> offset(1600) info {of = "b"}
-  sched.global @table.exp_avg "optimizer_state" : memref<16x8xf32> offset(1664) info {of = "table"}
-  sched.global @table.exp_avg_sq "optimizer_state" : memref<16x8xf32> offset(2176) info {of = "table"}
-  sched.global @w.exp_avg "optimizer_state" : memref<8x8xf32> offset(2688) info {of = "w"}
-  sched.global @w.exp_avg_sq "optimizer_state" : memref<8x8xf32> offset(2944) info {of = "w"}
-  sched.global @b.exp_avg "optimizer_state" : memref<8xf32> offset(3200) info {of = "b"}
-  sched.global @b.exp_avg_sq "optimizer_state" : memref<8xf32> offset(3264) info {of = "b"}
-  sched.global @tokens "input" : memref<2x4xi32> offset(3328) info {role = "tokens"}
-  sched.global @labels "input" : memref<2x4xi32> offset(3392) info {role = "labels"}
-  sched.global @loss "scalar" : memref<f32> offset(3456) info {role = "loss"}
-  sched.global @grad_norm "scalar" : memref<f32> offset(3520) info {role = "grad_norm"}
-  sched.global @loss_sum "scalar" : memref<f32> offset(5184) info {role = "loss_sum"}
-  sched.global @step_skipped "scalar" : memref<f32> offset(5248) info {role = "step_skipped"}
-  sched.program @step {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.name = "tiny", braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5312 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
+  sched.global @table parameter : memref<16x8xf32> offset(0) info <name = "table", init = normal, init_std = 2.000000e-02, weight_decay = true, grad = @table.grad, exp_avg = @table.exp_avg, exp_avg_sq = @table.exp_avg_sq>
+  sched.global @w parameter : memref<8x8xf32> offset(512) info <name = "w", init = normal, init_std = 2.000000e-02, weight_decay = true, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
+  sched.global @b parameter : memref<8xf32> offset(768) info <name = "b", init = zeros, grad = @b.grad, exp_avg = @b.exp_avg, exp_avg_sq = @b.exp_avg_sq>
+  sched.global @table.grad gradient of @table : memref<16x8xf32> offset(832)
+  sched.global @w.grad gradient of @w : memref<8x8xf32> offset(1344)
+  sched.global @b.grad gradient of @b : memref<8xf32> offset(1600)
+  sched.global @table.exp_avg optimizer_state of @table : memref<16x8xf32> offset(1664)
+  sched.global @table.exp_avg_sq optimizer_state of @table : memref<16x8xf32> offset(2176)
+  sched.global @w.exp_avg optimizer_state of @w : memref<8x8xf32> offset(2688)
+  sched.global @w.exp_avg_sq optimizer_state of @w : memref<8x8xf32> offset(2944)
+  sched.global @b.exp_avg optimizer_state of @b : memref<8xf32> offset(3200)
+  sched.global @b.exp_avg_sq optimizer_state of @b : memref<8xf32> offset(3264)
+  sched.global @tokens input role tokens : memref<2x4xi32> offset(3328)
+  sched.global @labels input role labels : memref<2x4xi32> offset(3392)
+  sched.global @loss scalar role loss : memref<f32> offset(3456)
+  sched.global @grad_norm scalar role grad_norm : memref<f32> offset(3520)
+  sched.global @loss_sum scalar role loss_sum : memref<f32> offset(5184)
+  sched.global @step_skipped scalar role step_skipped : memref<f32> offset(5248)
+  sched.program @step step {
     sched.repeat 4 {
       %t = sched.get_global @tokens : memref<2x4xi32>
       sched.stage %t micro_batch 0 on 0 : memref<2x4xi32>

@@ -21,14 +21,14 @@
 // STEP: sched.readback
 
 // Hand-written programs: the buffers of three parameters.
-sched.global @a "parameter" : memref<4xf32> info {name = "a", init = "zeros"}
-sched.global @b "parameter" : memref<4xf32> info {name = "b", init = "zeros"}
-sched.global @c "parameter" : memref<4xf32> info {name = "c", init = "zeros"}
-sched.global @a.grad "gradient" : memref<4xf32> info {of = "a"}
-sched.global @b.grad "gradient" : memref<4xf32> info {of = "b"}
-sched.global @c.grad "gradient" : memref<4xf32> info {of = "c"}
-sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
-sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
+sched.global @a parameter : memref<4xf32> info <name = "a", init = zeros, grad = @a.grad, exp_avg = @a.exp_avg, exp_avg_sq = @a.exp_avg_sq>
+sched.global @b parameter : memref<4xf32> info <name = "b", init = zeros, grad = @b.grad, exp_avg = @b.exp_avg, exp_avg_sq = @b.exp_avg_sq>
+sched.global @c parameter : memref<4xf32> info <name = "c", init = zeros, grad = @c.grad, exp_avg = @c.exp_avg, exp_avg_sq = @c.exp_avg_sq>
+sched.global @a.grad gradient of @a : memref<4xf32>
+sched.global @b.grad gradient of @b : memref<4xf32>
+sched.global @c.grad gradient of @c : memref<4xf32>
+sched.global @grad_norm scalar role grad_norm : memref<f32>
+sched.global @step_skipped scalar role step_skipped : memref<f32>
 
 // Decayed tensors go first, whatever the launch order; each part keeps it.
 // CHECK-LABEL: sched.program @optimizer
@@ -42,7 +42,7 @@ sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 // CHECK-NEXT: %[[S:.+]] = sched.get_global @step_skipped
 // CHECK-NEXT: sched.launch "multi_adamw" on 0 ins(%[[BG]], %[[AG]], %[[CG]], %[[N]], %[[S]] : {{.+}}) outs(%[[B]], %[[A]], %[[C]], %[[B]], %[[A]], %[[C]], %[[B]], %[[A]], %[[C]] : {{.+}}) params {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, decayed = 1 : i64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
 // CHECK-NEXT: }
-sched.program @optimizer {
+sched.program @optimizer step {
   %a = sched.get_global @a : memref<4xf32>
   %ag = sched.get_global @a.grad : memref<4xf32>
   %b = sched.get_global @b : memref<4xf32>
@@ -58,11 +58,11 @@ sched.program @optimizer {
 
 // -----
 
-sched.global @a "parameter" : memref<4xf32> info {name = "a", init = "zeros"}
-sched.global @b "parameter" : memref<4xf32> info {name = "b", init = "zeros"}
-sched.global @c "parameter" : memref<4xf32> info {name = "c", init = "zeros"}
-sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
-sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
+sched.global @a parameter : memref<4xf32> info <name = "a", init = zeros, grad = @a.grad, exp_avg = @a.exp_avg, exp_avg_sq = @a.exp_avg_sq>
+sched.global @b parameter : memref<4xf32> info <name = "b", init = zeros, grad = @b.grad, exp_avg = @b.exp_avg, exp_avg_sq = @b.exp_avg_sq>
+sched.global @c parameter : memref<4xf32> info <name = "c", init = zeros, grad = @c.grad, exp_avg = @c.exp_avg, exp_avg_sq = @c.exp_avg_sq>
+sched.global @grad_norm scalar role grad_norm : memref<f32>
+sched.global @step_skipped scalar role step_skipped : memref<f32>
 
 // Two different decay values: one launch could carry only one, so the
 // launches are left alone. A repeated body is never touched: the optimizer
@@ -74,7 +74,7 @@ sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 // CHECK-NEXT: sched.repeat 2
 // CHECK-NOT: multi_adamw
 // CHECK-COUNT-2: sched.launch "adamw"
-sched.program @optimizer {
+sched.program @optimizer step {
   %a = sched.get_global @a : memref<4xf32>
   %b = sched.get_global @b : memref<4xf32>
   %n = sched.get_global @grad_norm : memref<f32>
@@ -82,7 +82,7 @@ sched.program @optimizer {
   sched.launch "adamw" on 0 ins(%a, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%a, %a, %a : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.1 : f64}
   sched.launch "adamw" on 0 ins(%b, %n, %s : memref<4xf32>, memref<f32>, memref<f32>) outs(%b, %b, %b : memref<4xf32>, memref<4xf32>, memref<4xf32>) params {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, grad_clip = 1.0 : f64, weight_decay = 0.2 : f64}
 }
-sched.program @step {
+sched.program @step step {
   sched.repeat 2 {
   %a = sched.get_global @a : memref<4xf32>
   %b = sched.get_global @b : memref<4xf32>
@@ -95,11 +95,11 @@ sched.program @step {
 
 // -----
 
-sched.global @a "parameter" : memref<4xf32> info {name = "a", init = "zeros"}
-sched.global @b "parameter" : memref<4xf32> info {name = "b", init = "zeros"}
-sched.global @c "parameter" : memref<4xf32> info {name = "c", init = "zeros"}
-sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
-sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
+sched.global @a parameter : memref<4xf32> info <name = "a", init = zeros, grad = @a.grad, exp_avg = @a.exp_avg, exp_avg_sq = @a.exp_avg_sq>
+sched.global @b parameter : memref<4xf32> info <name = "b", init = zeros, grad = @b.grad, exp_avg = @b.exp_avg, exp_avg_sq = @b.exp_avg_sq>
+sched.global @c parameter : memref<4xf32> info <name = "c", init = zeros, grad = @c.grad, exp_avg = @c.exp_avg, exp_avg_sq = @c.exp_avg_sq>
+sched.global @grad_norm scalar role grad_norm : memref<f32>
+sched.global @step_skipped scalar role step_skipped : memref<f32>
 
 // A launch between two adamw launches ends the run: a and b are not merged
 // across the fill; b and c (after it) are. Launches with another beta2 form
@@ -110,7 +110,7 @@ sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
 // CHECK-NEXT: sched.launch "multi_adamw" on 0 ins(%[[B:.+]], %[[C:.+]], %{{.+}}, %{{.+}} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<f32>) {{.+}} beta2 = 0.99899999999999999 : f64, decayed = 0 : i64
 // CHECK-NEXT: sched.launch "adamw" on 0 ins(%[[A]], {{.+}} beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64}
 // CHECK-NEXT: }
-sched.program @optimizer {
+sched.program @optimizer step {
   %a = sched.get_global @a : memref<4xf32>
   %b = sched.get_global @b : memref<4xf32>
   %c = sched.get_global @c : memref<4xf32>

@@ -1,4 +1,8 @@
 // RUN: braid-opt %s --split-input-file --braid-fuse-add-norm | FileCheck %s
+// RUN: echo 'module {}' | not braid-opt --braid-fuse-add-norm 2>&1 | FileCheck %s --check-prefix=NOSTAGE
+
+// The fusions rewrite the stage functions; a module without one is refused.
+// NOSTAGE: error: braid-fuse-add-norm needs a stage function, a func.func marked braid.stage
 
 // RMSNorm over a residual add whose branch is a dropout used only there:
 // the dropout, the add and the norm become one op, and the norm's input
@@ -11,7 +15,7 @@
 // CHECK-NEXT: return %[[S]], %[[Y]], %[[DX]]
 func.func @train_step(%r: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %g: tensor<8xf32>,
                       %dy: tensor<2x4x8xf32>, %dr: tensor<2x4x8xf32>)
-    -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+    -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) attributes {braid.stage = #braid.stage<0>} {
   %d = braid.dropout %x {p = 0.1 : f32, rng_offset = 2 : i64} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %s = braid.add %r, %d : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %y, %rstd = braid.rms_norm %s, %g {eps = 1.0e-05 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
@@ -35,7 +39,7 @@ func.func @train_step(%r: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %g: tensor<8
 // CHECK-NOT: braid.layer_norm
 func.func @train_step(%r: tensor<4x8xf32>, %x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>,
                       %dy: tensor<4x8xf32>, %dr: tensor<4x8xf32>)
-    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) attributes {braid.stage = #braid.stage<0>} {
   %d = braid.dropout %x {p = 0.1 : f32, rng_offset = 5 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %s = braid.add %d, %r : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %y, %mean, %rstd = braid.layer_norm %s, %g, %b {eps = 1.0e-05 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
@@ -58,7 +62,7 @@ func.func @train_step(%r: tensor<4x8xf32>, %x: tensor<4x8xf32>, %g: tensor<8xf32
 // CHECK: braid.rms_norm
 // CHECK-NOT: fused
 func.func @train_step(%x: tensor<4x8xbf16>, %r: tensor<4x8xbf16>, %g: tensor<8xbf16>, %gm: tensor<8xf32>)
-    -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
+    -> (tensor<4x8xbf16>, tensor<4x8xbf16>) attributes {braid.stage = #braid.stage<0>} {
   %d = braid.dropout %x {p = 0.1 : f32, rng_offset = 0 : i64} : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
   %y, %rstd = braid.rms_norm %d, %g {eps = 1.0e-05 : f32} : (tensor<4x8xbf16>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4xf32>)
   %s = braid.add %r, %y : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
@@ -74,7 +78,7 @@ func.func @train_step(%x: tensor<4x8xbf16>, %r: tensor<4x8xbf16>, %g: tensor<8xb
 // CHECK-LABEL: func.func @train_step
 // CHECK: braid.fused_add_rms_norm %arg0, %arg1, %arg2 {{.+}} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4xf32>)
 func.func @train_step(%r: tensor<4x8xbf16>, %x: tensor<4x8xbf16>, %g: tensor<8xbf16>)
-    -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
+    -> (tensor<4x8xbf16>, tensor<4x8xbf16>) attributes {braid.stage = #braid.stage<0>} {
   %s = braid.add %r, %x : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
   %y, %rstd = braid.rms_norm %s, %g {eps = 1.0e-05 : f32} : (tensor<4x8xbf16>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4xf32>)
   return %s, %y : tensor<4x8xbf16>, tensor<4x8xbf16>

@@ -9,7 +9,7 @@
 // CHECK-NEXT: braid.dropout_grad_input %arg4 {p = 1.000000e-01 : f32, rng_offset = 2 : i64}
 // CHECK-NEXT: return %[[Y]]
 func.func @train_step(%r: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>,
-                      %dy: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+                      %dy: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) attributes {braid.stage = #braid.stage<0>} {
   %f = braid.linear %x, %w, %b : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
   %d = braid.dropout %f {p = 0.1 : f32, rng_offset = 2 : i64} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %s = braid.add %r, %d : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
@@ -26,7 +26,7 @@ func.func @train_step(%r: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %w: tensor<8
 // CHECK-NEXT: %[[H:.+]] = braid.linear %arg1, %arg2 :
 // CHECK-NEXT: braid.fused_bias_dropout_add %[[H]], %arg3, %arg0 {p = 0.000000e+00 : f32, rng_offset = 0 : i64}
 func.func @train_step(%r: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>)
-    -> tensor<4x8xf32> {
+    -> tensor<4x8xf32> attributes {braid.stage = #braid.stage<0>} {
   %f = braid.linear %x, %w, %b : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %s = braid.add %f, %r : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %s : tensor<4x8xf32>
@@ -40,7 +40,7 @@ func.func @train_step(%r: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<8x8xf
 // CHECK-LABEL: func.func @train_step
 // CHECK-NOT: fused
 func.func @train_step(%r: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>)
-    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) attributes {braid.stage = #braid.stage<0>} {
   %f = braid.linear %x, %w, %b : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %d = braid.dropout %f {p = 0.1 : f32, rng_offset = 2 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %s = braid.add %r, %d : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>

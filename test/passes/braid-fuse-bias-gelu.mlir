@@ -8,7 +8,7 @@
 // CHECK-NEXT: %[[DX:.+]] = braid.fused_bias_gelu_grad_input %arg3, %[[H]], %arg2
 // CHECK-NEXT: return %[[Y]], %[[DX]]
 func.func @train_step(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %dy: tensor<2x4x16xf32>)
-    -> (tensor<2x4x16xf32>, tensor<2x4x16xf32>) {
+    -> (tensor<2x4x16xf32>, tensor<2x4x16xf32>) attributes {braid.stage = #braid.stage<0>} {
   %f = braid.linear %x, %w, %b : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
   %y = braid.gelu %f : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
   %dx = braid.gelu_grad_input %dy, %f : (tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
@@ -27,7 +27,7 @@ func.func @train_step(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16
 // CHECK: braid.gelu
 // CHECK-NOT: fused
 func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>)
-    -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+    -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) attributes {braid.stage = #braid.stage<0>} {
   %f = braid.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
   %y = braid.gelu %f : (tensor<4x16xf32>) -> tensor<4x16xf32>
   %f2 = braid.linear %x, %w, %b : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>

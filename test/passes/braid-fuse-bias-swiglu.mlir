@@ -11,7 +11,7 @@
 // CHECK-NEXT: return %[[Y]], %[[DG]], %[[DU]]
 func.func @train_step(%x: tensor<2x4x8xf32>, %wg: tensor<12x8xf32>, %bg: tensor<12xf32>,
                       %wu: tensor<12x8xf32>, %bu: tensor<12xf32>, %dy: tensor<2x4x12xf32>)
-    -> (tensor<2x4x12xf32>, tensor<2x4x12xf32>, tensor<2x4x12xf32>) {
+    -> (tensor<2x4x12xf32>, tensor<2x4x12xf32>, tensor<2x4x12xf32>) attributes {braid.stage = #braid.stage<0>} {
   %g = braid.linear %x, %wg, %bg : (tensor<2x4x8xf32>, tensor<12x8xf32>, tensor<12xf32>) -> tensor<2x4x12xf32>
   %u = braid.linear %x, %wu, %bu : (tensor<2x4x8xf32>, tensor<12x8xf32>, tensor<12xf32>) -> tensor<2x4x12xf32>
   %y = braid.swiglu %g, %u : (tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
@@ -29,7 +29,7 @@ func.func @train_step(%x: tensor<2x4x8xf32>, %wg: tensor<12x8xf32>, %bg: tensor<
 // CHECK: braid.swiglu_grad_input
 // CHECK-NOT: fused
 func.func @train_step(%x: tensor<4x8xf32>, %wg: tensor<12x8xf32>, %wu: tensor<12x8xf32>, %dy: tensor<4x12xf32>)
-    -> (tensor<4x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>) {
+    -> (tensor<4x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>) attributes {braid.stage = #braid.stage<0>} {
   %g = braid.linear %x, %wg : (tensor<4x8xf32>, tensor<12x8xf32>) -> tensor<4x12xf32>
   %u = braid.linear %x, %wu : (tensor<4x8xf32>, tensor<12x8xf32>) -> tensor<4x12xf32>
   %y = braid.swiglu %g, %u : (tensor<4x12xf32>, tensor<4x12xf32>) -> tensor<4x12xf32>
@@ -45,7 +45,7 @@ func.func @train_step(%x: tensor<4x8xf32>, %wg: tensor<12x8xf32>, %wu: tensor<12
 // CHECK-LABEL: func.func @train_step
 // CHECK-NOT: fused
 func.func @train_step(%x: tensor<4x8xf32>, %wg: tensor<12x8xf32>, %bg: tensor<12xf32>, %wu: tensor<12x8xf32>, %bu: tensor<12xf32>)
-    -> (tensor<4x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>) {
+    -> (tensor<4x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>) attributes {braid.stage = #braid.stage<0>} {
   %g = braid.linear %x, %wg, %bg : (tensor<4x8xf32>, tensor<12x8xf32>, tensor<12xf32>) -> tensor<4x12xf32>
   %u = braid.linear %x, %wu : (tensor<4x8xf32>, tensor<12x8xf32>) -> tensor<4x12xf32>
   %y = braid.swiglu %g, %u : (tensor<4x12xf32>, tensor<4x12xf32>) -> tensor<4x12xf32>

@@ -35,7 +35,7 @@
 // SCHED: sched.launch "embedding_grad_weight" on 0 ins({{.+}}) outs(%[[TG2]] : memref<256x64xf32>) params {accumulate = 1 : i64}
 // SCHED: sched.launch "grad_norm"
 
-module attributes {braid.train = {num_micro_batches = 4 : i64, beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, grad_clip = 1.0 : f64}} {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.1, grad_clip = 1.0, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   func.func @train_step(%tokens: tensor<2x4xi32> {braid.input = "tokens"},
                         %labels: tensor<2x4xi32> {braid.input = "labels"},
                         %table: tensor<16x8xf32> {braid.param = {name = "table", weight_decay = true}})

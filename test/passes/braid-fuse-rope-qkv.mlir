@@ -18,7 +18,7 @@
 // CHECK-NOT: braid.rope
 func.func @train_step(%h: tensor<2x4x32xf32>, %wq: tensor<32x32xf32>, %wk: tensor<16x32xf32>, %wv: tensor<16x32xf32>,
                       %dq: tensor<2x4x32xf32>, %dk: tensor<2x4x16xf32>)
-    -> (tensor<2x4x32xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<2x4x32xf32>) {
+    -> (tensor<2x4x32xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<2x4x32xf32>) attributes {braid.stage = #braid.stage<0>} {
   %q0 = braid.linear %h, %wq : (tensor<2x4x32xf32>, tensor<32x32xf32>) -> tensor<2x4x32xf32>
   %k0 = braid.linear %h, %wk : (tensor<2x4x32xf32>, tensor<16x32xf32>) -> tensor<2x4x16xf32>
   %v = braid.linear %h, %wv : (tensor<2x4x32xf32>, tensor<16x32xf32>) -> tensor<2x4x16xf32>
@@ -42,7 +42,7 @@ func.func @train_step(%h: tensor<2x4x32xf32>, %wq: tensor<32x32xf32>, %wk: tenso
 // CHECK-LABEL: func.func @train_step
 // CHECK-NOT: fused
 func.func @train_step(%h: tensor<2x4x32xf32>, %wq: tensor<32x32xf32>)
-    -> (tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) {
+    -> (tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) attributes {braid.stage = #braid.stage<0>} {
   %q0 = braid.linear %h, %wq : (tensor<2x4x32xf32>, tensor<32x32xf32>) -> tensor<2x4x32xf32>
   %q = braid.rope %q0 {num_heads = 4 : i64, theta = 10000.0 : f32} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
   %r = braid.rope %h {num_heads = 4 : i64, theta = 10000.0 : f32} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
@@ -60,7 +60,7 @@ func.func @train_step(%h: tensor<2x4x32xf32>, %wq: tensor<32x32xf32>)
 // CHECK: braid.linear_grad_input
 // CHECK-NOT: fused_linear_rope_grad_input
 func.func @train_step(%h: tensor<2x4x32xf32>, %wq: tensor<32x32xf32>, %dq: tensor<2x4x32xf32>)
-    -> (tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) {
+    -> (tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) attributes {braid.stage = #braid.stage<0>} {
   %q0 = braid.linear %h, %wq : (tensor<2x4x32xf32>, tensor<32x32xf32>) -> tensor<2x4x32xf32>
   %q = braid.rope %q0 {num_heads = 4 : i64, theta = 10000.0 : f32} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
   %dq0 = braid.rope_grad_input %dq {num_heads = 4 : i64, theta = 10000.0 : f32} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
@@ -79,7 +79,7 @@ func.func @train_step(%h: tensor<2x4x32xf32>, %wq: tensor<32x32xf32>, %dq: tenso
 // CHECK: braid.linear_grad_input
 // CHECK-NOT: fused_linear_rope_grad_input
 func.func @train_step(%h: tensor<2x4x32xf32>, %wq: tensor<32x32xf32>, %dq: tensor<2x4x32xf32>)
-    -> (tensor<2x4x32xf32>, tensor<2x4x32xf32>) {
+    -> (tensor<2x4x32xf32>, tensor<2x4x32xf32>) attributes {braid.stage = #braid.stage<0>} {
   %q0 = braid.linear %h, %wq : (tensor<2x4x32xf32>, tensor<32x32xf32>) -> tensor<2x4x32xf32>
   %q = braid.rope %q0 {num_heads = 4 : i64, theta = 10000.0 : f32} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
   %dq0 = braid.rope_grad_input %dq {num_heads = 2 : i64, theta = 10000.0 : f32} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>

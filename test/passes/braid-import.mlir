@@ -1,16 +1,15 @@
 // RUN: braid-opt %s --braid-import=spec=%models/llama-tiny.pbtxt | FileCheck %s --check-prefix=LLAMA
 // RUN: braid-opt %s --braid-import=spec=%models/gpt2-tiny.pbtxt | FileCheck %s --check-prefix=GPT2
+// RUN: braid-opt %s --braid-import=spec=%models/llama-tiny-bf16.pbtxt | FileCheck %s --check-prefix=BF16
 // RUN: not braid-opt %s --braid-import 2>&1 | FileCheck %s --check-prefix=NOSPEC
 // RUN: not braid-opt %s --braid-import=spec=%S/Inputs/bad-heads.pbtxt 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The input is an empty module; the pass fills it from the spec.
 
 // Llama: settings on the module, ids then parameters as arguments.
-// LLAMA: module attributes {braid.model = {family = "llama"
-// LLAMA-SAME: num_kv_heads = 2 : i64
+// LLAMA: module attributes {braid.model = #braid.model<family = llama, vocab_size = 256, hidden_size = 64, num_layers = 2, num_heads = 4, num_kv_heads = 2, ffn_hidden_size = 172, num_parameters = 123712, flops_per_token = 7.403520e+05>
 // LLAMA-SAME: braid.name = "llama-tiny"
-// LLAMA-SAME: braid.train = {
-// LLAMA-SAME: num_micro_batches = 2 : i64
+// LLAMA-SAME: braid.train = #braid.train<seed = 1234, micro_batch_size = 8, num_micro_batches = 2, seq_len = 64, steps = 300, lr = 3.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 20, decay = cosine, min_lr = 3.000000e-04, precision = fp32>
 // LLAMA-LABEL: func.func @train_step
 // LLAMA-SAME: tensor<8x64xi32> {braid.input = "tokens"}
 // LLAMA-SAME: tensor<8x64xi32> {braid.input = "labels"}
@@ -39,6 +38,7 @@
 
 // GPT-2: learned positions, fused q/k/v split three ways, biases, dropout
 // sites numbered in forward order, tied LM head.
+// GPT2: braid.model = #braid.model<family = gpt2,
 // GPT2: braid.input = "positions"
 // GPT2-SAME: name = "transformer.wte.weight"
 // GPT2-SAME: checkpoint_transposed = true, init = "normal", init_std = 2.000000e-02 : f64, name = "transformer.h.0.attn.c_attn.weight"
@@ -59,6 +59,9 @@
 // GPT2: braid.attention {{.*}}rng_offset = 4 : i64
 // GPT2: braid.linear %{{.+}}, %[[WTE]] {braid.layer = #braid.layer<loss>} :
 // GPT2-SAME: -> tensor<8x64x256xf32>
+
+// BF16 records its precision among the training settings.
+// BF16: braid.train = #braid.train<{{.*}}, precision = bf16>
 
 // NOSPEC: error: braid-import needs a spec: --braid-import=spec=PATH
 // BAD: bad-heads.pbtxt:6:3: model.num_heads:

@@ -4,21 +4,23 @@
 // add, under 4 micro-batches.
 
 // Persistent buffers: parameters, then gradients, moments, inputs, scalars.
-// CHECK: sched.global @table "parameter" : memref<16x8xf32> info {exp_avg = "table.exp_avg", exp_avg_sq = "table.exp_avg_sq", grad = "table.grad"
-// CHECK: sched.global @table.grad "gradient" : memref<16x8xf32> info {of = "table"}
-// CHECK: sched.global @b.exp_avg_sq "optimizer_state" : memref<8xf32>
-// CHECK: sched.global @tokens "input" : memref<2x4xi32> info {role = "tokens"}
-// CHECK: sched.global @loss "scalar" : memref<f32> info {role = "loss"}
-// CHECK: sched.global @loss_sum "scalar" : memref<f32> info {role = "loss_sum"}
-// CHECK: sched.global @grad_norm "scalar" : memref<f32> info {role = "grad_norm"}
-// CHECK: sched.global @step_skipped "scalar" : memref<f32> info {role = "step_skipped"}
+// CHECK: sched.global @table parameter : memref<16x8xf32> info <name = "table", init = normal, init_std = 2.000000e-02, weight_decay = true, grad = @table.grad, exp_avg = @table.exp_avg, exp_avg_sq = @table.exp_avg_sq>
+// Rank-1 parameters are not decayed.
+// CHECK: sched.global @b parameter : memref<8xf32> info <name = "b", init = zeros, grad = @b.grad, exp_avg = @b.exp_avg, exp_avg_sq = @b.exp_avg_sq>
+// CHECK: sched.global @table.grad gradient of @table : memref<16x8xf32>
+// CHECK: sched.global @b.exp_avg_sq optimizer_state of @b : memref<8xf32>
+// CHECK: sched.global @tokens input role tokens : memref<2x4xi32>
+// CHECK: sched.global @loss scalar role loss : memref<f32>
+// CHECK: sched.global @loss_sum scalar role loss_sum : memref<f32>
+// CHECK: sched.global @grad_norm scalar role grad_norm : memref<f32>
+// CHECK: sched.global @step_skipped scalar role step_skipped : memref<f32>
 // CHECK-NOT: func.func
 
 // One step program: it zeroes the gradients and the loss sum, then repeats
 // one micro-batch's instructions for each of the 4 micro-batches (iteration
 // i computes micro-batch i: its stages, launches and loss slot are offset by
 // i), then runs the optimizer.
-// CHECK-LABEL: sched.program @step
+// CHECK-LABEL: sched.program @step step {
 // CHECK: sched.launch "fill" on 0 outs(%{{.+}} : memref<16x8xf32>) params {value = 0.000000e+00 : f64} {braid.phase = #braid.phase<optimizer>}
 // CHECK: sched.launch "fill" on 0 outs(%{{.+}} : memref<8x8xf32>)
 // CHECK: sched.launch "fill" on 0 outs(%{{.+}} : memref<8xf32>)
@@ -77,8 +79,8 @@
 // CHECK: %[[S2:.+]] = sched.get_global @step_skipped
 // CHECK: sched.readback %[[S2]] to 5 on 0 : memref<f32>
 // CHECK-NEXT: }
-module attributes {braid.train = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, num_micro_batches = 4 : i64, weight_decay = 1.000000e-01 : f64}} {
-  func.func @train_step(%arg0: tensor<2x4xi32> {braid.input = "tokens"}, %arg1: tensor<2x4xi32> {braid.input = "labels"}, %arg2: tensor<16x8xf32> {braid.param = {init = "normal", name = "table", weight_decay = true}}, %arg3: tensor<8x8xf32> {braid.param = {init = "normal", name = "w", weight_decay = true}}, %arg4: tensor<8xf32> {braid.param = {init = "zeros", name = "b", weight_decay = true}}) -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "table"}, tensor<8x8xf32> {braid.grad_of = "w"}, tensor<8xf32> {braid.grad_of = "b"}) {
+module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
+  func.func @train_step(%arg0: tensor<2x4xi32> {braid.input = "tokens"}, %arg1: tensor<2x4xi32> {braid.input = "labels"}, %arg2: tensor<16x8xf32> {braid.param = {init = "normal", init_std = 2.000000e-02 : f64, name = "table", weight_decay = true}}, %arg3: tensor<8x8xf32> {braid.param = {init = "normal", init_std = 2.000000e-02 : f64, name = "w", weight_decay = true}}, %arg4: tensor<8xf32> {braid.param = {init = "zeros", name = "b", weight_decay = true}}) -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "table"}, tensor<8x8xf32> {braid.grad_of = "w"}, tensor<8xf32> {braid.grad_of = "b"}) attributes {braid.stage = #braid.stage<0>} {
     %0 = braid.embedding %arg2, %arg0 {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<forward>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
     %1 = braid.linear %0, %arg3, %arg4 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
     %2 = braid.add %0, %1 {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<forward>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>

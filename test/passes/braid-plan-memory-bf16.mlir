@@ -6,23 +6,23 @@
 // 2x4x16 bf16 buffer is 256 bytes, where its f32 twin would be 512).
 // CHECK: sched.memory = {activation_peak_bytes = 576 : i64, arena_bytes = 960 : i64, gradient_bytes = 64 : i64, input_bytes = 36 : i64, optimizer_bytes = 64 : i64, parameter_bytes = 64 : i64, saved_activation_bytes = 288 : i64, weight_copy_bytes = 32 : i64}
 
-// CHECK: sched.global @loss "scalar" : memref<f32> offset(320)
-// CHECK: sched.global @tokens "input" : memref<2x4xi32> offset(256)
-// CHECK: sched.global @w.bf16 "weight_copy" : memref<16xbf16> offset(192)
-// CHECK: sched.global @w.exp_avg "optimizer_state" : memref<16xf32> offset(128)
-// CHECK: sched.global @w.grad "gradient" : memref<16xf32> offset(64)
-// CHECK: sched.global @w "parameter" : memref<16xf32> offset(0)
-sched.global @loss "scalar" : memref<f32> info {role = "loss"}
-sched.global @tokens "input" : memref<2x4xi32> info {role = "tokens"}
-sched.global @w.bf16 "weight_copy" : memref<16xbf16> info {of = "w"}
-sched.global @w.exp_avg "optimizer_state" : memref<16xf32> info {of = "w"}
-sched.global @w.grad "gradient" : memref<16xf32> info {of = "w"}
-sched.global @w "parameter" : memref<16xf32> info {name = "w", init = "ones", compute_copy = "w.bf16"}
+// CHECK: sched.global @loss scalar role loss : memref<f32> offset(320)
+// CHECK: sched.global @tokens input role tokens : memref<2x4xi32> offset(256)
+// CHECK: sched.global @w.bf16 weight_copy of @w : memref<16xbf16> offset(192)
+// CHECK: sched.global @w.exp_avg optimizer_state of @w : memref<16xf32> offset(128)
+// CHECK: sched.global @w.grad gradient of @w : memref<16xf32> offset(64)
+// CHECK: sched.global @w parameter : memref<16xf32> offset(0)
+sched.global @loss scalar role loss : memref<f32>
+sched.global @tokens input role tokens : memref<2x4xi32>
+sched.global @w.bf16 weight_copy of @w : memref<16xbf16>
+sched.global @w.exp_avg optimizer_state of @w : memref<16xf32>
+sched.global @w.grad gradient of @w : memref<16xf32>
+sched.global @w parameter : memref<16xf32> info <name = "w", init = ones, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq, compute_copy = @w.bf16>
 
 // The init program has no transient buffers.
-// CHECK-LABEL: sched.program @init
+// CHECK-LABEL: sched.program @init init {
 // CHECK-NOT: sched.alloc
-sched.program @init {
+sched.program @init init {
   %w = sched.get_global @w : memref<16xf32>
   %c = sched.get_global @w.bf16 : memref<16xbf16>
   sched.launch "cast" on 0 ins(%w : memref<16xf32>) outs(%c : memref<16xbf16>)
@@ -31,11 +31,11 @@ sched.program @init {
 // Transients start at 384. %a (256 B, launches 0-2) and %d (256 B, launches
 // 2-3) meet at launch 2; the f32 row statistics %s (32 B, launches 1-2) go
 // above both. %a and %s cross into the backward: 288 bytes saved.
-// CHECK-LABEL: sched.program @step
+// CHECK-LABEL: sched.program @step step {
 // CHECK: sched.alloc offset(384) : memref<2x4x16xbf16>
 // CHECK: sched.alloc offset(896) : memref<2x4xf32>
 // CHECK: sched.alloc offset(640) : memref<2x4x16xbf16>
-sched.program @step {
+sched.program @step step {
   %wb = sched.get_global @w.bf16 : memref<16xbf16>
   %ids = sched.get_global @tokens : memref<2x4xi32>
   %g = sched.get_global @w.grad : memref<16xf32>

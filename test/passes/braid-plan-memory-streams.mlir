@@ -7,8 +7,8 @@
 // CHECK: %[[A:.+]] = sched.alloc offset(64) : memref<64xf32>
 // CHECK: %[[B:.+]] = sched.alloc offset(320) : memref<64xf32>
 // CHECK: %[[C:.+]] = sched.alloc offset(576) : memref<64xf32>
-sched.global @w "parameter" : memref<16xf32> info {name = "w", init = "ones"}
-sched.program @step {
+sched.global @w parameter : memref<16xf32> info <name = "w", init = ones, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
+sched.program @step step {
   %w = sched.get_global @w : memref<16xf32>
   %a = sched.alloc : memref<64xf32>
   sched.launch "k1" on 0 ins(%w : memref<16xf32>) outs(%a : memref<64xf32>)
@@ -27,8 +27,8 @@ sched.program @step {
 // CHECK: %[[A:.+]] = sched.alloc offset(64) : memref<64xf32>
 // CHECK: %[[B:.+]] = sched.alloc offset(320) : memref<64xf32>
 // CHECK: %[[C:.+]] = sched.alloc offset(64) : memref<64xf32>
-sched.global @w "parameter" : memref<16xf32> info {name = "w", init = "ones"}
-sched.program @step {
+sched.global @w parameter : memref<16xf32> info <name = "w", init = ones, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
+sched.program @step step {
   %w = sched.get_global @w : memref<16xf32>
   %a = sched.alloc : memref<64xf32>
   sched.launch "k1" on 0 ins(%w : memref<16xf32>) outs(%a : memref<64xf32>)

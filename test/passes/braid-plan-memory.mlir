@@ -7,21 +7,21 @@
 
 // Persistent globals are packed by kind at 64-byte alignment, whatever their
 // order in the module: parameter, gradient, then the scalar.
-// CHECK: sched.global @loss "scalar" : memref<f32> offset(128)
-// CHECK: sched.global @w.grad "gradient" : memref<16xf32> offset(64)
-// CHECK: sched.global @w "parameter" : memref<16xf32> offset(0)
-sched.global @loss "scalar" : memref<f32> info {role = "loss"}
-sched.global @w.grad "gradient" : memref<16xf32> info {of = "w"}
-sched.global @w "parameter" : memref<16xf32> info {name = "w", init = "ones"}
+// CHECK: sched.global @loss scalar role loss : memref<f32> offset(128)
+// CHECK: sched.global @w.grad gradient of @w : memref<16xf32> offset(64)
+// CHECK: sched.global @w parameter : memref<16xf32> offset(0)
+sched.global @loss scalar role loss : memref<f32>
+sched.global @w.grad gradient of @w : memref<16xf32>
+sched.global @w parameter : memref<16xf32> info <name = "w", init = ones, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
 
 // Transients start at 192. %a (256 B, launches 0-1) and %c (256 B, launches
 // 2-3) never live together and share offset 192; %b (40 B, launches 1-2)
 // overlaps both and goes above them.
-// CHECK-LABEL: sched.program @step
+// CHECK-LABEL: sched.program @step step {
 // CHECK: %[[A:.+]] = sched.alloc offset(192) : memref<64xf32>
 // CHECK: %[[B:.+]] = sched.alloc offset(448) : memref<10xf32>
 // CHECK: %[[C:.+]] = sched.alloc offset(192) : memref<64xf32>
-sched.program @step {
+sched.program @step step {
   %w = sched.get_global @w : memref<16xf32>
   %g = sched.get_global @w.grad : memref<16xf32>
   %a = sched.alloc : memref<64xf32>

@@ -1,0 +1,163 @@
+//===- BraidAttrs.td - braid dialect attributes -----------------*- tablegen -*-===//
+//
+// The module's settings: `braid.model` (what the plan's ModelInfo carries)
+// and `braid.train` (its TrainConfig), both set by braid-import; and the
+// mark `braid.stage` of the function that holds a pipeline stage. Every
+// parameter is required and written in its place, so a setting that is
+// missing is a parse error that names it ("expected 'lr'"), never a silent 0
+// for a later pass.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_ATTRS_TD
+#define BRAID_ATTRS_TD
+
+include "BraidBase.td"
+include "dialects/F64Parameter.td"
+
+//===----------------------------------------------------------------------===//
+// Model
+//===----------------------------------------------------------------------===//
+
+def Braid_ModelFamily : I32EnumAttr<"ModelFamily",
+    "the architecture family, which decides checkpoint naming", [
+    I32EnumAttrCase<"Llama", 0, "llama">,
+    I32EnumAttrCase<"Gpt2", 1, "gpt2">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+def Braid_ModelAttr : AttrDef<Braid_Dialect, "Model"> {
+  let mnemonic = "model";
+  let summary = "The model's family and sizes (the plan's ModelInfo)";
+  let description = [{
+    `num_parameters` counts the f32 parameters; `flops_per_token` is
+    Megatron's model FLOPs per trained token (forward and backward, causal
+    attention not halved), the numerator of MFU.
+
+    ```mlir
+    module attributes {braid.model = #braid.model<family = llama,
+        vocab_size = 256, hidden_size = 64, num_layers = 2, num_heads = 4,
+        num_kv_heads = 2, ffn_hidden_size = 172, num_parameters = 123712,
+        flops_per_token = 7.403520e+05>} {
+    ```
+  }];
+  let parameters = (ins AttrParameter<"::braid::ModelFamily", "llama or gpt2">:$family,
+                        "int64_t":$vocab_size, "int64_t":$hidden_size,
+                        "int64_t":$num_layers, "int64_t":$num_heads,
+                        "int64_t":$num_kv_heads, "int64_t":$ffn_hidden_size,
+                        "int64_t":$num_parameters,
+                        F64Parameter<>:$flops_per_token);
+  let assemblyFormat = [{
+    `<`
+    `family` `=` $family `,`
+    `vocab_size` `=` $vocab_size `,`
+    `hidden_size` `=` $hidden_size `,`
+    `num_layers` `=` $num_layers `,`
+    `num_heads` `=` $num_heads `,`
+    `num_kv_heads` `=` $num_kv_heads `,`
+    `ffn_hidden_size` `=` $ffn_hidden_size `,`
+    `num_parameters` `=` $num_parameters `,`
+    `flops_per_token` `=` $flops_per_token
+    `>`
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Training settings
+//===----------------------------------------------------------------------===//
+
+def Braid_LrDecay : I32EnumAttr<"LrDecay",
+    "how the learning rate falls after warm-up", [
+    I32EnumAttrCase<"Cosine", 0, "cosine">,
+    I32EnumAttrCase<"Constant", 1, "constant">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+def Braid_Precision : I32EnumAttr<"Precision",
+    "the element type of activations and of the weights compute reads", [
+    I32EnumAttrCase<"FP32", 0, "fp32">,
+    I32EnumAttrCase<"BF16", 1, "bf16">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+def Braid_TrainAttr : AttrDef<Braid_Dialect, "Train"> {
+  let mnemonic = "train";
+  let summary = "The training settings (the plan's TrainConfig)";
+  let description = [{
+    The batch (`micro_batch_size` sequences of `seq_len` tokens, times
+    `num_micro_batches` per optimizer step), the run length, AdamW's
+    settings, gradient clipping (`grad_clip`, 0 for none), the learning-rate
+    schedule (`warmup_steps`, then `decay` to `min_lr`) and the precision.
+    braid-lower-to-sched reads the batch and AdamW's settings; the plan
+    emitter copies all of them.
+
+    ```mlir
+    module attributes {braid.train = #braid.train<seed = 1234,
+        micro_batch_size = 8, num_micro_batches = 2, seq_len = 64,
+        steps = 300, lr = 3.000000e-03, beta1 = 9.000000e-01,
+        beta2 = 0.94999999999999996, eps = 1.000000e-08,
+        weight_decay = 1.000000e-01, grad_clip = 1.000000e+00,
+        warmup_steps = 20, decay = cosine, min_lr = 3.000000e-04,
+        precision = fp32>} {
+    ```
+  }];
+  let parameters = (ins "uint64_t":$seed, "int64_t":$micro_batch_size,
+                        "int64_t":$num_micro_batches, "int64_t":$seq_len,
+                        "int64_t":$steps, F64Parameter<>:$lr,
+                        F64Parameter<>:$beta1, F64Parameter<>:$beta2,
+                        F64Parameter<>:$eps,
+                        F64Parameter<>:$weight_decay,
+                        F64Parameter<>:$grad_clip,
+                        "int64_t":$warmup_steps,
+                        AttrParameter<"::braid::LrDecay", "cosine or constant">:$decay,
+                        F64Parameter<>:$min_lr,
+                        AttrParameter<"::braid::Precision", "fp32 or bf16">:$precision);
+  let assemblyFormat = [{
+    `<`
+    `seed` `=` $seed `,`
+    `micro_batch_size` `=` $micro_batch_size `,`
+    `num_micro_batches` `=` $num_micro_batches `,`
+    `seq_len` `=` $seq_len `,`
+    `steps` `=` $steps `,`
+    `lr` `=` $lr `,`
+    `beta1` `=` $beta1 `,`
+    `beta2` `=` $beta2 `,`
+    `eps` `=` $eps `,`
+    `weight_decay` `=` $weight_decay `,`
+    `grad_clip` `=` $grad_clip `,`
+    `warmup_steps` `=` $warmup_steps `,`
+    `decay` `=` $decay `,`
+    `min_lr` `=` $min_lr `,`
+    `precision` `=` $precision
+    `>`
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages
+//===----------------------------------------------------------------------===//
+
+// `braid.stage = #braid.stage<0>` on a func.func: the function holds the
+// forward (and, after autodiff, backward) graph of pipeline stage 0. A
+// module has one function per stage; passes find them through
+// StageFunctions.h, never by name.
+def Braid_StageAttr : AttrDef<Braid_Dialect, "Stage"> {
+  let mnemonic = "stage";
+  let summary = "The pipeline stage whose graph a function holds";
+  let description = [{
+    braid-import creates one function, stage 0:
+
+    ```mlir
+    func.func @train_step(...) -> (tensor<f32> {braid.loss})
+        attributes {braid.stage = #braid.stage<0>} {
+    ```
+  }];
+  let parameters = (ins "int64_t":$index);
+  let assemblyFormat = "`<` $index `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // BRAID_ATTRS_TD

@@ -1,0 +1,131 @@
+//===- SchedAttrs.td - sched dialect attributes -----------------*- tablegen -*-===//
+//
+// What a sched.global is (its kind, and what the plan needs to know about
+// it) and what a sched.program is run as, as enums and a typed parameter
+// description rather than strings and dictionaries: a misspelt kind, role
+// or initialisation is a parse error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SCHED_ATTRS_TD
+#define SCHED_ATTRS_TD
+
+include "SchedBase.td"
+include "dialects/F64Parameter.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Globals
+//===----------------------------------------------------------------------===//
+
+def Sched_GlobalKind : I32EnumAttr<"GlobalKind",
+    "what a persistent buffer holds", [
+    I32EnumAttrCase<"Parameter", 0, "parameter">,
+    I32EnumAttrCase<"Gradient", 1, "gradient">,
+    I32EnumAttrCase<"OptimizerState", 2, "optimizer_state">,
+    I32EnumAttrCase<"WeightCopy", 3, "weight_copy">,
+    I32EnumAttrCase<"Input", 4, "input">,
+    I32EnumAttrCase<"Scalar", 5, "scalar">]> {
+  let cppNamespace = "::braid::sched";
+  let genSpecializedAttr = 0;
+}
+
+// `parameter`, `gradient`, ... in sched.global.
+def Sched_GlobalKindAttr : EnumAttr<Sched_Dialect, Sched_GlobalKind,
+                                    "global_kind">;
+
+// What the runtime writes into an input (tokens, labels, positions) or
+// reads back from a scalar (the rest).
+def Sched_Role : I32EnumAttr<"Role",
+    "the role of an input or a scalar global", [
+    I32EnumAttrCase<"Tokens", 0, "tokens">,
+    I32EnumAttrCase<"Labels", 1, "labels">,
+    I32EnumAttrCase<"Positions", 2, "positions">,
+    I32EnumAttrCase<"Loss", 3, "loss">,
+    I32EnumAttrCase<"LossSum", 4, "loss_sum">,
+    I32EnumAttrCase<"GradNorm", 5, "grad_norm">,
+    I32EnumAttrCase<"StepSkipped", 6, "step_skipped">]> {
+  let cppNamespace = "::braid::sched";
+  let genSpecializedAttr = 0;
+}
+
+// `role tokens`, `role loss`, ... in sched.global.
+def Sched_RoleAttr : EnumAttr<Sched_Dialect, Sched_Role, "role">;
+
+def Sched_InitKind : I32EnumAttr<"InitKind",
+    "how a parameter is initialised", [
+    I32EnumAttrCase<"Normal", 0, "normal">,
+    I32EnumAttrCase<"Zeros", 1, "zeros">,
+    I32EnumAttrCase<"Ones", 2, "ones">]> {
+  let cppNamespace = "::braid::sched";
+  let genSpecializedAttr = 0;
+}
+
+// A bool that is false unless written `true`.
+def Sched_FlagParameter : AttrParameter<"bool", "true or false"> {
+  let defaultValue = "false";
+  let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
+    if (::mlir::succeeded($_parser.parseOptionalKeyword("true")))
+      return true;
+    if (::mlir::succeeded($_parser.parseOptionalKeyword("false")))
+      return false;
+    return $_parser.emitError($_parser.getCurrentLocation(),
+                              "expected true or false");
+  }() }];
+}
+
+def Sched_ParamInfoAttr : AttrDef<Sched_Dialect, "ParamInfo"> {
+  let mnemonic = "param_info";
+  let summary = "What the plan needs to know about a parameter";
+  let description = [{
+    The Hugging Face `name` (checkpoints use it), the initialisation (`init`
+    and, for `normal`, its `init_std`), whether AdamW decays it
+    (`weight_decay`), whether the checkpoint stores it transposed
+    (`checkpoint_transposed`, GPT-2's Conv1D layout), the globals of its
+    gradient and AdamW moments, and, in BF16 plans, the weight copy that
+    compute reads (`compute_copy`). `weight_decay`, `checkpoint_transposed`
+    and `compute_copy` may be left out (false, false, none); `init_std` too
+    when `init` is `zeros` or `ones`.
+
+    ```mlir
+    sched.global @w parameter : memref<192x64xf32>
+        info <name = "model.layers.0.self_attn.q_proj.weight", init = normal,
+              init_std = 2.000000e-02, weight_decay = true, grad = @w.grad,
+              exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the Hugging Face name">:$name,
+                        AttrParameter<"::braid::sched::InitKind",
+                                      "normal, zeros or ones">:$init,
+                        F64Parameter<"the std of a normal init", "0.0">:$init_std,
+                        Sched_FlagParameter:$weight_decay,
+                        Sched_FlagParameter:$checkpoint_transposed,
+                        AttrParameter<"::mlir::FlatSymbolRefAttr",
+                                      "its gradient">:$grad,
+                        AttrParameter<"::mlir::FlatSymbolRefAttr",
+                                      "its first moment">:$exp_avg,
+                        AttrParameter<"::mlir::FlatSymbolRefAttr",
+                                      "its second moment">:$exp_avg_sq,
+                        OptionalParameter<"::mlir::FlatSymbolRefAttr",
+                                          "its weight copy">:$compute_copy);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Programs
+//===----------------------------------------------------------------------===//
+
+def Sched_ProgramKind : I32EnumAttr<"ProgramKind",
+    "when the runtime runs a program", [
+    I32EnumAttrCase<"Step", 0, "step">,
+    I32EnumAttrCase<"Init", 1, "init">]> {
+  let cppNamespace = "::braid::sched";
+  let genSpecializedAttr = 0;
+}
+
+// `step` or `init` in sched.program.
+def Sched_ProgramKindAttr : EnumAttr<Sched_Dialect, Sched_ProgramKind,
+                                     "program_kind">;
+
+#endif // SCHED_ATTRS_TD
