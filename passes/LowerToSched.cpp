@@ -24,11 +24,19 @@
 //  * the fused LM head and cross-entropy (braid-fuse-linear-cross-entropy)
 //    lowers like the ops it replaces: its dW result accumulates as
 //    linear_grad_weight's does (its loss and dx are ordinary results), and
-//    it gets the 1/num_micro_batches scale of cross_entropy_grad_input.
+//    it gets the 1/num_micro_batches scale of cross_entropy_grad_input;
+//  * data parallel (braid.mesh with dp > 1): the loss gradient's scale is
+//    1/(num_micro_batches * dp), and between the last micro-batch and the
+//    optimizer every gradient and `@loss_sum` are summed over the DP group
+//    by a sched.collective on the communication stream, ordered by events,
+//    so every rank applies the same update and makes the same skip
+//    decision.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+
+#include <algorithm>
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -111,6 +119,7 @@ private:
   void lowerInit();
   void resetAccumulators();
   LogicalResult lowerMicroBatch();
+  void lowerGradientReduction();
   void lowerOptimizer();
   void readback(StringRef scalar, int32_t slot) {
     sched::ReadbackOp::create(b_, module_.getLoc(), getGlobal(scalar),
@@ -180,6 +189,8 @@ private:
   DenseMap<Operation *, size_t> copyCasts_;
   TrainAttr train_;
   int32_t numMicroBatches_ = 1;
+  // braid.mesh's DP size; 1 when the module has no mesh (one rank).
+  int64_t dataParallel_ = 1;
   const uint32_t optimizerStream_;
   // The stream of the launches being created.
   uint32_t stream_ = 0;
@@ -197,6 +208,13 @@ LogicalResult Lowering::checkSignature() {
            << "braid.train num_micro_batches is " << numMicro
            << "; a step has 1 to " << kMaxMicroBatches << " micro-batches";
   numMicroBatches_ = static_cast<int32_t>(numMicro);
+  if (auto mesh = module_->getAttrOfType<MeshAttr>(BraidDialect::kMeshAttr)) {
+    if (mesh.getTp() != 1 || mesh.getCp() != 1 || mesh.getPp() != 1)
+      return module_.emitError()
+             << "braid-lower-to-sched lowers data parallel meshes only, not "
+             << mesh;
+    dataParallel_ = mesh.getDp();
+  }
   for (BlockArgument arg : func_.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto p = func_.getArgAttrOfType<DictionaryAttr>(i, "braid.param")) {
@@ -403,7 +421,9 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       buffers[arg] = getGlobal(sched::stringifyRole(it->second));
 
-  double numMicro = static_cast<double>(train_.getNumMicroBatches());
+  // Every rank's micro-batches make the step's loss.
+  double numMicro =
+      static_cast<double>(train_.getNumMicroBatches() * dataParallel_);
   auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
   Value loss = ret.getOperand(0);
 
@@ -474,6 +494,31 @@ LogicalResult Lowering::lowerMicroBatch() {
   return success();
 }
 
+// Data parallel: the gradients and the loss sum of this rank's micro-batches
+// become those of every rank's, on the communication stream (the one after
+// the compute and optimizer streams). Event 1 tells it that the last
+// micro-batch is done; event 2 tells stream 0 that the sums are in place.
+void Lowering::lowerGradientReduction() {
+  Location loc = func_.getLoc();
+  const uint32_t comm = std::max<uint32_t>(1, optimizerStream_ + 1);
+  auto i32 = [&](int64_t v) { return b_.getI32IntegerAttr(v); };
+  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+  sched::EventRecordOp::create(b_, loc, i32(1), i64(1), i32(0));
+  sched::EventWaitOp::create(b_, loc, i32(1), i64(1), i32(comm));
+  SmallVector<Value> buffers;
+  for (auto &p : params_)
+    buffers.push_back(getGlobal(p.name + ".grad"));
+  buffers.push_back(getGlobal("loss_sum"));
+  sched::CollectiveOp::create(
+      b_, loc,
+      sched::CollectiveKindAttr::get(b_.getContext(),
+                                     sched::CollectiveKind::AllReduceSum),
+      sched::MeshAxisAttr::get(b_.getContext(), sched::MeshAxis::Dp), buffers,
+      i32(comm));
+  sched::EventRecordOp::create(b_, loc, i32(2), i64(1), i32(comm));
+  sched::EventWaitOp::create(b_, loc, i32(2), i64(1), i32(0));
+}
+
 // Clipping, the guard, AdamW and the weight copies' refresh; the norm and
 // the skipped flag are read back after the losses.
 void Lowering::lowerOptimizer() {
@@ -539,6 +584,8 @@ LogicalResult Lowering::run() {
   if (failed(lowerMicroBatch()))
     return failure();
   b_.setInsertionPointAfter(repeat);
+  if (dataParallel_ > 1)
+    lowerGradientReduction();
   lowerOptimizer();
   func_.erase();
   return success();

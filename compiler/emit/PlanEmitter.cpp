@@ -327,6 +327,23 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
       inst->mutable_readback()->set_slot(rb.getSlot());
       if (failed(noteReadback(rb, *id)))
         return failure();
+    } else if (auto coll = dyn_cast<sched::CollectiveOp>(op)) {
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(coll.getStream());
+      maxStream_ = std::max(maxStream_, coll.getStream());
+      plan::Collective *c = inst->mutable_collective();
+      // Both enums list their cases in the same order, after the plan's
+      // UNSPECIFIED.
+      c->set_kind(static_cast<plan::CollectiveKind>(
+          static_cast<int>(coll.getKind()) + 1));
+      c->set_axis(
+          static_cast<plan::MeshAxis>(static_cast<int>(coll.getAxis()) + 1));
+      for (Value v : coll.getBuffers()) {
+        FailureOr<uint32_t> id = idOf(v, "collective", 0, 0);
+        if (failed(id))
+          return failure();
+        c->add_tensors(*id);
+      }
     } else if (auto rec = dyn_cast<sched::EventRecordOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(rec.getStream());
@@ -407,9 +424,19 @@ LogicalResult Emitter::copySettings() {
 
 FailureOr<plan::Plan> Emitter::run() {
   plan_.set_format_version(kPlanFormatVersion);
-  for (auto set : {&plan::Mesh::set_tp, &plan::Mesh::set_cp, &plan::Mesh::set_pp,
-                   &plan::Mesh::set_dp})
-    (plan_.mutable_mesh()->*set)(1);
+  plan::Mesh *mesh = plan_.mutable_mesh();
+  if (auto m = module_->getAttrOfType<MeshAttr>(BraidDialect::kMeshAttr)) {
+    mesh->set_tp(m.getTp());
+    mesh->set_cp(m.getCp());
+    mesh->set_pp(m.getPp());
+    mesh->set_dp(m.getDp());
+  } else {
+    // A module without a mesh is compiled for one rank.
+    mesh->set_tp(1);
+    mesh->set_cp(1);
+    mesh->set_pp(1);
+    mesh->set_dp(1);
+  }
   for (auto global : module_.getOps<sched::GlobalOp>())
     if (failed(addGlobal(global)))
       return failure();

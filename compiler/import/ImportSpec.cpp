@@ -335,11 +335,18 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                      modelFlopsPerToken(spec_)));
   const auto &opt = train_.adamw();
   const auto &schedule = train_.lr_schedule();
+  const auto &parallel = spec_.parallel();
+  module->setAttr(BraidDialect::kMeshAttr,
+                  MeshAttr::get(ctx_, parallel.tensor_parallel(),
+                                /*cp=*/1, parallel.pipeline_parallel(),
+                                parallel.data_parallel()));
   module->setAttr(
       BraidDialect::kTrainAttr,
       TrainAttr::get(
           ctx_, train_.seed(), train_.micro_batch_size(),
-          train_.global_batch_size() / train_.micro_batch_size(),
+          // Per rank: each data-parallel rank accumulates its share.
+          train_.global_batch_size() /
+              (train_.micro_batch_size() * parallel.data_parallel()),
           train_.seq_len(), train_.steps(), opt.lr(), opt.beta1(),
           opt.beta2(), opt.eps(), opt.weight_decay(), train_.grad_clip(),
           schedule.warmup_steps(),

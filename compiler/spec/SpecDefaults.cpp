@@ -32,13 +32,16 @@ void fillParallel(spec::ParallelLayout &parallel) {
     parallel.set_pipeline_parallel(1);
   if (parallel.data_parallel() == 0)
     parallel.set_data_parallel(1);
+  if (parallel.comm_chunks() == 0)
+    parallel.set_comm_chunks(1);
 }
 
-void fillTraining(spec::Training &train) {
-  // Megatron's default: one optimizer step per micro-batch on each
-  // data-parallel rank, and this version has one rank.
-  if (train.global_batch_size() == 0 && train.micro_batch_size() > 0)
-    train.set_global_batch_size(train.micro_batch_size());
+void fillTraining(spec::Training &train, int64_t dataParallel) {
+  // Megatron's default: one micro-batch per optimizer step on each
+  // data-parallel rank.
+  if (train.global_batch_size() == 0 && train.micro_batch_size() > 0 &&
+      dataParallel > 0)
+    train.set_global_batch_size(train.micro_batch_size() * dataParallel);
   if (train.has_adamw()) {
     spec::AdamW &adamw = *train.mutable_adamw();
     if (adamw.beta1() == 0)
@@ -82,7 +85,7 @@ void fillSpecDefaults(spec::ModelSpec &spec, std::string_view displayName) {
     fillArchitecture(*spec.mutable_model());
   fillParallel(*spec.mutable_parallel());
   if (spec.has_train())
-    fillTraining(*spec.mutable_train());
+    fillTraining(*spec.mutable_train(), spec.parallel().data_parallel());
 }
 
 } // namespace braid

@@ -45,17 +45,60 @@ void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
     int64_t value;
   };
   for (Degree d : {Degree{"tensor_parallel", p.tensor_parallel()},
-                   Degree{"pipeline_parallel", p.pipeline_parallel()},
-                   Degree{"data_parallel", p.data_parallel()}}) {
+                   Degree{"pipeline_parallel", p.pipeline_parallel()}}) {
     if (d.value == 1)
       continue;
     sink.report(absl::StrCat("parallel.", d.field),
                 absl::StrCat(d.value,
                              " is not supported: this version compiles "
-                             "single-rank plans; set ",
+                             "data parallel plans only; set ",
                              d.field,
-                             " to 1 (distributed layouts come later)"));
+                             " to 1 (tensor and pipeline layouts come "
+                             "later)"));
   }
+  constexpr int64_t kMaxRanks = int64_t{1} << 24;
+  if (p.data_parallel() < 1 || p.data_parallel() > kMaxRanks)
+    sink.report("parallel.data_parallel",
+                absl::StrCat(p.data_parallel(),
+                             " is not a number of ranks; set 1 to 2^24 "
+                             "data-parallel ranks"));
+  if (p.zero_stage() != 0)
+    sink.report("parallel.zero_stage",
+                absl::StrCat(p.zero_stage(),
+                             " is not supported: this version builds ZeRO "
+                             "stage 0 (every rank holds the whole optimizer "
+                             "state); set zero_stage to 0"));
+  if (p.bucket_mb() != 0)
+    sink.report("parallel.bucket_mb",
+                absl::StrCat(p.bucket_mb(),
+                             " is not supported: this version reduces each "
+                             "gradient with its own collective; set "
+                             "bucket_mb to 0"));
+  if (p.comm_chunks() != 1)
+    sink.report("parallel.comm_chunks",
+                absl::StrCat(p.comm_chunks(),
+                             " is not supported: this version runs each "
+                             "collective whole; set comm_chunks to 1"));
+}
+
+// Every data-parallel rank accumulates the same number of whole
+// micro-batches per step.
+void checkDataParallelBatch(const spec::ModelSpec &spec, RuleSink &sink) {
+  const int64_t dp = spec.parallel().data_parallel();
+  const int64_t mb = spec.train().micro_batch_size();
+  const int64_t global = spec.train().global_batch_size();
+  if (dp <= 1 || mb <= 0 || global <= 0 || global % mb != 0 ||
+      global % (mb * dp) == 0)
+    return;
+  const int64_t unit = mb * dp;
+  const int64_t below = global / unit * unit;
+  sink.report("train.global_batch_size",
+              absl::StrCat(global, " is not a multiple of micro_batch_size ",
+                           mb, " x data_parallel ", dp,
+                           "; each data-parallel rank accumulates the same "
+                           "number of whole micro-batches, so use ",
+                           below > 0 ? absl::StrCat(below, " or ", below + unit)
+                                     : absl::StrCat(unit)));
 }
 
 // Rules that involve both the model and the training settings.
@@ -120,6 +163,8 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
                     "micro_batch_size, seq_len, steps and adamw { lr }");
   if (spec.has_model() && spec.has_train())
     checkSequence(spec, counting);
+  if (spec.has_train())
+    checkDataParallelBatch(spec, counting);
   validateCompile(spec.compile(), counting);
   // Sizes are only meaningful once every one of them is valid.
   if (counting.count() == 0)

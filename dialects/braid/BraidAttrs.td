@@ -160,4 +160,27 @@ def Braid_StageAttr : AttrDef<Braid_Dialect, "Stage"> {
   let genVerifyDecl = 1;
 }
 
+// The rank mesh the module is compiled for (docs/parallel.md). A module
+// without it is compiled for one rank.
+def Braid_MeshAttr : AttrDef<Braid_Dialect, "Mesh"> {
+  let mnemonic = "mesh";
+  let summary = "The sizes of the rank mesh's axes";
+  let description = [{
+    TP innermost, DP outermost; each axis has at least one rank. Set by
+    braid-import from the spec's `parallel` block; braid-lower-to-sched
+    reduces the gradients over DP when it has more than one rank, and the
+    plan emitter copies the sizes into the plan.
+
+    ```mlir
+    module attributes {braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 4>} {
+    ```
+  }];
+  let parameters = (ins "int64_t":$tp, "int64_t":$cp, "int64_t":$pp,
+                        "int64_t":$dp);
+  let assemblyFormat = [{
+    `<` `tp` `=` $tp `,` `cp` `=` $cp `,` `pp` `=` $pp `,` `dp` `=` $dp `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
 #endif // BRAID_ATTRS_TD

@@ -44,6 +44,7 @@ def Braid_Dialect : Dialect {
     // The module's settings: a ModelAttr and a TrainAttr.
     static constexpr ::llvm::StringLiteral kModelAttr = "braid.model";
     static constexpr ::llvm::StringLiteral kTrainAttr = "braid.train";
+    static constexpr ::llvm::StringLiteral kMeshAttr = "braid.mesh";
     // The mark of a stage function: a StageAttr.
     static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
   }];

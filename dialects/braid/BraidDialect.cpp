@@ -41,7 +41,7 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return wrongType("#braid.layer");
   if (name == kPhaseMark && !isa<PhaseAttr>(value))
     return wrongType("#braid.phase");
-  if (name == kModelAttr || name == kTrainAttr) {
+  if (name == kModelAttr || name == kTrainAttr || name == kMeshAttr) {
     if (!isa<ModuleOp>(op))
       return op->emitOpError()
              << "'" << name << "' belongs on the module, not on an op";
@@ -49,6 +49,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return wrongType("#braid.model<...>");
     if (name == kTrainAttr && !isa<TrainAttr>(value))
       return wrongType("#braid.train<...>");
+    if (name == kMeshAttr && !isa<MeshAttr>(value))
+      return wrongType("#braid.mesh<...>");
   }
   if (name == kStageAttr) {
     auto stage = dyn_cast<StageAttr>(value);
@@ -106,6 +108,16 @@ LayerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a layer is 'embedding', 'loss' or an index of "
                           "0 or more, not "
                        << index;
+  return success();
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t tp, int64_t cp, int64_t pp,
+                               int64_t dp) {
+  for (int64_t size : {tp, cp, pp, dp})
+    if (size < 1)
+      return emitError() << "every mesh axis has at least one rank, not "
+                         << size;
   return success();
 }
 

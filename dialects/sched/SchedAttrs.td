@@ -128,4 +128,30 @@ def Sched_ProgramKind : I32EnumAttr<"ProgramKind",
 def Sched_ProgramKindAttr : EnumAttr<Sched_Dialect, Sched_ProgramKind,
                                      "program_kind">;
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Sched_CollectiveKind : I32EnumAttr<"CollectiveKind",
+    "what a collective computes", [
+    I32EnumAttrCase<"AllReduceSum", 0, "all_reduce_sum">]> {
+  let cppNamespace = "::braid::sched";
+  let genSpecializedAttr = 0;
+}
+
+def Sched_CollectiveKindAttr : EnumAttr<Sched_Dialect, Sched_CollectiveKind,
+                                        "collective_kind">;
+
+// The axes of the rank mesh, innermost first (TP, CP, PP, DP).
+def Sched_MeshAxis : I32EnumAttr<"MeshAxis", "an axis of the rank mesh", [
+    I32EnumAttrCase<"Tp", 0, "tp">,
+    I32EnumAttrCase<"Cp", 1, "cp">,
+    I32EnumAttrCase<"Pp", 2, "pp">,
+    I32EnumAttrCase<"Dp", 3, "dp">]> {
+  let cppNamespace = "::braid::sched";
+  let genSpecializedAttr = 0;
+}
+
+def Sched_MeshAxisAttr : EnumAttr<Sched_Dialect, Sched_MeshAxis, "mesh_axis">;
+
 #endif // SCHED_ATTRS_TD

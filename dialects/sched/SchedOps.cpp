@@ -148,6 +148,21 @@ LogicalResult RepeatOp::verify() {
   return success();
 }
 
+LogicalResult CollectiveOp::verify() {
+  if (getStream() < 0)
+    return emitOpError("stream must be non-negative");
+  if (getBuffers().empty())
+    return emitOpError("names no buffer");
+  for (Value b : getBuffers()) {
+    auto type = cast<MemRefType>(b.getType());
+    auto global = b.getDefiningOp<GetGlobalOp>();
+    if (!global || !type.getElementType().isF32())
+      return emitOpError() << "reduces f32 globals, not " << type
+                           << (global ? "" : " of a transient buffer");
+  }
+  return success();
+}
+
 static LogicalResult verifyEventOp(Operation *op, int32_t event,
                                    int64_t value, int32_t stream) {
   if (event < 0 || stream < 0)

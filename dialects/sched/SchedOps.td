@@ -206,6 +206,28 @@ def Sched_RepeatOp : Sched_Op<"repeat", [SingleBlock, NoTerminator]> {
   let hasVerifier = 1;
 }
 
+def Sched_CollectiveOp : Sched_Op<"collective"> {
+  let summary = "A collective over this rank's group along a mesh axis";
+  let description = [{
+    Queued on `stream` like a launch. `all_reduce_sum` makes each buffer,
+    in place, the sum of its values over the ranks of this rank's group
+    along `axis`. Every rank of the group runs the same collectives in the
+    same order. The buffers are f32 gradient or scalar globals.
+
+    ```mlir
+    sched.collective all_reduce_sum dp(%g0, %loss_sum : memref<64x32xf32>, memref<f32>) on 1
+    ```
+  }];
+  let arguments = (ins Sched_CollectiveKindAttr:$kind,
+                       Sched_MeshAxisAttr:$axis,
+                       Variadic<Sched_Buffer>:$buffers, I32Attr:$stream);
+  let assemblyFormat = [{
+    custom<Keyword>($kind) custom<Keyword>($axis) `(` $buffers `:`
+    type($buffers) `)` `on` $stream attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Sched_EventRecordOp : Sched_Op<"event.record"> {
   let summary = "Set an event's timeline to a value when the stream gets here";
   let description = [{

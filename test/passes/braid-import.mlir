@@ -7,7 +7,7 @@
 // The input is an empty module; the pass fills it from the spec.
 
 // Llama: settings on the module, ids then parameters as arguments.
-// LLAMA: module attributes {braid.model = #braid.model<family = llama, vocab_size = 256, hidden_size = 64, num_layers = 2, num_heads = 4, num_kv_heads = 2, ffn_hidden_size = 172, num_parameters = 123712, flops_per_token = 7.403520e+05>
+// LLAMA: module attributes {braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 1>, braid.model = #braid.model<family = llama, vocab_size = 256, hidden_size = 64, num_layers = 2, num_heads = 4, num_kv_heads = 2, ffn_hidden_size = 172, num_parameters = 123712, flops_per_token = 7.403520e+05>
 // LLAMA-SAME: braid.name = "llama-tiny"
 // LLAMA-SAME: braid.train = #braid.train<seed = 1234, micro_batch_size = 8, num_micro_batches = 2, seq_len = 64, steps = 300, lr = 3.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 20, decay = cosine, min_lr = 3.000000e-04, precision = fp32>
 // LLAMA-LABEL: func.func @train_step

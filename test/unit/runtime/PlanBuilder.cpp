@@ -28,9 +28,10 @@ plan::Attr floatAttr(const std::string &name, double value) {
 
 PlanBuilder::PlanBuilder() {
   plan_.set_format_version(kPlanFormatVersion);
-  for (auto set : {&plan::Mesh::set_tp, &plan::Mesh::set_cp, &plan::Mesh::set_pp,
-                   &plan::Mesh::set_dp})
-    (plan_.mutable_mesh()->*set)(1);
+  plan_.mutable_mesh()->set_tp(1);
+  plan_.mutable_mesh()->set_cp(1);
+  plan_.mutable_mesh()->set_pp(1);
+  plan_.mutable_mesh()->set_dp(1);
   plan_.set_name("test-plan");
   plan_.set_num_streams(1);
   plan::ModelInfo *m = plan_.mutable_model();

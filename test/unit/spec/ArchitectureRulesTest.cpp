@@ -354,19 +354,30 @@ TEST(SpecRules, MissingMessages) {
             "least micro_batch_size, seq_len, steps and adamw { lr }");
 }
 
-TEST(SpecRules, ParallelDegreesMustBeOne) {
+TEST(SpecRules, OnlyDataParallelLayoutsCompile) {
   EXPECT_EQ(errorOf(std::string(kLlama) +
                     "parallel { tensor_parallel: 2 pipeline_parallel: 4\n"
                     "           data_parallel: -1 }\n"),
             "t.pbtxt:20:12: parallel.tensor_parallel: 2 is not supported: "
-            "this version compiles single-rank plans; set tensor_parallel to "
-            "1 (distributed layouts come later)\n"
+            "this version compiles data parallel plans only; set "
+            "tensor_parallel to 1 (tensor and pipeline layouts come later)\n"
             "t.pbtxt:20:31: parallel.pipeline_parallel: 4 is not supported: "
-            "this version compiles single-rank plans; set pipeline_parallel "
-            "to 1 (distributed layouts come later)\n"
-            "t.pbtxt:21:12: parallel.data_parallel: -1 is not supported: this "
-            "version compiles single-rank plans; set data_parallel to 1 "
-            "(distributed layouts come later)");
+            "this version compiles data parallel plans only; set "
+            "pipeline_parallel to 1 (tensor and pipeline layouts come "
+            "later)\n"
+            "t.pbtxt:21:12: parallel.data_parallel: -1 is not a number of "
+            "ranks; set 1 to 2^24 data-parallel ranks");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { data_parallel: 2 zero_stage: 1 bucket_mb: 25 "
+                    "comm_chunks: 4 }\n"),
+            "t.pbtxt:20:29: parallel.zero_stage: 1 is not supported: this "
+            "version builds ZeRO stage 0 (every rank holds the whole "
+            "optimizer state); set zero_stage to 0\n"
+            "t.pbtxt:20:43: parallel.bucket_mb: 25 is not supported: this "
+            "version reduces each gradient with its own collective; set "
+            "bucket_mb to 0\n"
+            "t.pbtxt:20:57: parallel.comm_chunks: 4 is not supported: this "
+            "version runs each collective whole; set comm_chunks to 1");
 }
 
 } // namespace

@@ -55,6 +55,16 @@ TEST(TrainRules, GlobalBatchMultipleOfMicroBatch) {
             "micro_batch_size whole micro-batches, so use 2");
 }
 
+TEST(TrainRules, GlobalBatchMultipleOfEveryDataParallelRanksMicroBatch) {
+  const std::string spec =
+      withTrain("global_batch_size: 6") + "parallel { data_parallel: 2 }\n";
+  EXPECT_EQ(errorOf(spec),
+            "t.pbtxt:17:13: train.global_batch_size: 6 is not a multiple of "
+            "micro_batch_size 2 x data_parallel 2; each data-parallel rank "
+            "accumulates the same number of whole micro-batches, so use 4 or "
+            "8");
+}
+
 TEST(TrainRules, MissingAdamw) {
   EXPECT_EQ(errorOf(edit(kLlama, "  adamw { lr: 1e-3 }\n", "")),
             "t.pbtxt:14:1: train.adamw: missing; set at least the peak "
