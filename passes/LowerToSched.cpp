@@ -242,10 +242,10 @@ LogicalResult Lowering::checkSignature() {
         auto f = p.getAs<BoolAttr>(key);
         return f && f.getValue();
       };
-      auto std = p.getAs<FloatAttr>("init_std");
+      auto initStd = p.getAs<FloatAttr>("init_std");
       params_.push_back({arg, name.str(),
                          flag("weight_decay") && shape.size() == 2, *initKind,
-                         std ? std.getValueAsDouble() : 0.0,
+                         initStd ? initStd.getValueAsDouble() : 0.0,
                          flag("checkpoint_transposed")});
     } else if (auto r = func_.getArgAttrOfType<StringAttr>(i, "braid.input")) {
       std::optional<sched::Role> role = sched::symbolizeRole(r.getValue());
