@@ -237,7 +237,8 @@ def EmitPlanPass : Pass<"braid-emit-plan", "mlir::ModuleOp"> {
     Serialises globals, allocs (as tensors), programs, the model and
     training settings and the memory report into `braid.plan.Plan`. Weight
     copies become WEIGHT_COPY tensors, each parameter's `compute_copy` the
-    copy's tensor id, and the precision `TrainConfig.precision`. Refuses
+    copy's tensor id, and the precision `TrainConfig.precision` (`FP32`
+    or `BF16`, as the decay is `COSINE` or `CONSTANT`). Refuses
     a module that is not fully planned (an alloc or global without an
     offset). `format=text` writes protobuf text, for reading and tests.
   }];

@@ -400,9 +400,13 @@ LogicalResult Emitter::copySettings() {
   t->set_weight_decay(train.getWeightDecay());
   t->set_grad_clip(train.getGradClip());
   t->set_warmup_steps(train.getWarmupSteps());
-  t->set_decay(stringifyLrDecay(train.getDecay()).str());
+  t->set_decay(train.getDecay() == LrDecay::Constant
+                   ? plan::TrainConfig::CONSTANT
+                   : plan::TrainConfig::COSINE);
   t->set_min_lr(train.getMinLr());
-  t->set_precision(stringifyPrecision(train.getPrecision()).str());
+  t->set_precision(train.getPrecision() == Precision::BF16
+                       ? plan::TrainConfig::BF16
+                       : plan::TrainConfig::FP32);
 
   // The memory figures are the planner's; weight_copy_bytes is absent in
   // FP32 plans.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "runtime/io/Crc32c.h"
+#include "runtime/plan/PlanLoader.h"
 
 namespace braid {
 namespace {
@@ -48,13 +49,12 @@ std::vector<IdentityField> planIdentity(const plan::Plan &plan) {
        i(t.micro_batch_size() * t.num_micro_batches() * plan.mesh().dp()),
        false},
       {"train.seq_len", i(t.seq_len()), false},
-      {"train.precision", t.precision().empty() ? "fp32" : t.precision(),
-       false},
+      {"train.precision", precisionName(t.precision()), false},
       {"train.steps", i(t.steps()), true},
       {"train.lr", exact(t.lr()), true},
       {"train.min_lr", exact(t.min_lr()), true},
       {"train.warmup_steps", i(t.warmup_steps()), true},
-      {"train.decay", t.decay(), true},
+      {"train.decay", lrDecayName(t.decay()), true},
       {"train.beta1", exact(t.beta1()), true},
       {"train.beta2", exact(t.beta2()), true},
       {"train.eps", exact(t.eps()), true},

@@ -4,7 +4,6 @@
 #include <limits>
 #include <string_view>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
 
@@ -47,6 +46,12 @@ absl::Status checkMesh(const plan::Mesh &mesh) {
           ": this runtime trains data parallel plans only (tp, cp and pp "
           "of 1)"));
   return absl::OkStatus();
+}
+
+// An enum field's value for a message: its name, or its number when it has
+// none (a value this runtime does not know).
+std::string enumValue(const std::string &name, int value) {
+  return name.empty() ? absl::StrCat(value) : name;
 }
 
 } // namespace
@@ -133,15 +138,20 @@ absl::Status checkTrainConfig(const plan::Plan &plan) {
   if (t.warmup_steps() < 0)
     return refuse(absl::StrCat("plan.train.warmup_steps is ", t.warmup_steps(),
                                ": it must be non-negative"));
-  if (t.decay() != "cosine" && t.decay() != "constant")
-    return refuse(absl::StrCat("plan.train.decay is \"", t.decay(),
-                               "\": it must be \"cosine\" or \"constant\""));
-  // Plans written before precision existed leave it empty: fp32.
-  if (!t.precision().empty() && t.precision() != "fp32" &&
-      t.precision() != "bf16")
-    return refuse(absl::StrCat("plan.train.precision is \"",
-                               absl::CEscape(t.precision()),
-                               "\": it must be \"fp32\" or \"bf16\""));
+  if (t.decay() != plan::TrainConfig::COSINE &&
+      t.decay() != plan::TrainConfig::CONSTANT)
+    return refuse(absl::StrCat("plan.train.decay is ",
+                               enumValue(plan::TrainConfig::LrDecay_Name(
+                                             t.decay()),
+                                         t.decay()),
+                               ": it must be COSINE or CONSTANT"));
+  if (t.precision() != plan::TrainConfig::FP32 &&
+      t.precision() != plan::TrainConfig::BF16)
+    return refuse(absl::StrCat("plan.train.precision is ",
+                               enumValue(plan::TrainConfig::Precision_Name(
+                                             t.precision()),
+                                         t.precision()),
+                               ": it must be FP32 or BF16"));
   return absl::OkStatus();
 }
 

@@ -89,7 +89,7 @@ struct LoadedPlan {
   // Ids of the WEIGHT_COPY tensors, in plan order (BF16 plans; empty in FP32
   // plans). Each is the param.compute_copy of exactly one parameter.
   std::vector<uint32_t> weightCopies;
-  // train.precision is "bf16" (an empty precision reads as "fp32").
+  // train.precision is BF16.
   bool bf16 = false;
 
   // The program of that kind; null when the plan has none (only INIT is
@@ -129,5 +129,10 @@ std::string planDTypeName(plan::DType dtype);
 std::string tensorKindName(plan::TensorKind kind);
 // "TOKENS", "LABELS", "POSITIONS" for an input role; "UNSPECIFIED" otherwise.
 std::string inputRoleName(plan::InputRole role);
+// "cosine", "constant" for an LR decay; "unspecified" otherwise. These are
+// the words checkpoints record (RunIdentity.h).
+std::string lrDecayName(plan::TrainConfig::LrDecay decay);
+// "fp32", "bf16" for a precision; "unspecified" otherwise.
+std::string precisionName(plan::TrainConfig::Precision precision);
 
 } // namespace braid

@@ -28,4 +28,16 @@ std::string inputRoleName(plan::InputRole role) {
                        role != plan::ROLE_UNSPECIFIED);
 }
 
+std::string lrDecayName(plan::TrainConfig::LrDecay decay) {
+  return absl::AsciiStrToLower(
+      orUnspecified(plan::TrainConfig::LrDecay_Name(decay),
+                    decay != plan::TrainConfig::LR_DECAY_UNSPECIFIED));
+}
+
+std::string precisionName(plan::TrainConfig::Precision precision) {
+  return absl::AsciiStrToLower(
+      orUnspecified(plan::TrainConfig::Precision_Name(precision),
+                    precision != plan::TrainConfig::PRECISION_UNSPECIFIED));
+}
+
 } // namespace braid

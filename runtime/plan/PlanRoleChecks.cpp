@@ -142,17 +142,16 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
 absl::Status checkWeightCopies(
     const plan::Plan &plan,
     const absl::flat_hash_map<uint32_t, uint32_t> &owner, LoadedPlan &loaded) {
-  loaded.bf16 = plan.train().precision() == "bf16";
+  loaded.bf16 = plan.train().precision() == plan::TrainConfig::BF16;
   for (int i = 0; i < plan.tensors_size(); ++i) {
     const uint32_t id = static_cast<uint32_t>(i);
     if (plan.tensors(i).kind() != plan::WEIGHT_COPY)
       continue;
     if (!loaded.bf16)
       return refuse(absl::StrCat(
-          tensorRef(plan, id), " is a WEIGHT_COPY but plan.train.precision "
-          "is \"", plan.train().precision().empty() ? "" : "fp32",
-          plan.train().precision().empty() ? "\" (fp32)" : "\"",
-          ": only bf16 plans have weight copies"));
+          tensorRef(plan, id),
+          " is a WEIGHT_COPY but plan.train.precision is FP32: only BF16 "
+          "plans have weight copies"));
     if (!owner.contains(id))
       return refuse(absl::StrCat(
           tensorRef(plan, id),

@@ -7,7 +7,7 @@ namespace braid {
 
 LrSchedule::LrSchedule(const plan::TrainConfig &train, int64_t totalSteps)
     : lr_(train.lr()), minLr_(train.min_lr()), warmup_(train.warmup_steps()),
-      totalSteps_(totalSteps), cosine_(train.decay() == "cosine") {}
+      totalSteps_(totalSteps), cosine_(train.decay() == plan::TrainConfig::COSINE) {}
 
 double LrSchedule::at(int64_t step) const {
   if (step <= warmup_)

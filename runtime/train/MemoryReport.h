@@ -10,7 +10,8 @@ namespace braid {
 // One line: "memory per rank: parameters 1.06 MiB | gradients 1.06 MiB |
 // optimizer state 2.12 MiB | inputs 4.00 KiB | activations peak 3.50 MiB
 // (saved 1.20 MiB) | arena 7.75 MiB".
-// A bf16 plan (`precision` "bf16") says so and adds its weight copies:
+// A bf16 plan (`precision` "bf16", precisionName of its TrainConfig) says
+// so and adds its weight copies:
 // "memory per rank (bf16): parameters 1.06 MiB | weight copies 543 KiB |
 // gradients ...".
 std::string formatMemoryReport(const plan::MemoryReport &memory,

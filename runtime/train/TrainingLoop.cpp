@@ -20,6 +20,7 @@
 #include "runtime/train/StopSignal.h"
 #include "runtime/ckpt/Checkpoint.h"
 #include "runtime/io/WholeFile.h"
+#include "runtime/plan/PlanLoader.h"
 #include "runtime/io/AtomicFile.h"
 
 namespace braid {
@@ -75,7 +76,8 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
       plan.num_streams(), plan.num_streams() == 1 ? "" : "s",
       t.micro_batch_size(), t.num_micro_batches(), t.seq_len(), where);
   absl::StrAppend(&text,
-                  formatMemoryReport(plan.memory(), plan.train().precision()),
+                  formatMemoryReport(plan.memory(),
+                                     precisionName(plan.train().precision())),
                   "\n");
   absl::StrAppend(
       &text, absl::StrFormat(

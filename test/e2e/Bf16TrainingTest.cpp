@@ -67,7 +67,7 @@ TEST(Bf16Training, LlamaTinyFollowsTheFp32Losses) {
   auto bf16 = makeTrainer("llama-tiny-bf16");
   ASSERT_NE(fp32, nullptr);
   ASSERT_NE(bf16, nullptr);
-  EXPECT_EQ(bf16->plan().proto.train().precision(), "bf16");
+  EXPECT_EQ(bf16->plan().proto.train().precision(), plan::TrainConfig::BF16);
   EXPECT_FALSE(bf16->plan().weightCopies.empty());
   EXPECT_GT(bf16->plan().proto.memory().weight_copy_bytes(), 0u);
   std::vector<double> a = train(*fp32, kSteps);

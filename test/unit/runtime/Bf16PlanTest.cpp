@@ -77,15 +77,20 @@ TEST(Bf16Plan, LoadsAndListsTheWeightCopies) {
   EXPECT_TRUE(fp32->weightCopies.empty());
 }
 
-TEST(Bf16Plan, AcceptsBothPrecisionsAndTheEmptyOne) {
-  for (const char *precision : {"", "fp32"}) {
-    plan::Plan p = tinyModelPlan();
-    p.mutable_train()->set_precision(precision);
-    EXPECT_TRUE(load(p).ok()) << "precision \"" << precision << "\"";
-  }
+TEST(Bf16Plan, RefusesAPrecisionOtherThanFp32OrBf16) {
+  plan::Plan p = tinyModelPlan();
+  p.mutable_train()->set_precision(plan::TrainConfig::FP32);
+  EXPECT_TRUE(load(p).ok());
   expectRefused(
-      [](plan::Plan &p) { p.mutable_train()->set_precision("fp16"); },
-      "plan.train.precision is \"fp16\": it must be \"fp32\" or \"bf16\"");
+      [](plan::Plan &p) { p.mutable_train()->clear_precision(); },
+      "plan.train.precision is PRECISION_UNSPECIFIED: it must be FP32 or "
+      "BF16");
+  expectRefused(
+      [](plan::Plan &p) {
+        p.mutable_train()->set_precision(
+            static_cast<plan::TrainConfig::Precision>(7));
+      },
+      "plan.train.precision is 7: it must be FP32 or BF16");
 }
 
 TEST(Bf16Plan, RefusesBadComputeCopies) {
@@ -136,12 +141,11 @@ TEST(Bf16Plan, RefusesOrphanCopiesCopiesInFp32PlansAndAMissingInit) {
       "(lm_head.weight.bf16) is a WEIGHT_COPY that no parameter names as "
       "its param.compute_copy");
   expectRefused(
-      [](plan::Plan &p) { p.mutable_train()->set_precision("fp32"); },
+      [](plan::Plan &p) {
+        p.mutable_train()->set_precision(plan::TrainConfig::FP32);
+      },
       "(model.embed_tokens.weight.bf16) is a WEIGHT_COPY but "
-      "plan.train.precision is \"fp32\": only bf16 plans have weight copies");
-  expectRefused(
-      [](plan::Plan &p) { p.mutable_train()->clear_precision(); },
-      "plan.train.precision is \"\" (fp32)");
+      "plan.train.precision is FP32: only BF16 plans have weight copies");
   expectRefused(
       [](plan::Plan &p) {
         for (int i = 0; i < p.programs_size(); ++i)

@@ -107,7 +107,8 @@ TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
       {"total_steps", "6"},     {"shuffle", "false"},
       {"skipped_steps", "0"},   {"plan.name", "tiny-model"},
       {"plan.train.seed", "1234"}, {"plan.train.lr", "0.01"},
-      {"plan.train.seq_len", "8"}, {"plan.model.hidden_size", "16"}};
+      {"plan.train.seq_len", "8"}, {"plan.model.hidden_size", "16"},
+      {"plan.train.decay", "cosine"}, {"plan.train.precision", "fp32"}};
   for (const auto &[key, value] : expected)
     EXPECT_EQ(opt->metadata().at(key), value) << key;
   // Every identity field is stored, and the fingerprint covers them.
@@ -129,6 +130,23 @@ TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
     EXPECT_EQ(onDisk->bytes, f.bytes) << f.name;
     EXPECT_EQ(onDisk->crc32c, f.crc32c) << f.name;
   }
+}
+
+// The plan's enums are recorded as the words checkpoints always held, so
+// that checkpoints of earlier releases keep matching.
+TEST(Checkpoint, IdentityNamesTheDecayAndThePrecisionInLowercase) {
+  auto value = [](const plan::Plan &p, const std::string &name) {
+    for (const IdentityField &f : planIdentity(p))
+      if (f.name == name)
+        return f.value;
+    return std::string("(none)");
+  };
+  TinyModelOptions bf16;
+  bf16.weightCopies = true;
+  plan::Plan p = test::tinyModelPlan(bf16);
+  EXPECT_EQ(value(p, "train.precision"), "bf16");
+  p.mutable_train()->set_decay(plan::TrainConfig::CONSTANT);
+  EXPECT_EQ(value(p, "train.decay"), "constant");
 }
 
 TEST(Checkpoint, ResumeRestoresTransposedAndTiedTensorsExactly) {

@@ -6,7 +6,7 @@
 namespace braid {
 namespace {
 
-plan::TrainConfig config(const char *decay, int64_t warmup) {
+plan::TrainConfig config(plan::TrainConfig::LrDecay decay, int64_t warmup) {
   plan::TrainConfig t;
   t.set_lr(3e-3);
   t.set_min_lr(3e-4);
@@ -16,7 +16,7 @@ plan::TrainConfig config(const char *decay, int64_t warmup) {
 }
 
 TEST(LrSchedule, WarmsUpLinearlyThenFollowsTheCosine) {
-  LrSchedule s(config("cosine", 20), 300);
+  LrSchedule s(config(plan::TrainConfig::COSINE, 20), 300);
   EXPECT_DOUBLE_EQ(s.at(1), 3e-3 / 20);
   EXPECT_DOUBLE_EQ(s.at(10), 1.5e-3);
   EXPECT_DOUBLE_EQ(s.at(20), 3e-3);
@@ -30,19 +30,19 @@ TEST(LrSchedule, WarmsUpLinearlyThenFollowsTheCosine) {
 }
 
 TEST(LrSchedule, ConstantDecayHoldsTheRate) {
-  LrSchedule s(config("constant", 4), 100);
+  LrSchedule s(config(plan::TrainConfig::CONSTANT, 4), 100);
   EXPECT_DOUBLE_EQ(s.at(2), 1.5e-3);
   EXPECT_DOUBLE_EQ(s.at(5), 3e-3);
   EXPECT_DOUBLE_EQ(s.at(100), 3e-3);
 }
 
 TEST(LrSchedule, NoWarmupAndRunsNoLongerThanTheWarmup) {
-  LrSchedule none(config("cosine", 0), 10);
+  LrSchedule none(config(plan::TrainConfig::COSINE, 0), 10);
   EXPECT_NEAR(none.at(1), 3e-4 + 0.5 * 2.7e-3 * (1 + std::cos(M_PI * 0.1)),
               1e-15);
   EXPECT_DOUBLE_EQ(none.at(10), 3e-4);
   // The whole run is warmup; nothing divides by zero.
-  LrSchedule shortRun(config("cosine", 20), 20);
+  LrSchedule shortRun(config(plan::TrainConfig::COSINE, 20), 20);
   EXPECT_DOUBLE_EQ(shortRun.at(20), 3e-3);
   EXPECT_DOUBLE_EQ(shortRun.at(21), 3e-4);
 }

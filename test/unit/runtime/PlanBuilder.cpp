@@ -51,8 +51,9 @@ PlanBuilder::PlanBuilder() {
   t.set_weight_decay(0.1);
   t.set_grad_clip(1.0);
   t.set_warmup_steps(1);
-  t.set_decay("cosine");
+  t.set_decay(plan::TrainConfig::COSINE);
   t.set_min_lr(1e-3);
+  t.set_precision(plan::TrainConfig::FP32);
 }
 
 uint32_t PlanBuilder::tensor(const std::string &name,

@@ -142,6 +142,10 @@ TEST(PlanLoader, RefusesOtherFormatVersions) {
   expectRefused([](plan::Plan &p) { p.set_format_version(5); },
                 "plan.format_version is 5 but this runtime reads version 4: "
                 "the plan was written by a newer braidc");
+  // Version 3 wrote the LR decay and the precision as strings.
+  expectRefused([](plan::Plan &p) { p.set_format_version(3); },
+                "plan.format_version is 3 but this runtime reads version 4: "
+                "the plan was written by an older braidc");
   expectRefused([](plan::Plan &p) { p.set_format_version(0); },
                 "plan.format_version is 0 but this runtime reads version 4: "
                 "the plan was written by an older braidc");
@@ -200,9 +204,13 @@ TEST(PlanLoader, RefusesBadTrainConfig) {
                 "plan.train.grad_clip is inf");
   expectRefused(train([](auto &t) { t.set_warmup_steps(-2); }),
                 "plan.train.warmup_steps is -2");
-  expectRefused(train([](auto &t) { t.set_decay("linear"); }),
-                "plan.train.decay is \"linear\": it must be \"cosine\" or "
-                "\"constant\"");
+  expectRefused(train([](auto &t) { t.clear_decay(); }),
+                "plan.train.decay is LR_DECAY_UNSPECIFIED: it must be COSINE "
+                "or CONSTANT");
+  expectRefused(train([](auto &t) {
+                  t.set_decay(static_cast<plan::TrainConfig::LrDecay>(3));
+                }),
+                "plan.train.decay is 3: it must be COSINE or CONSTANT");
 }
 
 TEST(PlanLoader, RefusesBadTensorTable) {

@@ -116,7 +116,7 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
               floatAttr("grad_clip", t.grad_clip())});
   }
   if (o.weightCopies) {
-    t.set_precision("bf16");
+    t.set_precision(plan::TrainConfig::BF16);
     for (uint32_t p : {embed, head}) {
       const plan::Tensor &pt = b.plan().tensors(p);
       std::vector<int64_t> shape(pt.shape().begin(), pt.shape().end());
