@@ -166,7 +166,8 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
         !s.ok())
       return s;
   if (absl::Status s = device_->run(plan::STEP, values(result.step)); !s.ok())
-    return s;
+    return absl::Status(s.code(),
+                        absl::StrCat("step ", result.step, ": ", s.message()));
   absl::StatusOr<std::vector<float>> slots = device_->readbacks();
   if (!slots.ok())
     return slots.status();
@@ -184,7 +185,9 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
     if (absl::Status s = ranks_->axis(MeshAxis::kDP).allGather(
             local.data(), byRank.data(), local.size(), DType::kF32);
         !s.ok())
-      return s;
+      return absl::Status(s.code(), absl::StrCat("step ", result.step,
+                                                 ", gathering the losses: ",
+                                                 s.message()));
     for (int64_t r = 0; r < dpSize_; ++r)
       for (int64_t m = 0; m < M; ++m)
         losses[m * dpSize_ + r] = byRank[r * M + m];
@@ -199,6 +202,22 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
   skippedSteps_ += result.skipped ? 1 : 0;
   cursor_ += M * dpSize_ * t.micro_batch_size();
   return result;
+}
+
+absl::StatusOr<int> Trainer::agreeOnStop(int localSignal) {
+  if (worldSize() == 1)
+    return localSignal;
+  // {ranks stopping, sum of their signals}, over every rank (this runtime's
+  // ranks are all data parallel).
+  int32_t votes[2] = {localSignal != 0 ? 1 : 0, localSignal};
+  if (absl::Status s =
+          ranks_->axis(MeshAxis::kDP).allReduceSum(votes, 2, DType::kI32);
+      !s.ok())
+    return absl::Status(s.code(), absl::StrCat("agreeing on a stop after step ",
+                                               stepsDone_, ": ", s.message()));
+  if (votes[0] == 0)
+    return 0;
+  return localSignal != 0 ? localSignal : votes[1] / votes[0];
 }
 
 absl::StatusOr<absl::Span<uint8_t>>

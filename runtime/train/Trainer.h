@@ -92,6 +92,8 @@ public:
   // The checkpoint most recently saved or resumed from; empty when none.
   // Every checkpoint holds finite values only.
   const std::string &lastCheckpoint() const { return lastCheckpoint_; }
+  // The ranks of the run (1 without a launcher).
+  int64_t worldSize() const { return ranks_ ? ranks_->worldSize() : 1; }
   // Tokens trained per optimizer step, over every rank: B * M * DP * S.
   int64_t tokensPerStep() const;
   // The learning rate of step `step` (1-based).
@@ -112,6 +114,12 @@ public:
   // either way. Its gradients stay in the arena until the next step starts.
   // FailedPrecondition when all totalSteps() steps are done.
   absl::StatusOr<StepResult> trainStep();
+
+  // Whether the run stops before its next step, agreed by every rank so
+  // that they all stop after the same one: `localSignal` (a signal this
+  // rank received, or 0), or a signal another rank received. Single rank:
+  // `localSignal` itself.
+  absl::StatusOr<int> agreeOnStop(int localSignal);
 
   // The bytes of the tensor called `name`, in place; NotFound when the plan
   // has none, FailedPrecondition when the arena is not host memory (a GPU:

@@ -181,7 +181,14 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
   const Clock::time_point runStart = Clock::now();
   bool savedLast = false;
   int64_t skippedHere = 0;
-  while (trainer.stepsDone() < last && stopSignal() == 0) {
+  int stop = 0;
+  while (trainer.stepsDone() < last) {
+    // Every rank stops after the same step, whichever got the signal.
+    absl::StatusOr<int> agreed = trainer.agreeOnStop(stopSignal());
+    if (!agreed.ok())
+      return agreed.status();
+    if ((stop = *agreed) != 0)
+      break;
     const Clock::time_point t0 = Clock::now();
     absl::StatusOr<StepResult> r = trainer.trainStep();
     if (!r.ok())
@@ -201,8 +208,10 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     report.skipped = r->skipped;
     report.tokensPerSecond =
         stepSeconds > 0 ? trainer.tokensPerStep() / stepSeconds : 0;
+    // Tokens per second are the whole run's, the peak one rank's.
     if (peak > 0 && flopsPerToken > 0)
-      report.mfu = report.tokensPerSecond * flopsPerToken / (peak * 1e9);
+      report.mfu = report.tokensPerSecond * flopsPerToken /
+                   (peak * 1e9 * static_cast<double>(trainer.worldSize()));
     report.etaSeconds = runSeconds / doneHere * (last - r->step);
     if (!options.quiet) {
       std::fprintf(options.out, "%s\n", formatProgressLine(report).c_str());
@@ -265,18 +274,19 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     if (absl::Status s = save(trainer, options); !s.ok())
       return s;
   }
-  if (int sig = stopSignal(); sig != 0) {
+  if (int sig = stop; sig != 0) {
     std::string next =
         !trainer.lastCheckpoint().empty()
             ? absl::StrCat("; resume with --resume ", trainer.lastCheckpoint())
         : options.saveDir.empty()
             ? std::string(" (no --save-dir: progress was not saved)")
             : std::string(" (no step finished, so nothing was saved)");
-    std::fprintf(options.err,
-                 "braid-run: stopped by %s after step %lld of %lld%s\n",
-                 stopSignalName(sig),
-                 static_cast<long long>(trainer.stepsDone()),
-                 static_cast<long long>(total), next.c_str());
+    if (options.reportStop)
+      std::fprintf(options.err,
+                   "braid-run: stopped by %s after step %lld of %lld%s\n",
+                   stopSignalName(sig),
+                   static_cast<long long>(trainer.stepsDone()),
+                   static_cast<long long>(total), next.c_str());
     return 128 + sig;
   }
   return 0;

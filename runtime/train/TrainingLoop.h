@@ -30,6 +30,8 @@ struct RunOptions {
   int64_t skipNonfinite = 0;
   // No start-up report or progress lines (errors still print).
   bool quiet = false;
+  // Several ranks: only the first (the one that saves) reports a stop.
+  bool reportStop = true;
   // Print the time spent in each kernel at the end of the run.
   bool profile = false;
   // Peak GFLOP/s for MFU; 0: measure sgemm at start-up.

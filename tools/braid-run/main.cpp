@@ -181,7 +181,9 @@ int runRank(const CommandLine &given, LoadedPlan plan, const Ranks &ranks) {
   options.quiet = cl.quiet;
   options.profile = cl.profile;
   options.peakGflops = cl.peakGflops;
-  installStopHandlers(!cl.saveDir.empty());
+  options.reportStop = ranks.rank() == 0;
+  // Rank 0 saves for every rank.
+  installStopHandlers(!given.saveDir.empty());
   absl::StatusOr<int> code = runTraining(**trainer, options);
   if (!code.ok())
     return failRank(code.status());
