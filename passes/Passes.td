@@ -168,6 +168,19 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     sched.launch "adamw" on 0 ins(%g0, %norm, %skip : ...) outs(%w0, %m0, %v0 : ...)
     ```
 
+    Data parallel (`braid.mesh` with `dp` above 1): the scale is
+    1/(num_micro_batches x dp), and after the micro-batches a
+    `sched.collective all_reduce_sum dp` on the communication stream sums
+    every gradient and `@loss_sum` over the ranks, between two events:
+
+    ```mlir
+    sched.event.record 1 value 1 on 0
+    sched.event.wait 1 value 1 on 1
+    sched.collective all_reduce_sum dp(%g0, %g1, %sum : ...) on 1
+    sched.event.record 2 value 1 on 1
+    sched.event.wait 2 value 1 on 0
+    ```
+
     The `braid.cast` of an f32 parameter (BF16 precision) is not a launch:
     it becomes a persistent `weight_copy` global `@NAME.bf16`, named by the
     parameter's `compute_copy`, which the micro-batches read. A program
