@@ -204,6 +204,61 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
+  let summary = "Reduce gradient buckets while the last micro-batch's backward runs";
+  let description = [{
+    Runs on braid-lower-to-sched's data-parallel step, whose gradients are
+    summed by one `sched.collective` after every micro-batch. The last
+    micro-batch is taken out of the `sched.repeat` (the repeat runs one
+    iteration fewer, or goes when nothing is left), so that its launches
+    have their own places in the program. Its gradients become final one by
+    one as its backward runs; they are grouped, in that order, into buckets
+    of at least `bucket-mb` MiB (0: one gradient per bucket), and each
+    bucket is summed on the communication stream as soon as the launch that
+    last writes one of its gradients is done, while stream 0 goes on with
+    the backward. Event 1 counts the buckets handed over (stream 0 raises
+    it to k after bucket k's last writer; the communication stream waits for
+    k); the loss sum goes with the last bucket, after the micro-batch adds
+    its loss; event 2 still holds the optimizer until every sum is in.
+
+    Before (braid-lower-to-sched) and after, with two buckets:
+
+    ```mlir
+    sched.repeat 2 { ...stages, launches, readback to 0... }
+    sched.event.record 1 value 1 on 0
+    sched.event.wait 1 value 1 on 1
+    sched.collective all_reduce_sum dp(%g0, %g1, %g2, %sum : ...) on 1
+    sched.event.record 2 value 1 on 1
+    sched.event.wait 2 value 1 on 0
+    ```
+    ```mlir
+    sched.repeat 1 { ... }
+    ...launches of micro-batch 1...
+    sched.launch "linear_grad_weight" on 0 micro_batch 1 ... outs(%g2 : ...)
+    sched.event.record 1 value 1 on 0
+    sched.event.wait 1 value 1 on 1
+    sched.collective all_reduce_sum dp(%g2 : ...) on 1
+    ...the rest of the backward...
+    sched.launch "accumulate" on 0 micro_batch 1 ins(%loss : ...) outs(%sum : ...)
+    sched.event.record 1 value 2 on 0
+    sched.event.wait 1 value 2 on 1
+    sched.collective all_reduce_sum dp(%g1, %g0, %sum : ...) on 1
+    sched.event.record 2 value 1 on 1
+    sched.event.wait 2 value 1 on 0
+    ```
+
+    A step without a data-parallel reduction is left as it is.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"-1",
+           "Least bucket size in MiB (0: one gradient per bucket); -1: the "
+           "module's braid.bucket_mb (the spec's parallel.bucket_mb)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "num-buckets", "Gradient buckets reduced">,
+  ];
+}
+
 def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign static arena offsets from buffer liveness";
   let description = [{

@@ -50,6 +50,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kGraph, error)))
     return failure();
   pm.addPass(createLowerToSchedPass());
+  pm.addPass(createOverlapPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kSched, error)))
     return failure();
   PlanMemoryPassOptions memory;
@@ -66,7 +67,7 @@ void registerAllBraidPasses() {
   registerPassPipeline(
       "braid-training-pipeline",
       "Compile a model spec to planned sched programs (import, autodiff, "
-      "fusion, lower-to-sched, plan-memory)",
+      "fusion, lower-to-sched, overlap, plan-memory)",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         TrainingPipelineOptions options;

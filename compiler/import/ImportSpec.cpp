@@ -340,6 +340,9 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                   MeshAttr::get(ctx_, parallel.tensor_parallel(),
                                 /*cp=*/1, parallel.pipeline_parallel(),
                                 parallel.data_parallel()));
+  if (parallel.data_parallel() > 1)
+    module->setAttr(BraidDialect::kBucketMbAttr,
+                    b_.getF64FloatAttr(parallel.bucket_mb()));
   module->setAttr(
       BraidDialect::kTrainAttr,
       TrainAttr::get(

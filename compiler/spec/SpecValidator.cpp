@@ -68,12 +68,11 @@ void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
                              " is not supported: this version builds ZeRO "
                              "stage 0 (every rank holds the whole optimizer "
                              "state); set zero_stage to 0"));
-  if (p.bucket_mb() != 0)
+  if (!(p.bucket_mb() >= 0 && p.bucket_mb() <= double(int64_t{1} << 20)))
     sink.report("parallel.bucket_mb",
                 absl::StrCat(p.bucket_mb(),
-                             " is not supported: this version reduces each "
-                             "gradient with its own collective; set "
-                             "bucket_mb to 0"));
+                             " is not a bucket size; set 0 (one collective "
+                             "per gradient) to 1048576 MiB"));
   if (p.comm_chunks() != 1)
     sink.report("parallel.comm_chunks",
                 absl::StrCat(p.comm_chunks(),

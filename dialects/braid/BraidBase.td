@@ -45,6 +45,8 @@ def Braid_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kModelAttr = "braid.model";
     static constexpr ::llvm::StringLiteral kTrainAttr = "braid.train";
     static constexpr ::llvm::StringLiteral kMeshAttr = "braid.mesh";
+    // The least gradient bucket in MiB (braid-overlap): an f64 of 0 or more.
+    static constexpr ::llvm::StringLiteral kBucketMbAttr = "braid.bucket_mb";
     // The mark of a stage function: a StageAttr.
     static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
   }];

@@ -41,6 +41,14 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return wrongType("#braid.layer");
   if (name == kPhaseMark && !isa<PhaseAttr>(value))
     return wrongType("#braid.phase");
+  if (name == kBucketMbAttr) {
+    auto mb = dyn_cast<FloatAttr>(value);
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError()
+             << "'" << name << "' belongs on the module, not on an op";
+    if (!mb || !mb.getType().isF64() || !(mb.getValueAsDouble() >= 0))
+      return wrongType("non-negative f64");
+  }
   if (name == kModelAttr || name == kTrainAttr || name == kMeshAttr) {
     if (!isa<ModuleOp>(op))
       return op->emitOpError()
