@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
@@ -87,6 +88,80 @@ firstClash(const Lifetimes &life, uint32_t a, uint32_t b) {
   return {nullptr, nullptr};
 }
 
+// "launch rms_norm", "collective", ...: an instruction, for messages.
+std::string instructionName(const LoadedInstruction &inst) {
+  switch (inst.kind) {
+  case LoadedInstruction::Kind::kLaunch:
+    return absl::StrCat("launch ", std::string(inst.kernel->name));
+  case LoadedInstruction::Kind::kStage:
+    return "stage";
+  case LoadedInstruction::Kind::kReadback:
+    return "readback";
+  case LoadedInstruction::Kind::kCollective:
+    return "collective";
+  default:
+    return "instruction";
+  }
+}
+
+// A persistent tensor that two streams use, one of them writing it, needs
+// an order between those uses: the one that events give (rule 31).
+absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded,
+                                const Lifetimes &life) {
+  if (plan.num_streams() < 2)
+    return absl::OkStatus();
+  struct Use {
+    int64_t index;
+    uint32_t stream;
+    bool writes;
+  };
+  for (int p = 0; p < static_cast<int>(loaded.programs.size()); ++p) {
+    const auto &insts = loaded.programs[p].instructions;
+    const StreamOrder &order = life.orders[p];
+    absl::flat_hash_map<uint32_t, std::vector<Use>> uses;
+    for (int64_t i = 0; i < static_cast<int64_t>(insts.size()); ++i) {
+      const LoadedInstruction &inst = insts[i];
+      auto add = [&](uint32_t id, bool writes) {
+        if (plan.tensors(id).kind() != plan::ACTIVATION)
+          uses[id].push_back({i, inst.stream, writes});
+      };
+      for (uint32_t id : inst.inputs)
+        add(id, inst.kind == LoadedInstruction::Kind::kCollective);
+      if (inst.kind != LoadedInstruction::Kind::kCollective)
+        for (uint32_t id : inst.outputs)
+          add(id, true);
+      if (inst.kind == LoadedInstruction::Kind::kStage)
+        add(inst.tensor, true);
+      if (inst.kind == LoadedInstruction::Kind::kReadback)
+        add(inst.tensor, false);
+    }
+    auto ordered = [&](int64_t a, int64_t b) {
+      StreamUses one(order.numStreams());
+      order.addUse(one, a);
+      return order.startsAfter(b, one);
+    };
+    for (const auto &[id, list] : uses)
+      for (size_t x = 0; x < list.size(); ++x)
+        for (size_t y = x + 1; y < list.size(); ++y) {
+          const Use &a = list[x], &b = list[y];
+          if (a.stream == b.stream || (!a.writes && !b.writes))
+            continue;
+          if (ordered(a.index, b.index) || ordered(b.index, a.index))
+            continue;
+          return refuse(absl::StrCat(
+              "plan.programs[", p, "] (", absl::CEscape(loaded.programs[p].name),
+              ") instructions ", a.index, " (", instructionName(insts[a.index]),
+              ", stream ", a.stream, ") and ", b.index, " (",
+              instructionName(insts[b.index]), ", stream ", b.stream,
+              ") both use ", tensorRef(plan, id),
+              ", and at least one writes it, but no event orders them: "
+              "record an event after the first and wait for it before the "
+              "second"));
+        }
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Status checkArenaLayout(const plan::Plan &plan,
@@ -103,6 +178,8 @@ absl::Status checkArenaLayout(const plan::Plan &plan,
     return plan.tensors(id).offset() + plan.tensors(id).size_bytes();
   };
   const Lifetimes life = lifetimes(plan, loaded);
+  if (absl::Status s = checkStreamHazards(plan, loaded, life); !s.ok())
+    return s;
 
   // Sweep in offset order, keeping the tensors whose bytes reach the current
   // offset; every pair that shares bytes meets in this set exactly once.

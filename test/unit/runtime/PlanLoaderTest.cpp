@@ -608,6 +608,27 @@ TEST(PlanLoader, RefusesBadInstructions) {
                 "instruction 0: the instruction has no operation");
 }
 
+// Two streams using one persistent tensor, one of them writing it, must be
+// ordered by events: without the last wait, stream 0's optimizer reads
+// gradients that stream 1 may still be writing.
+TEST(PlanLoader, RefusesPersistentTensorsTwoStreamsRaceOn) {
+  TinyModelOptions two;
+  two.twoStreams = true;
+  ASSERT_TRUE(load(tinyModelPlan(two)).ok()) << load(tinyModelPlan(two));
+  expectRefused(
+      [](plan::Plan &p) {
+        auto *insts = program(p, "step").mutable_instructions();
+        for (int i = insts->size() - 1; i >= 0; --i)
+          if (insts->Get(i).has_wait()) {
+            insts->DeleteSubrange(i, 1);
+            return;
+          }
+      },
+      "and at least one writes it, but no event orders them: record an "
+      "event after the first and wait for it before the second",
+      two);
+}
+
 TEST(PlanLoader, RefusesBadEvents) {
   auto add = [](plan::Plan &p) -> plan::Program & {
     p.set_num_events(2);
