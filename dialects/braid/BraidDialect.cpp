@@ -1,6 +1,8 @@
 //===- BraidDialect.cpp - the braid dialect -------------------------------===//
 #include "dialects/braid/BraidDialect.h"
 
+#include <cmath>
+
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -125,5 +127,23 @@ LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t index) {
   if (index < 0)
     return emitError() << "a stage is numbered from 0, not " << index;
+  return success();
+}
+
+LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef name, InitKind init, F64 initStdBits,
+                                bool weightDecay, bool checkpointTransposed) {
+  const double initStd = initStdBits;
+  if (name.empty())
+    return emitError() << "a parameter needs a name";
+  if (init == InitKind::Normal && !(std::isfinite(initStd) && initStd > 0))
+    return emitError() << "parameter '" << name
+                       << "' has init = normal, so it needs a finite "
+                          "positive init_std, not "
+                       << initStd;
+  if (init != InitKind::Normal && initStd != 0)
+    return emitError() << "parameter '" << name << "' has init = "
+                       << stringifyInitKind(init)
+                       << ", which takes init_std = 0.0, not " << initStd;
   return success();
 }
