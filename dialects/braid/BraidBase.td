@@ -39,6 +39,7 @@ def Braid_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     // The names of the two marks.
     static constexpr ::llvm::StringLiteral kLayerMark = "braid.layer";

@@ -6,6 +6,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "dialects/braid/BraidOps.h"
 
@@ -30,7 +31,7 @@ void BraidDialect::initialize() {
 
 // The marks and the module's settings must have their types; the module's
 // other braid.* attributes (name, memory figures) are checked by the passes
-// that read them.
+// that read them. What an argument is belongs on the argument.
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -39,6 +40,9 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return op->emitOpError() << "'" << name << "' must be a " << expected
                              << ", not " << value;
   };
+  if (name == kParamAttr || name == kInputAttr)
+    return op->emitOpError()
+           << "'" << name << "' belongs on a function argument, not on an op";
   if (name == kLayerMark && !isa<LayerAttr>(value))
     return wrongType("#braid.layer");
   if (name == kPhaseMark && !isa<PhaseAttr>(value))
@@ -71,6 +75,32 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                << cast<func::FuncOp>(other).getSymName()
                << "; a stage has one function";
     }
+  }
+  return success();
+}
+
+// An argument of a stage function is a parameter or an input, and the
+// passes read which through the attribute's type.
+LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto wrongType = [&](StringRef expected) {
+    return op->emitOpError() << "'" << name << "' of argument " << argIndex
+                             << " must be a " << expected << ", not " << value;
+  };
+  if (name == kParamAttr && !isa<ParamAttr>(value))
+    return wrongType("#braid.param<...>");
+  if (name == kInputAttr) {
+    if (!isa<InputRoleAttr>(value))
+      return wrongType("#braid.input");
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (function && regionIndex == 0 &&
+        function.getArgAttr(argIndex, kParamAttr))
+      return op->emitOpError() << "argument " << argIndex
+                               << " is both a braid.param and a braid.input";
   }
   return success();
 }

@@ -85,3 +85,35 @@ func.func @f(%b: tensor<4xf32> {braid.param = #braid.param<name = "b", init = on
 func.func @f(%m: tensor<2x4xi32> {braid.input = #braid.input<mask>}) {
   return
 }
+
+// -----
+
+// braid.param is a #braid.param, not a dictionary.
+// expected-error @+1 {{'func.func' op 'braid.param' of argument 0 must be a #braid.param<...>, not {init = "ones", name = "w"}}}
+func.func @f(%w: tensor<4xf32> {braid.param = {name = "w", init = "ones"}}) {
+  return
+}
+
+// -----
+
+// braid.input is a #braid.input, not a string.
+// expected-error @+1 {{'func.func' op 'braid.input' of argument 1 must be a #braid.input, not "labels"}}
+func.func @f(%t: tensor<2x4xi32> {braid.input = #braid.input<tokens>}, %l: tensor<2x4xi32> {braid.input = "labels"}) {
+  return
+}
+
+// -----
+
+// An argument is a parameter or an input, not both.
+// expected-error @+1 {{'func.func' op argument 0 is both a braid.param and a braid.input}}
+func.func @f(%w: tensor<4xf32> {braid.input = #braid.input<tokens>, braid.param = #braid.param<name = "w", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>}) {
+  return
+}
+
+// -----
+
+// What an argument is belongs on the argument.
+// expected-error @+1 {{'func.func' op 'braid.param' belongs on a function argument, not on an op}}
+func.func @f() attributes {braid.param = #braid.param<name = "w", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>} {
+  return
+}
