@@ -172,7 +172,7 @@ LogicalResult Differentiator::run() {
              << "parameter '" << name << "' does not affect the loss";
     results.push_back(g);
     resultAttrs.push_back(b_.getDictionaryAttr(
-        b_.getNamedAttr("braid.grad_of", b_.getStringAttr(name))));
+        b_.getNamedAttr(BraidDialect::kGradOfAttr, b_.getStringAttr(name))));
   }
   b_.setListener(nullptr);
   func::ReturnOp::create(b_, ret.getLoc(), results);

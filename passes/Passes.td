@@ -88,7 +88,10 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
     several uses (the residual stream, tied embeddings) sum their gradient
     contributions with `braid.add`. The function then returns the loss
     followed by one gradient per parameter, each result tagged with
-    `braid.grad_of`.
+    `braid.grad_of` and the parameter's name:
+    ```mlir
+    -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "emb"}, ...)
+    ```
 
     Every op gets its phase: `forward` for the ops there were, and for the
     ops autodiff adds `weight_grad` (W ops, and sums of their results) or

@@ -40,6 +40,7 @@ def Braid_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     // The names of the two marks.
     static constexpr ::llvm::StringLiteral kLayerMark = "braid.layer";
@@ -54,6 +55,9 @@ def Braid_Dialect : Dialect {
     // InputRoleAttr.
     static constexpr ::llvm::StringLiteral kParamAttr = "braid.param";
     static constexpr ::llvm::StringLiteral kInputAttr = "braid.input";
+    // The parameter whose gradient a result of the differentiated step is:
+    // the name in its braid.param.
+    static constexpr ::llvm::StringLiteral kGradOfAttr = "braid.grad_of";
   }];
 }
 

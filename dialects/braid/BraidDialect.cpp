@@ -105,6 +105,31 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
   return success();
 }
 
+// braid-autodiff tags each gradient it returns with the name of its
+// parameter.
+LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  if (attr.getName() != kGradOfAttr)
+    return success();
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name)
+    return op->emitOpError()
+           << "'" << kGradOfAttr << "' of result " << resultIndex
+           << " must be a parameter's name, not " << attr.getValue();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || regionIndex != 0)
+    return success();
+  for (unsigned i = 0, e = function.getNumArguments(); i != e; ++i)
+    if (auto param = function.getArgAttrOfType<ParamAttr>(i, kParamAttr);
+        param && param.getName() == name.getValue())
+      return success();
+  return op->emitOpError() << "'" << kGradOfAttr << "' of result "
+                           << resultIndex << " is " << name
+                           << ", but no braid.param argument has that name";
+}
+
 Attribute LayerAttr::parse(AsmParser &parser, Type) {
   if (parser.parseLess())
     return {};

@@ -1,7 +1,8 @@
-// RUN: braid-opt %s -split-input-file -verify-diagnostics
+// RUN: braid-opt %s -split-input-file -verify-diagnostics --allow-unregistered-dialect
 
-// What the arguments of a stage function are. Every field of a braid.param
-// is required, in its place: a missing one is a parse error that names it.
+// What the arguments of a stage function are, and whose gradient a result
+// is. Every field of a braid.param is required, in its place: a missing one
+// is a parse error that names it.
 
 // braid.param: init_std is missing.
 // expected-error @+1 {{expected 'init_std'}}
@@ -116,4 +117,22 @@ func.func @f(%w: tensor<4xf32> {braid.input = #braid.input<tokens>, braid.param 
 // expected-error @+1 {{'func.func' op 'braid.param' belongs on a function argument, not on an op}}
 func.func @f() attributes {braid.param = #braid.param<name = "w", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>} {
   return
+}
+
+// -----
+
+// braid.grad_of names the parameter whose gradient a result is.
+// expected-error @+1 {{'func.func' op 'braid.grad_of' of result 1 is "v", but no braid.param argument has that name}}
+func.func @f(%w: tensor<4xf32> {braid.param = #braid.param<name = "w", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>}) -> (tensor<f32> {braid.loss}, tensor<4xf32> {braid.grad_of = "v"}) {
+  %l = "test.loss"() : () -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// braid.grad_of is a name.
+// expected-error @+1 {{'func.func' op 'braid.grad_of' of result 1 must be a parameter's name, not 0 : i64}}
+func.func @f(%w: tensor<4xf32> {braid.param = #braid.param<name = "w", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>}) -> (tensor<f32> {braid.loss}, tensor<4xf32> {braid.grad_of = 0}) {
+  %l = "test.loss"() : () -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<4xf32>
 }
