@@ -97,10 +97,15 @@ public:
   }
 
 private:
-  bool isParam(Value v) {
+  // The braid.param of a parameter argument; null for any other value.
+  ParamAttr paramAttr(Value v) {
     auto arg = dyn_cast<BlockArgument>(v);
-    return arg && func_.getArgAttr(arg.getArgNumber(), "braid.param");
+    if (!arg)
+      return {};
+    return func_.getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
+                                             BraidDialect::kParamAttr);
   }
+  bool isParam(Value v) { return static_cast<bool>(paramAttr(v)); }
   void markNeedsGrad();
 
   func::FuncOp func_;
@@ -161,15 +166,13 @@ LogicalResult Differentiator::run() {
     if (!isParam(arg))
       continue;
     Value g = grad(arg);
-    auto name = cast<DictionaryAttr>(
-                    func_.getArgAttr(arg.getArgNumber(), "braid.param"))
-                    .getAs<StringAttr>("name");
+    StringRef name = paramAttr(arg).getName();
     if (!g)
-      return func_.emitOpError() << "parameter '" << name.getValue()
-                                 << "' does not affect the loss";
+      return func_.emitOpError()
+             << "parameter '" << name << "' does not affect the loss";
     results.push_back(g);
-    resultAttrs.push_back(
-        b_.getDictionaryAttr(b_.getNamedAttr("braid.grad_of", name)));
+    resultAttrs.push_back(b_.getDictionaryAttr(
+        b_.getNamedAttr(BraidDialect::kGradOfAttr, b_.getStringAttr(name))));
   }
   b_.setListener(nullptr);
   func::ReturnOp::create(b_, ret.getLoc(), results);

@@ -73,6 +73,32 @@ SmallVector<Value> weightGradResults(Operation *op) {
   return {};
 }
 
+// How @init fills a parameter's global.
+sched::InitKind schedInitKind(InitKind init) {
+  switch (init) {
+  case InitKind::Normal:
+    return sched::InitKind::Normal;
+  case InitKind::Zeros:
+    return sched::InitKind::Zeros;
+  case InitKind::Ones:
+    return sched::InitKind::Ones;
+  }
+  llvm_unreachable("every init kind has a sched init kind");
+}
+
+// The role of the input global that holds an input argument.
+sched::Role schedRole(InputRole role) {
+  switch (role) {
+  case InputRole::Tokens:
+    return sched::Role::Tokens;
+  case InputRole::Labels:
+    return sched::Role::Labels;
+  case InputRole::Positions:
+    return sched::Role::Positions;
+  }
+  llvm_unreachable("every input role has a sched role");
+}
+
 // Kernel parameters from an op's inherent attributes: integers and booleans
 // become i64, floats f64.
 DictionaryAttr kernelParams(Operation *op, OpBuilder &b,
@@ -217,47 +243,22 @@ LogicalResult Lowering::checkSignature() {
   }
   for (BlockArgument arg : func_.getArguments()) {
     unsigned i = arg.getArgNumber();
-    if (auto p = func_.getArgAttrOfType<DictionaryAttr>(i, "braid.param")) {
+    if (auto p =
+            func_.getArgAttrOfType<ParamAttr>(i, BraidDialect::kParamAttr)) {
       auto type = cast<RankedTensorType>(arg.getType());
-      auto shape = type.getShape();
-      auto name = p.getAs<StringAttr>("name");
-      if (!name)
-        return func_.emitOpError() << "argument " << i
-                                   << " has a braid.param without a name";
       if (!type.getElementType().isF32())
         return func_.emitOpError()
-               << "parameter '" << name.getValue() << "' is "
+               << "parameter '" << p.getName() << "' is "
                << type.getElementType()
                << ", but parameters are the f32 masters that AdamW updates; "
                   "make it f32 and cast it to bf16 with braid.cast";
-      auto init = p.getAs<StringAttr>("init");
-      std::optional<sched::InitKind> initKind =
-          init ? sched::symbolizeInitKind(init.getValue()) : std::nullopt;
-      if (!initKind)
-        return func_.emitOpError()
-               << "parameter '" << name.getValue()
-               << "' needs braid.param init = \"normal\", \"zeros\" or "
-                  "\"ones\"";
-      auto flag = [&](StringRef key) {
-        auto f = p.getAs<BoolAttr>(key);
-        return f && f.getValue();
-      };
-      auto initStd = p.getAs<FloatAttr>("init_std");
-      params_.push_back({arg, name.str(),
-                         flag("weight_decay") && shape.size() == 2, *initKind,
-                         initStd ? initStd.getValueAsDouble() : 0.0,
-                         flag("checkpoint_transposed")});
-    } else if (auto r = func_.getArgAttrOfType<StringAttr>(i, "braid.input")) {
-      std::optional<sched::Role> role = sched::symbolizeRole(r.getValue());
-      if (!role || !llvm::is_contained({sched::Role::Tokens,
-                                        sched::Role::Labels,
-                                        sched::Role::Positions},
-                                       *role))
-        return func_.emitOpError()
-               << "argument " << i << " has braid.input \"" << r.getValue()
-               << "\"; an input is \"tokens\", \"labels\" or "
-                  "\"positions\"";
-      inputRole_[arg] = *role;
+      params_.push_back({arg, p.getName().str(),
+                         p.getWeightDecay() && type.getRank() == 2,
+                         schedInitKind(p.getInit()), p.getInitStd(),
+                         p.getCheckpointTransposed()});
+    } else if (auto r = func_.getArgAttrOfType<InputRoleAttr>(
+                   i, BraidDialect::kInputAttr)) {
+      inputRole_[arg] = schedRole(r.getValue());
     } else {
       return func_.emitOpError() << "argument " << i
                                  << " is neither braid.param nor braid.input";

@@ -18,10 +18,16 @@ def ImportSpecPass : Pass<"braid-import", "mlir::ModuleOp"> {
     function, `@train_step`, holding the forward graph of one micro-batch in
     the `braid` dialect. It is the model's one pipeline stage, marked
     `braid.stage = #braid.stage<0>`; later passes find it by that mark
-    (dialects/braid/StageFunctions.h), not by its name. Parameters are function arguments carrying a
-    `braid.param` dictionary (Hugging Face name, initialisation, weight
-    decay, checkpoint layout); token, label and position ids are arguments
-    carrying `braid.input`; the single result is the mean loss. The module
+    (dialects/braid/StageFunctions.h), not by its name. Token, label and
+    position ids are arguments carrying `braid.input`, parameters arguments
+    carrying `braid.param` (Hugging Face name, initialisation, weight decay,
+    checkpoint layout), both typed attributes (BraidAttrs.td):
+    ```mlir
+    func.func @train_step(%arg0: tensor<8x64xi32> {braid.input = #braid.input<tokens>}, ...,
+        %arg2: tensor<256x64xf32> {braid.param = #braid.param<name = "model.embed_tokens.weight", init = normal, init_std = 2.000000e-02, weight_decay = true, checkpoint_transposed = false>}, ...)
+        -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>}
+    ```
+    The single result is the mean loss. The module
     records the model and training settings in the typed attributes
     `braid.model` and `braid.train` (BraidAttrs.td), which the plan emitter
     copies into the plan:
@@ -82,7 +88,10 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
     several uses (the residual stream, tied embeddings) sum their gradient
     contributions with `braid.add`. The function then returns the loss
     followed by one gradient per parameter, each result tagged with
-    `braid.grad_of`.
+    `braid.grad_of` and the parameter's name:
+    ```mlir
+    -> (tensor<f32> {braid.loss}, tensor<16x8xf32> {braid.grad_of = "emb"}, ...)
+    ```
 
     Every op gets its phase: `forward` for the ops there were, and for the
     ops autodiff adds `weight_grad` (W ops, and sums of their results) or
@@ -123,6 +132,9 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
     step-skipped scalars become
     `sched.global`s; every other tensor becomes a `sched.alloc`. Every
     `braid` op becomes a `sched.launch` of the kernel of the same name.
+    Every argument of the stage function is a `braid.param`, whose
+    `#braid.param` becomes the global's `#sched.param_info`, or a
+    `braid.input`, whose role names the input global.
 
     The one program `@step` is a whole optimizer step in the plain
     schedule: it zeroes the gradients and the loss sum, then a

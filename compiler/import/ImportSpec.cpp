@@ -27,9 +27,6 @@ using namespace mlir;
 namespace braid {
 namespace {
 
-enum class Init { kNormal, kZeros, kOnes };
-
-
 // Gives every op the builder inserts the layer under construction.
 class LayerStamper : public OpBuilder::Listener {
 public:
@@ -77,34 +74,26 @@ private:
     return RankedTensorType::get({batch_, seq_}, f32_);
   }
 
-  Value input(StringRef role) {
+  Value input(InputRole role) {
     auto type = RankedTensorType::get({batch_, seq_}, b_.getI32Type());
     Value v = block_->addArgument(type, loc_);
-    argAttrs_.push_back(
-        b_.getDictionaryAttr(b_.getNamedAttr("braid.input",
-                                             b_.getStringAttr(role))));
+    argAttrs_.push_back(b_.getDictionaryAttr(b_.getNamedAttr(
+        BraidDialect::kInputAttr, InputRoleAttr::get(ctx_, role))));
     return v;
   }
 
-  Value param(const std::string &name, ArrayRef<int64_t> shape, Init init,
+  Value param(const std::string &name, ArrayRef<int64_t> shape, InitKind init,
               bool scaledResidual = false, bool transposed = false) {
     auto type = RankedTensorType::get(shape, f32_);
     Value v = block_->addArgument(type, loc_);
     double std = arch_.init().std();
     if (scaledResidual && arch_.init().scaled_residual())
       std /= std::sqrt(2.0 * static_cast<double>(arch_.num_layers()));
-    StringRef initName = init == Init::kNormal  ? "normal"
-                         : init == Init::kZeros ? "zeros"
-                                                : "ones";
-    SmallVector<NamedAttribute> fields = {
-        b_.getNamedAttr("name", b_.getStringAttr(name)),
-        b_.getNamedAttr("init", b_.getStringAttr(initName)),
-        b_.getNamedAttr("init_std", b_.getF64FloatAttr(
-                                        init == Init::kNormal ? std : 0.0)),
-        b_.getNamedAttr("weight_decay", b_.getBoolAttr(shape.size() == 2)),
-        b_.getNamedAttr("checkpoint_transposed", b_.getBoolAttr(transposed))};
-    argAttrs_.push_back(b_.getDictionaryAttr(b_.getNamedAttr(
-        "braid.param", b_.getDictionaryAttr(fields))));
+    auto attr =
+        ParamAttr::get(ctx_, name, init, init == InitKind::Normal ? std : 0.0,
+                       /*weightDecay=*/shape.size() == 2, transposed);
+    argAttrs_.push_back(
+        b_.getDictionaryAttr(b_.getNamedAttr(BraidDialect::kParamAttr, attr)));
     return bf16_ ? castAtTop(v) : v;
   }
 
@@ -130,22 +119,22 @@ private:
                bool scaledResidual = false) {
     int64_t in = cast<RankedTensorType>(x.getType()).getShape().back();
     bool transposed = arch_.naming() == spec::HF_GPT2;
-    Value w = param(prefix + ".weight", {out, in}, Init::kNormal,
+    Value w = param(prefix + ".weight", {out, in}, InitKind::Normal,
                     scaledResidual, transposed);
     Value bias;
     if (arch_.linear_bias())
-      bias = param(prefix + ".bias", {out}, Init::kZeros);
+      bias = param(prefix + ".bias", {out}, InitKind::Zeros);
     return LinearOp::create(b_, loc_, act(out), x, w, bias);
   }
 
   Value norm(Value x, const std::string &prefix) {
     int64_t d = arch_.hidden_size();
     auto eps = b_.getF32FloatAttr(arch_.norm_eps());
-    Value w = param(prefix + ".weight", {d}, Init::kOnes);
+    Value w = param(prefix + ".weight", {d}, InitKind::Ones);
     if (arch_.norm() == spec::RMS_NORM)
       return RMSNormOp::create(b_, loc_, act(d), rowStat(), x, w, eps)
           .getResult();
-    Value bias = param(prefix + ".bias", {d}, Init::kZeros);
+    Value bias = param(prefix + ".bias", {d}, InitKind::Zeros);
     return LayerNormOp::create(b_, loc_, act(d), rowStat(), rowStat(), x, w,
                                bias, eps)
         .getResult();
@@ -270,25 +259,24 @@ void GraphBuilder::build() {
   int64_t vocab = arch_.vocab_size(), d = arch_.hidden_size();
   std::string prefix = gpt2 ? "transformer." : "model.";
 
-  Value tokens = input("tokens");
-  Value labels = input("labels");
+  Value tokens = input(InputRole::Tokens);
+  Value labels = input(InputRole::Labels);
   Value positions;
   if (arch_.position_embedding() == spec::LEARNED)
-    positions = input("positions");
+    positions = input(InputRole::Positions);
   if (arch_.attention_mask() == spec::DOCUMENT)
     documentIds_ = DocumentIdsOp::create(
         b_, loc_, tokens.getType(), tokens,
         b_.getI64IntegerAttr(arch_.document_separator()));
 
-  Value table = param(gpt2 ? "transformer.wte.weight"
-                           : "model.embed_tokens.weight",
-                      {vocab, d}, Init::kNormal);
+  Value table =
+      param(gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight",
+            {vocab, d}, InitKind::Normal);
   Value x = EmbeddingOp::create(b_, loc_, act(d), table, tokens);
   if (positions) {
-    Value posTable = param(gpt2 ? "transformer.wpe.weight"
-                                : "model.embed_positions.weight",
-                           {arch_.max_position_embeddings(), d},
-                           Init::kNormal);
+    Value posTable =
+        param(gpt2 ? "transformer.wpe.weight" : "model.embed_positions.weight",
+              {arch_.max_position_embeddings(), d}, InitKind::Normal);
     x = add(x, EmbeddingOp::create(b_, loc_, act(d), posTable, positions));
   }
   x = dropout(x, train_.hidden_dropout(), 0);
@@ -303,7 +291,7 @@ void GraphBuilder::build() {
   x = norm(x, gpt2 ? "transformer.ln_f" : "model.norm");
   Value head = table;
   if (!arch_.tie_embeddings())
-    head = param("lm_head.weight", {vocab, d}, Init::kNormal);
+    head = param("lm_head.weight", {vocab, d}, InitKind::Normal);
   Value logits = LinearOp::create(b_, loc_, act(vocab), x, head, Value());
   auto loss = CrossEntropyOp::create(
       b_, loc_, RankedTensorType::get({}, f32_), rowStat(), logits, labels);

@@ -1,8 +1,9 @@
 //===- BraidAttrs.td - braid dialect attributes -----------------*- tablegen -*-===//
 //
 // The module's settings: `braid.model` (what the plan's ModelInfo carries)
-// and `braid.train` (its TrainConfig), both set by braid-import; and the
-// mark `braid.stage` of the function that holds a pipeline stage. Every
+// and `braid.train` (its TrainConfig), both set by braid-import; the mark
+// `braid.stage` of the function that holds a pipeline stage; and what the
+// stage function's arguments are, `braid.param` and `braid.input`. Every
 // parameter is required and written in its place, so a setting that is
 // missing is a parse error that names it ("expected 'lr'"), never a silent 0
 // for a later pass.
@@ -13,6 +14,7 @@
 #define BRAID_ATTRS_TD
 
 include "BraidBase.td"
+include "dialects/BoolParameter.td"
 include "dialects/F64Parameter.td"
 
 //===----------------------------------------------------------------------===//
@@ -181,6 +183,76 @@ def Braid_MeshAttr : AttrDef<Braid_Dialect, "Mesh"> {
     `<` `tp` `=` $tp `,` `cp` `=` $cp `,` `pp` `=` $pp `,` `dp` `=` $dp `>`
   }];
   let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Arguments of a stage function
+//===----------------------------------------------------------------------===//
+
+def Braid_InitKind : I32EnumAttr<"InitKind",
+    "how a parameter is initialised", [
+    I32EnumAttrCase<"Normal", 0, "normal">,
+    I32EnumAttrCase<"Zeros", 1, "zeros">,
+    I32EnumAttrCase<"Ones", 2, "ones">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+// `braid.param = #braid.param<...>` on an argument: the argument is a
+// parameter, the f32 master that AdamW updates.
+def Braid_ParamAttr : AttrDef<Braid_Dialect, "Param"> {
+  let mnemonic = "param";
+  let summary = "A parameter argument: its name, initialisation and treatment";
+  let description = [{
+    The Hugging Face `name` (checkpoints use it), the initialisation
+    (`init`: `normal` with a finite positive `init_std`, or `zeros` or
+    `ones` with `init_std = 0.0`), whether AdamW decays it (`weight_decay`;
+    the lowering decays rank-2 parameters only, docs/numerics.md) and
+    whether the checkpoint stores it transposed (`checkpoint_transposed`,
+    GPT-2's Conv1D layout). braid-lower-to-sched copies them into the
+    parameter's `#sched.param_info`.
+
+    ```mlir
+    func.func @train_step(...,
+        %arg3: tensor<192x64xf32> {braid.param = #braid.param<
+            name = "model.layers.0.self_attn.q_proj.weight", init = normal,
+            init_std = 2.000000e-02, weight_decay = true,
+            checkpoint_transposed = false>}, ...)
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the Hugging Face name">:$name,
+                        AttrParameter<"::braid::InitKind",
+                                      "normal, zeros or ones">:$init,
+                        F64Parameter<"the std of a normal init">:$init_std,
+                        BoolParameter<"whether AdamW decays it">:$weight_decay,
+                        BoolParameter<"whether the checkpoint stores it "
+                                      "transposed">:$checkpoint_transposed);
+  let assemblyFormat = [{
+    `<`
+    `name` `=` $name `,`
+    `init` `=` $init `,`
+    `init_std` `=` $init_std `,`
+    `weight_decay` `=` $weight_decay `,`
+    `checkpoint_transposed` `=` $checkpoint_transposed
+    `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def Braid_InputRole : I32EnumAttr<"InputRole",
+    "the ids an input argument holds", [
+    I32EnumAttrCase<"Tokens", 0, "tokens">,
+    I32EnumAttrCase<"Labels", 1, "labels">,
+    I32EnumAttrCase<"Positions", 2, "positions">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+// `braid.input = #braid.input<tokens>` on an argument: the argument holds
+// the micro-batch's token ids, `labels` its next-token labels, `positions`
+// its position ids (models with learned position embeddings).
+def Braid_InputRoleAttr : EnumAttr<Braid_Dialect, Braid_InputRole, "input"> {
+  let assemblyFormat = "`<` $value `>`";
 }
 
 #endif // BRAID_ATTRS_TD

@@ -22,7 +22,9 @@ def Braid_Dialect : Dialect {
   let description = [{
     Ops operate on ranked tensors of f32 or bf16 activations and i32 token
     ids. Parameters and data enter as arguments of the training-step function;
-    argument attributes (`braid.param`, `braid.input`) name them.
+    typed argument attributes (BraidAttrs.td) say what each one is:
+    `braid.param = #braid.param<name = ..., init = ..., ...>` or
+    `braid.input = #braid.input<tokens>` (`labels`, `positions`).
 
     Every op of a training step carries two marks, discardable attributes
     that passes read instead of guessing from names: `braid.layer`, the
@@ -37,6 +39,8 @@ def Braid_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     // The names of the two marks.
     static constexpr ::llvm::StringLiteral kLayerMark = "braid.layer";
@@ -49,6 +53,13 @@ def Braid_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kBucketMbAttr = "braid.bucket_mb";
     // The mark of a stage function: a StageAttr.
     static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
+    // What an argument of a stage function is: a ParamAttr or an
+    // InputRoleAttr.
+    static constexpr ::llvm::StringLiteral kParamAttr = "braid.param";
+    static constexpr ::llvm::StringLiteral kInputAttr = "braid.input";
+    // The parameter whose gradient a result of the differentiated step is:
+    // the name in its braid.param.
+    static constexpr ::llvm::StringLiteral kGradOfAttr = "braid.grad_of";
   }];
 }
 

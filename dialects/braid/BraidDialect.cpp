@@ -1,9 +1,12 @@
 //===- BraidDialect.cpp - the braid dialect -------------------------------===//
 #include "dialects/braid/BraidDialect.h"
 
+#include <cmath>
+
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "dialects/braid/BraidOps.h"
 
@@ -28,7 +31,7 @@ void BraidDialect::initialize() {
 
 // The marks and the module's settings must have their types; the module's
 // other braid.* attributes (name, memory figures) are checked by the passes
-// that read them.
+// that read them. What an argument is belongs on the argument.
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -37,6 +40,9 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return op->emitOpError() << "'" << name << "' must be a " << expected
                              << ", not " << value;
   };
+  if (name == kParamAttr || name == kInputAttr)
+    return op->emitOpError()
+           << "'" << name << "' belongs on a function argument, not on an op";
   if (name == kLayerMark && !isa<LayerAttr>(value))
     return wrongType("#braid.layer");
   if (name == kPhaseMark && !isa<PhaseAttr>(value))
@@ -79,6 +85,57 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     }
   }
   return success();
+}
+
+// An argument of a stage function is a parameter or an input, and the
+// passes read which through the attribute's type.
+LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto wrongType = [&](StringRef expected) {
+    return op->emitOpError() << "'" << name << "' of argument " << argIndex
+                             << " must be a " << expected << ", not " << value;
+  };
+  if (name == kParamAttr && !isa<ParamAttr>(value))
+    return wrongType("#braid.param<...>");
+  if (name == kInputAttr) {
+    if (!isa<InputRoleAttr>(value))
+      return wrongType("#braid.input");
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (function && regionIndex == 0 &&
+        function.getArgAttr(argIndex, kParamAttr))
+      return op->emitOpError() << "argument " << argIndex
+                               << " is both a braid.param and a braid.input";
+  }
+  return success();
+}
+
+// braid-autodiff tags each gradient it returns with the name of its
+// parameter.
+LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  if (attr.getName() != kGradOfAttr)
+    return success();
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name)
+    return op->emitOpError()
+           << "'" << kGradOfAttr << "' of result " << resultIndex
+           << " must be a parameter's name, not " << attr.getValue();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || regionIndex != 0)
+    return success();
+  for (unsigned i = 0, e = function.getNumArguments(); i != e; ++i)
+    if (auto param = function.getArgAttrOfType<ParamAttr>(i, kParamAttr);
+        param && param.getName() == name.getValue())
+      return success();
+  return op->emitOpError() << "'" << kGradOfAttr << "' of result "
+                           << resultIndex << " is " << name
+                           << ", but no braid.param argument has that name";
 }
 
 Attribute LayerAttr::parse(AsmParser &parser, Type) {
@@ -133,5 +190,23 @@ LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t index) {
   if (index < 0)
     return emitError() << "a stage is numbered from 0, not " << index;
+  return success();
+}
+
+LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef name, InitKind init, F64 initStdBits,
+                                bool weightDecay, bool checkpointTransposed) {
+  const double initStd = initStdBits;
+  if (name.empty())
+    return emitError() << "a parameter needs a name";
+  if (init == InitKind::Normal && !(std::isfinite(initStd) && initStd > 0))
+    return emitError() << "parameter '" << name
+                       << "' has init = normal, so it needs a finite "
+                          "positive init_std, not "
+                       << initStd;
+  if (init != InitKind::Normal && initStd != 0)
+    return emitError() << "parameter '" << name << "' has init = "
+                       << stringifyInitKind(init)
+                       << ", which takes init_std = 0.0, not " << initStd;
   return success();
 }

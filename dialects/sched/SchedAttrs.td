@@ -11,6 +11,7 @@
 #define SCHED_ATTRS_TD
 
 include "SchedBase.td"
+include "dialects/BoolParameter.td"
 include "dialects/F64Parameter.td"
 include "mlir/IR/EnumAttr.td"
 
@@ -62,17 +63,7 @@ def Sched_InitKind : I32EnumAttr<"InitKind",
 }
 
 // A bool that is false unless written `true`.
-def Sched_FlagParameter : AttrParameter<"bool", "true or false"> {
-  let defaultValue = "false";
-  let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
-    if (::mlir::succeeded($_parser.parseOptionalKeyword("true")))
-      return true;
-    if (::mlir::succeeded($_parser.parseOptionalKeyword("false")))
-      return false;
-    return $_parser.emitError($_parser.getCurrentLocation(),
-                              "expected true or false");
-  }() }];
-}
+def Sched_FlagParameter : BoolParameter<"true or false", "false">;
 
 def Sched_ParamInfoAttr : AttrDef<Sched_Dialect, "ParamInfo"> {
   let mnemonic = "param_info";

@@ -22,11 +22,11 @@
 // CHECK-NEXT: %[[DEMB:.+]] = braid.embedding_grad_weight %[[DXS]], %[[IDS]]{{.*}}{{.*}} : (tensor<2x4x8xbf16>, tensor<2x4xi32>) -> tensor<16x8xf32>
 // CHECK-NEXT: %[[DTABLE:.+]] = braid.add %[[DHEAD]], %[[DEMB]]{{.*}}{{.*}} : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
 // CHECK-NEXT: return %{{.+}}, %[[DTABLE]], %[[DW]], %[[DB]]
-func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
-                      %labels: tensor<2x4xi32> {braid.input = "labels"},
-                      %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
-                      %w: tensor<8x8xf32> {braid.param = {name = "w", init = "normal"}},
-                      %b: tensor<8xf32> {braid.param = {name = "b", init = "zeros"}})
+func.func @train_step(%ids: tensor<2x4xi32> {braid.input = #braid.input<tokens>},
+                      %labels: tensor<2x4xi32> {braid.input = #braid.input<labels>},
+                      %table: tensor<16x8xf32> {braid.param = #braid.param<name = "table", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %w: tensor<8x8xf32> {braid.param = #braid.param<name = "w", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %b: tensor<8xf32> {braid.param = #braid.param<name = "b", init = zeros, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>})
     -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %tb = braid.cast %table : (tensor<16x8xf32>) -> tensor<16x8xbf16>
   %wb = braid.cast %w : (tensor<8x8xf32>) -> tensor<8x8xbf16>
@@ -51,11 +51,11 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
 // CHECK: braid.rms_norm_grad_input {{.+}} -> tensor<2x4x8xbf16>
 // CHECK: %[[DG:.+]] = braid.rms_norm_grad_weight {{.+}}{{.*}}{{.*}} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>) -> tensor<8xf32>
 // CHECK: return %{{.+}}, %{{.+}}, %[[DG]], %[[DLW]], %[[DLB]]
-func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
-                      %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
-                      %g: tensor<8xf32> {braid.param = {name = "g", init = "ones"}},
-                      %lw: tensor<8xf32> {braid.param = {name = "ln.w", init = "ones"}},
-                      %lb: tensor<8xf32> {braid.param = {name = "ln.b", init = "zeros"}})
+func.func @train_step(%ids: tensor<2x4xi32> {braid.input = #braid.input<tokens>},
+                      %table: tensor<16x8xf32> {braid.param = #braid.param<name = "table", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %g: tensor<8xf32> {braid.param = #braid.param<name = "g", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>},
+                      %lw: tensor<8xf32> {braid.param = #braid.param<name = "ln.w", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>},
+                      %lb: tensor<8xf32> {braid.param = #braid.param<name = "ln.b", init = zeros, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>})
     -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %tb = braid.cast %table : (tensor<16x8xf32>) -> tensor<16x8xbf16>
   %gb = braid.cast %g : (tensor<8xf32>) -> tensor<8xbf16>
@@ -78,9 +78,9 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
 // CHECK: %[[DS:.+]] = braid.linear_grad_input
 // CHECK: %[[DPOS:.+]] = braid.cast %[[DS]]{{.*}}{{.*}} : (tensor<2x4x8xbf16>) -> tensor<2x4x8xf32>
 // CHECK: return %{{.+}}, %{{.+}}, %[[DPOS]]{{.*}} :
-func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
-                      %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
-                      %pos: tensor<2x4x8xf32> {braid.param = {name = "pos", init = "zeros"}})
+func.func @train_step(%ids: tensor<2x4xi32> {braid.input = #braid.input<tokens>},
+                      %table: tensor<16x8xf32> {braid.param = #braid.param<name = "table", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %pos: tensor<2x4x8xf32> {braid.param = #braid.param<name = "pos", init = zeros, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>})
     -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %tb = braid.cast %table : (tensor<16x8xf32>) -> tensor<16x8xbf16>
   %pb = braid.cast %pos : (tensor<2x4x8xf32>) -> tensor<2x4x8xbf16>

@@ -23,12 +23,12 @@
 // CHECK: %[[DNORM:.+]] = braid.rms_norm_grad_weight %[[DH]], %[[X]], %[[RSTD]] {braid.layer = #braid.layer<0>, braid.phase = #braid.phase<weight_grad>}
 // CHECK: %[[DEMB:.+]] = braid.embedding_grad_weight %[[DX]], %[[IDS]] {braid.layer = #braid.layer<embedding>, braid.phase = #braid.phase<weight_grad>}
 // CHECK: return %[[LOSS]], %[[DEMB]], %[[DNORM]], %[[DPROJ]], %[[DHEAD]]
-func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
-                      %labels: tensor<2x4xi32> {braid.input = "labels"},
-                      %emb: tensor<16x8xf32> {braid.param = {name = "emb", init = "normal"}},
-                      %norm: tensor<8xf32> {braid.param = {name = "norm", init = "ones"}},
-                      %proj: tensor<8x8xf32> {braid.param = {name = "proj", init = "normal"}},
-                      %head: tensor<16x8xf32> {braid.param = {name = "head", init = "normal"}})
+func.func @train_step(%ids: tensor<2x4xi32> {braid.input = #braid.input<tokens>},
+                      %labels: tensor<2x4xi32> {braid.input = #braid.input<labels>},
+                      %emb: tensor<16x8xf32> {braid.param = #braid.param<name = "emb", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %norm: tensor<8xf32> {braid.param = #braid.param<name = "norm", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>},
+                      %proj: tensor<8x8xf32> {braid.param = #braid.param<name = "proj", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %head: tensor<16x8xf32> {braid.param = #braid.param<name = "head", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>})
     -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %x = braid.embedding %emb, %ids {braid.layer = #braid.layer<embedding>} : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
   %h, %rstd = braid.rms_norm %x, %norm {eps = 1.0e-05 : f32, braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
@@ -49,11 +49,11 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
 // CHECK: %[[DEMB:.+]] = braid.embedding_grad_weight
 // CHECK: %[[DTABLE:.+]] = braid.add %[[DHEAD]], %[[DEMB]] {braid.phase = #braid.phase<weight_grad>}
 // CHECK: return %{{.+}}, %[[DTABLE]], %[[DW]], %[[DB]]
-func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
-                      %labels: tensor<2x4xi32> {braid.input = "labels"},
-                      %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
-                      %w: tensor<8x8xf32> {braid.param = {name = "w", init = "normal"}},
-                      %b: tensor<8xf32> {braid.param = {name = "b", init = "zeros"}})
+func.func @train_step(%ids: tensor<2x4xi32> {braid.input = #braid.input<tokens>},
+                      %labels: tensor<2x4xi32> {braid.input = #braid.input<labels>},
+                      %table: tensor<16x8xf32> {braid.param = #braid.param<name = "table", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %w: tensor<8x8xf32> {braid.param = #braid.param<name = "w", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %b: tensor<8xf32> {braid.param = #braid.param<name = "b", init = zeros, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>})
     -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %x = braid.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
   %y = braid.linear %x, %w, %b : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
@@ -71,10 +71,10 @@ func.func @train_step(%ids: tensor<2x4xi32> {braid.input = "tokens"},
 // CHECK: %[[DQ:.+]], %[[DK:.+]], %[[DV:.+]] = braid.attention_grad_input
 // CHECK-SAME: num_heads = 2 : i64
 // CHECK: braid.split_grad_input %[[DQ]], %[[DK]], %[[DV]]
-func.func @train_step(%ids: tensor<1x4xi32> {braid.input = "tokens"},
-                      %labels: tensor<1x4xi32> {braid.input = "labels"},
-                      %table: tensor<16x8xf32> {braid.param = {name = "table", init = "normal"}},
-                      %qkv: tensor<24x8xf32> {braid.param = {name = "qkv", init = "normal"}})
+func.func @train_step(%ids: tensor<1x4xi32> {braid.input = #braid.input<tokens>},
+                      %labels: tensor<1x4xi32> {braid.input = #braid.input<labels>},
+                      %table: tensor<16x8xf32> {braid.param = #braid.param<name = "table", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>},
+                      %qkv: tensor<24x8xf32> {braid.param = #braid.param<name = "qkv", init = normal, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>})
     -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
   %x = braid.embedding %table, %ids : (tensor<16x8xf32>, tensor<1x4xi32>) -> tensor<1x4x8xf32>
   %y = braid.linear %x, %qkv : (tensor<1x4x8xf32>, tensor<24x8xf32>) -> tensor<1x4x24xf32>

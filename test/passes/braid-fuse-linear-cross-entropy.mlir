@@ -36,9 +36,9 @@
 // SCHED: sched.launch "grad_norm"
 
 module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.1, grad_clip = 1.0, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
-  func.func @train_step(%tokens: tensor<2x4xi32> {braid.input = "tokens"},
-                        %labels: tensor<2x4xi32> {braid.input = "labels"},
-                        %table: tensor<16x8xf32> {braid.param = {name = "table", weight_decay = true}})
+  func.func @train_step(%tokens: tensor<2x4xi32> {braid.input = #braid.input<tokens>},
+                        %labels: tensor<2x4xi32> {braid.input = #braid.input<labels>},
+                        %table: tensor<16x8xf32> {braid.param = #braid.param<name = "table", init = normal, init_std = 2.0e-02, weight_decay = true, checkpoint_transposed = false>})
       -> (tensor<f32> {braid.loss}, tensor<16x8xf32>) {
     %x = braid.embedding %table, %tokens : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
     %logits = braid.linear %x, %table : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>

@@ -11,9 +11,9 @@
 // LLAMA-SAME: braid.name = "llama-tiny"
 // LLAMA-SAME: braid.train = #braid.train<seed = 1234, micro_batch_size = 8, num_micro_batches = 2, seq_len = 64, steps = 300, lr = 3.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 20, decay = cosine, min_lr = 3.000000e-04, precision = fp32>
 // LLAMA-LABEL: func.func @train_step
-// LLAMA-SAME: tensor<8x64xi32> {braid.input = "tokens"}
-// LLAMA-SAME: tensor<8x64xi32> {braid.input = "labels"}
-// LLAMA-SAME: tensor<256x64xf32> {braid.param = {checkpoint_transposed = false, init = "normal", init_std = 2.000000e-02 : f64, name = "model.embed_tokens.weight", weight_decay = true}}
+// LLAMA-SAME: tensor<8x64xi32> {braid.input = #braid.input<tokens>}
+// LLAMA-SAME: tensor<8x64xi32> {braid.input = #braid.input<labels>}
+// LLAMA-SAME: tensor<256x64xf32> {braid.param = #braid.param<name = "model.embed_tokens.weight", init = normal, init_std = 2.000000e-02, weight_decay = true, checkpoint_transposed = false>}
 // LLAMA-SAME: name = "lm_head.weight"
 // LLAMA-SAME: -> (tensor<f32> {braid.loss})
 // One attention block: RMSNorm, q/k/v, RoPE with q and kv head counts,
@@ -39,10 +39,12 @@
 // GPT-2: learned positions, fused q/k/v split three ways, biases, dropout
 // sites numbered in forward order, tied LM head.
 // GPT2: braid.model = #braid.model<family = gpt2,
-// GPT2: braid.input = "positions"
+// GPT2: braid.input = #braid.input<positions>
 // GPT2-SAME: name = "transformer.wte.weight"
-// GPT2-SAME: checkpoint_transposed = true, init = "normal", init_std = 2.000000e-02 : f64, name = "transformer.h.0.attn.c_attn.weight"
-// GPT2-SAME: init_std = 1.000000e-02 : f64, name = "transformer.h.0.attn.c_proj.weight"
+// GPT2-SAME: name = "transformer.h.0.ln_1.weight", init = ones, init_std = 0.000000e+00, weight_decay = false, checkpoint_transposed = false
+// GPT2-SAME: name = "transformer.h.0.ln_1.bias", init = zeros, init_std = 0.000000e+00, weight_decay = false
+// GPT2-SAME: name = "transformer.h.0.attn.c_attn.weight", init = normal, init_std = 2.000000e-02, weight_decay = true, checkpoint_transposed = true
+// GPT2-SAME: name = "transformer.h.0.attn.c_proj.weight", init = normal, init_std = 1.000000e-02
 // GPT2-NOT: lm_head
 // GPT2: %[[TOK:.+]] = braid.embedding %[[WTE:arg[0-9]+]]
 // GPT2: %[[POS:.+]] = braid.embedding
