@@ -83,6 +83,11 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
 #endif
 }
 
+void Ranks::emulateLink(const LinkModel &link) {
+  for (auto &c : comms_)
+    c = std::make_unique<EmulatedLink>(std::move(c), link);
+}
+
 Ranks::~Ranks() {
   // Communicators go before the world that finalises MPI.
   for (auto &c : comms_)

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/EmulatedLink.h"
 #include "runtime/comm/Mesh.h"
 
 namespace braid {
@@ -48,6 +49,9 @@ public:
   Communicator &axis(MeshAxis axis) const {
     return *comms_[static_cast<int>(axis)];
   }
+  // From now on every axis's calls take at least the time `link` gives
+  // them (EmulatedLink.h): for benchmarks of overlap on one machine.
+  void emulateLink(const LinkModel &link);
   // Ends every rank (MPI_Abort where ranks were joined over MPI), after a
   // failure here that the others would otherwise wait for.
   [[noreturn]] void abortAll(int code) const;

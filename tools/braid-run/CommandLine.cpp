@@ -123,6 +123,12 @@ void addFlags(CLI::App &app, CommandLine &cl) {
       refuse(absl::StrCat(flag, " needs seconds from 0.001 to 604800, not \"",
                           v, "\""));
   });
+  addValueFlag(app, "--emulate-link", [&](Text flag, Text v) {
+    absl::StatusOr<LinkModel> link = parseLinkModel(std::string(v));
+    if (!link.ok())
+      refuse(absl::StrCat(flag, ": ", link.status().message()));
+    cl.emulateLink = *link;
+  });
   app.add_flag("--quiet", cl.quiet);
   app.add_flag("--profile", cl.profile);
   app.add_flag("-h,--help", cl.help);
@@ -273,6 +279,8 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "  --peak-gflops X      peak for MFU instead of measuring sgemm\n"
       "  --comm-timeout S     several ranks: stop the job when a collective\n"
       "                       takes longer than S seconds (default 300)\n"
+      "  --emulate-link L:B   benchmarks: hold each collective for a link of\n"
+      "                       L us latency and B GB/s (e.g. 25:2)\n"
       "  --quiet              no start-up report or progress lines\n"
       "  --profile            print the time spent in each kernel at the end\n"
       "  --help               this text\n"

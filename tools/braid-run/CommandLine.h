@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/comm/EmulatedLink.h"
 
 namespace braid {
 
@@ -33,6 +34,8 @@ struct CommandLine {
   // Multi-rank runs: how long a collective may take before the rank stops
   // the job (the watchdog, docs/parallel.md).
   double commTimeoutSeconds = 300;
+  // Benchmarks: hold every collective for a slower link (EmulatedLink.h).
+  std::optional<LinkModel> emulateLink;
   bool quiet = false;
   bool profile = false;
 };

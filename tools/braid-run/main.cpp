@@ -210,6 +210,8 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
   absl::StatusOr<std::unique_ptr<Ranks>> ranks = joinRanks(cl, *plan);
   if (!ranks.ok())
     return fail(ranks.status());
+  if (cl.emulateLink)
+    (*ranks)->emulateLink(*cl.emulateLink);
   return runRank(cl, std::move(*plan), **ranks);
 }
 
