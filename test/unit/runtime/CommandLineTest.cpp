@@ -45,7 +45,8 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
       "--save-interval", "5",       "--resume",         "ck",
       "--allow-change",  "lr",      "--skip-nonfinite", "2",
       "--threads",       "3",       "--device",         "cuda",
-      "--cuda-graphs",   "off",     "--peak-gflops",    "12.5"};
+      "--cuda-graphs",   "off",     "--peak-gflops",    "12.5",
+      "--comm-timeout",  "2.5",     "--emulate-link",   "25:2"};
   std::vector<std::string> joined;
   for (size_t i = 0; i < spaced.size(); i += 2)
     joined.push_back(spaced[i] + "=" + spaced[i + 1]);
@@ -67,6 +68,9 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
     EXPECT_EQ(cl.device, "cuda");
     EXPECT_FALSE(cl.cudaGraphs);
     EXPECT_EQ(cl.peakGflops, 12.5);
+    EXPECT_EQ(cl.commTimeoutSeconds, 2.5);
+    ASSERT_TRUE(cl.emulateLink.has_value());
+    EXPECT_EQ(cl.emulateLink->describe(), "25 us, 2 GB/s");
     EXPECT_TRUE(cl.shuffle && cl.quiet && cl.profile);
   }
 }
@@ -102,6 +106,14 @@ TEST(CommandLine, AValueIsTakenAsGiven) {
       refusal({"p.plan", "--data", "d", "--steps", "99999999999999999999"}),
       "--steps needs a whole number from 1 to 9223372036854775807, not "
       "\"99999999999999999999\"");
+}
+
+TEST(CommandLine, RefusesBadLinksAndTimeouts) {
+  EXPECT_EQ(refusal({"p.plan", "--data", "d", "--comm-timeout", "0"}),
+            "--comm-timeout needs seconds from 0.001 to 604800, not \"0\"");
+  EXPECT_EQ(refusal({"p.plan", "--data", "d", "--emulate-link", "fast"}),
+            "--emulate-link: the link \"fast\" is not LATENCY_US:GBPS, e.g. "
+            "25:2 for 25 us and 2 GB/s");
 }
 
 TEST(CommandLine, PlanArguments) {

@@ -2,8 +2,13 @@
 // groups along each axis; the single-rank run's communicators.
 #include "runtime/comm/Mesh.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+
+#include "runtime/comm/EmulatedLink.h"
 #include "runtime/comm/Ranks.h"
 #include "runtime/comm/SelfCommunicator.h"
 #include "gtest/gtest.h"
@@ -88,6 +93,33 @@ TEST(Ranks, AWorldOfTheWrongSizeIsRefusedBeforeAnyWork) {
             "were started; launch it with -np 2, or recompile the spec for 3 "
             "ranks (parallel.data_parallel x tensor_parallel x "
             "pipeline_parallel)");
+}
+
+TEST(EmulatedLink, ParsesLatencyAndBandwidth) {
+  absl::StatusOr<LinkModel> link = parseLinkModel("25:2");
+  ASSERT_TRUE(link.ok()) << link.status();
+  EXPECT_EQ(link->latency, std::chrono::microseconds(25));
+  EXPECT_EQ(link->bytesPerSecond, 2e9);
+  EXPECT_EQ(link->describe(), "25 us, 2 GB/s");
+  for (const char *bad : {"25", "25:0", "-1:2", "a:b", "25:2:3"})
+    EXPECT_EQ(parseLinkModel(bad).status().message(),
+              absl::StrCat("the link \"", bad,
+                           "\" is not LATENCY_US:GBPS, e.g. 25:2 for 25 us "
+                           "and 2 GB/s"));
+}
+
+TEST(EmulatedLink, HoldsACallForLatencyPlusBytesOverBandwidth) {
+  LinkModel link;
+  link.latency = std::chrono::milliseconds(20);
+  link.bytesPerSecond = 1e9; // 1 MB: 1 ms more
+  EmulatedLink comm(std::make_unique<SelfCommunicator>("dp group 0 (rank 0)"),
+                    link);
+  std::vector<uint8_t> data(1'000'000);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(comm.broadcast(data.data(), data.size(), 0).ok());
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, std::chrono::milliseconds(21));
+  EXPECT_EQ(comm.name(), "dp group 0 (rank 0)");
 }
 
 } // namespace
