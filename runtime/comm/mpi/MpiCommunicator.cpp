@@ -191,8 +191,9 @@ private:
             timeout_.count() / 1000.0,
             " s: a rank of the group died, hangs or is making a different "
             "call (set the limit with --comm-timeout)"));
-      // Spin briefly (MPI progresses inside MPI_Test), then back off.
-      if (now - start < std::chrono::milliseconds(2))
+      // Spin briefly (MPI progresses inside MPI_Test), then back off, so
+      // that a waiting stream leaves the core to the rank's compute.
+      if (now - start < std::chrono::microseconds(100))
         std::this_thread::yield();
       else
         std::this_thread::sleep_for(std::chrono::microseconds(50));
