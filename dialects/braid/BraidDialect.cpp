@@ -1,9 +1,9 @@
 //===- BraidDialect.cpp - the braid dialect -------------------------------===//
 #include "dialects/braid/BraidDialect.h"
 
-#include <cmath>
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "dialects/ParameterInit.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -196,17 +196,6 @@ LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 StringRef name, InitKind init, F64 initStdBits,
                                 bool weightDecay, bool checkpointTransposed) {
-  const double initStd = initStdBits;
-  if (name.empty())
-    return emitError() << "a parameter needs a name";
-  if (init == InitKind::Normal && !(std::isfinite(initStd) && initStd > 0))
-    return emitError() << "parameter '" << name
-                       << "' has init = normal, so it needs a finite "
-                          "positive init_std, not "
-                       << initStd;
-  if (init != InitKind::Normal && initStd != 0)
-    return emitError() << "parameter '" << name << "' has init = "
-                       << stringifyInitKind(init)
-                       << ", which takes init_std = 0.0, not " << initStd;
-  return success();
+  return verifyParameterInit(emitError, name, init == InitKind::Normal,
+                             stringifyInitKind(init), initStdBits);
 }

@@ -1,9 +1,9 @@
 //===- SchedDialect.cpp - the sched dialect -------------------------------===//
 #include "dialects/sched/SchedDialect.h"
 
-#include <cmath>
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "dialects/ParameterInit.h"
 
 #include "dialects/sched/SchedOps.h"
 
@@ -34,17 +34,6 @@ ParamInfoAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       FlatSymbolRefAttr grad, FlatSymbolRefAttr expAvg,
                       FlatSymbolRefAttr expAvgSq,
                       FlatSymbolRefAttr computeCopy) {
-  const double initStd = initStdBits;
-  if (name.empty())
-    return emitError() << "a parameter needs a name";
-  if (init == InitKind::Normal && !(std::isfinite(initStd) && initStd > 0))
-    return emitError() << "parameter '" << name
-                       << "' has init = normal, so it needs a finite "
-                          "positive init_std, not "
-                       << initStd;
-  if (init != InitKind::Normal && initStd != 0)
-    return emitError() << "parameter '" << name << "' has init = "
-                       << stringifyInitKind(init)
-                       << ", which takes no init_std";
-  return success();
+  return verifyParameterInit(emitError, name, init == InitKind::Normal,
+                             stringifyInitKind(init), initStdBits);
 }

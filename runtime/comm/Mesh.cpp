@@ -33,6 +33,12 @@ std::string MeshShape::describe() const {
   return absl::StrJoin(parts, " x ");
 }
 
+MeshShape planMesh(const plan::Mesh &mesh) {
+  MeshShape shape;
+  shape.sizes = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp()};
+  return shape;
+}
+
 MeshCoords meshCoords(const MeshShape &shape, int64_t rank) {
   MeshCoords c{};
   for (MeshAxis a : kMeshAxes) {

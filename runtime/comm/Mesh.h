@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/plan/plan.pb.h"
+
 namespace braid {
 
 enum class MeshAxis { kTP = 0, kCP = 1, kPP = 2, kDP = 3 };
@@ -33,6 +35,9 @@ struct MeshShape {
   // "tp 1 x cp 1 x pp 1 x dp 4".
   std::string describe() const;
 };
+
+// The mesh a plan was compiled for (plan.mesh, checked by the loader).
+MeshShape planMesh(const plan::Mesh &mesh);
 
 using MeshCoords = std::array<int64_t, kNumMeshAxes>;
 

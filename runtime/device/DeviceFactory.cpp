@@ -1,5 +1,6 @@
 #include "runtime/device/DeviceFactory.h"
 
+#include "runtime/comm/Mesh.h"
 #include "runtime/device/cpu/CpuDevice.h"
 #if BRAID_HAVE_CUDA
 #include "runtime/device/cuda/CudaDevice.h"
@@ -42,8 +43,7 @@ createDevice(const LoadedPlan &plan, const DeviceOptions &options) {
       return cpu.status();
     return std::unique_ptr<DeviceBackend>(std::move(*cpu));
   }
-  const plan::Mesh &mesh = plan.proto.mesh();
-  if (mesh.tp() * mesh.cp() * mesh.pp() * mesh.dp() > 1)
+  if (planMesh(plan.proto.mesh()).worldSize() > 1)
     return absl::UnimplementedError(
         "this plan is for several ranks, which train on the CPU only so far "
         "(the GPU's NCCL communicator is not built yet); use --device=cpu");

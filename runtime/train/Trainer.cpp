@@ -53,8 +53,7 @@ Trainer::create(LoadedPlan plan, TokenData data,
       std::move(data), train.seq_len(), train.seed(), options.shuffle);
   if (!loader.ok())
     return loader.status();
-  const plan::Mesh &mesh = plan.proto.mesh();
-  const int64_t planRanks = mesh.tp() * mesh.cp() * mesh.pp() * mesh.dp();
+  const int64_t planRanks = planMesh(plan.proto.mesh()).worldSize();
   const int64_t runRanks = options.ranks ? options.ranks->worldSize() : 1;
   if (planRanks != runRanks)
     return absl::InvalidArgumentError(absl::StrCat(

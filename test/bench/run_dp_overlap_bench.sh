@@ -82,13 +82,11 @@ fi
 link="$latency:$gbps" train serial "$out/serial.plan" "${mpi[@]}"
 link="$latency:$gbps" train overlapped "$out/overlapped.plan" "${mpi[@]}"
 
-python3 - "$out" "$compute" "$latency" "$gbps" <<'PY'
-import json, statistics, sys
-out, compute, latency, gbps = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-def step(name):
-    rows = [json.loads(l) for l in open(f"{out}/{name}.jsonl")][3:]
-    return statistics.median(16 * 128 / r["tokens_per_s"] for r in rows)
-one, serial, overlapped = step("one"), step("serial"), step("overlapped")
+python3 - "$latency" "$gbps" "$(step_time one)" "$compute" \
+  "$(step_time serial)" "$(step_time overlapped)" <<'PY'
+import sys
+latency, gbps = sys.argv[1], float(sys.argv[2])
+one, compute, serial, overlapped = (float(x) for x in sys.argv[3:7])
 comm = serial - compute
 print(f"link: {latency} us, {gbps:.3g} GB/s (gradient all-reduce about half the compute step)")
 print(f"step time  one rank, 1 core: {one*1e3:8.1f} ms")

@@ -58,11 +58,9 @@ absl::StatusOr<LoadedPlan> loadThePlan(const CommandLine &cl,
 // launcher started this process).
 absl::StatusOr<std::unique_ptr<Ranks>> joinRanks(const CommandLine &cl,
                                                  const LoadedPlan &plan) {
-  const plan::Mesh &m = plan.proto.mesh();
-  MeshShape mesh;
-  mesh.sizes = {m.tp(), m.cp(), m.pp(), m.dp()};
-  return Ranks::join(mesh, std::chrono::milliseconds(static_cast<int64_t>(
-                               cl.commTimeoutSeconds * 1000)));
+  const auto timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(cl.commTimeoutSeconds * 1000));
+  return Ranks::join(planMesh(plan.proto.mesh()), timeout);
 }
 
 // The data and the trainer.

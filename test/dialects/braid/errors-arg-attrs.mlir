@@ -46,7 +46,7 @@ func.func @f(%w: tensor<4x4xf32> {braid.param = #braid.param<name = "w", init = 
 // -----
 
 // braid.param: zeros and ones take no std.
-// expected-error @+1 {{parameter 'b' has init = zeros, which takes init_std = 0.0, not 2.000000e-02}}
+// expected-error @+1 {{parameter 'b' has init = zeros, which takes no init_std (0), not 2.000000e-02}}
 func.func @f(%b: tensor<4xf32> {braid.param = #braid.param<name = "b", init = zeros, init_std = 2.0e-02, weight_decay = false, checkpoint_transposed = false>}) {
   return
 }

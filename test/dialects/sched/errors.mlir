@@ -44,7 +44,7 @@ sched.global @w parameter : memref<4xf32> info <name = "model.norm.weight", init
 // -----
 
 // global: the other initialisations have none.
-// expected-error @+1 {{parameter 'model.norm.weight' has init = ones, which takes no init_std}}
+// expected-error @+1 {{parameter 'model.norm.weight' has init = ones, which takes no init_std (0), not}}
 sched.global @w parameter : memref<4xf32> info <name = "model.norm.weight", init = ones, init_std = 0.02, grad = @g, exp_avg = @m, exp_avg_sq = @v>
 
 // -----
