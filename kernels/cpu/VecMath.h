@@ -16,8 +16,11 @@
 // AVX-512, and the loader picks one by the CPU (ifunc), so binaries run on
 // any x86-64 yet use wide vectors where they exist. Only the instructions
 // differ: the kernels build with -ffp-contract=off, so no path fuses a
-// multiply and an add and every path gives the same bits.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// multiply and an add and every path gives the same bits. A
+// ThreadSanitizer build (BRAID_SANITIZE=thread) keeps the baseline only: it
+// would instrument the ifunc resolvers, which run before its runtime starts.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&       \
+    !defined(BRAID_TSAN)
 #define BRAID_VECTOR_CLONES                                                    \
   __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

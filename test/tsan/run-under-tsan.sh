@@ -1,0 +1,50 @@
+#!/bin/sh
+# Runs a command whose Braid processes were built with ThreadSanitizer
+# (BRAID_SANITIZE=thread) and fails when any of them reported a race.
+#
+#   run-under-tsan.sh [--expect-report] DIR COMMAND...
+#
+# Every process writes its reports to DIR/report.PID instead of stderr,
+# so that a report still fails the run when the process is then killed (a
+# fault test's MPI_Abort), when a test expects its exit status to be
+# non-zero, or when a lit test pipes its stderr into FileCheck. Open MPI
+# is not instrumented; openmpi.supp beside this script says what of it
+# ThreadSanitizer is told to ignore, and why.
+#
+# --expect-report inverts the verdict: the canary (Canary.cpp) proves that
+# the build is instrumented and that reports reach DIR.
+set -u
+expect=0
+if [ "${1:-}" = "--expect-report" ]; then
+  expect=1
+  shift
+fi
+dir="$1"
+shift
+here="$(cd "$(dirname "$0")" && pwd)"
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+# Absolute: each process resolves log_path from its own working directory.
+dir="$(cd "$dir" && pwd)"
+TSAN_OPTIONS="suppressions=$here/openmpi.supp log_path=$dir/report history_size=4 ${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS
+"$@"
+status=$?
+reports=$(find "$dir" -name 'report.*' | sort)
+if [ "$expect" = 1 ]; then
+  if [ -n "$reports" ]; then
+    echo "run-under-tsan: ThreadSanitizer reported the canary's race, as it should"
+    exit 0
+  fi
+  echo "run-under-tsan: no ThreadSanitizer report from the canary: is the build instrumented?"
+  exit 1
+fi
+if [ -n "$reports" ]; then
+  for r in $reports; do
+    echo "=== $r"
+    cat "$r"
+  done
+  echo "run-under-tsan: ThreadSanitizer reported in $(echo "$reports" | wc -l) process(es); reports above and in $dir"
+  exit 1
+fi
+echo "run-under-tsan: no ThreadSanitizer report (exit status $status)"
+exit "$status"
