@@ -3,16 +3,24 @@
 //
 //   braid-comm-check collectives TP DP   every collective on both axes
 //   braid-comm-check hang TIMEOUT_MS     rank 1 skips an all-reduce
+//   braid-comm-check stopped TIMEOUT_MS  rank 1 enters one, then stops
+//   braid-comm-check time CALLS COUNT    microseconds per all-reduce
+//   braid-comm-check race                a buffer written while it is
+//                                        all-reduced (ThreadSanitizer
+//                                        must report it: test/tsan)
 //
 // Each rank checks its own results; rank 0 prints one summary line, so the
 // output does not depend on how the ranks' lines interleave.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -113,27 +121,114 @@ int collectives(int64_t tp, int64_t dp) {
   return bad == 0 ? 0 : 1;
 }
 
-int hang(int64_t timeoutMs) {
+// The ranks of a data-parallel mesh of `dp`, or null after saying why.
+std::unique_ptr<Ranks> joinDP(int64_t dp, std::chrono::milliseconds timeout) {
   MeshShape mesh;
-  mesh.sizes = {1, 1, 1, 2};
-  absl::StatusOr<std::unique_ptr<Ranks>> ranks =
-      Ranks::join(mesh, std::chrono::milliseconds(timeoutMs));
+  mesh.sizes = {1, 1, 1, dp};
+  absl::StatusOr<std::unique_ptr<Ranks>> ranks = Ranks::join(mesh, timeout);
   if (!ranks.ok()) {
     std::fprintf(stderr, "braid-comm-check: %s\n",
                  std::string(ranks.status().message()).c_str());
-    return 1;
+    return nullptr;
   }
-  if ((*ranks)->rank() == 1) {
+  return std::move(*ranks);
+}
+
+// Rank 0 all-reduces `count` floats and reports its watchdog's verdict.
+[[noreturn]] void waitOnRank0(const Ranks &ranks, size_t count) {
+  std::vector<float> x(count, 1.0f);
+  absl::Status s =
+      ranks.axis(MeshAxis::kDP).allReduceSum(x.data(), count, DType::kF32);
+  std::fprintf(stderr, "braid-comm-check: %s\n", s.ToString().c_str());
+  std::fflush(stderr);
+  ranks.abortAll(3);
+}
+
+int hang(int64_t timeoutMs) {
+  std::unique_ptr<Ranks> ranks =
+      joinDP(2, std::chrono::milliseconds(timeoutMs));
+  if (!ranks)
+    return 1;
+  if (ranks->rank() == 1) {
     // Never joins; rank 0's watchdog ends the job.
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return 0;
   }
-  float x = 1;
-  absl::Status s =
-      (*ranks)->axis(MeshAxis::kDP).allReduceSum(&x, 1, DType::kF32);
-  std::fprintf(stderr, "braid-comm-check: %s\n", s.ToString().c_str());
-  std::fflush(stderr);
-  (*ranks)->abortAll(3);
+  waitOnRank0(*ranks, 1);
+}
+
+// Rank 1 enters an all-reduce too large for MPI to finish without it
+// (4 MiB), then stops (SIGSTOP) before rank 0 joins: rank 1 has reached the
+// collective, but no longer takes part in it.
+int stopped(int64_t timeoutMs) {
+  std::unique_ptr<Ranks> ranks =
+      joinDP(2, std::chrono::milliseconds(timeoutMs));
+  if (!ranks)
+    return 1;
+  constexpr size_t kCount = size_t{1} << 20;
+  if (ranks->rank() == 1) {
+    std::thread stopper([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ::kill(::getpid(), SIGSTOP);
+    });
+    std::vector<float> x(kCount, 1.0f);
+    absl::Status s =
+        ranks->axis(MeshAxis::kDP).allReduceSum(x.data(), kCount, DType::kF32);
+    stopper.join();
+    return s.ok() ? 0 : 1;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  waitOnRank0(*ranks, kCount);
+}
+
+// A thread all-reduces a buffer that the main thread writes meanwhile,
+// with nothing ordering the two: the race a missing event would make
+// between a kernel and the communication stream. Built with
+// ThreadSanitizer, every rank must report it, through the accesses
+// MpiCommunicator reports for MPI.
+int race() {
+  std::unique_ptr<Ranks> ranks = joinDP(2, std::chrono::seconds(60));
+  if (!ranks)
+    return 1;
+  std::vector<float> x(1024, 1.0f);
+  std::thread comm([&] {
+    (void)ranks->axis(MeshAxis::kDP)
+        .allReduceSum(x.data(), x.size(), DType::kF32);
+  });
+  x[0] = 2.0f;
+  comm.join();
+  return 0;
+}
+
+// `calls` all-reduces of `count` floats over the ranks started, after 100
+// to warm up; rank 0 prints the mean time per call.
+int timeCalls(int64_t calls, int64_t count) {
+  const std::optional<int64_t> world = launcherWorldSize();
+  std::unique_ptr<Ranks> ranks =
+      joinDP(world.value_or(1), std::chrono::seconds(60));
+  if (!ranks)
+    return 1;
+  Communicator &dp = ranks->axis(MeshAxis::kDP);
+  std::vector<float> x(count, 1.0f);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start;
+  for (int64_t i = -100; i < calls; ++i) {
+    if (i == 0)
+      start = Clock::now();
+    if (absl::Status s = dp.allReduceSum(x.data(), x.size(), DType::kF32);
+        !s.ok()) {
+      std::fprintf(stderr, "braid-comm-check: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  const double us =
+      std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  if (ranks->rank() == 0)
+    std::printf("all-reduce of %lld f32 over %d ranks: %.2f us per call "
+                "(%lld calls)\n",
+                static_cast<long long>(count), dp.size(), us / calls,
+                static_cast<long long>(calls));
+  return 0;
 }
 
 } // namespace
@@ -147,7 +242,17 @@ int main(int argc, char **argv) {
   if (argc == 3 && std::strcmp(argv[1], "hang") == 0 &&
       absl::SimpleAtoi(argv[2], &a))
     return braid::hang(a);
+  if (argc == 3 && std::strcmp(argv[1], "stopped") == 0 &&
+      absl::SimpleAtoi(argv[2], &a))
+    return braid::stopped(a);
+  if (argc == 2 && std::strcmp(argv[1], "race") == 0)
+    return braid::race();
+  if (argc == 4 && std::strcmp(argv[1], "time") == 0 &&
+      absl::SimpleAtoi(argv[2], &a) && absl::SimpleAtoi(argv[3], &b) && a > 0 &&
+      b > 0)
+    return braid::timeCalls(a, b);
   std::fprintf(stderr,
-               "usage: braid-comm-check collectives TP DP | hang TIMEOUT_MS\n");
+               "usage: braid-comm-check collectives TP DP | hang "
+               "TIMEOUT_MS | stopped TIMEOUT_MS | time CALLS COUNT | race\n");
   return 2;
 }

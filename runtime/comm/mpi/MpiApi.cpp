@@ -43,11 +43,20 @@ absl::StatusOr<MpiApi> load() {
   resolve("MPI_Irecv", api.irecv);
   resolve("MPI_Test", api.test);
   resolve("MPI_Get_library_version", api.getLibraryVersion);
+  resolve("MPI_Win_allocate", api.winAllocate);
+  resolve("MPI_Win_free", api.winFree);
+  resolve("MPI_Win_get_attr", api.winGetAttr);
+  resolve("MPI_Win_set_errhandler", api.winSetErrhandler);
+  resolve("MPI_Win_lock_all", api.winLockAll);
+  resolve("MPI_Win_unlock_all", api.winUnlockAll);
+  resolve("MPI_Rget", api.rget);
   resolve("ompi_mpi_comm_world", api.commWorld);
   resolve("ompi_mpi_byte", api.byte);
   resolve("ompi_mpi_float", api.float32);
   resolve("ompi_mpi_int", api.int32);
   resolve("ompi_mpi_uint16_t", api.uint16);
+  resolve("ompi_mpi_uint64_t", api.uint64);
+  resolve("ompi_mpi_info_null", api.infoNull);
   resolve("ompi_mpi_op_sum", api.sum);
   resolve("ompi_mpi_errors_return", api.errorsReturn);
   if (!resolve.missing().empty()) {

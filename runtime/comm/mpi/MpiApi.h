@@ -34,6 +34,14 @@ struct MpiApi {
   decltype(&::MPI_Irecv) irecv = nullptr;
   decltype(&::MPI_Test) test = nullptr;
   decltype(&::MPI_Get_library_version) getLibraryVersion = nullptr;
+  // One-sided: the watchdog's arrival records (ArrivalBoard.h).
+  decltype(&::MPI_Win_allocate) winAllocate = nullptr;
+  decltype(&::MPI_Win_free) winFree = nullptr;
+  decltype(&::MPI_Win_get_attr) winGetAttr = nullptr;
+  decltype(&::MPI_Win_set_errhandler) winSetErrhandler = nullptr;
+  decltype(&::MPI_Win_lock_all) winLockAll = nullptr;
+  decltype(&::MPI_Win_unlock_all) winUnlockAll = nullptr;
+  decltype(&::MPI_Rget) rget = nullptr;
 
   // Predefined handles.
   MPI_Comm commWorld = nullptr;
@@ -41,6 +49,8 @@ struct MpiApi {
   MPI_Datatype float32 = nullptr;
   MPI_Datatype int32 = nullptr;
   MPI_Datatype uint16 = nullptr;
+  MPI_Datatype uint64 = nullptr;
+  MPI_Info infoNull = nullptr;
   MPI_Op sum = nullptr;
   MPI_Errhandler errorsReturn = nullptr;
 

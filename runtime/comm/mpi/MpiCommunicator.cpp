@@ -1,6 +1,7 @@
 #include "runtime/comm/mpi/MpiCommunicator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <optional>
@@ -10,19 +11,52 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/common/TsanAccess.h"
+#include "runtime/comm/RollCall.h"
+#include "runtime/comm/mpi/ArrivalBoard.h"
 
 namespace braid::mpi {
 namespace {
 
+// The bytes a call's MPI reads and writes of this rank's buffers.
+struct Touched {
+  const void *read = nullptr;
+  size_t readBytes = 0;
+  void *written = nullptr;
+  size_t writtenBytes = 0;
+};
+
+// Tells ThreadSanitizer (a TSAN build only) of what MPI, which it does not
+// instrument, does to the buffers, as if this thread did it: once when a
+// call is posted and once when it completes, so that another thread's
+// access between the two that no event orders with the call is reported.
+void markAccess(const Touched &t) {
+  tsanRead(t.read, t.readBytes);
+  tsanWrite(t.written, t.writtenBytes);
+}
+
+// One call, for messages: "all-reduce of 4096 f32".
+struct Call {
+  std::string what;
+  size_t count = 0;
+  std::optional<DType> dtype; // nullopt: count is in bytes
+};
+
 class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(const MpiApi &api, MPI_Comm comm, std::string name,
+                  std::vector<int64_t> members,
                   std::chrono::milliseconds timeout)
       : api_(api), comm_(comm), name_(std::move(name)), timeout_(timeout) {
     api_.commRank(comm_, &rank_);
     api_.commSize(comm_, &size_);
+    if (size_ > 1)
+      board_ = ArrivalBoard::create(api_, comm_, std::move(members), rank_);
   }
-  ~MpiCommunicator() override { api_.commFree(&comm_); }
+  ~MpiCommunicator() override {
+    board_.reset(); // a window goes before its communicator
+    api_.commFree(&comm_);
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -37,15 +71,15 @@ public:
     auto *bytes = static_cast<uint8_t *>(data);
     for (size_t done = 0; done < count; done += kPiece) {
       const size_t n = std::min(kPiece, count - done);
-      MPI_Request request;
-      if (absl::Status s = check(
-              api_.iallreduce(MPI_IN_PLACE, bytes + done * dtypeSize(dtype),
-                              static_cast<int>(n), *type, api_.sum, comm_,
-                              &request),
-              "all-reduce", n, dtype);
+      uint8_t *piece = bytes + done * dtypeSize(dtype);
+      if (absl::Status s = collective(
+              Call{"all-reduce", n, dtype},
+              Touched{piece, n * dtypeSize(dtype), piece, n * dtypeSize(dtype)},
+              [&](MPI_Request *request) {
+                return api_.iallreduce(MPI_IN_PLACE, piece, static_cast<int>(n),
+                                       *type, api_.sum, comm_, request);
+              });
           !s.ok())
-        return s;
-      if (absl::Status s = complete(request, "all-reduce", n, dtype); !s.ok())
         return s;
     }
     return absl::OkStatus();
@@ -58,14 +92,13 @@ public:
       return type.status();
     if (absl::Status s = fitsInt(count, "reduce-scatter"); !s.ok())
       return s;
-    MPI_Request request;
-    if (absl::Status s = check(
-            api_.ireduceScatterBlock(in, out, static_cast<int>(count), *type,
-                                     api_.sum, comm_, &request),
-            "reduce-scatter", count, dtype);
-        !s.ok())
-      return s;
-    return complete(request, "reduce-scatter", count, dtype);
+    const size_t bytes = count * dtypeSize(dtype);
+    return collective(
+        Call{"reduce-scatter", count, dtype},
+        Touched{in, bytes * size_, out, bytes}, [&](MPI_Request *request) {
+          return api_.ireduceScatterBlock(in, out, static_cast<int>(count),
+                                          *type, api_.sum, comm_, request);
+        });
   }
 
   absl::Status allGather(const void *in, void *out, size_t count,
@@ -73,56 +106,49 @@ public:
     if (absl::Status s = fitsInt(count, "all-gather"); !s.ok())
       return s;
     MPI_Datatype type = datatype(dtype);
-    MPI_Request request;
-    if (absl::Status s = check(api_.iallgather(in, static_cast<int>(count),
-                                               type, out,
-                                               static_cast<int>(count), type,
-                                               comm_, &request),
-                               "all-gather", count, dtype);
-        !s.ok())
-      return s;
-    return complete(request, "all-gather", count, dtype);
+    const size_t bytes = count * dtypeSize(dtype);
+    return collective(
+        Call{"all-gather", count, dtype},
+        Touched{in, bytes, out, bytes * size_}, [&](MPI_Request *request) {
+          return api_.iallgather(in, static_cast<int>(count), type, out,
+                                 static_cast<int>(count), type, comm_, request);
+        });
   }
 
   absl::Status broadcast(void *data, size_t bytes, int root) override {
     if (absl::Status s = fitsInt(bytes, "broadcast"); !s.ok())
       return s;
-    MPI_Request request;
-    if (absl::Status s = check(api_.ibcast(data, static_cast<int>(bytes),
-                                           api_.byte, root, comm_, &request),
-                               "broadcast", bytes, std::nullopt);
-        !s.ok())
-      return s;
-    return complete(request, "broadcast", bytes, std::nullopt);
+    // The root's buffer is only read.
+    const Touched touched = rank_ == root ? Touched{data, bytes, nullptr, 0}
+                                          : Touched{nullptr, 0, data, bytes};
+    return collective(Call{"broadcast", bytes, std::nullopt}, touched,
+                      [&](MPI_Request *request) {
+                        return api_.ibcast(data, static_cast<int>(bytes),
+                                           api_.byte, root, comm_, request);
+                      });
   }
 
   absl::Status send(const void *data, size_t bytes, int peer,
                     int tag) override {
     if (absl::Status s = fitsInt(bytes, "send"); !s.ok())
       return s;
-    MPI_Request request;
-    if (absl::Status s =
-            check(api_.isend(data, static_cast<int>(bytes), api_.byte, peer,
-                             tag, comm_, &request),
-                  "send", bytes, std::nullopt);
-        !s.ok())
-      return s;
-    return complete(request, absl::StrCat("send to rank ", peer), bytes,
-                    std::nullopt);
+    return postAndWait(
+        Call{absl::StrCat("send to rank ", peer), bytes, std::nullopt},
+        Touched{data, bytes, nullptr, 0}, [&](MPI_Request *request) {
+          return api_.isend(data, static_cast<int>(bytes), api_.byte, peer, tag,
+                            comm_, request);
+        });
   }
 
   absl::Status recv(void *data, size_t bytes, int peer, int tag) override {
     if (absl::Status s = fitsInt(bytes, "recv"); !s.ok())
       return s;
-    MPI_Request request;
-    if (absl::Status s =
-            check(api_.irecv(data, static_cast<int>(bytes), api_.byte, peer,
-                             tag, comm_, &request),
-                  "recv", bytes, std::nullopt);
-        !s.ok())
-      return s;
-    return complete(request, absl::StrCat("recv from rank ", peer), bytes,
-                    std::nullopt);
+    return postAndWait(
+        Call{absl::StrCat("recv from rank ", peer), bytes, std::nullopt},
+        Touched{nullptr, 0, data, bytes}, [&](MPI_Request *request) {
+          return api_.irecv(data, static_cast<int>(bytes), api_.byte, peer, tag,
+                            comm_, request);
+        });
   }
 
 private:
@@ -155,42 +181,71 @@ private:
   }
 
   // "all-reduce of 4096 f32 in dp group 0 (ranks 0, 2)".
-  std::string call(absl::string_view what, size_t count,
-                   std::optional<DType> dtype) const {
-    return absl::StrCat(what, " of ", count, " ",
-                        dtype ? std::string(dtypeName(*dtype)) : std::string("bytes"), " in ",
-                        name_);
+  std::string describe(const Call &call) const {
+    return absl::StrCat(call.what, " of ", call.count, " ",
+                        call.dtype ? std::string(dtypeName(*call.dtype))
+                                   : std::string("bytes"),
+                        " in ", name_);
   }
 
-  absl::Status check(int code, absl::string_view what, size_t count,
-                     std::optional<DType> dtype) const {
+  absl::Status check(int code, const Call &call) const {
     if (code == MPI_SUCCESS)
       return absl::OkStatus();
-    return absl::InternalError(absl::StrCat(
-        "the ", call(what, count, dtype), " failed: ", api_.describe(code)));
+    return absl::InternalError(
+        absl::StrCat("the ", describe(call), " failed: ", api_.describe(code)));
+  }
+
+  // A collective: the group's next in sequence (every rank numbers them
+  // alike), recorded on the arrival board as entered, then left.
+  template <typename Post>
+  absl::Status collective(const Call &call, const Touched &touched,
+                          Post &&post) {
+    const uint64_t seq = seq_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (board_)
+      board_->enter(seq);
+    absl::Status s = postAndWait(call, touched, std::forward<Post>(post), seq);
+    if (s.ok() && board_)
+      board_->leave(seq);
+    return s;
+  }
+
+  // Posts a call and waits for it; `seq` is the collective's number, or 0
+  // for a send or recv.
+  template <typename Post>
+  absl::Status postAndWait(const Call &call, const Touched &touched,
+                           Post &&post, uint64_t seq = 0) {
+    markAccess(touched);
+    MPI_Request request;
+    if (absl::Status s = check(post(&request), call); !s.ok())
+      return s;
+    if (absl::Status s = complete(request, call, seq); !s.ok())
+      return s;
+    markAccess(touched);
+    return absl::OkStatus();
   }
 
   // Polls `request` until it completes or the watchdog's deadline passes.
-  absl::Status complete(MPI_Request &request, absl::string_view what,
-                        size_t count, std::optional<DType> dtype) const {
+  absl::Status complete(MPI_Request &request, const Call &call,
+                        uint64_t seq) const {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     const auto deadline = start + timeout_;
     for (int polls = 0;; ++polls) {
       int done = 0;
-      if (absl::Status s = check(api_.test(&request, &done, MPI_STATUS_IGNORE),
-                                 what, count, dtype);
+      if (absl::Status s =
+              check(api_.test(&request, &done, MPI_STATUS_IGNORE), call);
           !s.ok())
         return s;
       if (done)
         return absl::OkStatus();
+      if (board_)
+        board_->beat();
       const auto now = Clock::now();
       if (now >= deadline)
-        return absl::DeadlineExceededError(absl::StrCat(
-            "the ", call(what, count, dtype), " did not complete within ",
-            timeout_.count() / 1000.0,
-            " s: a rank of the group died, hangs or is making a different "
-            "call (set the limit with --comm-timeout)"));
+        return absl::DeadlineExceededError(
+            absl::StrCat("the ", describe(call), " did not complete within ",
+                         timeout_.count() / 1000.0, " s: ", whoIsMissing(seq),
+                         " (set the limit with --comm-timeout)"));
       // Spin briefly (MPI progresses inside MPI_Test), then back off, so
       // that a waiting stream leaves the core to the rank's compute.
       if (now - start < std::chrono::microseconds(100))
@@ -200,11 +255,25 @@ private:
     }
   }
 
+  // The watchdog's roll call of the group for collective `seq`
+  // (RollCall.h), or the general reason where it cannot take one.
+  std::string whoIsMissing(uint64_t seq) const {
+    if (seq == 0 || !board_)
+      return "a rank of the group died, hangs or is making a different call";
+    // Long enough for a waiting rank, descheduled on a busy node, to poll
+    // again between the readings; short beside the timeout.
+    const auto gap = std::clamp(timeout_ / 10, std::chrono::milliseconds(50),
+                                std::chrono::milliseconds(1000));
+    return rollCall(seq, board_->readOthers(gap, 2 * gap));
+  }
+
   const MpiApi &api_;
   MPI_Comm comm_;
   std::string name_;
   std::chrono::milliseconds timeout_;
   int rank_ = 0, size_ = 1;
+  std::unique_ptr<ArrivalBoard> board_; // null: size 1, or no window
+  std::atomic<uint64_t> seq_{0};        // collectives made so far
 };
 
 } // namespace
@@ -214,6 +283,11 @@ absl::StatusOr<std::unique_ptr<MpiWorld>> MpiWorld::init() {
   if (!api.ok())
     return api.status();
   const MpiApi &mpi = **api;
+  // The watchdog's arrival boards are one-sided windows. Open MPI 4's
+  // osc/pt2pt refuses MPI_THREAD_MULTIPLE, with a page of advice on
+  // stderr, when no other component can serve a window: without it, such a
+  // run just goes without the roll call. A user's own choice stands.
+  setenv("OMPI_MCA_osc", "^pt2pt", /*overwrite=*/0);
   int provided = 0;
   int argc = 0;
   char **argv = nullptr;
@@ -268,7 +342,7 @@ MpiWorld::axisCommunicators(const MeshShape &shape,
         absl::StrCat(meshAxisName(axis), " group ", group, " (ranks ",
                      absl::StrJoin(members, ", "), ")");
     out[static_cast<int>(axis)] = std::make_unique<MpiCommunicator>(
-        *api_, comm, std::move(name), timeout);
+        *api_, comm, std::move(name), std::move(members), timeout);
   }
   return out;
 }
