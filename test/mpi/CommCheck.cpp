@@ -159,25 +159,30 @@ int hang(int64_t timeoutMs) {
 
 // Rank 1 enters an all-reduce too large for MPI to finish without it
 // (4 MiB), then stops (SIGSTOP) before rank 0 joins: rank 1 has reached the
-// collective, but no longer takes part in it.
+// collective, but no longer takes part in it. A first, small all-reduce
+// starts both ranks' clocks together.
 int stopped(int64_t timeoutMs) {
   std::unique_ptr<Ranks> ranks =
       joinDP(2, std::chrono::milliseconds(timeoutMs));
   if (!ranks)
     return 1;
   constexpr size_t kCount = size_t{1} << 20;
+  std::vector<float> x(kCount, 1.0f);
+  Communicator &dp = ranks->axis(MeshAxis::kDP);
+  if (absl::Status s = dp.allReduceSum(x.data(), 1, DType::kF32); !s.ok()) {
+    std::fprintf(stderr, "braid-comm-check: %s\n", s.ToString().c_str());
+    return 1;
+  }
   if (ranks->rank() == 1) {
     std::thread stopper([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
       ::kill(::getpid(), SIGSTOP);
     });
-    std::vector<float> x(kCount, 1.0f);
-    absl::Status s =
-        ranks->axis(MeshAxis::kDP).allReduceSum(x.data(), kCount, DType::kF32);
+    absl::Status s = dp.allReduceSum(x.data(), kCount, DType::kF32);
     stopper.join();
     return s.ok() ? 0 : 1;
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   waitOnRank0(*ranks, kCount);
 }
 
