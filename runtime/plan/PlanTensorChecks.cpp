@@ -41,6 +41,11 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
   if (shard.axis() < plan::TP || shard.axis() > plan::DP)
     return refuse(absl::StrCat(ref, ": shard.axis is ", shard.axis(),
                                "; expected TP, CP, PP or DP"));
+  if (shard.axis() != plan::DP || shard.dim() != 0)
+    return refuse(absl::StrCat(
+        ref, ": a shard along dimension ", shard.dim(), " of the ",
+        absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
+        " axis; this runtime shards along dimension 0 over DP only"));
   const int64_t parts = meshAxisSize(plan.mesh(), shard.axis());
   std::string global = "[";
   for (int i = 0; i < shard.global_shape_size(); ++i)

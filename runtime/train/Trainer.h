@@ -33,6 +33,7 @@
 #include "runtime/data/DataLoader.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/train/WholeTensors.h"
 #include "runtime/train/LrSchedule.h"
 
 namespace braid {
@@ -132,6 +133,8 @@ public:
 
   // Saves the state after stepsDone() steps under `rootDir` and returns the
   // checkpoint directory.
+  // An empty rootDir writes nothing: a rank that only lends its shards to
+  // rank 0's checkpoint (every rank calls it at the same step).
   absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir);
   // Restores the state saved in `dir` (a checkpoint directory, or a
   // directory of them, whose latest is used). Refuses, leaving the trainer
@@ -174,6 +177,8 @@ private:
   const Ranks *ranks_ = nullptr;
   // The data-parallel size and this rank's place in it.
   int64_t dpSize_ = 1, dpRank_ = 0;
+  // Checkpoints of sharded tensors go through whole ones.
+  std::unique_ptr<WholeTensors> whole_;
 };
 
 } // namespace braid
