@@ -125,10 +125,14 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
     return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
                                " of kind ", tensorKindName(t.kind()),
                                ": it must be WEIGHT_COPY"));
-  const plan::DType dtype = plan.train().precision() == plan::TrainConfig::BF16
-                                ? plan::BF16
-                                : plan::F32;
+  const bool bf16 = plan.train().precision() == plan::TrainConfig::BF16;
   const bool whole = p.has_shard();
+  if (!bf16 && !whole)
+    return refuse(absl::StrCat(
+        tensorRef(plan, id),
+        " is a WEIGHT_COPY but plan.train.precision is FP32: only BF16 plans "
+        "have weight copies of whole parameters"));
+  const plan::DType dtype = bf16 ? plan::BF16 : plan::F32;
   const auto &shape = whole ? p.shard().global_shape() : p.shape();
   if (t.dtype() != dtype || t.has_shard() ||
       !std::equal(t.shape().begin(), t.shape().end(), shape.begin(),
@@ -163,12 +167,6 @@ absl::Status checkWeightCopies(
           tensorRef(plan, id),
           " is a WEIGHT_COPY that no parameter names as its "
           "param.compute_copy: nothing would ever write it"));
-    if (!loaded.bf16 && !plan.tensors(it->second).has_shard())
-      return refuse(absl::StrCat(
-          tensorRef(plan, id),
-          " is a WEIGHT_COPY of a whole parameter but plan.train.precision "
-          "is FP32: only BF16 plans and sharded parameters have weight "
-          "copies"));
     loaded.weightCopies.push_back(id);
   }
   return absl::OkStatus();
