@@ -39,8 +39,11 @@
 //    reduce-scatters them after the last micro-batch; stage 2 writes each
 //    micro-batch's whole gradients into transient buffers, unrolls the
 //    micro-batches and reduce-scatters after each, so no whole gradient
-//    outlives its micro-batch. The gradient norm is the norm of every
-//    rank's shard norm, gathered.
+//    outlives its micro-batch. Stage 3 keeps no whole weights: each
+//    micro-batch gathers a layer's parameters into transient buffers just
+//    before the layer, once for forward and again for backward, while the
+//    layer before it runs (insertGathers). The gradient norm is the norm
+//    of every rank's shard norm, gathered.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +53,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
@@ -164,6 +168,10 @@ private:
   // The buffer a gradient contribution of the micro-batch being lowered is
   // written to (see gradSink_).
   Value gradSinkBuffer(Location loc, const std::string &sink);
+  // Stage 3: the whole buffer parameter `i` is gathered into for `user`'s
+  // phase (forward or backward) in this micro-batch.
+  Value gatherBuffer(Location loc, size_t i, Operation *user);
+  void insertGathers(ArrayRef<Operation *> microBatch, const IRMapping &map);
   sched::CollectiveOp collective(Location loc, sched::CollectiveKind kind,
                                  ValueRange ins, ValueRange outs) {
     MLIRContext *ctx = b_.getContext();
@@ -289,6 +297,11 @@ private:
   llvm::StringMap<Value> microGrads_;
   // The whole (unsharded) buffer type of each gradient symbol.
   llvm::StringMap<MemRefType> wholeGrad_;
+  // Stage 3: the buffers of the micro-batch being lowered into which a
+  // parameter is gathered, by 2 x its index, + 1 for backward.
+  DenseMap<size_t, Value> gathered_;
+  // Stage 3: the last values of events 3 and 4 (see insertGathers).
+  int64_t gatherTrigger_ = 0, gatherDone_ = 0;
   const uint32_t optimizerStream_;
   // The stream of the launches being created.
   uint32_t stream_ = 0;
@@ -316,11 +329,11 @@ LogicalResult Lowering::checkSignature() {
   if (auto zero =
           module_->getAttrOfType<IntegerAttr>(BraidDialect::kZeroStageAttr)) {
     zeroStage_ = zero.getInt();
-    if (zeroStage_ < 1 || zeroStage_ > 2)
+    if (zeroStage_ < 1 || zeroStage_ > 3)
       return module_.emitError()
              << "braid.zero_stage is " << zeroStage_
-             << "; braid-lower-to-sched builds ZeRO stages 1 and 2 (stage 0 "
-                "is the attribute's absence)";
+             << "; braid-lower-to-sched builds ZeRO stages 1, 2 and 3 (stage "
+                "0 is the attribute's absence)";
   }
   for (BlockArgument arg : func_.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -391,7 +404,7 @@ void Lowering::findWeightCopies() {
       p.copy = "";
       continue;
     }
-    if (direct) {
+    if (direct && zeroStage_ < 3) {
       p.copy = p.name + ".full";
       p.copyType = p.arg.getType();
     }
@@ -405,7 +418,7 @@ LogicalResult Lowering::createGlobals() {
     return FlatSymbolRefAttr::get(ctx, name);
   };
   for (auto &p : params_) {
-    if (sharded() && p.copy.empty())
+    if (sharded() && p.copy.empty() && (zeroStage_ < 3 || !copyCasts_.empty()))
       return func_.emitOpError()
              << "ZeRO shards '" << p.name
              << "', which compute reads both as f32 and through braid.cast; "
@@ -436,9 +449,11 @@ LogicalResult Lowering::createGlobals() {
     global(p.name + ".exp_avg_sq", sched::GlobalKind::OptimizerState,
            p.arg.getType(), p.name, std::nullopt, {}, sharded());
   }
+  // Stage 3 keeps its bf16 copies as shards too.
   for (auto &p : params_)
     if (!p.copy.empty())
-      global(p.copy, sched::GlobalKind::WeightCopy, p.copyType, p.name);
+      global(p.copy, sched::GlobalKind::WeightCopy, p.copyType, p.name,
+             std::nullopt, {}, zeroStage_ == 3);
   for (BlockArgument arg : func_.getArguments())
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       global(sched::stringifyRole(it->second), sched::GlobalKind::Input,
@@ -491,7 +506,7 @@ void Lowering::planGradientSinks() {
 // Run once before the first micro-batch (after initialisation or restore):
 // the weight copies start as the rounded masters.
 void Lowering::lowerInit() {
-  if (copyCasts_.empty() && !sharded())
+  if (copyCasts_.empty() && (!sharded() || zeroStage_ == 3))
     return;
   b_.setInsertionPointToEnd(module_.getBody());
   auto program = sched::ProgramOp::create(b_, func_.getLoc(), "init",
@@ -501,7 +516,8 @@ void Lowering::lowerInit() {
 }
 
 void Lowering::refreshWeightCopies(Location loc) {
-  if (!sharded()) {
+  // Unsharded, or stage 3's shards: each copy from its master.
+  if (!sharded() || zeroStage_ == 3) {
     for (auto &p : params_)
       if (!p.copy.empty())
         optimizerLaunch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
@@ -576,16 +592,25 @@ LogicalResult Lowering::lowerMicroBatch() {
 
   DenseMap<Value, Value> buffers;
   microGrads_.clear();
+  gathered_.clear();
+  // Stage 3: the values compute reads a parameter as (the argument, or its
+  // cast), by parameter.
+  DenseMap<Value, size_t> weightOf;
   // A master that compute reads only through its copy is not read here; a
   // sharded one only through its whole copy.
-  for (auto &p : params_)
-    if (llvm::any_of(p.arg.getUsers(),
-                     [&](Operation *u) { return !copyCasts_.count(u); }))
-      buffers[p.arg] = getGlobal(sharded() ? p.copy : p.name);
-  DenseMap<size_t, Value> copies;
   for (auto [i, p] : llvm::enumerate(params_))
-    if (!p.copy.empty())
-      copies[i] = getGlobal(p.copy);
+    if (llvm::any_of(p.arg.getUsers(),
+                     [&](Operation *u) { return !copyCasts_.count(u); })) {
+      if (zeroStage_ == 3)
+        weightOf[p.arg] = i;
+      else
+        buffers[p.arg] = getGlobal(sharded() ? p.copy : p.name);
+    }
+  DenseMap<size_t, Value> copies;
+  if (zeroStage_ < 3)
+    for (auto [i, p] : llvm::enumerate(params_))
+      if (!p.copy.empty())
+        copies[i] = getGlobal(p.copy);
   for (BlockArgument arg : func_.getArguments())
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       buffers[arg] = getGlobal(sched::stringifyRole(it->second));
@@ -600,7 +625,10 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (absorbed_.contains(&op))
       continue;
     if (auto it = copyCasts_.find(&op); it != copyCasts_.end()) {
-      buffers[op.getResult(0)] = copies[it->second];
+      if (zeroStage_ == 3)
+        weightOf[op.getResult(0)] = it->second;
+      else
+        buffers[op.getResult(0)] = copies[it->second];
       continue;
     }
     if (op.getName().getDialectNamespace() != "braid")
@@ -612,6 +640,10 @@ LogicalResult Lowering::lowerMicroBatch() {
                 "braid-autodiff the phase)";
     SmallVector<Value> ins, outs;
     for (Value operand : op.getOperands()) {
+      if (auto w = weightOf.find(operand); w != weightOf.end()) {
+        ins.push_back(gatherBuffer(op.getLoc(), w->second, &op));
+        continue;
+      }
       Value buf = buffers.lookup(operand);
       if (!buf)
         return op.emitOpError("operand has no buffer (absorbed gradient sum "
@@ -706,7 +738,11 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
   b_.setInsertionPointAfter(repeat);
   for (int32_t m = 0; m < numMicroBatches_; ++m) {
     IRMapping map;
-    cloneIteration(b_, repeat, m, map);
+    SmallVector<Operation *> ops = cloneIteration(b_, repeat, m, map);
+    OpBuilder::InsertPoint end = b_.saveInsertionPoint();
+    if (zeroStage_ == 3)
+      insertGathers(ops, map);
+    b_.restoreInsertionPoint(end);
     handOver(loc, m + 1);
     stream_ = commStream();
     SmallVector<Value> wholes, parts;
@@ -798,6 +834,90 @@ Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
   collective(loc, sched::CollectiveKind::AllGather, {mine}, {all});
   optimizerLaunch(loc, "grad_norm", {all}, {norm}, DictionaryAttr());
   return norm;
+}
+
+Value Lowering::gatherBuffer(Location loc, size_t i, Operation *user) {
+  std::optional<Phase> phase = phaseMark(user);
+  const bool backward = phase && *phase != Phase::Forward;
+  Value &buf = gathered_[2 * i + (backward ? 1 : 0)];
+  if (!buf) {
+    const Param &p = params_[i];
+    buf = sched::AllocOp::create(
+        b_, loc, bufferType(p.copy.empty() ? p.arg.getType() : p.copyType),
+        IntegerAttr());
+  }
+  return buf;
+}
+
+// Stage 3, in one stated-out micro-batch: the parameters are gathered, on
+// the communication stream, into the buffers the micro-batch reads, group
+// by group: a group is the parameters first read by one layer in one phase
+// (forward or backward), in the order of those first reads. Group g's
+// gather starts when stream 0 reaches group g - 1's first read (event 3),
+// so it runs while the layer before it computes, and stream 0 waits for it
+// (event 4) right before its own first read. The buffers live from their
+// gather to their phase's last read, so each layer's whole weights are
+// freed after forward and gathered again for backward.
+void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
+                             const IRMapping &map) {
+  DenseMap<Value, size_t> paramOf;
+  for (auto &[key, buf] : gathered_)
+    paramOf[map.lookup(buf)] = key / 2;
+  struct Group {
+    Operation *firstRead;
+    SmallVector<Value> buffers;
+    SmallVector<size_t> params;
+  };
+  SmallVector<Group> groups;
+  DenseSet<Value> placed;
+  std::pair<Attribute, bool> key;
+  for (Operation *op : microBatch) {
+    auto launch = dyn_cast<sched::LaunchOp>(op);
+    if (!launch)
+      continue;
+    std::optional<Phase> phase = phaseMark(op);
+    std::pair<Attribute, bool> here = {layerMark(op),
+                                       phase && *phase != Phase::Forward};
+    for (Value v : launch.getIns()) {
+      auto it = paramOf.find(v);
+      if (it == paramOf.end() || !placed.insert(v).second)
+        continue;
+      if (groups.empty() || here != key)
+        groups.push_back({op, {}, {}});
+      key = here;
+      groups.back().buffers.push_back(v);
+      groups.back().params.push_back(it->second);
+    }
+  }
+  Location loc = func_.getLoc();
+  auto i32 = [&](int64_t v) { return b_.getI32IntegerAttr(v); };
+  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+  const uint32_t comm = commStream();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Operation *trigger = g == 0 ? microBatch.front() : groups[g - 1].firstRead;
+    b_.setInsertionPoint(trigger);
+    sched::EventRecordOp::create(b_, loc, i32(3), i64(++gatherTrigger_),
+                                 i32(0));
+    sched::EventWaitOp::create(b_, loc, i32(3), i64(gatherTrigger_),
+                               i32(comm));
+    // The buffers are made where their gather is.
+    for (Value v : groups[g].buffers)
+      v.getDefiningOp()->moveBefore(b_.getInsertionBlock(),
+                                    b_.getInsertionPoint());
+    SmallVector<Value> shards;
+    for (size_t i : groups[g].params) {
+      const Param &p = params_[i];
+      shards.push_back(getGlobal(p.copy.empty() ? p.name : p.copy));
+    }
+    stream_ = comm;
+    collective(loc, sched::CollectiveKind::AllGather, shards,
+               groups[g].buffers);
+    stream_ = 0;
+    sched::EventRecordOp::create(b_, loc, i32(4), i64(++gatherDone_),
+                                 i32(comm));
+    b_.setInsertionPoint(groups[g].firstRead);
+    sched::EventWaitOp::create(b_, loc, i32(4), i64(gatherDone_), i32(0));
+  }
 }
 
 LogicalResult Lowering::run() {

@@ -135,8 +135,10 @@ FailureOr<std::optional<Reductions>> findReductions(sched::ProgramOp step) {
   if (r.handOvers.empty())
     return unknown((*body.getOps<sched::CollectiveOp>().begin()).getOperation(),
                    "no hand-over by event 1 before it");
+  // Gathers of weights (ZeRO 3) have their own events.
   for (auto c : body.getOps<sched::CollectiveOp>())
-    if (!claimed.contains(c) && c.getStream() == r.comm)
+    if (!claimed.contains(c) && c.getStream() == r.comm &&
+        c.getKind() != sched::CollectiveKind::AllGather)
       return unknown(c, "a collective on the communication stream outside "
                         "every hand-over");
   Operation *end = r.handOvers.back().work.empty()

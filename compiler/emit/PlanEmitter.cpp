@@ -215,9 +215,10 @@ LogicalResult Emitter::linkParameters() {
       if (failed(copy))
         return failure();
       const plan::Tensor &c = plan_.tensors(*copy);
-      // A sharded parameter's copy is whole.
-      const auto &shape =
-          t->has_shard() ? t->shard().global_shape() : t->shape();
+      // A sharded parameter's copy is whole, or sharded as it is (ZeRO 3).
+      const auto &shape = t->has_shard() && !c.has_shard()
+                              ? t->shard().global_shape()
+                              : t->shape();
       if (c.kind() != plan::WEIGHT_COPY ||
           !std::equal(c.shape().begin(), c.shape().end(), shape.begin(),
                       shape.end()))

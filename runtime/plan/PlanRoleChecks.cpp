@@ -126,7 +126,8 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
                                " of kind ", tensorKindName(t.kind()),
                                ": it must be WEIGHT_COPY"));
   const bool bf16 = plan.train().precision() == plan::TrainConfig::BF16;
-  const bool whole = p.has_shard();
+  // ZeRO 3 keeps the copy sharded like its master; 1 and 2 keep it whole.
+  const bool whole = p.has_shard() && !t.has_shard();
   if (!bf16 && !whole)
     return refuse(absl::StrCat(
         tensorRef(plan, id),
@@ -134,7 +135,7 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
         "have weight copies of whole parameters"));
   const plan::DType dtype = bf16 ? plan::BF16 : plan::F32;
   const auto &shape = whole ? p.shard().global_shape() : p.shape();
-  if (t.dtype() != dtype || t.has_shard() ||
+  if (t.dtype() != dtype || (t.has_shard() && !p.has_shard()) ||
       !std::equal(t.shape().begin(), t.shape().end(), shape.begin(),
                   shape.end()))
     return refuse(absl::StrCat(

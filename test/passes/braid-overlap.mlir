@@ -92,3 +92,26 @@
 // ZERO2: sched.stage %{{.*}} micro_batch 1 on 0
 // ZERO2: sched.collective reduce_scatter_sum dp({{.*}}) into(%[[PART:[0-9]+]], {{.*}}) on 1
 // ZERO2: sched.launch "accumulate" on 1 ins(%[[PART]] : memref<128x64xf32>)
+
+// ZeRO stage 3: no whole weights are kept. Each micro-batch gathers a
+// layer's parameter shards into transient buffers on the communication
+// stream, one group per layer and phase: the gather of a group starts
+// when stream 0 reaches the group before it (event 3), and stream 0 waits
+// for it (event 4) right before the group's first read. Layer 0's forward
+// weights are gathered while the embedding runs.
+// RUN: sed -e 's/zero_stage: 1/zero_stage: 3/' %t/zero1.pbtxt > %t/zero3.pbtxt
+// RUN: braid-opt %s --braid-import=spec=%t/zero3.pbtxt --braid-autodiff --braid-lower-to-sched --braid-overlap=bucket-mb=0.1 | FileCheck %s --check-prefix=ZERO3
+// ZERO3-NOT: weight_copy
+// ZERO3: sched.event.record 3 value 1 on 0
+// ZERO3-NEXT: sched.event.wait 3 value 1 on 1
+// ZERO3: sched.collective all_gather dp(%{{.*}} : memref<128x64xf32>) into(%[[EMB:[0-9]+]] : memref<256x64xf32>) on 1
+// ZERO3-NEXT: sched.event.record 4 value 1 on 1
+// ZERO3: sched.event.wait 4 value 1 on 0
+// ZERO3-NEXT: sched.event.record 3 value 2 on 0
+// ZERO3-NEXT: sched.event.wait 3 value 2 on 1
+// ZERO3: sched.collective all_gather dp({{.*}}) into({{.*}}) on 1
+// ZERO3-NEXT: sched.event.record 4 value 2 on 1
+// ZERO3: sched.launch "embedding" on 0 micro_batch 0 ins(%[[EMB]],
+// ZERO3: sched.event.wait 4 value 2 on 0
+// ZERO3-NEXT: sched.event.record 3 value 3 on 0
+// ZERO3: sched.launch "rms_norm" on 0 micro_batch 0
