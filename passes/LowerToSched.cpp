@@ -62,6 +62,7 @@
 #include "dialects/braid/Marks.h"
 #include "dialects/braid/StageFunctions.h"
 #include "dialects/sched/SchedOps.h"
+#include "passes/analysis/Liveness.h"
 #include "passes/analysis/Unroll.h"
 
 namespace braid {
@@ -302,6 +303,8 @@ private:
   DenseMap<size_t, Value> gathered_;
   // Stage 3: the last values of events 3 and 4 (see insertGathers).
   int64_t gatherTrigger_ = 0, gatherDone_ = 0;
+  // braid.comm_chunks: the pieces each gather is cut into.
+  int64_t commChunks_ = 1;
   const uint32_t optimizerStream_;
   // The stream of the launches being created.
   uint32_t stream_ = 0;
@@ -326,6 +329,9 @@ LogicalResult Lowering::checkSignature() {
              << mesh;
     dataParallel_ = mesh.getDp();
   }
+  if (auto chunks =
+          module_->getAttrOfType<IntegerAttr>(BraidDialect::kCommChunksAttr))
+    commChunks_ = std::clamp<int64_t>(chunks.getInt(), 1, 1024);
   if (auto zero =
           module_->getAttrOfType<IntegerAttr>(BraidDialect::kZeroStageAttr)) {
     zeroStage_ = zero.getInt();
@@ -867,6 +873,8 @@ void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
     Operation *firstRead;
     SmallVector<Value> buffers;
     SmallVector<size_t> params;
+    // Each buffer's first read.
+    SmallVector<Operation *> reads;
   };
   SmallVector<Group> groups;
   DenseSet<Value> placed;
@@ -887,6 +895,7 @@ void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
       key = here;
       groups.back().buffers.push_back(v);
       groups.back().params.push_back(it->second);
+      groups.back().reads.push_back(op);
     }
   }
   Location loc = func_.getLoc();
@@ -901,22 +910,47 @@ void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
     sched::EventWaitOp::create(b_, loc, i32(3), i64(gatherTrigger_),
                                i32(comm));
     // The buffers are made where their gather is.
-    for (Value v : groups[g].buffers)
+    const Group &group = groups[g];
+    for (Value v : group.buffers)
       v.getDefiningOp()->moveBefore(b_.getInsertionBlock(),
                                     b_.getInsertionPoint());
-    SmallVector<Value> shards;
-    for (size_t i : groups[g].params) {
-      const Param &p = params_[i];
-      shards.push_back(getGlobal(p.copy.empty() ? p.name : p.copy));
+    // In pieces (comm_chunks) of about equal bytes, in the order of their
+    // first reads: stream 0 waits for each right before its first read, so
+    // the layer starts on the first piece while the rest arrive.
+    int64_t total = 0;
+    for (Value v : group.buffers)
+      total += bufferBytes(cast<MemRefType>(v.getType()));
+    SmallVector<std::pair<size_t, size_t>> pieces;
+    int64_t bytes = 0;
+    size_t begin = 0;
+    for (size_t k = 0; k < group.buffers.size(); ++k) {
+      bytes += bufferBytes(cast<MemRefType>(group.buffers[k].getType()));
+      const int64_t made = static_cast<int64_t>(pieces.size());
+      if (k + 1 == group.buffers.size() ||
+          (made + 1 < commChunks_ && bytes * commChunks_ >= total * (made + 1))) {
+        pieces.push_back({begin, k + 1});
+        begin = k + 1;
+      }
     }
-    stream_ = comm;
-    collective(loc, sched::CollectiveKind::AllGather, shards,
-               groups[g].buffers);
-    stream_ = 0;
-    sched::EventRecordOp::create(b_, loc, i32(4), i64(++gatherDone_),
-                                 i32(comm));
-    b_.setInsertionPoint(groups[g].firstRead);
-    sched::EventWaitOp::create(b_, loc, i32(4), i64(gatherDone_), i32(0));
+    SmallVector<int64_t> done;
+    for (auto [first, last] : pieces) {
+      SmallVector<Value> shards, wholes;
+      for (size_t k = first; k < last; ++k) {
+        const Param &p = params_[group.params[k]];
+        shards.push_back(getGlobal(p.copy.empty() ? p.name : p.copy));
+        wholes.push_back(group.buffers[k]);
+      }
+      stream_ = comm;
+      collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
+      stream_ = 0;
+      sched::EventRecordOp::create(b_, loc, i32(4), i64(++gatherDone_),
+                                   i32(comm));
+      done.push_back(gatherDone_);
+    }
+    for (auto [piece, range] : llvm::enumerate(pieces)) {
+      b_.setInsertionPoint(group.reads[range.first]);
+      sched::EventWaitOp::create(b_, loc, i32(4), i64(done[piece]), i32(0));
+    }
   }
 }
 

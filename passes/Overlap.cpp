@@ -160,8 +160,10 @@ FailureOr<std::optional<Reductions>> findReductions(sched::ProgramOp step) {
 
 class Overlapper {
 public:
-  Overlapper(Reductions r, int64_t bucketBytes, MLIRContext *ctx)
-      : r_(std::move(r)), b_(ctx), bucketBytes_(bucketBytes) {}
+  Overlapper(Reductions r, int64_t bucketBytes, int64_t chunks,
+             MLIRContext *ctx)
+      : r_(std::move(r)), b_(ctx), bucketBytes_(bucketBytes),
+        chunks_(chunks) {}
 
   // Returns the number of buckets.
   int64_t run() {
@@ -191,6 +193,8 @@ private:
     Value in, out;
     // The launches of the communication stream that read `out`.
     SmallVector<sched::LaunchOp> then;
+    // The launch after which `in` is final; null for the micro-batch's end.
+    Operation *writer = nullptr;
   };
 
   // The ops that compute what hand-over `h` reduces: a micro-batch stated
@@ -248,10 +252,12 @@ private:
             item.then.push_back(l);
         FlatSymbolRefAttr g = globalOf(in);
         Operation *writer = g ? lastByGlobal.lookup(g) : lastByValue.lookup(in);
-        if (writer && !ops.empty() && writer != ops.back())
+        if (writer && !ops.empty() && writer != ops.back()) {
+          item.writer = writer;
           finalAfter[writer].push_back(std::move(item));
-        else
+        } else {
           unwritten.push_back(std::move(item)); // with the last bucket
+        }
       }
     }
     SmallVector<Item> pending;
@@ -265,15 +271,44 @@ private:
         pending.push_back(std::move(item));
       }
       if (pendingBytes >= bucketBytes_) {
-        emitBucket(op, pending, h);
+        emitPieces(op, pending, h);
         pending.clear();
         pendingBytes = 0;
       }
     }
     for (Item &item : unwritten)
       pending.push_back(std::move(item));
-    emitBucket(ops.empty() ? h.record->getPrevNode() : ops.back(), pending,
+    emitPieces(ops.empty() ? h.record->getPrevNode() : ops.back(), pending,
                h);
+  }
+
+  // A closed bucket, cut into at most chunks_ pieces of about equal bytes
+  // in the order its buffers became final. Each piece is handed over after
+  // the launch that last writes one of its buffers (`end` for those no
+  // launch writes), so the first pieces are reduced while the rest are
+  // still being computed. A piece ends only where the next buffer becomes
+  // final later, so that pieces have hand-overs of their own.
+  void emitPieces(Operation *end, ArrayRef<Item> items, HandOver &h) {
+    int64_t total = 0;
+    for (const Item &item : items)
+      total += bufferBytes(item.in);
+    const int64_t pieces = std::max<int64_t>(1, chunks_);
+    SmallVector<Item> piece;
+    int64_t bytes = 0, made = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      Operation *at = items[i].writer ? items[i].writer : end;
+      piece.push_back(items[i]);
+      bytes += bufferBytes(items[i].in);
+      const bool lastItem = i + 1 == items.size();
+      Operation *next =
+          lastItem ? nullptr : (items[i + 1].writer ? items[i + 1].writer : end);
+      if (lastItem || (next != at && made + 1 < pieces &&
+                       bytes * pieces >= total * (made + 1))) {
+        emitBucket(at, piece, h);
+        piece.clear();
+        ++made;
+      }
+    }
   }
 
   // A value the bucket's ops use, available at the insertion point: a
@@ -360,6 +395,7 @@ private:
   Reductions r_;
   OpBuilder b_;
   const int64_t bucketBytes_;
+  const int64_t chunks_;
   // Event 1's and event 2's last values.
   int64_t value_ = 0;
   int64_t back_ = 0;
@@ -383,6 +419,16 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
                          << " MiB; buckets are 0 to 2^20 MiB";
       return signalPassFailure();
     }
+    int64_t chunks = commChunks;
+    if (chunks < 0) {
+      auto attr = module->getAttrOfType<IntegerAttr>("braid.comm_chunks");
+      chunks = attr ? attr.getInt() : 1;
+    }
+    if (chunks < 1 || chunks > 1024) {
+      module.emitError() << "braid-overlap: " << chunks
+                         << " pieces per collective; 1 to 1024";
+      return signalPassFailure();
+    }
     for (auto program : module.getOps<sched::ProgramOp>()) {
       if (program.getKind() != sched::ProgramKind::Step)
         continue;
@@ -394,7 +440,7 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
       numBuckets += Overlapper(std::move(**found),
                                static_cast<int64_t>(std::ceil(
                                    mb * double(int64_t{1} << 20))),
-                               module.getContext())
+                               chunks, module.getContext())
                         .run();
     }
   }

@@ -269,6 +269,10 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"-1",
            "Least bucket size in MiB (0: one gradient per bucket); -1: the "
            "module's braid.bucket_mb (the spec's parallel.bucket_mb)">,
+    Option<"commChunks", "comm-chunks", "int64_t", /*default=*/"-1",
+           "Pieces each bucket's collective is cut into, each handed over "
+           "when its own buffers are final; -1: the module's "
+           "braid.comm_chunks (the spec's parallel.comm_chunks), or 1">,
   ];
   let statistics = [
     Statistic<"numBuckets", "num-buckets", "Gradient buckets reduced">,

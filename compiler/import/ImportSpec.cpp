@@ -334,6 +334,9 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   if (parallel.zero_stage() > 0)
     module->setAttr(BraidDialect::kZeroStageAttr,
                     b_.getI64IntegerAttr(parallel.zero_stage()));
+  if (parallel.comm_chunks() > 1)
+    module->setAttr(BraidDialect::kCommChunksAttr,
+                    b_.getI64IntegerAttr(parallel.comm_chunks()));
   module->setAttr(
       BraidDialect::kTrainAttr,
       TrainAttr::get(

@@ -73,11 +73,11 @@ void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
                 absl::StrCat(p.bucket_mb(),
                              " is not a bucket size; set 0 (one collective "
                              "per gradient) to 1048576 MiB"));
-  if (p.comm_chunks() != 1)
+  if (p.comm_chunks() < 1 || p.comm_chunks() > 1024)
     sink.report("parallel.comm_chunks",
                 absl::StrCat(p.comm_chunks(),
-                             " is not supported: this version runs each "
-                             "collective whole; set comm_chunks to 1"));
+                             " is not a number of pieces; set 1 (whole "
+                             "collectives) to 1024"));
 }
 
 // Every data-parallel rank accumulates the same number of whole

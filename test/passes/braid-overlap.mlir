@@ -115,3 +115,19 @@
 // ZERO3: sched.event.wait 4 value 2 on 0
 // ZERO3-NEXT: sched.event.record 3 value 3 on 0
 // ZERO3: sched.launch "rms_norm" on 0 micro_batch 0
+
+// comm_chunks: 4 cuts each bucket and each gather into up to 4 pieces
+// between tensors. A layer's forward gather comes in pieces, and stream 0
+// waits for each right before the launch that first reads it: the layer
+// starts on its norm and attention weights while its MLP weights arrive.
+// RUN: sed -e 's/zero_stage: 1/zero_stage: 3 comm_chunks: 4/' %t/zero1.pbtxt > %t/chunks.pbtxt
+// RUN: braid-opt %s --braid-import=spec=%t/chunks.pbtxt --braid-autodiff --braid-lower-to-sched --braid-overlap=bucket-mb=0.2 | FileCheck %s --check-prefix=CHUNKS
+// CHUNKS: sched.event.wait 3 value 2 on 1
+// CHUNKS: sched.collective all_gather dp({{.*}}) into({{.*}}) on 1
+// CHUNKS-NEXT: sched.event.record 4 value 2 on 1
+// CHUNKS: sched.collective all_gather dp({{.*}}) into({{.*}}) on 1
+// CHUNKS-NEXT: sched.event.record 4 value 3 on 1
+// CHUNKS: sched.event.wait 4 value 2 on 0
+// CHUNKS: sched.launch "rms_norm" on 0 micro_batch 0
+// CHUNKS: sched.event.wait 4 value 3 on 0
+// CHUNKS: sched.launch "linear" on 0 micro_batch 0
