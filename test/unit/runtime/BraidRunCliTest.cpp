@@ -134,6 +134,7 @@ TEST(BraidRunCli, HelpDescribesEveryFlag) {
   for (const char *flag :
        {"--data FILE", "--data-format", "--steps N", "--stop-after N",
         "--shuffle", "--log FILE", "--save-dir DIR", "--save-interval N",
+        "--save-shard-size S",
         "--resume DIR", "--allow-change LIST", "--skip-nonfinite N",
         "--threads N", "--device", "--cuda-graphs on|off",
         "--peak-gflops X", "--quiet",
