@@ -96,8 +96,7 @@ absl::Status match(const TensorSet &set, const ParsedFiles &parsed,
     auto it = set.byName.find(s.name);
     if (it == set.byName.end())
       return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint '", origin, "' lacks tensor \"",
-          escaped(s.name),
+          "the checkpoint '", origin, "' lacks tensor \"", escaped(s.name),
           "\", which the plan has: it was saved from a different model"));
     const SafetensorsTensor *t = it->second.tensor;
     const std::string &path = parsed.paths[it->second.file];
@@ -162,8 +161,8 @@ absl::Status checkFinite(const ParsedFiles &parsed,
     if (bad)
       return absl::InvalidArgumentError(absl::StrCat(
           "the checkpoint '", parsed.paths[f.file], "' stores tensor \"",
-          escaped(t->name), "\" with a non-finite value at index ",
-          *bad, ": it cannot be trained on; resume from an earlier "
+          escaped(t->name), "\" with a non-finite value at index ", *bad,
+          ": it cannot be trained on; resume from an earlier "
           "checkpoint"));
   }
   return absl::OkStatus();
@@ -320,7 +319,8 @@ absl::StatusOr<VerifiedFiles> openVerified(const std::string &dir) {
     return absl::NotFoundError(absl::StrCat(
         "the checkpoint '", dir, "' has no ", ckpt::kManifestFile,
         ": it is incomplete, or was written by a braid-run older than "
-        "checkpoint format ", kOldestCheckpointFormatVersion));
+        "checkpoint format ",
+        kOldestCheckpointFormatVersion));
   if (!text.ok())
     return text.status();
   absl::StatusOr<ckpt::Manifest> parsed =
@@ -393,9 +393,8 @@ absl::StatusOr<ModelLayout> modelLayout(const std::string &dir,
   } else {
     layout.indexPath = indexFile->path();
     std::string text(indexFile->size(), '\0');
-    if (absl::Status s = indexFile->read([&] {
-          std::memcpy(text.data(), indexFile->data(), text.size());
-        });
+    if (absl::Status s = indexFile->read(
+            [&] { std::memcpy(text.data(), indexFile->data(), text.size()); });
         !s.ok())
       return s;
     absl::StatusOr<ckpt::ShardIndex> index =
@@ -404,10 +403,9 @@ absl::StatusOr<ModelLayout> modelLayout(const std::string &dir,
       return index.status();
     for (const auto &[tensor, file] : index->weightMap) {
       std::shared_ptr<const MappedFile> shard = verified.find(file);
-      const bool special = file == ckpt::kConfigFile ||
-                           file == ckpt::kOptimizerFile ||
-                           file == ckpt::kModelIndexFile ||
-                           file == ckpt::kManifestFile;
+      const bool special =
+          file == ckpt::kConfigFile || file == ckpt::kOptimizerFile ||
+          file == ckpt::kModelIndexFile || file == ckpt::kManifestFile;
       if (shard == nullptr || special) {
         std::error_code ec;
         const bool exists = fs::exists(fs::path(dir) / file, ec);
@@ -435,10 +433,9 @@ absl::StatusOr<ModelLayout> modelLayout(const std::string &dir,
         name != ckpt::kModelIndexFile &&
         std::find(layout.files.begin(), layout.files.end(),
                   verified.files[i]) == layout.files.end())
-      return untrusted(absl::StrCat(
-          "lists '", escaped(name), "', which ",
-          single ? "is not a file of a checkpoint"
-                 : "its index maps no tensor to"));
+      return untrusted(absl::StrCat("lists '", escaped(name), "', which ",
+                                    single ? "is not a file of a checkpoint"
+                                           : "its index maps no tensor to"));
   }
   return layout;
 }
@@ -458,11 +455,11 @@ absl::Status checkIndex(const ModelLayout &layout, const TensorSet &set,
     auto it = mapped.find(name);
     if (it == mapped.end() || it->second != shard)
       return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint shard '", path, "' holds tensor \"",
-          escaped(name), "\", which its index '", layout.indexPath,
-          it == mapped.end() ? "' does not name"
-                             : absl::StrCat("' maps to '",
-                                            escaped(it->second), "'"),
+          "the checkpoint shard '", path, "' holds tensor \"", escaped(name),
+          "\", which its index '", layout.indexPath,
+          it == mapped.end()
+              ? "' does not name"
+              : absl::StrCat("' maps to '", escaped(it->second), "'"),
           ": its files do not belong together"));
     total += where.tensor->data.size();
   }
@@ -582,8 +579,7 @@ readCheckpoint(const std::string &dir, const LoadedPlan &plan,
   if (version != verified->manifest.formatVersion)
     return absl::InvalidArgumentError(absl::StrCat(
         "the checkpoint '", dir, "' is of format version ", version,
-        " by its metadata but of version ",
-        verified->manifest.formatVersion,
+        " by its metadata but of version ", verified->manifest.formatVersion,
         " by its manifest: its files do not belong together"));
   if (absl::Status s = checkPosition(*state, verified->manifest, dir); !s.ok())
     return s;

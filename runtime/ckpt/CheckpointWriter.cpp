@@ -97,8 +97,7 @@ absl::StatusOr<ckpt::FileDigest> writeText(const fs::path &path,
                                            std::string_view text) {
   if (absl::Status s = writeFileAtomically(path.string(), text); !s.ok())
     return s;
-  return ckpt::FileDigest{path.filename().string(), text.size(),
-                          crc32c(text)};
+  return ckpt::FileDigest{path.filename().string(), text.size(), crc32c(text)};
 }
 
 // The parameters: model.safetensors when they fit in one shard, otherwise
@@ -114,10 +113,9 @@ absl::Status writeModel(const fs::path &dir, const LoadedPlan &plan,
       ckpt::splitIntoShards(bytes, layout.maxShardBytes);
   std::vector<std::unique_ptr<float[]>> scratch;
   if (shards.size() <= 1) {
-    absl::StatusOr<ckpt::FileDigest> model =
-        writeSafetensors((dir / ckpt::kModelFile).string(),
-                         describe(stored, plan, arena, scratch),
-                         {{"format", "pt"}});
+    absl::StatusOr<ckpt::FileDigest> model = writeSafetensors(
+        (dir / ckpt::kModelFile).string(),
+        describe(stored, plan, arena, scratch), {{"format", "pt"}});
     if (!model.ok())
       return model.status();
     manifest.files.push_back(*model);
@@ -134,10 +132,9 @@ absl::Status writeModel(const fs::path &dir, const LoadedPlan &plan,
     }
     // Transposed copies live only as long as their shard is written.
     scratch.clear();
-    absl::StatusOr<ckpt::FileDigest> shard =
-        writeSafetensors((dir / name).string(),
-                         describe(part, plan, arena, scratch),
-                         {{"format", "pt"}});
+    absl::StatusOr<ckpt::FileDigest> shard = writeSafetensors(
+        (dir / name).string(), describe(part, plan, arena, scratch),
+        {{"format", "pt"}});
     if (!shard.ok())
       return shard.status();
     manifest.files.push_back(*shard);
@@ -156,8 +153,8 @@ absl::Status writeFiles(const fs::path &dir, const LoadedPlan &plan,
   ckpt::Manifest manifest;
   manifest.formatVersion = kCheckpointFormatVersion;
   manifest.step = state.step;
-  absl::StatusOr<ckpt::FileDigest> config = writeText(
-      dir / ckpt::kConfigFile, ckpt::huggingFaceConfig(plan.proto));
+  absl::StatusOr<ckpt::FileDigest> config =
+      writeText(dir / ckpt::kConfigFile, ckpt::huggingFaceConfig(plan.proto));
   if (!config.ok())
     return config.status();
   manifest.files.push_back(*config);

@@ -47,9 +47,9 @@ splitIntoShards(const std::vector<uint64_t> &bytes, uint64_t maxShardBytes) {
 std::string formatShardIndex(const ShardIndex &index) {
   std::vector<std::pair<std::string, std::string>> map = index.weightMap;
   std::sort(map.begin(), map.end());
-  std::string text = absl::StrCat("{\n  \"metadata\": {\n    \"total_size\": ",
-                                  index.totalSize,
-                                  "\n  },\n  \"weight_map\": {");
+  std::string text = absl::StrCat(
+      "{\n  \"metadata\": {\n    \"total_size\": ", index.totalSize,
+      "\n  },\n  \"weight_map\": {");
   for (size_t i = 0; i < map.size(); ++i)
     absl::StrAppend(&text, i ? "," : "", "\n    ", jsonQuote(map[i].first),
                     ": ", jsonQuote(map[i].second));

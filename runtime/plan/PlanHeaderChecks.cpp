@@ -102,10 +102,10 @@ absl::Status checkModel(const plan::ModelInfo &model) {
     return refuse(absl::StrCat("plan.model.norm_eps is ", model.norm_eps(),
                                ": it must be finite and positive"));
   if (llama ? !positiveFinite(model.rope_theta()) : model.rope_theta() != 0)
-    return refuse(absl::StrCat(
-        "plan.model.rope_theta is ", model.rope_theta(), ": ",
-        llama ? "a llama model needs a finite positive RoPE base"
-              : "a gpt2 model has no RoPE, so it must be 0"));
+    return refuse(
+        absl::StrCat("plan.model.rope_theta is ", model.rope_theta(), ": ",
+                     llama ? "a llama model needs a finite positive RoPE base"
+                           : "a gpt2 model has no RoPE, so it must be 0"));
   for (const auto &[name, p] :
        {std::pair<const char *, double>{"hidden_dropout",
                                         model.hidden_dropout()},

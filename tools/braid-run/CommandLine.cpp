@@ -59,7 +59,9 @@ uint64_t byteSize(Text flag, Text text) {
       digits == std::string::npos ? "" : std::string_view(text).substr(digits);
   uint64_t count = 0, bytes = 0;
   for (const auto &[name, scale] : kUnits)
-    if (unit == name && !number.empty() && absl::SimpleAtoi(absl::string_view(number.data(), number.size()), &count) &&
+    if (unit == name && !number.empty() &&
+        absl::SimpleAtoi(absl::string_view(number.data(), number.size()),
+                         &count) &&
         count > 0 && !__builtin_mul_overflow(count, scale, &bytes))
       return bytes;
   refuse(absl::StrCat(flag, " needs a size of at least one byte, such as ",

@@ -58,16 +58,17 @@ TEST(ShardIndex, WritesAndReadsTransformersIndexText) {
                      {"lm_head.weight", "model-00001-of-00002.safetensors"}};
   const std::string text = ckpt::formatShardIndex(index);
   // json.dumps(index, indent=2, sort_keys=True) + "\n".
-  EXPECT_EQ(text, "{\n"
-                  "  \"metadata\": {\n"
-                  "    \"total_size\": 96\n"
-                  "  },\n"
-                  "  \"weight_map\": {\n"
-                  "    \"lm_head.weight\": \"model-00001-of-00002.safetensors\",\n"
-                  "    \"model.norm.weight\": "
-                  "\"model-00002-of-00002.safetensors\"\n"
-                  "  }\n"
-                  "}\n");
+  EXPECT_EQ(text,
+            "{\n"
+            "  \"metadata\": {\n"
+            "    \"total_size\": 96\n"
+            "  },\n"
+            "  \"weight_map\": {\n"
+            "    \"lm_head.weight\": \"model-00001-of-00002.safetensors\",\n"
+            "    \"model.norm.weight\": "
+            "\"model-00002-of-00002.safetensors\"\n"
+            "  }\n"
+            "}\n");
   absl::StatusOr<ckpt::ShardIndex> back = ckpt::parseShardIndex(text, "i");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->totalSize, 96u);
@@ -84,8 +85,8 @@ TEST(ShardIndex, WritesAndReadsTransformersIndexText) {
             "object");
   EXPECT_NE(refusal("{\"weight_map\": {}").find("invalid JSON at byte 17"),
             std::string::npos);
-  EXPECT_NE(refusal("{\"weight_map\": {}}").find(
-                "it has no \"metadata\": {\"total_size\": BYTES}"),
+  EXPECT_NE(refusal("{\"weight_map\": {}}")
+                .find("it has no \"metadata\": {\"total_size\": BYTES}"),
             std::string::npos);
   EXPECT_NE(refusal("{\"metadata\": {\"total_size\": -1}, \"weight_map\": {}}")
                 .find("no \"metadata\""),
@@ -220,22 +221,21 @@ TEST(CheckpointShards, SplitsTheParametersAsTransformersDoes) {
       trainer->saveCheckpoint(freshDir("shards-layout"), threeShards());
   ASSERT_TRUE(dir.ok()) << dir.status();
   EXPECT_EQ(filesIn(*dir),
-            (std::vector<std::string>{
-                "config.json", "manifest.json",
-                "model-00001-of-00003.safetensors",
-                "model-00002-of-00003.safetensors",
-                "model-00003-of-00003.safetensors",
-                "model.safetensors.index.json", "optimizer.safetensors"}));
+            (std::vector<std::string>{"config.json", "manifest.json",
+                                      "model-00001-of-00003.safetensors",
+                                      "model-00002-of-00003.safetensors",
+                                      "model-00003-of-00003.safetensors",
+                                      "model.safetensors.index.json",
+                                      "optimizer.safetensors"}));
   EXPECT_EQ(tensorNames(*dir + "/model-00001-of-00003.safetensors"),
             std::vector<std::string>{"model.embed_tokens.weight"});
   EXPECT_EQ(tensorNames(*dir + "/model-00002-of-00003.safetensors"),
             (std::vector<std::string>{"tied.embedding", "model.norm.weight"}));
   EXPECT_EQ(tensorNames(*dir + "/model-00003-of-00003.safetensors"),
             std::vector<std::string>{"lm_head.weight"});
-  EXPECT_EQ(
-      SafetensorsFile::read(*dir + "/model-00002-of-00003.safetensors")
-          ->metadata(),
-      (std::map<std::string, std::string>{{"format", "pt"}}));
+  EXPECT_EQ(SafetensorsFile::read(*dir + "/model-00002-of-00003.safetensors")
+                ->metadata(),
+            (std::map<std::string, std::string>{{"format", "pt"}}));
   absl::StatusOr<std::string> index =
       readWholeFile(*dir + "/model.safetensors.index.json", "test");
   ASSERT_TRUE(index.ok());
@@ -256,12 +256,12 @@ TEST(CheckpointShards, SplitsTheParametersAsTransformersDoes) {
   std::vector<std::string> listed;
   for (const ckpt::FileDigest &f : parsed->files)
     listed.push_back(f.name);
-  EXPECT_EQ(listed, (std::vector<std::string>{
-                        "config.json", "model-00001-of-00003.safetensors",
-                        "model-00002-of-00003.safetensors",
-                        "model-00003-of-00003.safetensors",
-                        "model.safetensors.index.json",
-                        "optimizer.safetensors"}));
+  EXPECT_EQ(listed,
+            (std::vector<std::string>{
+                "config.json", "model-00001-of-00003.safetensors",
+                "model-00002-of-00003.safetensors",
+                "model-00003-of-00003.safetensors",
+                "model.safetensors.index.json", "optimizer.safetensors"}));
   std::vector<std::string> paths = checkpointFilePaths(*dir);
   EXPECT_EQ(paths.size(), 7u);
   EXPECT_EQ(paths[0], *dir + "/manifest.json");
@@ -272,10 +272,10 @@ TEST(CheckpointShards, SplitsTheParametersAsTransformersDoes) {
   absl::StatusOr<std::string> single =
       trainer->saveCheckpoint(freshDir("shards-single"), exact);
   ASSERT_TRUE(single.ok());
-  EXPECT_EQ(filesIn(*single),
-            (std::vector<std::string>{"config.json", "manifest.json",
-                                      "model.safetensors",
-                                      "optimizer.safetensors"}));
+  EXPECT_EQ(
+      filesIn(*single),
+      (std::vector<std::string>{"config.json", "manifest.json",
+                                "model.safetensors", "optimizer.safetensors"}));
 }
 
 TEST(CheckpointShards, ResumesAsFromOneFile) {
@@ -356,7 +356,8 @@ TEST(CheckpointShards, RefusesAnIndexThatDisagreesWithItsShards) {
   const std::string head = "\"lm_head.weight\": \"" + third + "\"";
   // An index naming a shard the checkpoint lacks.
   std::string dir = editedIndex("shards-missing-file", [&](std::string &t) {
-    replace(t, head, "\"lm_head.weight\": \"model-00009-of-00009.safetensors\"");
+    replace(t, head,
+            "\"lm_head.weight\": \"model-00009-of-00009.safetensors\"");
   });
   fs::remove(dir + "/" + third);
   reseal(dir);
@@ -388,7 +389,8 @@ TEST(CheckpointShards, RefusesAnIndexThatDisagreesWithItsShards) {
   });
   EXPECT_MESSAGE(readTied(dir), "the checkpoint shard '" + dir + "/" + second +
                                     "' holds tensor \"tied.embedding\", "
-                                    "which its index '" + dir +
+                                    "which its index '" +
+                                    dir +
                                     "/model.safetensors.index.json' does not "
                                     "name");
   // One mapped to another shard.
@@ -397,7 +399,8 @@ TEST(CheckpointShards, RefusesAnIndexThatDisagreesWithItsShards) {
             "\"model.norm.weight\": \"model-00001-of-00003.safetensors\"");
   });
   EXPECT_MESSAGE(readTied(dir), "holds tensor \"model.norm.weight\", which "
-                                "its index '" + dir +
+                                "its index '" +
+                                    dir +
                                     "/model.safetensors.index.json' maps to "
                                     "'model-00001-of-00003.safetensors'");
   // A shard the index maps no tensor to.
@@ -405,8 +408,8 @@ TEST(CheckpointShards, RefusesAnIndexThatDisagreesWithItsShards) {
     replace(t, head,
             "\"lm_head.weight\": \"model-00001-of-00003.safetensors\"");
   });
-  EXPECT_MESSAGE(readTied(dir), "lists '" + third +
-                                    "', which its index maps no tensor to");
+  EXPECT_MESSAGE(readTied(dir),
+                 "lists '" + third + "', which its index maps no tensor to");
   // A mapped tensor that no shard holds.
   dir = editedIndex("shards-phantom", [&](std::string &t) {
     replace(t, head,
@@ -444,8 +447,8 @@ TEST(CheckpointShards, RefusesStrayAndDuplicatedFiles) {
   std::string dir = editedIndex("shards-twice", [](std::string &) {});
   const std::string first = dir + "/model-00001-of-00003.safetensors";
   {
-    absl::StatusOr<SafetensorsFile> one = SafetensorsFile::parse(
-        *readWholeFile(first, "test"), first);
+    absl::StatusOr<SafetensorsFile> one =
+        SafetensorsFile::parse(*readWholeFile(first, "test"), first);
     absl::StatusOr<SafetensorsFile> three = SafetensorsFile::parse(
         *readWholeFile(dir + "/model-00003-of-00003.safetensors", "test"),
         "three");

@@ -126,9 +126,9 @@ TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
   std::vector<std::string> listed;
   for (const ckpt::FileDigest &f : manifest->files)
     listed.push_back(f.name);
-  EXPECT_EQ(listed, (std::vector<std::string>{
-                        "config.json", "model.safetensors",
-                        "optimizer.safetensors"}));
+  EXPECT_EQ(listed,
+            (std::vector<std::string>{"config.json", "model.safetensors",
+                                      "optimizer.safetensors"}));
   for (const ckpt::FileDigest &f : manifest->files) {
     absl::StatusOr<ckpt::FileDigest> onDisk = ckpt::digestFile(*dir + "/" + f.name);
     ASSERT_TRUE(onDisk.ok());

@@ -47,8 +47,7 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
       "--allow-change",  "lr",      "--skip-nonfinite", "2",
       "--threads",       "3",       "--device",         "cuda",
       "--cuda-graphs",   "off",     "--peak-gflops",    "12.5",
-      "--comm-timeout",  "2.5",     "--emulate-link",   "25:2",
-      "--save-shard-size", "2GiB"};
+      "--comm-timeout",  "2.5",     "--emulate-link",   "25:2"};
   std::vector<std::string> joined;
   for (size_t i = 0; i < spaced.size(); i += 2)
     joined.push_back(spaced[i] + "=" + spaced[i + 1]);
@@ -63,7 +62,6 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
     EXPECT_EQ(cl.logPath, "l.jsonl");
     EXPECT_EQ(cl.saveDir, "ck");
     EXPECT_EQ(cl.saveInterval, 5);
-    EXPECT_EQ(cl.saveShardBytes, uint64_t{2} << 30);
     EXPECT_EQ(cl.resumeDir, "ck");
     EXPECT_EQ(cl.allowChanges, std::set<std::string>{"train.lr"});
     EXPECT_EQ(cl.skipNonfinite, 2);
@@ -135,9 +133,13 @@ TEST(CommandLine, ShardSizes) {
   EXPECT_EQ(bytes("1TiB"), uint64_t{1} << 40);
   EXPECT_EQ(bytes("123"), 123u);
   EXPECT_EQ(bytes("64B"), 64u);
-  for (const char *bad : {"", "0", "0GB", "-5GB", "5 GB", "5gb", "5G", "1.5GB",
-                          "GB", "5GBs", "18446744073709551616",
-                          "20000000000TB"})
+  EXPECT_EQ(parsed({"p.plan", "--data", "d", "--save-dir", "ck",
+                    "--save-shard-size=2GiB"})
+                .saveShardBytes,
+            uint64_t{2} << 30);
+  for (const char *bad :
+       {"", "0", "0GB", "-5GB", "5 GB", "5gb", "5G", "1.5GB", "GB", "5GBs",
+        "18446744073709551616", "20000000000TB"})
     EXPECT_EQ(refusal({"p.plan", "--data", "d", "--save-dir", "ck",
                        "--save-shard-size", bad}),
               std::string("--save-shard-size needs a size of at least one "
