@@ -425,6 +425,18 @@ TEST(CheckpointShards, RefusesAnIndexThatDisagreesWithItsShards) {
   });
   EXPECT_MESSAGE(readTied(dir), "gives total_size 49215 but its shards hold "
                                 "49216 bytes of tensors");
+  // A shard and its tensor gone from the index too: the plan's tensor is
+  // missing, and the index is named.
+  dir = editedIndex("shards-lacking", [&](std::string &t) {
+    replace(t, "    " + head + ",\n", "");
+    replace(t, "\"total_size\": 49216", "\"total_size\": 32832");
+  });
+  fs::remove(dir + "/" + third);
+  reseal(dir);
+  EXPECT_MESSAGE(readTied(dir), "the checkpoint '" + dir +
+                                    "/model.safetensors.index.json' lacks "
+                                    "tensor \"lm_head.weight\", which the "
+                                    "plan has");
   // A tensor mapped to a file that is no shard.
   dir = editedIndex("shards-special", [&](std::string &t) {
     replace(t, head, "\"lm_head.weight\": \"optimizer.safetensors\"");
