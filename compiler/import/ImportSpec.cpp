@@ -340,9 +340,12 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                   MeshAttr::get(ctx_, parallel.tensor_parallel(),
                                 /*cp=*/1, parallel.pipeline_parallel(),
                                 parallel.data_parallel()));
-  if (parallel.data_parallel() > 1)
+  if (parallel.data_parallel() > 1 || parallel.zero_stage() > 0)
     module->setAttr(BraidDialect::kBucketMbAttr,
                     b_.getF64FloatAttr(parallel.bucket_mb()));
+  if (parallel.zero_stage() > 0)
+    module->setAttr(BraidDialect::kZeroStageAttr,
+                    b_.getI64IntegerAttr(parallel.zero_stage()));
   module->setAttr(
       BraidDialect::kTrainAttr,
       TrainAttr::get(

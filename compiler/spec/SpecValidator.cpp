@@ -62,12 +62,17 @@ void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
                 absl::StrCat(p.data_parallel(),
                              " is not a number of ranks; set 1 to 2^24 "
                              "data-parallel ranks"));
-  if (p.zero_stage() != 0)
+  if (p.zero_stage() < 0 || p.zero_stage() > 2)
     sink.report("parallel.zero_stage",
                 absl::StrCat(p.zero_stage(),
-                             " is not supported: this version builds ZeRO "
-                             "stage 0 (every rank holds the whole optimizer "
-                             "state); set zero_stage to 0"));
+                             p.zero_stage() == 3
+                                 ? " is not supported yet: this version "
+                                   "shards optimizer state (1) and "
+                                   "gradients (2), not parameters; set 0, 1 "
+                                   "or 2"
+                                 : " is not a ZeRO stage; set 0 (nothing "
+                                   "sharded), 1 (optimizer state) or 2 "
+                                   "(optimizer state and gradients)"));
   if (!(p.bucket_mb() >= 0 && p.bucket_mb() <= double(int64_t{1} << 20)))
     sink.report("parallel.bucket_mb",
                 absl::StrCat(p.bucket_mb(),

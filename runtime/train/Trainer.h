@@ -34,6 +34,7 @@
 #include "runtime/data/DataLoader.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/train/WholeTensors.h"
 #include "runtime/train/LrSchedule.h"
 
 namespace braid {
@@ -133,6 +134,8 @@ public:
 
   // Saves the state after stepsDone() steps under `rootDir`, laid out as
   // `layout` says, and returns the checkpoint directory.
+  // An empty rootDir writes nothing: a rank that only lends its shards to
+  // rank 0's checkpoint (every rank calls it at the same step).
   absl::StatusOr<std::string>
   saveCheckpoint(const std::string &rootDir,
                  const CheckpointLayout &layout = {});
@@ -177,6 +180,8 @@ private:
   const Ranks *ranks_ = nullptr;
   // The data-parallel size and this rank's place in it.
   int64_t dpSize_ = 1, dpRank_ = 0;
+  // Checkpoints of sharded tensors go through whole ones.
+  std::unique_ptr<WholeTensors> whole_;
 };
 
 } // namespace braid

@@ -93,7 +93,7 @@ absl::Status save(Trainer &trainer, const RunOptions &options) {
       trainer.saveCheckpoint(options.saveDir, options.checkpointLayout);
   if (!dir.ok())
     return dir.status();
-  if (!options.quiet)
+  if (!options.quiet && !dir->empty())
     std::fprintf(options.out, "saved checkpoint %s\n", dir->c_str());
   return absl::OkStatus();
 }
@@ -156,6 +156,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
   }
   // A checkpoint directory that cannot be made is an error now, not after
   // the last step. What a process that died while saving left is tidied.
+  const bool saving = !options.saveDir.empty() || options.checkpointPeer;
   if (!options.saveDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.saveDir, ec);
@@ -247,7 +248,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
                    static_cast<long long>(options.skipNonfinite));
     }
     savedLast = false;
-    if (!options.saveDir.empty() && options.saveInterval > 0 &&
+    if (saving && options.saveInterval > 0 &&
         r->step % options.saveInterval == 0) {
       if (absl::Status s = save(trainer, options); !s.ok())
         return s;
@@ -270,7 +271,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
                  static_cast<long long>(stats.graphCaptures),
                  static_cast<long long>(stats.graphReplays));
   }
-  if (!options.saveDir.empty() && !savedLast &&
+  if (saving && !savedLast &&
       trainer.stepsDone() > firstStep) {
     if (absl::Status s = save(trainer, options); !s.ok())
       return s;

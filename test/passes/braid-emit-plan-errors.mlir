@@ -86,7 +86,7 @@ module {
 
 // ... and a weight copy of the parameter's shape.
 module {
-  // expected-error @+1 {{info.compute_copy names 'w.bf16', which is not a weight_copy global of the parameter's shape}}
+  // expected-error @+1 {{info.compute_copy names 'w.bf16', which is not a weight_copy global of the parameter's (whole) shape}}
   sched.global @w parameter : memref<4xf32> offset(0) info <name = "w", init = ones, grad = @w, exp_avg = @w, exp_avg_sq = @w, compute_copy = @w.bf16>
   sched.global @w.bf16 weight_copy of @w : memref<2x2xbf16> offset(64)
 }
@@ -95,7 +95,7 @@ module {
 
 // ... not some other kind of buffer.
 module {
-  // expected-error @+1 {{info.compute_copy names 'w.grad', which is not a weight_copy global of the parameter's shape}}
+  // expected-error @+1 {{info.compute_copy names 'w.grad', which is not a weight_copy global of the parameter's (whole) shape}}
   sched.global @w parameter : memref<4xf32> offset(0) info <name = "w", init = ones, grad = @w.grad, exp_avg = @w, exp_avg_sq = @w, compute_copy = @w.grad>
   sched.global @w.grad gradient of @w : memref<4xf32> offset(64)
 }

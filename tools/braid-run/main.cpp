@@ -170,6 +170,8 @@ int runRank(const CommandLine &given, LoadedPlan plan, const Ranks &ranks) {
   RunOptions options;
   options.logPath = cl.logPath;
   options.saveDir = cl.saveDir;
+  // Sharded tensors reach rank 0's checkpoint through every rank.
+  options.checkpointPeer = ranks.rank() != 0 && !given.saveDir.empty();
   options.saveInterval = cl.saveInterval;
   options.checkpointLayout.maxShardBytes = cl.saveShardBytes;
   options.stopAfter = cl.stopAfter;
