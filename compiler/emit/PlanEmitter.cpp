@@ -417,6 +417,17 @@ LogicalResult Emitter::copySettings() {
   m->set_ffn_hidden_size(model.getFfnHiddenSize());
   m->set_num_parameters(model.getNumParameters());
   m->set_flops_per_token(model.getFlopsPerToken());
+  m->set_activation(model.getActivation() == Activation::SwiGLU
+                        ? plan::ModelInfo::SWIGLU
+                        : plan::ModelInfo::GELU_TANH);
+  m->set_norm_eps(model.getNormEps());
+  m->set_rope_theta(model.getRopeTheta());
+  m->set_max_position_embeddings(model.getMaxPositionEmbeddings());
+  m->set_head_dim(model.getHeadDim());
+  m->set_tie_embeddings(model.getTieEmbeddings());
+  m->set_linear_bias(model.getLinearBias());
+  m->set_hidden_dropout(model.getHiddenDropout());
+  m->set_attention_dropout(model.getAttentionDropout());
 
   plan::TrainConfig *t = plan_.mutable_train();
   t->set_seed(train.getSeed());

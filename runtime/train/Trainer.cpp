@@ -322,7 +322,8 @@ private:
 } // namespace
 
 absl::StatusOr<std::string>
-Trainer::saveCheckpoint(const std::string &rootDir) {
+Trainer::saveCheckpoint(const std::string &rootDir,
+                        const CheckpointLayout &layout) {
   CheckpointState state;
   state.step = stepsDone_;
   state.dataCursor = cursor_;
@@ -344,11 +345,12 @@ Trainer::saveCheckpoint(const std::string &rootDir) {
       return s;
     if (rootDir.empty())
       return std::string();
-    dir = braid::saveCheckpoint(rootDir, whole_->plan(), image->data(), state);
+    dir = braid::saveCheckpoint(rootDir, whole_->plan(), image->data(), state,
+                                layout);
   } else if (rootDir.empty()) {
     return std::string();
   } else if (const uint8_t *arena = device_->hostArena()) {
-    dir = braid::saveCheckpoint(rootDir, plan_, arena, state);
+    dir = braid::saveCheckpoint(rootDir, plan_, arena, state, layout);
   } else {
     absl::StatusOr<ArenaImage> image =
         ArenaImage::create(plan_.proto.memory().arena_bytes());
@@ -356,7 +358,7 @@ Trainer::saveCheckpoint(const std::string &rootDir) {
       return image.status();
     if (absl::Status s = copyCheckpointTensors(image->data(), false); !s.ok())
       return s;
-    dir = braid::saveCheckpoint(rootDir, plan_, image->data(), state);
+    dir = braid::saveCheckpoint(rootDir, plan_, image->data(), state, layout);
   }
   if (dir.ok())
     lastCheckpoint_ = *dir;

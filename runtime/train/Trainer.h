@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/cpu/ThreadPool.h"
+#include "runtime/ckpt/Checkpoint.h"
 #include "runtime/comm/Ranks.h"
 #include "runtime/data/DataLoader.h"
 #include "runtime/device/DeviceBackend.h"
@@ -131,11 +132,13 @@ public:
   // A copy of the bytes of the tensor called `name`, on any device.
   absl::StatusOr<std::vector<uint8_t>> readTensor(std::string_view name);
 
-  // Saves the state after stepsDone() steps under `rootDir` and returns the
-  // checkpoint directory.
+  // Saves the state after stepsDone() steps under `rootDir`, laid out as
+  // `layout` says, and returns the checkpoint directory.
   // An empty rootDir writes nothing: a rank that only lends its shards to
   // rank 0's checkpoint (every rank calls it at the same step).
-  absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir);
+  absl::StatusOr<std::string>
+  saveCheckpoint(const std::string &rootDir,
+                 const CheckpointLayout &layout = {});
   // Restores the state saved in `dir` (a checkpoint directory, or a
   // directory of them, whose latest is used). Refuses, leaving the trainer
   // unchanged, a damaged or inconsistent checkpoint (readCheckpoint), one

@@ -89,7 +89,8 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
 }
 
 absl::Status save(Trainer &trainer, const RunOptions &options) {
-  absl::StatusOr<std::string> dir = trainer.saveCheckpoint(options.saveDir);
+  absl::StatusOr<std::string> dir =
+      trainer.saveCheckpoint(options.saveDir, options.checkpointLayout);
   if (!dir.ok())
     return dir.status();
   if (!options.quiet && !dir->empty())

@@ -14,7 +14,6 @@
 #include "kernels/registry/Kernel.h"
 #include "runtime/ckpt/Checkpoint.h"
 #include "runtime/comm/Ranks.h"
-#include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/io/FileIdentity.h"
 #include "runtime/data/TokenData.h"
 #include "runtime/data/TokenFormat.h"
@@ -93,10 +92,8 @@ std::vector<NamedInput> inputsOf(const CommandLine &cl, bool embedded) {
   if (!cl.resumeDir.empty()) {
     absl::StatusOr<std::string> dir = findCheckpointDir(cl.resumeDir);
     if (dir.ok())
-      for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile,
-                               ckpt::kManifestFile})
-        inputs.push_back({"a file of the checkpoint being resumed",
-                          absl::StrCat(*dir, "/", file)});
+      for (const std::string &file : checkpointFilePaths(*dir))
+        inputs.push_back({"a file of the checkpoint being resumed", file});
   }
   return inputs;
 }
@@ -176,6 +173,7 @@ int runRank(const CommandLine &given, LoadedPlan plan, const Ranks &ranks) {
   // Sharded tensors reach rank 0's checkpoint through every rank.
   options.checkpointPeer = ranks.rank() != 0 && !given.saveDir.empty();
   options.saveInterval = cl.saveInterval;
+  options.checkpointLayout.maxShardBytes = cl.saveShardBytes;
   options.stopAfter = cl.stopAfter;
   options.skipNonfinite = cl.skipNonfinite;
   options.quiet = cl.quiet;
