@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#if __has_include(<nccl.h>)
+#if __has_include(<nccl.h>) && __has_include(<cuda_runtime.h>)
 #include <nccl.h>
 #define BRAID_TEST_HAVE_NCCL_H 1
 #endif
