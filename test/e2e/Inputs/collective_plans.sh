@@ -6,14 +6,16 @@
 #   reference.plan    SPEC with one micro-batch per step (global batch =
 #                     micro-batch), as braidc compiles it: no collectives
 #   collectives.plan  the same run with collectives in its step program
+#   work/collectives.mlir  the IR collectives.plan was made from
 #
-# collectives.plan is, once braidc builds ZeRO, SPEC with zero_stage 1, whose
-# reduce-scatters and all-gathers are collectives even at one rank. Until
-# then (braidc refuses zero_stage 1) it is made by hand from the lowering of
-# SPEC at data_parallel 2, which all-reduces every gradient and the loss sum
-# over DP: the mesh is set back to dp 1 and the loss gradient's scale
-# 1 / (M x dp) = 1/2 to 1 / M = 1, so that it computes what reference.plan
-# does, with one all-reduce per gradient on the communication stream.
+# collectives.plan is SPEC with zero_stage 1 where braidc puts collectives
+# in it at one rank (ZeRO's reduce-scatters and all-gathers). Otherwise
+# (braidc refuses zero_stage 1, or leaves it without collectives at one
+# rank) it is made by hand from the lowering of SPEC at data_parallel 2,
+# which all-reduces every gradient and the loss sum over DP: the mesh is set
+# back to dp 1 and the loss gradient's scale 1 / (M x dp) = 1/2 to
+# 1 / M = 1, so that it computes what reference.plan does, with one
+# all-reduce per gradient on the communication stream.
 #
 #   collective_plans.sh BRAIDC BRAID_OPT SPEC OUTDIR
 #
@@ -22,7 +24,7 @@
 # that sentence.
 set -uo pipefail
 if [ $# -ne 4 ]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 braidc="$1" braid_opt="$2" spec="$3" out="$4"
@@ -53,6 +55,7 @@ if "$braidc" "$work/zero1.pbtxt" --emit=mlir -o "$work/zero1.mlir" 2> "$work/zer
     grep -q 'sched.collective' "$work/zero1.mlir"; then
   "$braidc" "$work/zero1.pbtxt" -o "$out/collectives.plan" 2>> "$work/zero1.log" ||
     why "braidc compiles zero_stage 1 to MLIR but not to a plan: $(tail -n 2 "$work/zero1.log")"
+  cp "$work/zero1.mlir" "$work/collectives.mlir"
   echo "collective_plans.sh: collectives.plan is the spec at zero_stage 1" > "$work/how.txt"
   exit 0
 fi
@@ -69,8 +72,8 @@ grep -q 'braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 2>' "$work/dp2.ml
   why "the lowering at data_parallel 2 has not one cross_entropy_grad_input of scale 5.000000e-01 (1 / (M x dp))"
 sed -e 's/#braid.mesh<tp = 1, cp = 1, pp = 1, dp = 2>/#braid.mesh<tp = 1, cp = 1, pp = 1, dp = 1>/' \
   -e '/"cross_entropy_grad_input"/s/scale = 5.000000e-01/scale = 1.000000e+00/' \
-  "$work/dp2.mlir" > "$work/dp1-collectives.mlir"
-"$braid_opt" "$work/dp1-collectives.mlir" --braid-plan-memory \
+  "$work/dp2.mlir" > "$work/collectives.mlir"
+"$braid_opt" "$work/collectives.mlir" --braid-plan-memory \
   --braid-emit-plan=output="$out/collectives.plan" -o /dev/null 2> "$work/emit.log" ||
   why "braid-opt cannot plan the edited lowering: $(tail -n 2 "$work/emit.log")"
 echo "collective_plans.sh: collectives.plan is the data_parallel 2 lowering set to dp 1 by hand" > "$work/how.txt"

@@ -32,11 +32,12 @@ namespace braid {
 namespace {
 
 constexpr int kSteps = 8;
-// The collectives are sums over one rank, which leave every value as it is,
-// and both plans launch the same kernels on stream 0 in the same order:
-// the runs agree bit for bit (test/e2e/collectives-at-dp1.test shows it on
-// the CPU). The bound allows for a plan that reaches the same sums by
-// another order (ZeRO's, once the compiler makes the plan).
+// The hand-made plan's collectives are sums over one rank, which leave every
+// value as it is, and it launches the reference's kernels on stream 0 in the
+// same order: the runs agree bit for bit (on the CPU:
+// test/e2e/collectives-at-dp1.test). The bound, the project's for
+// equivalent layouts, allows for ZeRO's plan, which reaches the same sums
+// in another order.
 constexpr double kRelativeTolerance = 1e-5;
 constexpr std::chrono::seconds kCommTimeout(60);
 
