@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "kernels/registry/Kernel.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/DeviceCommunicator.h"
 #include "runtime/plan/plan.pb.h"
 
 namespace braid {
@@ -36,9 +37,12 @@ struct CollectiveCall {
 };
 
 // Runs `call` on `comm`, tensor by tensor, from the host thread: the CPU's
-// streams call it on their own threads, a GPU's communicator on its
-// streams.
+// streams call it on their own threads.
 absl::Status runCollective(Communicator &comm, const CollectiveCall &call);
+// Enqueues `call` on a device communicator's `stream` (a GPU's streams):
+// its tensors' calls in one group, launched together and watched as one.
+absl::Status runCollective(DeviceCommunicator &comm,
+                           const CollectiveCall &call, void *stream);
 
 class StreamTarget {
 public:

@@ -53,13 +53,16 @@ absl::StatusOr<LoadedPlan> loadThePlan(const CommandLine &cl,
                   : loadPlanFile(cl.planPath, defaultKernelRegistry(), device);
 }
 
+std::chrono::milliseconds commTimeout(const CommandLine &cl) {
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(cl.commTimeoutSeconds * 1000));
+}
+
 // The ranks of the run the plan's mesh asks for (a single one when no
 // launcher started this process).
 absl::StatusOr<std::unique_ptr<Ranks>> joinRanks(const CommandLine &cl,
                                                  const LoadedPlan &plan) {
-  const auto timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(cl.commTimeoutSeconds * 1000));
-  return Ranks::join(planMesh(plan.proto.mesh()), timeout);
+  return Ranks::join(planMesh(plan.proto.mesh()), commTimeout(cl));
 }
 
 // The data and the trainer.
@@ -208,6 +211,20 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
   absl::StatusOr<std::unique_ptr<Ranks>> ranks = joinRanks(cl, *plan);
   if (!ranks.ok())
     return fail(ranks.status());
+  // A GPU's collectives go over NCCL, bootstrapped over the ranks' MPI; the
+  // CPU's over MPI itself. A rank that fails here may leave others waiting
+  // inside NCCL: several ranks end the job.
+  if (absl::Status s =
+          attachDeviceCommunicators(*plan, **ranks, commTimeout(cl));
+      !s.ok()) {
+    if ((*ranks)->worldSize() == 1)
+      return fail(s);
+    std::fprintf(stderr, "braid-run: error: rank %lld: %s\n",
+                 static_cast<long long>((*ranks)->rank()),
+                 std::string(s.message()).c_str());
+    std::fflush(stderr);
+    (*ranks)->abortAll(kExitError);
+  }
   if (cl.emulateLink)
     (*ranks)->emulateLink(*cl.emulateLink);
   return runRank(cl, std::move(*plan), **ranks);

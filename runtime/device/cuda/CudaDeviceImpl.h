@@ -7,6 +7,7 @@
 // createCudaDevice (CudaDevice.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,6 +20,9 @@
 
 #include "kernels/cpu/ThreadPool.h"
 #include "kernels/cuda/CublasLtApi.h"
+#include "runtime/comm/DeviceCommunicator.h"
+#include "runtime/comm/Mesh.h"
+#include "runtime/comm/Ranks.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/device/cuda/CudaHandles.h"
 #include "runtime/device/cuda/CudaProbe.h"
@@ -50,9 +54,10 @@ struct BlasLtRelease {
 
 class CudaDevice final : public DeviceBackend {
 public:
-  CudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads)
-      : plan_(plan), cudaGraphs_(cudaGraphs), hostPool_(hostThreads),
-        layout_(plan) {}
+  CudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads,
+             const Ranks *ranks)
+      : plan_(plan), cudaGraphs_(cudaGraphs), ranks_(ranks),
+        hostPool_(hostThreads), layout_(plan) {}
   ~CudaDevice() override;
 
   absl::Status init(const CudaGpu &gpu);
@@ -98,9 +103,20 @@ private:
   absl::Status launchError(const Program &program, cudaError_t err) const;
   // `what` failed while waiting for work started earlier.
   absl::Status waitError(std::string_view what, cudaError_t err) const;
+  // Waits until `event` has completed (`what`: the wait, for errors). With
+  // device communicators, by polling the event and their watchdogs, whose
+  // error it returns; otherwise by blocking.
+  absl::Status hostWait(cudaEvent_t event, std::string_view what);
+  // hostWait for everything queued so far on stream `s`.
+  absl::Status hostWaitStream(uint32_t s);
 
   const LoadedPlan &plan_;
   const bool cudaGraphs_;
+  // The run's ranks (may be null), and by plan axis - 1 (MeshAxis) the
+  // device communicators the collectives go through (null: none).
+  const Ranks *ranks_;
+  std::array<DeviceCommunicator *, kNumMeshAxes> comms_{};
+  bool communicates_ = false;
   ThreadPool hostPool_;
   DeviceInfo info_;
   int ccMajor_ = 0, ccMinor_ = 0; // compute capability
@@ -113,6 +129,8 @@ private:
   std::vector<CudaStream> streams_;
   CudaEvent fork_;
   std::vector<CudaEvent> joins_;
+  // Recorded by hostWaitStream.
+  std::vector<CudaEvent> drained_;
   std::vector<GpuContext> gpuContexts_;
   std::unique_ptr<Executor> executor_;
   std::vector<Program> programs_;
