@@ -104,6 +104,7 @@ public:
   int numThreads() const { return numThreads_; }
   const DataLoader &data() const { return data_; }
   DeviceBackend &device() { return *device_; }
+  const DeviceBackend &device() const { return *device_; }
   const DeviceInfo &deviceInfo() const { return device_->info(); }
 
   // Times every kernel launch into `profile` from now on (null to stop).

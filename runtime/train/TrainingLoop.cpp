@@ -78,7 +78,8 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
   absl::StrAppend(&text,
                   formatMemoryReport(plan.memory(),
                                      precisionName(plan.train().precision())),
-                  "\n");
+                  absl::StrFormat(", %d bytes allocated\n",
+                                  trainer.device().arenaBytes()));
   absl::StrAppend(
       &text, absl::StrFormat(
                  "data: '%s' (%s), %d tokens, %d windows of %d%s\n",

@@ -64,6 +64,11 @@ public:
 
   const DeviceInfo &info() const override { return info_; }
   uint8_t *hostArena() override { return nullptr; }
+  // The arena is the start of the one allocation, exactly the plan's bytes
+  // (the step values and workspaces follow it).
+  uint64_t arenaBytes() const override {
+    return plan_.proto.memory().arena_bytes();
+  }
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
