@@ -30,7 +30,20 @@
 //    optimizer every gradient and `@loss_sum` are summed over the DP group
 //    by a sched.collective on the communication stream, ordered by events,
 //    so every rank applies the same update and makes the same skip
-//    decision.
+//    decision;
+//  * ZeRO (braid.zero_stage, docs/parallel.md): each rank keeps one DP
+//    shard (rows along dimension 0) of every master and moment, and of the
+//    gradient AdamW reads. Compute reads a whole weight copy that the
+//    optimizer gathers after AdamW (bf16 in BF16 plans, f32 otherwise).
+//    Stage 1 accumulates whole gradients in `NAME.grad.full` and
+//    reduce-scatters them after the last micro-batch; stage 2 writes each
+//    micro-batch's whole gradients into transient buffers, unrolls the
+//    micro-batches and reduce-scatters after each, so no whole gradient
+//    outlives its micro-batch. Stage 3 keeps no whole weights: each
+//    micro-batch gathers a layer's parameters into transient buffers just
+//    before the layer, once for forward and again for backward, while the
+//    layer before it runs (insertGathers). The gradient norm is the norm
+//    of every rank's shard norm, gathered.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,13 +53,17 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
 
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
 #include "dialects/braid/StageFunctions.h"
 #include "dialects/sched/SchedOps.h"
+#include "passes/analysis/Liveness.h"
+#include "passes/analysis/Unroll.h"
 
 namespace braid {
 #define GEN_PASS_DEF_LOWERTOSCHEDPASS
@@ -146,7 +163,60 @@ private:
   void resetAccumulators();
   LogicalResult lowerMicroBatch();
   void lowerGradientReduction();
+  void unrollAndReduceMicroBatches(sched::RepeatOp repeat);
   void lowerOptimizer();
+  Value lowerGradNorm(Location loc, ArrayRef<Value> grads);
+  // The buffer a gradient contribution of the micro-batch being lowered is
+  // written to (see gradSink_).
+  Value gradSinkBuffer(Location loc, const std::string &sink);
+  // Stage 3: the whole buffer parameter `i` is gathered into for `user`'s
+  // phase (forward or backward) in this micro-batch.
+  Value gatherBuffer(Location loc, size_t i, Operation *user);
+  void insertGathers(ArrayRef<Operation *> microBatch, const IRMapping &map);
+  sched::CollectiveOp collective(Location loc, sched::CollectiveKind kind,
+                                 ValueRange ins, ValueRange outs) {
+    MLIRContext *ctx = b_.getContext();
+    return sched::CollectiveOp::create(
+        b_, loc, sched::CollectiveKindAttr::get(ctx, kind),
+        sched::MeshAxisAttr::get(ctx, sched::MeshAxis::Dp), ins, outs,
+        b_.getI32IntegerAttr(stream_));
+  }
+  bool sharded() const { return zeroStage_ >= 1; }
+  // The communication stream: the one after the compute and optimizer
+  // streams.
+  uint32_t commStream() const {
+    return std::max<uint32_t>(1, optimizerStream_ + 1);
+  }
+  // Stream 0 hands what it has written over to the communication stream:
+  // event 1 reaches `value`.
+  void handOver(Location loc, int64_t value) {
+    sched::EventRecordOp::create(b_, loc, b_.getI32IntegerAttr(1),
+                                 b_.getI64IntegerAttr(value),
+                                 b_.getI32IntegerAttr(0));
+    sched::EventWaitOp::create(b_, loc, b_.getI32IntegerAttr(1),
+                               b_.getI64IntegerAttr(value),
+                               b_.getI32IntegerAttr(commStream()));
+  }
+  // And the sums come back once the communication stream has made them:
+  // event 2 reaches 1.
+  void handBack(Location loc) {
+    sched::EventRecordOp::create(b_, loc, b_.getI32IntegerAttr(2),
+                                 b_.getI64IntegerAttr(1),
+                                 b_.getI32IntegerAttr(commStream()));
+    sched::EventWaitOp::create(b_, loc, b_.getI32IntegerAttr(2),
+                               b_.getI64IntegerAttr(1),
+                               b_.getI32IntegerAttr(0));
+  }
+  // A parameter's DP shard: dimension 0 divided by the DP size.
+  Type shardType(Type whole) const {
+    auto t = cast<RankedTensorType>(whole);
+    SmallVector<int64_t> shape(t.getShape());
+    shape[0] /= dataParallel_;
+    return RankedTensorType::get(shape, t.getElementType());
+  }
+  MemRefType shardBuffer(Type whole) const {
+    return bufferType(shardType(whole));
+  }
   void readback(StringRef scalar, int32_t slot) {
     sched::ReadbackOp::create(b_, module_.getLoc(), getGlobal(scalar),
                               b_.getI32IntegerAttr(slot),
@@ -154,17 +224,21 @@ private:
   }
   void refreshWeightCopies(Location loc);
 
+  // A global; `shard` makes it this rank's DP shard of `tensorType`.
   sched::GlobalOp global(StringRef sym, sched::GlobalKind kind,
                          Type tensorType, StringRef of = {},
                          std::optional<sched::Role> role = std::nullopt,
-                         sched::ParamInfoAttr info = {}) {
+                         sched::ParamInfoAttr info = {}, bool shard = false) {
     MLIRContext *ctx = b_.getContext();
     auto g = sched::GlobalOp::create(
         b_, module_.getLoc(), b_.getStringAttr(sym),
         sched::GlobalKindAttr::get(ctx, kind),
         of.empty() ? FlatSymbolRefAttr() : FlatSymbolRefAttr::get(ctx, of),
         role ? sched::RoleAttr::get(ctx, *role) : sched::RoleAttr(),
-        TypeAttr::get(bufferType(tensorType)), IntegerAttr(), info);
+        TypeAttr::get(shard ? shardBuffer(tensorType) : bufferType(tensorType)),
+        IntegerAttr(), info,
+        shard ? sched::ShardAttr::get(ctx, sched::MeshAxis::Dp, 0)
+              : sched::ShardAttr());
     globals_[sym] = g;
     return g;
   }
@@ -217,6 +291,20 @@ private:
   int32_t numMicroBatches_ = 1;
   // braid.mesh's DP size; 1 when the module has no mesh (one rank).
   int64_t dataParallel_ = 1;
+  // braid.zero_stage; 0 when the module has none.
+  int64_t zeroStage_ = 0;
+  // Stage 2: the transient whole gradients of the micro-batch being
+  // lowered, by gradient symbol.
+  llvm::StringMap<Value> microGrads_;
+  // The whole (unsharded) buffer type of each gradient symbol.
+  llvm::StringMap<MemRefType> wholeGrad_;
+  // Stage 3: the buffers of the micro-batch being lowered into which a
+  // parameter is gathered, by 2 x its index, + 1 for backward.
+  DenseMap<size_t, Value> gathered_;
+  // Stage 3: the last values of events 3 and 4 (see insertGathers).
+  int64_t gatherTrigger_ = 0, gatherDone_ = 0;
+  // braid.comm_chunks: the pieces each gather is cut into.
+  int64_t commChunks_ = 1;
   const uint32_t optimizerStream_;
   // The stream of the launches being created.
   uint32_t stream_ = 0;
@@ -241,6 +329,18 @@ LogicalResult Lowering::checkSignature() {
              << mesh;
     dataParallel_ = mesh.getDp();
   }
+  if (auto chunks =
+          module_->getAttrOfType<IntegerAttr>(BraidDialect::kCommChunksAttr))
+    commChunks_ = std::clamp<int64_t>(chunks.getInt(), 1, 1024);
+  if (auto zero =
+          module_->getAttrOfType<IntegerAttr>(BraidDialect::kZeroStageAttr)) {
+    zeroStage_ = zero.getInt();
+    if (zeroStage_ < 1 || zeroStage_ > 3)
+      return module_.emitError()
+             << "braid.zero_stage is " << zeroStage_
+             << "; braid-lower-to-sched builds ZeRO stages 1, 2 and 3 (stage "
+                "0 is the attribute's absence)";
+  }
   for (BlockArgument arg : func_.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto p =
@@ -252,6 +352,16 @@ LogicalResult Lowering::checkSignature() {
                << type.getElementType()
                << ", but parameters are the f32 masters that AdamW updates; "
                   "make it f32 and cast it to bf16 with braid.cast";
+      if (sharded() &&
+          (type.getRank() == 0 || type.getDimSize(0) % dataParallel_ != 0))
+        return func_.emitOpError()
+               << "ZeRO stage " << zeroStage_
+               << " shards every parameter along its first dimension over "
+                  "the "
+               << dataParallel_ << " data-parallel ranks, but '"
+               << p.getName() << "' is " << type << ": choose a "
+               << "data_parallel that divides " << type.getDimSize(0)
+               << ", or zero_stage 0";
       params_.push_back({arg, p.getName().str(),
                          p.getWeightDecay() && type.getRank() == 2,
                          schedInitKind(p.getInit()), p.getInitStd(),
@@ -287,6 +397,24 @@ void Lowering::findWeightCopies() {
     p.copyType = c.getResult().getType();
     copyCasts_[c] = it->second;
   });
+  // Sharded masters are not whole: compute reads a whole copy, which for
+  // an FP32 plan is an f32 one.
+  if (!sharded())
+    return;
+  for (Param &p : params_) {
+    const bool direct = llvm::any_of(p.arg.getUsers(), [&](Operation *u) {
+      return !copyCasts_.count(u);
+    });
+    if (direct && !p.copy.empty()) {
+      // Both an f32 and a bf16 copy would be needed; no model does this.
+      p.copy = "";
+      continue;
+    }
+    if (direct && zeroStage_ < 3) {
+      p.copy = p.name + ".full";
+      p.copyType = p.arg.getType();
+    }
+  }
 }
 
 LogicalResult Lowering::createGlobals() {
@@ -296,6 +424,11 @@ LogicalResult Lowering::createGlobals() {
     return FlatSymbolRefAttr::get(ctx, name);
   };
   for (auto &p : params_) {
+    if (sharded() && p.copy.empty() && (zeroStage_ < 3 || !copyCasts_.empty()))
+      return func_.emitOpError()
+             << "ZeRO shards '" << p.name
+             << "', which compute reads both as f32 and through braid.cast; "
+                "a sharded parameter has one whole weight copy";
     // The effective decay flag: rank-2 parameters only (docs/numerics.md).
     auto emitError = [&] { return func_.emitOpError(); };
     auto info = sched::ParamInfoAttr::getChecked(
@@ -307,20 +440,26 @@ LogicalResult Lowering::createGlobals() {
     if (!info)
       return failure();
     global(p.name, sched::GlobalKind::Parameter, p.arg.getType(), {},
-           std::nullopt, info);
+           std::nullopt, info, sharded());
   }
   for (auto &p : params_)
     global(p.name + ".grad", sched::GlobalKind::Gradient, p.arg.getType(),
-           p.name);
+           p.name, std::nullopt, {}, sharded());
+  if (zeroStage_ == 1)
+    for (auto &p : params_)
+      global(p.name + ".grad.full", sched::GlobalKind::Gradient,
+             p.arg.getType(), p.name);
   for (auto &p : params_) {
     global(p.name + ".exp_avg", sched::GlobalKind::OptimizerState,
-           p.arg.getType(), p.name);
+           p.arg.getType(), p.name, std::nullopt, {}, sharded());
     global(p.name + ".exp_avg_sq", sched::GlobalKind::OptimizerState,
-           p.arg.getType(), p.name);
+           p.arg.getType(), p.name, std::nullopt, {}, sharded());
   }
+  // Stage 3 keeps its bf16 copies as shards too.
   for (auto &p : params_)
     if (!p.copy.empty())
-      global(p.copy, sched::GlobalKind::WeightCopy, p.copyType, p.name);
+      global(p.copy, sched::GlobalKind::WeightCopy, p.copyType, p.name,
+             std::nullopt, {}, zeroStage_ == 3);
   for (BlockArgument arg : func_.getArguments())
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       global(sched::stringifyRole(it->second), sched::GlobalKind::Input,
@@ -336,8 +475,12 @@ LogicalResult Lowering::createGlobals() {
 // Decides where each gradient contribution is written (see file comment).
 void Lowering::planGradientSinks() {
   auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
+  // Stage 1 accumulates into the whole gradient, which it reduce-scatters
+  // into the shard; stage 2 into a transient per micro-batch.
+  const char *suffix = zeroStage_ == 1 ? ".grad.full" : ".grad";
   for (auto [i, p] : llvm::enumerate(params_)) {
-    std::string sink = p.name + ".grad";
+    std::string sink = p.name + suffix;
+    wholeGrad_[sink] = bufferType(p.arg.getType());
     SmallVector<Value> worklist = {ret.getOperand(i + 1)};
     while (!worklist.empty()) {
       Value v = worklist.pop_back_val();
@@ -369,7 +512,7 @@ void Lowering::planGradientSinks() {
 // Run once before the first micro-batch (after initialisation or restore):
 // the weight copies start as the rounded masters.
 void Lowering::lowerInit() {
-  if (copyCasts_.empty())
+  if (copyCasts_.empty() && (!sharded() || zeroStage_ == 3))
     return;
   b_.setInsertionPointToEnd(module_.getBody());
   auto program = sched::ProgramOp::create(b_, func_.getLoc(), "init",
@@ -379,10 +522,48 @@ void Lowering::lowerInit() {
 }
 
 void Lowering::refreshWeightCopies(Location loc) {
-  for (auto &p : params_)
-    if (!p.copy.empty())
-      optimizerLaunch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
-                      DictionaryAttr());
+  // Unsharded, or stage 3's shards: each copy from its master.
+  if (!sharded() || zeroStage_ == 3) {
+    for (auto &p : params_)
+      if (!p.copy.empty())
+        optimizerLaunch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
+                        DictionaryAttr());
+    return;
+  }
+  // Each rank rounds its own shard (BF16), then the group gathers the
+  // whole copies.
+  SmallVector<Value> shards, wholes;
+  for (auto &p : params_) {
+    Value master = getGlobal(p.name);
+    if (cast<RankedTensorType>(p.copyType).getElementType().isF32()) {
+      shards.push_back(master);
+    } else {
+      Value part = sched::AllocOp::create(b_, loc, shardBuffer(p.copyType),
+                                          IntegerAttr());
+      optimizerLaunch(loc, "cast", {master}, {part}, DictionaryAttr());
+      shards.push_back(part);
+    }
+    wholes.push_back(getGlobal(p.copy));
+  }
+  collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
+}
+
+Value Lowering::gradSinkBuffer(Location loc, const std::string &sink) {
+  if (zeroStage_ < 2)
+    return getGlobal(sink);
+  Value &buf = microGrads_[sink];
+  if (!buf) {
+    // The whole gradient of this micro-batch, zero right before its first
+    // contribution so that it is live only while backward writes it.
+    buf = sched::AllocOp::create(b_, loc, wholeGrad_.lookup(sink),
+                                 IntegerAttr());
+    sched::LaunchOp fill = launch(
+        loc, "fill", {}, {buf},
+        b_.getDictionaryAttr(
+            {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))}));
+    setPhaseMark(fill, Phase::WeightGrad);
+  }
+  return buf;
 }
 
 // The step starts from zero gradients and a zero loss sum. Zeroing here
@@ -392,8 +573,15 @@ void Lowering::resetAccumulators() {
   Location loc = func_.getLoc();
   auto zero = b_.getDictionaryAttr(
       {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
-  for (auto &p : params_)
-    optimizerLaunch(loc, "fill", {}, {getGlobal(p.name + ".grad")}, zero);
+  // Stage 1 zeroes the whole gradients it accumulates; the shards are
+  // written whole by the reduce-scatter. Stage 2's whole gradients are
+  // each micro-batch's own.
+  if (zeroStage_ < 2)
+    for (auto &p : params_)
+      optimizerLaunch(loc, "fill", {},
+                      {getGlobal(p.name +
+                                 (zeroStage_ == 1 ? ".grad.full" : ".grad"))},
+                      zero);
   optimizerLaunch(loc, "fill", {}, {getGlobal("loss_sum")}, zero);
 }
 
@@ -409,15 +597,26 @@ LogicalResult Lowering::lowerMicroBatch() {
                              b_.getI32IntegerAttr(0), b_.getI32IntegerAttr(0));
 
   DenseMap<Value, Value> buffers;
-  // A master that compute reads only through its copy is not read here.
-  for (auto &p : params_)
-    if (llvm::any_of(p.arg.getUsers(),
-                     [&](Operation *u) { return !copyCasts_.count(u); }))
-      buffers[p.arg] = getGlobal(p.name);
-  DenseMap<size_t, Value> copies;
+  microGrads_.clear();
+  gathered_.clear();
+  // Stage 3: the values compute reads a parameter as (the argument, or its
+  // cast), by parameter.
+  DenseMap<Value, size_t> weightOf;
+  // A master that compute reads only through its copy is not read here; a
+  // sharded one only through its whole copy.
   for (auto [i, p] : llvm::enumerate(params_))
-    if (!p.copy.empty())
-      copies[i] = getGlobal(p.copy);
+    if (llvm::any_of(p.arg.getUsers(),
+                     [&](Operation *u) { return !copyCasts_.count(u); })) {
+      if (zeroStage_ == 3)
+        weightOf[p.arg] = i;
+      else
+        buffers[p.arg] = getGlobal(sharded() ? p.copy : p.name);
+    }
+  DenseMap<size_t, Value> copies;
+  if (zeroStage_ < 3)
+    for (auto [i, p] : llvm::enumerate(params_))
+      if (!p.copy.empty())
+        copies[i] = getGlobal(p.copy);
   for (BlockArgument arg : func_.getArguments())
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       buffers[arg] = getGlobal(sched::stringifyRole(it->second));
@@ -432,7 +631,10 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (absorbed_.contains(&op))
       continue;
     if (auto it = copyCasts_.find(&op); it != copyCasts_.end()) {
-      buffers[op.getResult(0)] = copies[it->second];
+      if (zeroStage_ == 3)
+        weightOf[op.getResult(0)] = it->second;
+      else
+        buffers[op.getResult(0)] = copies[it->second];
       continue;
     }
     if (op.getName().getDialectNamespace() != "braid")
@@ -444,6 +646,10 @@ LogicalResult Lowering::lowerMicroBatch() {
                 "braid-autodiff the phase)";
     SmallVector<Value> ins, outs;
     for (Value operand : op.getOperands()) {
+      if (auto w = weightOf.find(operand); w != weightOf.end()) {
+        ins.push_back(gatherBuffer(op.getLoc(), w->second, &op));
+        continue;
+      }
       Value buf = buffers.lookup(operand);
       if (!buf)
         return op.emitOpError("operand has no buffer (absorbed gradient sum "
@@ -459,7 +665,7 @@ LogicalResult Lowering::lowerMicroBatch() {
       if (r == loss)
         buf = getGlobal("loss");
       else if (llvm::is_contained(inPlace, r))
-        buf = getGlobal(gradSink_.lookup(r));
+        buf = gradSinkBuffer(op.getLoc(), gradSink_.lookup(r));
       else
         buf = sched::AllocOp::create(b_, op.getLoc(), bufferType(r.getType()),
                                      IntegerAttr());
@@ -482,9 +688,15 @@ LogicalResult Lowering::lowerMicroBatch() {
     for (Value r : op.getResults())
       if (gradSink_.count(r) && !llvm::is_contained(inPlace, r))
         copyMarks(&op, launch(op.getLoc(), "accumulate", {buffers[r]},
-                              {getGlobal(gradSink_.lookup(r))},
+                              {gradSinkBuffer(op.getLoc(),
+                                              gradSink_.lookup(r))},
                               DictionaryAttr()));
   }
+  // A parameter no op of the micro-batch differentiates still reduces a
+  // (zero) gradient.
+  if (zeroStage_ >= 2)
+    for (auto &p : params_)
+      gradSinkBuffer(func_.getLoc(), p.name + ".grad");
   readback("loss", 0);
   Value lossBuf = getGlobal("loss");
   Value lossSum = getGlobal("loss_sum");
@@ -499,25 +711,71 @@ LogicalResult Lowering::lowerMicroBatch() {
 // become those of every rank's, on the communication stream (the one after
 // the compute and optimizer streams). Event 1 tells it that the last
 // micro-batch is done; event 2 tells stream 0 that the sums are in place.
+// ZeRO stage 1 reduce-scatters the whole gradients into the shards.
 void Lowering::lowerGradientReduction() {
   Location loc = func_.getLoc();
-  const uint32_t comm = std::max<uint32_t>(1, optimizerStream_ + 1);
-  auto i32 = [&](int64_t v) { return b_.getI32IntegerAttr(v); };
-  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
-  sched::EventRecordOp::create(b_, loc, i32(1), i64(1), i32(0));
-  sched::EventWaitOp::create(b_, loc, i32(1), i64(1), i32(comm));
-  SmallVector<Value> buffers;
-  for (auto &p : params_)
-    buffers.push_back(getGlobal(p.name + ".grad"));
-  buffers.push_back(getGlobal("loss_sum"));
-  sched::CollectiveOp::create(
-      b_, loc,
-      sched::CollectiveKindAttr::get(b_.getContext(),
-                                     sched::CollectiveKind::AllReduceSum),
-      sched::MeshAxisAttr::get(b_.getContext(), sched::MeshAxis::Dp), buffers,
-      i32(comm));
-  sched::EventRecordOp::create(b_, loc, i32(2), i64(1), i32(comm));
-  sched::EventWaitOp::create(b_, loc, i32(2), i64(1), i32(0));
+  const uint32_t comm = commStream();
+  handOver(loc, 1);
+  stream_ = comm;
+  SmallVector<Value> wholes, shards;
+  for (auto &p : params_) {
+    wholes.push_back(getGlobal(p.name + (sharded() ? ".grad.full" : ".grad")));
+    if (sharded())
+      shards.push_back(getGlobal(p.name + ".grad"));
+  }
+  Value lossSum = getGlobal("loss_sum");
+  if (sharded()) {
+    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, shards);
+    collective(loc, sched::CollectiveKind::AllReduceSum, {lossSum}, {});
+  } else {
+    wholes.push_back(lossSum);
+    collective(loc, sched::CollectiveKind::AllReduceSum, wholes, {});
+  }
+  handBack(loc);
+  stream_ = 0;
+}
+
+// ZeRO stage 2 reduces each micro-batch's gradients as soon as it ends,
+// which a sched.repeat's body cannot hold: the micro-batches are stated one
+// by one, each followed by its reduce-scatter into the shards (the first
+// writes them, the rest add to them) and, after the last, the loss sum's.
+void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
+  Location loc = func_.getLoc();
+  b_.setInsertionPointAfter(repeat);
+  for (int32_t m = 0; m < numMicroBatches_; ++m) {
+    IRMapping map;
+    SmallVector<Operation *> ops = cloneIteration(b_, repeat, m, map);
+    OpBuilder::InsertPoint end = b_.saveInsertionPoint();
+    if (zeroStage_ == 3)
+      insertGathers(ops, map);
+    b_.restoreInsertionPoint(end);
+    handOver(loc, m + 1);
+    stream_ = commStream();
+    SmallVector<Value> wholes, parts;
+    SmallVector<std::pair<Value, Value>> adds;
+    for (auto &p : params_) {
+      std::string sym = p.name + ".grad";
+      wholes.push_back(map.lookup(microGrads_.lookup(sym)));
+      Value shard = getGlobal(sym);
+      if (m == 0) {
+        parts.push_back(shard);
+        continue;
+      }
+      Value part = sched::AllocOp::create(
+          b_, loc, cast<MemRefType>(shard.getType()), IntegerAttr());
+      parts.push_back(part);
+      adds.push_back({part, shard});
+    }
+    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, parts);
+    for (auto [part, shard] : adds)
+      optimizerLaunch(loc, "accumulate", {part}, {shard}, DictionaryAttr());
+    if (m == numMicroBatches_ - 1)
+      collective(loc, sched::CollectiveKind::AllReduceSum,
+                 {getGlobal("loss_sum")}, {});
+    stream_ = 0;
+  }
+  repeat->erase();
+  handBack(loc);
 }
 
 // Clipping, the guard, AdamW and the weight copies' refresh; the norm and
@@ -539,8 +797,7 @@ void Lowering::lowerOptimizer() {
   SmallVector<Value> grads;
   for (auto &p : params_)
     grads.push_back(getGlobal(p.name + ".grad"));
-  Value norm = getGlobal("grad_norm");
-  optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
+  Value norm = lowerGradNorm(loc, grads);
   Value lossSum = getGlobal("loss_sum");
   Value skip = getGlobal("step_skipped");
   optimizerLaunch(loc, "step_guard", {lossSum, norm}, {skip}, DictionaryAttr());
@@ -565,6 +822,138 @@ void Lowering::lowerOptimizer() {
   stream_ = 0;
 }
 
+// The norm of the whole gradient. Sharded, each rank's shards give its part
+// of the norm; gathered, the parts' norm is the whole one, and every rank
+// computes the same value from the same parts.
+Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
+  Value norm = getGlobal("grad_norm");
+  if (!sharded()) {
+    optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
+    return norm;
+  }
+  Type f32 = b_.getF32Type();
+  Value mine =
+      sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32), IntegerAttr());
+  optimizerLaunch(loc, "grad_norm", grads, {mine}, DictionaryAttr());
+  Value all = sched::AllocOp::create(
+      b_, loc, MemRefType::get({dataParallel_}, f32), IntegerAttr());
+  collective(loc, sched::CollectiveKind::AllGather, {mine}, {all});
+  optimizerLaunch(loc, "grad_norm", {all}, {norm}, DictionaryAttr());
+  return norm;
+}
+
+Value Lowering::gatherBuffer(Location loc, size_t i, Operation *user) {
+  std::optional<Phase> phase = phaseMark(user);
+  const bool backward = phase && *phase != Phase::Forward;
+  Value &buf = gathered_[2 * i + (backward ? 1 : 0)];
+  if (!buf) {
+    const Param &p = params_[i];
+    buf = sched::AllocOp::create(
+        b_, loc, bufferType(p.copy.empty() ? p.arg.getType() : p.copyType),
+        IntegerAttr());
+  }
+  return buf;
+}
+
+// Stage 3, in one stated-out micro-batch: the parameters are gathered, on
+// the communication stream, into the buffers the micro-batch reads, group
+// by group: a group is the parameters first read by one layer in one phase
+// (forward or backward), in the order of those first reads. Group g's
+// gather starts when stream 0 reaches group g - 1's first read (event 3),
+// so it runs while the layer before it computes, and stream 0 waits for it
+// (event 4) right before its own first read. The buffers live from their
+// gather to their phase's last read, so each layer's whole weights are
+// freed after forward and gathered again for backward.
+void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
+                             const IRMapping &map) {
+  DenseMap<Value, size_t> paramOf;
+  for (auto &[key, buf] : gathered_)
+    paramOf[map.lookup(buf)] = key / 2;
+  struct Group {
+    Operation *firstRead;
+    SmallVector<Value> buffers;
+    SmallVector<size_t> params;
+    // Each buffer's first read.
+    SmallVector<Operation *> reads;
+  };
+  SmallVector<Group> groups;
+  DenseSet<Value> placed;
+  std::pair<Attribute, bool> key;
+  for (Operation *op : microBatch) {
+    auto launch = dyn_cast<sched::LaunchOp>(op);
+    if (!launch)
+      continue;
+    std::optional<Phase> phase = phaseMark(op);
+    std::pair<Attribute, bool> here = {layerMark(op),
+                                       phase && *phase != Phase::Forward};
+    for (Value v : launch.getIns()) {
+      auto it = paramOf.find(v);
+      if (it == paramOf.end() || !placed.insert(v).second)
+        continue;
+      if (groups.empty() || here != key)
+        groups.push_back({op, {}, {}});
+      key = here;
+      groups.back().buffers.push_back(v);
+      groups.back().params.push_back(it->second);
+      groups.back().reads.push_back(op);
+    }
+  }
+  Location loc = func_.getLoc();
+  auto i32 = [&](int64_t v) { return b_.getI32IntegerAttr(v); };
+  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+  const uint32_t comm = commStream();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Operation *trigger = g == 0 ? microBatch.front() : groups[g - 1].firstRead;
+    b_.setInsertionPoint(trigger);
+    sched::EventRecordOp::create(b_, loc, i32(3), i64(++gatherTrigger_),
+                                 i32(0));
+    sched::EventWaitOp::create(b_, loc, i32(3), i64(gatherTrigger_),
+                               i32(comm));
+    // The buffers are made where their gather is.
+    const Group &group = groups[g];
+    for (Value v : group.buffers)
+      v.getDefiningOp()->moveBefore(b_.getInsertionBlock(),
+                                    b_.getInsertionPoint());
+    // In pieces (comm_chunks) of about equal bytes, in the order of their
+    // first reads: stream 0 waits for each right before its first read, so
+    // the layer starts on the first piece while the rest arrive.
+    int64_t total = 0;
+    for (Value v : group.buffers)
+      total += bufferBytes(cast<MemRefType>(v.getType()));
+    SmallVector<std::pair<size_t, size_t>> pieces;
+    int64_t bytes = 0;
+    size_t begin = 0;
+    for (size_t k = 0; k < group.buffers.size(); ++k) {
+      bytes += bufferBytes(cast<MemRefType>(group.buffers[k].getType()));
+      const int64_t made = static_cast<int64_t>(pieces.size());
+      if (k + 1 == group.buffers.size() ||
+          (made + 1 < commChunks_ && bytes * commChunks_ >= total * (made + 1))) {
+        pieces.push_back({begin, k + 1});
+        begin = k + 1;
+      }
+    }
+    SmallVector<int64_t> done;
+    for (auto [first, last] : pieces) {
+      SmallVector<Value> shards, wholes;
+      for (size_t k = first; k < last; ++k) {
+        const Param &p = params_[group.params[k]];
+        shards.push_back(getGlobal(p.copy.empty() ? p.name : p.copy));
+        wholes.push_back(group.buffers[k]);
+      }
+      stream_ = comm;
+      collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
+      stream_ = 0;
+      sched::EventRecordOp::create(b_, loc, i32(4), i64(++gatherDone_),
+                                   i32(comm));
+      done.push_back(gatherDone_);
+    }
+    for (auto [piece, range] : llvm::enumerate(pieces)) {
+      b_.setInsertionPoint(group.reads[range.first]);
+      sched::EventWaitOp::create(b_, loc, i32(4), i64(done[piece]), i32(0));
+    }
+  }
+}
+
 LogicalResult Lowering::run() {
   if (failed(checkSignature()))
     return failure();
@@ -585,7 +974,9 @@ LogicalResult Lowering::run() {
   if (failed(lowerMicroBatch()))
     return failure();
   b_.setInsertionPointAfter(repeat);
-  if (dataParallel_ > 1)
+  if (zeroStage_ >= 2)
+    unrollAndReduceMicroBatches(repeat);
+  else if (dataParallel_ > 1 || sharded())
     lowerGradientReduction();
   lowerOptimizer();
   func_.erase();

@@ -1,10 +1,12 @@
-//===- Overlap.cpp - gradient buckets reduced during the last backward ----===//
+//===- Overlap.cpp - gradient buckets reduced while backward runs ---------===//
 //
-// See OverlapPass in Passes.td. The pass finds the reduction
+// See OverlapPass in Passes.td. The pass finds the hand-overs that
 // braid-lower-to-sched puts after the micro-batches (record 1 on stream 0,
-// wait on the communication stream, one collective, record 2, wait on 0),
-// takes the last micro-batch out of the repeat and hands its gradients to
-// the communication stream bucket by bucket as they become final.
+// wait on the communication stream, the collectives and the launches that
+// stream runs, and at the end record 2 there and wait on stream 0). Before
+// each, it takes the micro-batch that hands over (out of the repeat, if it
+// is in one) and hands its buffers to the communication stream bucket by
+// bucket as they become final.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,11 +15,13 @@
 #include <cmath>
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
 #include "dialects/sched/SchedOps.h"
+#include "passes/analysis/Unroll.h"
 
 namespace braid {
 
@@ -28,17 +32,10 @@ namespace {
 
 using namespace mlir;
 
-// Event 1 hands buckets to the communication stream; event 2 (left as
-// braid-lower-to-sched made it) hands the sums back to stream 0.
+// Event 1 hands buckets to the communication stream; event 2 hands their
+// results back.
 constexpr int32_t kHandOverEvent = 1;
-
-// braid-lower-to-sched's reduction in a step program.
-struct Reduction {
-  sched::RepeatOp repeat;
-  sched::EventRecordOp handOver;
-  sched::EventWaitOp take;
-  sched::CollectiveOp collective;
-};
+constexpr int32_t kHandBackEvent = 2;
 
 bool isEvent(Operation *op, int32_t event, int64_t value) {
   if (auto r = dyn_cast_or_null<sched::EventRecordOp>(op))
@@ -48,44 +45,12 @@ bool isEvent(Operation *op, int32_t event, int64_t value) {
   return false;
 }
 
-// The op before `op` that is not a global read.
-Operation *previousNonGlobal(Operation *op) {
-  Operation *p = op->getPrevNode();
-  while (p && isa<sched::GetGlobalOp>(p))
-    p = p->getPrevNode();
-  return p;
-}
-
-// nullopt when the step has no reduction; failure when it has one this
-// pass does not know.
-FailureOr<std::optional<Reduction>> findReduction(sched::ProgramOp step) {
-  SmallVector<sched::CollectiveOp> collectives(
-      step.getBody().front().getOps<sched::CollectiveOp>());
-  if (collectives.empty())
-    return std::optional<Reduction>();
-  Reduction r;
-  r.collective = collectives.front();
-  auto unknown = [&](const Twine &why) {
-    return r.collective.emitOpError()
-           << "is not the reduction braid-lower-to-sched makes (" << why
-           << "); braid-overlap runs once, right after it";
-  };
-  if (collectives.size() != 1)
-    return unknown("the step has several collectives");
-  r.take = dyn_cast_or_null<sched::EventWaitOp>(
-      previousNonGlobal(r.collective));
-  r.handOver = r.take ? dyn_cast_or_null<sched::EventRecordOp>(
-                            r.take->getPrevNode())
-                      : nullptr;
-  if (!r.take || !r.handOver || !isEvent(r.take, kHandOverEvent, 1) ||
-      !isEvent(r.handOver, kHandOverEvent, 1) ||
-      r.take.getStream() != r.collective.getStream() ||
-      r.handOver.getStream() != 0)
-    return unknown("no hand-over by event 1 before it");
-  r.repeat = dyn_cast_or_null<sched::RepeatOp>(r.handOver->getPrevNode());
-  if (!r.repeat)
-    return unknown("no sched.repeat of the micro-batches before it");
-  return std::optional<Reduction>(r);
+// The op after `op` that is not a global read.
+Operation *nextNonGlobal(Operation *op) {
+  Operation *n = op->getNextNode();
+  while (n && isa<sched::GetGlobalOp>(n))
+    n = n->getNextNode();
+  return n;
 }
 
 int64_t bufferBytes(Value v) {
@@ -99,122 +64,344 @@ FlatSymbolRefAttr globalOf(Value v) {
   return get ? get.getGlobalAttr() : FlatSymbolRefAttr();
 }
 
+// One hand-over: the communication stream's work on what stream 0 hands it.
+struct HandOver {
+  sched::EventRecordOp record;
+  sched::EventWaitOp wait;
+  // After the wait: collectives and launches on the communication stream,
+  // and the global reads and buffers they use.
+  SmallVector<Operation *> work;
+};
+
+// The step's hand-overs and the hand-back after the last; none when the
+// step has no collective; failure when it has ones this pass does not know.
+struct Reductions {
+  SmallVector<HandOver> handOvers;
+  sched::EventRecordOp backRecord;
+  sched::EventWaitOp backWait;
+  int32_t comm = 0;
+};
+
+FailureOr<std::optional<Reductions>> findReductions(sched::ProgramOp step) {
+  Block &body = step.getBody().front();
+  if (body.getOps<sched::CollectiveOp>().empty())
+    return std::optional<Reductions>();
+  Reductions r;
+  auto unknown = [&](Operation *at, const Twine &why) {
+    return at->emitOpError()
+           << "is not where braid-lower-to-sched's reduction has it (" << why
+           << "); braid-overlap runs once, right after it";
+  };
+  DenseSet<Operation *> claimed;
+  int64_t expected = 1;
+  for (Operation &op : body) {
+    if (!isEvent(&op, kHandOverEvent, expected) ||
+        !isa<sched::EventRecordOp>(op))
+      continue;
+    HandOver h;
+    h.record = cast<sched::EventRecordOp>(op);
+    h.wait = dyn_cast_or_null<sched::EventWaitOp>(nextNonGlobal(&op));
+    if (h.record.getStream() != 0 || !h.wait ||
+        !isEvent(h.wait, kHandOverEvent, expected))
+      return unknown(&op, "no wait on the communication stream after it");
+    if (r.handOvers.empty())
+      r.comm = h.wait.getStream();
+    else if (h.wait.getStream() != r.comm)
+      return unknown(h.wait, "a second communication stream");
+    for (Operation *w = h.wait->getNextNode(); w; w = w->getNextNode()) {
+      auto onComm = [&](uint32_t stream) {
+        return static_cast<int32_t>(stream) == r.comm;
+      };
+      if (isa<sched::GetGlobalOp, sched::AllocOp>(w) ||
+          (isa<sched::CollectiveOp>(w) &&
+           onComm(cast<sched::CollectiveOp>(w).getStream())) ||
+          (isa<sched::LaunchOp>(w) &&
+           onComm(cast<sched::LaunchOp>(w).getStream()))) {
+        h.work.push_back(w);
+        continue;
+      }
+      break;
+    }
+    // Reads and buffers after the last collective or launch belong to what
+    // follows.
+    while (!h.work.empty() &&
+           isa<sched::GetGlobalOp, sched::AllocOp>(h.work.back()))
+      h.work.pop_back();
+    for (Operation *w : h.work)
+      claimed.insert(w);
+    r.handOvers.push_back(std::move(h));
+    ++expected;
+  }
+  if (r.handOvers.empty())
+    return unknown((*body.getOps<sched::CollectiveOp>().begin()).getOperation(),
+                   "no hand-over by event 1 before it");
+  // Gathers of weights (ZeRO 3) have their own events.
+  for (auto c : body.getOps<sched::CollectiveOp>())
+    if (!claimed.contains(c) && c.getStream() == r.comm &&
+        c.getKind() != sched::CollectiveKind::AllGather)
+      return unknown(c, "a collective on the communication stream outside "
+                        "every hand-over");
+  Operation *end = r.handOvers.back().work.empty()
+                       ? r.handOvers.back().wait
+                       : r.handOvers.back().work.back();
+  r.backRecord =
+      dyn_cast_or_null<sched::EventRecordOp>(nextNonGlobal(end));
+  r.backWait = r.backRecord ? dyn_cast_or_null<sched::EventWaitOp>(
+                                  nextNonGlobal(r.backRecord))
+                            : nullptr;
+  if (!r.backRecord || !r.backWait ||
+      !isEvent(r.backRecord, kHandBackEvent, 1) ||
+      !isEvent(r.backWait, kHandBackEvent, 1) ||
+      r.backRecord.getStream() != static_cast<uint32_t>(r.comm) ||
+      r.backWait.getStream() != 0)
+    return unknown(end, "no hand-back by event 2 after the last hand-over");
+  return std::optional<Reductions>(std::move(r));
+}
+
 class Overlapper {
 public:
-  Overlapper(Reduction r, int64_t bucketBytes)
-      : r_(r), b_(r.collective.getContext()), bucketBytes_(bucketBytes),
-        comm_(r.collective.getStream()) {}
+  Overlapper(Reductions r, int64_t bucketBytes, int64_t chunks,
+             MLIRContext *ctx)
+      : r_(std::move(r)), b_(ctx), bucketBytes_(bucketBytes),
+        chunks_(chunks) {}
 
   // Returns the number of buckets.
   int64_t run() {
-    SmallVector<Operation *> last = unrollLastMicroBatch();
-    // The gradients (every buffer but the loss sum, which the last
-    // micro-batch's final launch writes) by the launch that last writes
-    // them.
-    DenseMap<Operation *, SmallVector<Value>> finalAfter;
-    DenseMap<Attribute, Operation *> lastWriter;
-    for (Operation *op : last)
-      if (auto launch = dyn_cast<sched::LaunchOp>(op))
-        for (Value out : launch.getOuts())
-          if (FlatSymbolRefAttr g = globalOf(out))
-            lastWriter[g] = op;
-    SmallVector<Value> unwritten;
-    for (Value v : r_.collective.getBuffers()) {
-      Operation *w = lastWriter.lookup(globalOf(v));
-      if (w && w != last.back())
-        finalAfter[w].push_back(v);
-      else
-        unwritten.push_back(v); // with the last bucket
+    Operation *previousEnd = nullptr;
+    for (HandOver &h : r_.handOvers) {
+      Operation *end = h.work.empty() ? h.wait.getOperation() : h.work.back();
+      split(h, previousEnd);
+      previousEnd = end;
     }
-    SmallVector<Value> pending;
+    // Erase the old hand-overs, users before the values they use.
+    for (HandOver &h : llvm::reverse(r_.handOvers)) {
+      for (Operation *w : llvm::reverse(h.work))
+        if (!moved_.contains(w) && w->use_empty())
+          w->erase();
+      h.wait->erase();
+      h.record->erase();
+    }
+    r_.backRecord->erase();
+    r_.backWait.setValue(back_);
+    return back_;
+  }
+
+private:
+  // One buffer a collective of the hand-over reads, and what goes with it.
+  struct Item {
+    sched::CollectiveOp collective;
+    Value in, out;
+    // The launches of the communication stream that read `out`.
+    SmallVector<sched::LaunchOp> then;
+    // The launch after which `in` is final; null for the micro-batch's end.
+    Operation *writer = nullptr;
+  };
+
+  // The ops that compute what hand-over `h` reduces: a micro-batch stated
+  // out between the previous hand-over and this one, or the last iteration
+  // of the repeat right before it, which this takes out of the repeat.
+  SmallVector<Operation *> producers(HandOver &h, Operation *previousEnd) {
+    Operation *before = h.record->getPrevNode();
+    while (before && isa<sched::GetGlobalOp>(before))
+      before = before->getPrevNode();
+    if (auto repeat = dyn_cast_or_null<sched::RepeatOp>(before)) {
+      const uint32_t last = repeat.getCount() - 1;
+      b_.setInsertionPointAfter(repeat);
+      IRMapping map;
+      SmallVector<Operation *> ops = cloneIteration(b_, repeat, last, map);
+      if (last == 0)
+        repeat->erase();
+      else
+        repeat.setCount(last);
+      return ops;
+    }
+    SmallVector<Operation *> ops;
+    Operation *op = previousEnd ? previousEnd->getNextNode()
+                                : &h.record->getBlock()->front();
+    for (; op != h.record.getOperation(); op = op->getNextNode())
+      ops.push_back(op);
+    return ops;
+  }
+
+  void split(HandOver &h, Operation *previousEnd) {
+    SmallVector<Operation *> ops = producers(h, previousEnd);
+    // The launch that last writes each buffer, by value (transient) or
+    // global.
+    DenseMap<Value, Operation *> lastByValue;
+    DenseMap<Attribute, Operation *> lastByGlobal;
+    for (Operation *op : ops)
+      if (auto launch = dyn_cast<sched::LaunchOp>(op))
+        for (Value out : launch.getOuts()) {
+          if (FlatSymbolRefAttr g = globalOf(out))
+            lastByGlobal[g] = op;
+          else
+            lastByValue[out] = op;
+        }
+    DenseMap<Operation *, SmallVector<Item>> finalAfter;
+    SmallVector<Item> unwritten;
+    for (Operation *w : h.work) {
+      auto c = dyn_cast<sched::CollectiveOp>(w);
+      if (!c)
+        continue;
+      for (auto [i, in] : llvm::enumerate(c.getBuffers())) {
+        Item item{c, in, c.getOutputs().empty() ? Value() : c.getOutputs()[i],
+                  {}};
+        for (Operation *u : h.work)
+          if (auto l = dyn_cast<sched::LaunchOp>(u);
+              l && item.out && llvm::is_contained(l.getIns(), item.out))
+            item.then.push_back(l);
+        FlatSymbolRefAttr g = globalOf(in);
+        Operation *writer = g ? lastByGlobal.lookup(g) : lastByValue.lookup(in);
+        if (writer && !ops.empty() && writer != ops.back()) {
+          item.writer = writer;
+          finalAfter[writer].push_back(std::move(item));
+        } else {
+          unwritten.push_back(std::move(item)); // with the last bucket
+        }
+      }
+    }
+    SmallVector<Item> pending;
     int64_t pendingBytes = 0;
-    for (Operation *op : last) {
+    for (Operation *op : ops) {
       auto it = finalAfter.find(op);
       if (it == finalAfter.end())
         continue;
-      for (Value v : it->second) {
-        pending.push_back(v);
-        pendingBytes += bufferBytes(v);
+      for (Item &item : it->second) {
+        pendingBytes += bufferBytes(item.in);
+        pending.push_back(std::move(item));
       }
       if (pendingBytes >= bucketBytes_) {
-        handOver(op, pending);
+        emitPieces(op, pending, h);
         pending.clear();
         pendingBytes = 0;
       }
     }
-    pending.append(unwritten);
-    handOver(last.back(), pending);
-    r_.collective->erase();
-    r_.take->erase();
-    r_.handOver->erase();
-    return buckets_;
+    for (Item &item : unwritten)
+      pending.push_back(std::move(item));
+    emitPieces(ops.empty() ? h.record->getPrevNode() : ops.back(), pending,
+               h);
   }
 
-private:
-  // A copy of the repeat's body after it, for the last iteration; the
-  // repeat runs one fewer (or goes). Returns the copy's ops.
-  SmallVector<Operation *> unrollLastMicroBatch() {
-    sched::RepeatOp repeat = r_.repeat;
-    const uint32_t last = repeat.getCount() - 1;
-    b_.setInsertionPointAfter(repeat);
-    IRMapping map;
-    SmallVector<Operation *> ops;
-    for (Operation &op : repeat.getBody().front()) {
-      Operation *copy = b_.clone(op, map);
-      if (auto l = dyn_cast<sched::LaunchOp>(copy))
-        l.setMicroBatchAttr(
-            b_.getI32IntegerAttr(l.getMicroBatch().value_or(0) + last));
-      else if (auto s = dyn_cast<sched::StageOp>(copy))
-        s.setMicroBatchAttr(b_.getI32IntegerAttr(s.getMicroBatch() + last));
-      else if (auto rb = dyn_cast<sched::ReadbackOp>(copy))
-        rb.setSlotAttr(b_.getI32IntegerAttr(rb.getSlot() + last));
-      ops.push_back(copy);
+  // A closed bucket, cut into at most chunks_ pieces of about equal bytes
+  // in the order its buffers became final. Each piece is handed over after
+  // the launch that last writes one of its buffers (`end` for those no
+  // launch writes), so the first pieces are reduced while the rest are
+  // still being computed. A piece ends only where the next buffer becomes
+  // final later, so that pieces have hand-overs of their own.
+  void emitPieces(Operation *end, ArrayRef<Item> items, HandOver &h) {
+    int64_t total = 0;
+    for (const Item &item : items)
+      total += bufferBytes(item.in);
+    const int64_t pieces = std::max<int64_t>(1, chunks_);
+    SmallVector<Item> piece;
+    int64_t bytes = 0, made = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      Operation *at = items[i].writer ? items[i].writer : end;
+      piece.push_back(items[i]);
+      bytes += bufferBytes(items[i].in);
+      const bool lastItem = i + 1 == items.size();
+      Operation *next =
+          lastItem ? nullptr : (items[i + 1].writer ? items[i + 1].writer : end);
+      if (lastItem || (next != at && made + 1 < pieces &&
+                       bytes * pieces >= total * (made + 1))) {
+        emitBucket(at, piece, h);
+        piece.clear();
+        ++made;
+      }
     }
-    if (last == 0)
-      repeat->erase();
-    else
-      repeat.setCount(last);
-    return ops;
   }
 
-  // After `after`, stream 0 hands `buffers` over (event 1 reaches the next
-  // value) and the communication stream sums them: in one collective, or
-  // one per buffer when buckets are 0 MiB.
-  void handOver(Operation *after, ArrayRef<Value> buffers) {
-    if (buffers.empty())
+  // A value the bucket's ops use, available at the insertion point: a
+  // fresh read of its global, or its buffer moved here when the hand-over
+  // made it.
+  Value available(Value v, Location loc) {
+    if (FlatSymbolRefAttr g = globalOf(v))
+      return sched::GetGlobalOp::create(b_, loc, v.getType(), g);
+    if (auto alloc = v.getDefiningOp<sched::AllocOp>();
+        alloc && workOps_.contains(alloc) && !moved_.contains(alloc)) {
+      alloc->moveBefore(b_.getInsertionBlock(), b_.getInsertionPoint());
+      moved_.insert(alloc);
+    }
+    return v;
+  }
+
+  // After `after`, stream 0 hands the bucket over (event 1 reaches the
+  // next value) and the communication stream runs its collectives, one per
+  // kind (or one per buffer when buckets are 0 MiB) and what follows them,
+  // then raises event 2. With whole gradients in transient buffers, stream
+  // 0 keeps at most two buckets in flight: handing over bucket k, it waits
+  // for bucket k - 2, so the buffers the reduction has read become free.
+  void emitBucket(Operation *after, ArrayRef<Item> items, HandOver &h) {
+    if (items.empty())
       return;
-    Location loc = r_.collective.getLoc();
+    workOps_.clear();
+    workOps_.insert(h.work.begin(), h.work.end());
+    Location loc = h.record.getLoc();
     b_.setInsertionPointAfter(after);
     ++value_;
-    sched::EventRecordOp::create(b_, loc, b_.getI32IntegerAttr(kHandOverEvent),
-                                 b_.getI64IntegerAttr(value_),
-                                 b_.getI32IntegerAttr(0));
-    sched::EventWaitOp::create(b_, loc, b_.getI32IntegerAttr(kHandOverEvent),
-                               b_.getI64IntegerAttr(value_),
-                               b_.getI32IntegerAttr(comm_));
-    auto reduce = [&](ArrayRef<Value> group) {
-      SmallVector<Value> reads;
-      for (Value v : group)
-        reads.push_back(sched::GetGlobalOp::create(b_, loc, v.getType(),
-                                                   globalOf(v)));
-      sched::CollectiveOp::create(b_, loc, r_.collective.getKindAttr(),
-                                  r_.collective.getAxisAttr(), reads,
-                                  b_.getI32IntegerAttr(comm_));
-      ++buckets_;
+    auto i32 = [&](int64_t v) { return b_.getI32IntegerAttr(v); };
+    auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+    sched::EventRecordOp::create(b_, loc, i32(kHandOverEvent), i64(value_),
+                                 i32(0));
+    const bool transient = llvm::any_of(
+        items, [](const Item &item) { return !globalOf(item.in); });
+    if (transient && value_ > 2)
+      sched::EventWaitOp::create(b_, loc, i32(kHandBackEvent),
+                                 i64(value_ - 2), i32(0));
+    sched::EventWaitOp::create(b_, loc, i32(kHandOverEvent), i64(value_),
+                               i32(r_.comm));
+    auto reduce = [&](sched::CollectiveOp kind, ArrayRef<const Item *> group) {
+      SmallVector<Value> ins, outs;
+      for (const Item *item : group) {
+        ins.push_back(available(item->in, loc));
+        if (item->out)
+          outs.push_back(available(item->out, loc));
+      }
+      sched::CollectiveOp::create(b_, loc, kind.getKindAttr(),
+                                  kind.getAxisAttr(), ins, outs,
+                                  i32(r_.comm));
     };
-    if (bucketBytes_ == 0)
-      for (Value v : buffers)
-        reduce(v);
-    else
-      reduce(buffers);
+    // Collectives in the order the hand-over had them.
+    SmallVector<sched::CollectiveOp> kinds;
+    for (const Item &item : items)
+      if (!llvm::is_contained(kinds, item.collective))
+        kinds.push_back(item.collective);
+    llvm::sort(kinds, [](sched::CollectiveOp a, sched::CollectiveOp b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (sched::CollectiveOp kind : kinds) {
+      SmallVector<const Item *> group;
+      for (const Item &item : items)
+        if (item.collective == kind)
+          group.push_back(&item);
+      if (bucketBytes_ == 0)
+        for (const Item *item : group)
+          reduce(kind, item);
+      else
+        reduce(kind, group);
+    }
+    for (const Item &item : items)
+      for (sched::LaunchOp l : item.then) {
+        IRMapping map;
+        for (Value v : l->getOperands())
+          map.map(v, available(v, loc));
+        b_.clone(*l, map);
+      }
+    ++back_;
+    sched::EventRecordOp::create(b_, loc, i32(kHandBackEvent), i64(back_),
+                                 i32(r_.comm));
   }
 
-  Reduction r_;
+  Reductions r_;
   OpBuilder b_;
   const int64_t bucketBytes_;
-  const int32_t comm_;
+  const int64_t chunks_;
+  // Event 1's and event 2's last values.
   int64_t value_ = 0;
-  int64_t buckets_ = 0;
+  int64_t back_ = 0;
+  // The ops of the hand-over being split, and those of them moved.
+  DenseSet<Operation *> workOps_;
+  DenseSet<Operation *> moved_;
 };
 
 struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
@@ -232,16 +419,28 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
                          << " MiB; buckets are 0 to 2^20 MiB";
       return signalPassFailure();
     }
+    int64_t chunks = commChunks;
+    if (chunks < 0) {
+      auto attr = module->getAttrOfType<IntegerAttr>("braid.comm_chunks");
+      chunks = attr ? attr.getInt() : 1;
+    }
+    if (chunks < 1 || chunks > 1024) {
+      module.emitError() << "braid-overlap: " << chunks
+                         << " pieces per collective; 1 to 1024";
+      return signalPassFailure();
+    }
     for (auto program : module.getOps<sched::ProgramOp>()) {
       if (program.getKind() != sched::ProgramKind::Step)
         continue;
-      FailureOr<std::optional<Reduction>> found = findReduction(program);
+      FailureOr<std::optional<Reductions>> found = findReductions(program);
       if (failed(found))
         return signalPassFailure();
       if (!*found)
         continue;
-      numBuckets += Overlapper(**found, static_cast<int64_t>(std::ceil(
-                                            mb * double(int64_t{1} << 20))))
+      numBuckets += Overlapper(std::move(**found),
+                               static_cast<int64_t>(std::ceil(
+                                   mb * double(int64_t{1} << 20))),
+                               chunks, module.getContext())
                         .run();
     }
   }

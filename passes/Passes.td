@@ -220,7 +220,10 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
   let summary = "Reduce gradient buckets while the last micro-batch's backward runs";
   let description = [{
     Runs on braid-lower-to-sched's data-parallel step, whose gradients are
-    summed by one `sched.collective` after every micro-batch. The last
+    summed by the collectives of one hand-over after every micro-batch (or,
+    with ZeRO stage 2, of one hand-over after each micro-batch: each is
+    split as below, and stream 0 keeps at most two buckets of transient
+    gradients in flight; docs/passes.md). The last
     micro-batch is taken out of the `sched.repeat` (the repeat runs one
     iteration fewer, or goes when nothing is left), so that its launches
     have their own places in the program. Its gradients become final one by
@@ -231,7 +234,8 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     the backward. Event 1 counts the buckets handed over (stream 0 raises
     it to k after bucket k's last writer; the communication stream waits for
     k); the loss sum goes with the last bucket, after the micro-batch adds
-    its loss; event 2 still holds the optimizer until every sum is in.
+    its loss; event 2 counts the buckets done, and stream 0 waits for the
+    last before the optimizer.
 
     Before (braid-lower-to-sched) and after, with two buckets:
 
@@ -265,6 +269,10 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"-1",
            "Least bucket size in MiB (0: one gradient per bucket); -1: the "
            "module's braid.bucket_mb (the spec's parallel.bucket_mb)">,
+    Option<"commChunks", "comm-chunks", "int64_t", /*default=*/"-1",
+           "Pieces each bucket's collective is cut into, each handed over "
+           "when its own buffers are final; -1: the module's "
+           "braid.comm_chunks (the spec's parallel.comm_chunks), or 1">,
   ];
   let statistics = [
     Statistic<"numBuckets", "num-buckets", "Gradient buckets reduced">,

@@ -120,7 +120,7 @@ int64_t placeTransients(std::vector<LiveRange> &ranges, int64_t base) {
 
 // The index of the first backward launch (phase B or W); -1 when there is
 // none.
-int64_t backwardBoundary(const std::vector<sched::LaunchOp> &launches) {
+int64_t backwardBoundary(const std::vector<Operation *> &launches) {
   for (size_t i = 0; i < launches.size(); ++i) {
     std::optional<Phase> phase = phaseMark(launches[i]);
     if (phase == Phase::InputGrad || phase == Phase::WeightGrad)
@@ -132,7 +132,7 @@ int64_t backwardBoundary(const std::vector<sched::LaunchOp> &launches) {
 // Bytes live across the forward/backward boundary: what the forward pass
 // saves for the backward pass.
 int64_t savedAcrossBoundary(const std::vector<LiveRange> &ranges,
-                            const std::vector<sched::LaunchOp> &launches) {
+                            const std::vector<Operation *> &launches) {
   int64_t boundary = backwardBoundary(launches);
   if (boundary < 0)
     return 0;
@@ -159,10 +159,10 @@ struct LayerBytes {
 // count for no layer.
 std::vector<LayerBytes>
 activationsPerLayer(const std::vector<LiveRange> &ranges,
-                    const std::vector<sched::LaunchOp> &launches,
+                    const std::vector<Operation *> &launches,
                     int64_t boundary) {
   int64_t numLayers = 0;
-  for (sched::LaunchOp launch : launches)
+  for (Operation *launch : launches)
     if (LayerAttr layer = layerMark(launch); layer && layer.isBlock())
       numLayers = std::max(numLayers, layer.getIndex() + 1);
   std::vector<LayerBytes> perLayer(numLayers);
@@ -239,7 +239,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     int64_t transientBase = alignUp(placeGlobals(module, totals));
 
     for (auto program : module.getOps<sched::ProgramOp>()) {
-      std::vector<sched::LaunchOp> launches;
+      std::vector<Operation *> launches;
       std::vector<LiveRange> ranges = computeLiveRanges(program, &launches);
       numTransient += ranges.size();
       int64_t peak = placeTransients(ranges, transientBase);

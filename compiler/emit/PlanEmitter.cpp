@@ -123,6 +123,24 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   plan::Tensor *t = newTensor(global.getSymName(), global.getType(),
                               global.getOffset(), tensorKind(global.getKind()));
   globalIds_[global.getSymName()] = t->id();
+  if (sched::ShardAttr shard = global.getShardAttr()) {
+    if (shard.getDim() >= static_cast<unsigned>(t->shape_size()))
+      return global.emitOpError()
+             << "is sharded along dimension " << shard.getDim()
+             << " but has " << t->shape_size() << " dimensions";
+    plan::Shard *s = t->mutable_shard();
+    // Both enums list the axes in the same order, after UNSPECIFIED.
+    s->set_axis(
+        static_cast<plan::MeshAxis>(static_cast<int>(shard.getAxis()) + 1));
+    s->set_dim(shard.getDim());
+    const plan::Mesh &mesh = plan_.mesh();
+    const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp()};
+    for (int d = 0; d < t->shape_size(); ++d)
+      s->add_global_shape(
+          t->shape(d) * (d == static_cast<int>(shard.getDim())
+                             ? sizes[static_cast<int>(shard.getAxis())]
+                             : 1));
+  }
   // The verifier gives inputs and scalars a role of their kind, and
   // parameters their info.
   if (std::optional<sched::Role> role = global.getRole()) {
@@ -197,14 +215,17 @@ LogicalResult Emitter::linkParameters() {
       if (failed(copy))
         return failure();
       const plan::Tensor &c = plan_.tensors(*copy);
+      // A sharded parameter's copy is whole, or sharded as it is (ZeRO 3).
+      const auto &shape = t->has_shard() && !c.has_shard()
+                              ? t->shard().global_shape()
+                              : t->shape();
       if (c.kind() != plan::WEIGHT_COPY ||
-          !std::equal(c.shape().begin(), c.shape().end(),
-                      global.getType().getShape().begin(),
-                      global.getType().getShape().end()))
+          !std::equal(c.shape().begin(), c.shape().end(), shape.begin(),
+                      shape.end()))
         return global.emitOpError()
                << "info.compute_copy names '" << c.name()
                << "', which is not a weight_copy global of the parameter's "
-                  "shape";
+                  "(whole) shape";
       t->mutable_param()->set_compute_copy(*copy);
     }
   }
@@ -224,7 +245,7 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
   out->set_name(program.getSymName().str());
   out->set_kind(step ? plan::STEP : plan::INIT);
   llvm::DenseMap<Value, uint32_t> ids;
-  int64_t launchIndex = 0;
+  int64_t launchIndex = 0, collectiveIndex = 0;
 
   auto idOf = [&](Value v, StringRef kernel, int64_t index,
                   size_t resultIndex) -> FailureOr<uint32_t> {
@@ -338,12 +359,22 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
           static_cast<int>(coll.getKind()) + 1));
       c->set_axis(
           static_cast<plan::MeshAxis>(static_cast<int>(coll.getAxis()) + 1));
-      for (Value v : coll.getBuffers()) {
-        FailureOr<uint32_t> id = idOf(v, "collective", 0, 0);
+      // A buffer first used here is named after its place: inputs first,
+      // then outputs.
+      for (auto [i, v] : llvm::enumerate(coll.getBuffers())) {
+        FailureOr<uint32_t> id = idOf(v, "collective", collectiveIndex, i);
         if (failed(id))
           return failure();
         c->add_tensors(*id);
       }
+      for (auto [i, v] : llvm::enumerate(coll.getOutputs())) {
+        FailureOr<uint32_t> id = idOf(v, "collective", collectiveIndex,
+                                      coll.getBuffers().size() + i);
+        if (failed(id))
+          return failure();
+        c->add_outputs(*id);
+      }
+      ++collectiveIndex;
     } else if (auto rec = dyn_cast<sched::EventRecordOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(rec.getStream());
@@ -386,6 +417,17 @@ LogicalResult Emitter::copySettings() {
   m->set_ffn_hidden_size(model.getFfnHiddenSize());
   m->set_num_parameters(model.getNumParameters());
   m->set_flops_per_token(model.getFlopsPerToken());
+  m->set_activation(model.getActivation() == Activation::SwiGLU
+                        ? plan::ModelInfo::SWIGLU
+                        : plan::ModelInfo::GELU_TANH);
+  m->set_norm_eps(model.getNormEps());
+  m->set_rope_theta(model.getRopeTheta());
+  m->set_max_position_embeddings(model.getMaxPositionEmbeddings());
+  m->set_head_dim(model.getHeadDim());
+  m->set_tie_embeddings(model.getTieEmbeddings());
+  m->set_linear_bias(model.getLinearBias());
+  m->set_hidden_dropout(model.getHiddenDropout());
+  m->set_attention_dropout(model.getAttentionDropout());
 
   plan::TrainConfig *t = plan_.mutable_train();
   t->set_seed(train.getSeed());

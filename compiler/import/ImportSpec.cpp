@@ -67,6 +67,10 @@ public:
   void build();
 
 private:
+  // The value an f32 attribute of `v` holds: what the norm, RoPE and
+  // dropout ops compute with, and so what braid.model records for them.
+  static double asF32(double v) { return static_cast<float>(v); }
+
   RankedTensorType act(int64_t features) {
     return RankedTensorType::get({batch_, seq_, features}, compute_);
   }
@@ -306,6 +310,7 @@ void GraphBuilder::build() {
 }
 
 void GraphBuilder::setModuleAttrs(ModuleOp module) {
+  const bool learned = arch_.position_embedding() == spec::LEARNED;
   int64_t numParams = 0;
   for (Type t : func_.getArgumentTypes())
     if (cast<RankedTensorType>(t).getElementType().isF32())
@@ -314,13 +319,20 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   module->setAttr("braid.name", b_.getStringAttr(spec_.name()));
   module->setAttr(
       BraidDialect::kModelAttr,
-      ModelAttr::get(ctx_,
-                     arch_.naming() == spec::HF_GPT2 ? ModelFamily::Gpt2
-                                                     : ModelFamily::Llama,
-                     arch_.vocab_size(), arch_.hidden_size(),
-                     arch_.num_layers(), arch_.num_heads(),
-                     arch_.num_kv_heads(), arch_.ffn_hidden_size(), numParams,
-                     modelFlopsPerToken(spec_)));
+      ModelAttr::get(
+          ctx_,
+          arch_.naming() == spec::HF_GPT2 ? ModelFamily::Gpt2
+                                          : ModelFamily::Llama,
+          arch_.vocab_size(), arch_.hidden_size(), arch_.num_layers(),
+          arch_.num_heads(), arch_.num_kv_heads(), arch_.ffn_hidden_size(),
+          numParams, modelFlopsPerToken(spec_),
+          arch_.activation() == spec::SWIGLU ? Activation::SwiGLU
+                                             : Activation::GeluTanh,
+          asF32(arch_.norm_eps()), learned ? 0.0 : asF32(arch_.rope_theta()),
+          learned ? arch_.max_position_embeddings() : seq_,
+          arch_.hidden_size() / arch_.num_heads(), arch_.tie_embeddings(),
+          arch_.linear_bias(), asF32(train_.hidden_dropout()),
+          asF32(train_.attention_dropout())));
   const auto &opt = train_.adamw();
   const auto &schedule = train_.lr_schedule();
   const auto &parallel = spec_.parallel();
@@ -328,9 +340,15 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                   MeshAttr::get(ctx_, parallel.tensor_parallel(),
                                 /*cp=*/1, parallel.pipeline_parallel(),
                                 parallel.data_parallel()));
-  if (parallel.data_parallel() > 1)
+  if (parallel.data_parallel() > 1 || parallel.zero_stage() > 0)
     module->setAttr(BraidDialect::kBucketMbAttr,
                     b_.getF64FloatAttr(parallel.bucket_mb()));
+  if (parallel.zero_stage() > 0)
+    module->setAttr(BraidDialect::kZeroStageAttr,
+                    b_.getI64IntegerAttr(parallel.zero_stage()));
+  if (parallel.comm_chunks() > 1)
+    module->setAttr(BraidDialect::kCommChunksAttr,
+                    b_.getI64IntegerAttr(parallel.comm_chunks()));
   module->setAttr(
       BraidDialect::kTrainAttr,
       TrainAttr::get(

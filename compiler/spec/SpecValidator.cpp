@@ -62,22 +62,22 @@ void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
                 absl::StrCat(p.data_parallel(),
                              " is not a number of ranks; set 1 to 2^24 "
                              "data-parallel ranks"));
-  if (p.zero_stage() != 0)
+  if (p.zero_stage() < 0 || p.zero_stage() > 3)
     sink.report("parallel.zero_stage",
                 absl::StrCat(p.zero_stage(),
-                             " is not supported: this version builds ZeRO "
-                             "stage 0 (every rank holds the whole optimizer "
-                             "state); set zero_stage to 0"));
+                             " is not a ZeRO stage; set 0 (nothing sharded), "
+                             "1 (optimizer state), 2 (and gradients) or 3 "
+                             "(and parameters)"));
   if (!(p.bucket_mb() >= 0 && p.bucket_mb() <= double(int64_t{1} << 20)))
     sink.report("parallel.bucket_mb",
                 absl::StrCat(p.bucket_mb(),
                              " is not a bucket size; set 0 (one collective "
                              "per gradient) to 1048576 MiB"));
-  if (p.comm_chunks() != 1)
+  if (p.comm_chunks() < 1 || p.comm_chunks() > 1024)
     sink.report("parallel.comm_chunks",
                 absl::StrCat(p.comm_chunks(),
-                             " is not supported: this version runs each "
-                             "collective whole; set comm_chunks to 1"));
+                             " is not a number of pieces; set 1 (whole "
+                             "collectives) to 1024"));
 }
 
 // Every data-parallel rank accumulates the same number of whole

@@ -29,19 +29,36 @@ def Braid_ModelFamily : I32EnumAttr<"ModelFamily",
   let genSpecializedAttr = 0;
 }
 
+def Braid_Activation : I32EnumAttr<"Activation",
+    "the MLP's activation", [
+    I32EnumAttrCase<"SwiGLU", 0, "swiglu">,
+    I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
 def Braid_ModelAttr : AttrDef<Braid_Dialect, "Model"> {
   let mnemonic = "model";
   let summary = "The model's family and sizes (the plan's ModelInfo)";
   let description = [{
     `num_parameters` counts the f32 parameters; `flops_per_token` is
     Megatron's model FLOPs per trained token (forward and backward, causal
-    attention not halved), the numerator of MFU.
+    attention not halved), the numerator of MFU. The rest is what a
+    checkpoint's config.json states: the activation, the f32 values the
+    norm, RoPE and dropout ops compute with (`rope_theta` 0 without RoPE),
+    the positions (the learned table's rows, or `seq_len` with RoPE), the
+    head width, whether the LM head is the embedding table and whether
+    linear layers have biases.
 
     ```mlir
     module attributes {braid.model = #braid.model<family = llama,
         vocab_size = 256, hidden_size = 64, num_layers = 2, num_heads = 4,
         num_kv_heads = 2, ffn_hidden_size = 172, num_parameters = 123712,
-        flops_per_token = 7.403520e+05>} {
+        flops_per_token = 7.403520e+05, activation = swiglu,
+        norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04,
+        max_position_embeddings = 64, head_dim = 16, tie_embeddings = false,
+        linear_bias = false, hidden_dropout = 0.000000e+00,
+        attention_dropout = 0.000000e+00>} {
     ```
   }];
   let parameters = (ins AttrParameter<"::braid::ModelFamily", "llama or gpt2">:$family,
@@ -49,7 +66,15 @@ def Braid_ModelAttr : AttrDef<Braid_Dialect, "Model"> {
                         "int64_t":$num_layers, "int64_t":$num_heads,
                         "int64_t":$num_kv_heads, "int64_t":$ffn_hidden_size,
                         "int64_t":$num_parameters,
-                        F64Parameter<>:$flops_per_token);
+                        F64Parameter<>:$flops_per_token,
+                        AttrParameter<"::braid::Activation", "swiglu or gelu_tanh">:$activation,
+                        F64Parameter<>:$norm_eps, F64Parameter<>:$rope_theta,
+                        "int64_t":$max_position_embeddings,
+                        "int64_t":$head_dim,
+                        BoolParameter<>:$tie_embeddings,
+                        BoolParameter<>:$linear_bias,
+                        F64Parameter<>:$hidden_dropout,
+                        F64Parameter<>:$attention_dropout);
   let assemblyFormat = [{
     `<`
     `family` `=` $family `,`
@@ -60,7 +85,16 @@ def Braid_ModelAttr : AttrDef<Braid_Dialect, "Model"> {
     `num_kv_heads` `=` $num_kv_heads `,`
     `ffn_hidden_size` `=` $ffn_hidden_size `,`
     `num_parameters` `=` $num_parameters `,`
-    `flops_per_token` `=` $flops_per_token
+    `flops_per_token` `=` $flops_per_token `,`
+    `activation` `=` $activation `,`
+    `norm_eps` `=` $norm_eps `,`
+    `rope_theta` `=` $rope_theta `,`
+    `max_position_embeddings` `=` $max_position_embeddings `,`
+    `head_dim` `=` $head_dim `,`
+    `tie_embeddings` `=` $tie_embeddings `,`
+    `linear_bias` `=` $linear_bias `,`
+    `hidden_dropout` `=` $hidden_dropout `,`
+    `attention_dropout` `=` $attention_dropout
     `>`
   }];
 }

@@ -51,6 +51,13 @@ def Braid_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMeshAttr = "braid.mesh";
     // The least gradient bucket in MiB (braid-overlap): an f64 of 0 or more.
     static constexpr ::llvm::StringLiteral kBucketMbAttr = "braid.bucket_mb";
+    // The ZeRO stage (braid-lower-to-sched): an i64 of 1, 2 or 3; absent
+    // for stage 0.
+    static constexpr ::llvm::StringLiteral kZeroStageAttr = "braid.zero_stage";
+    // How many pieces each bucket's and each gather's collective is cut
+    // into (braid-overlap, braid-lower-to-sched): an i64 above 1; absent
+    // for whole collectives.
+    static constexpr ::llvm::StringLiteral kCommChunksAttr = "braid.comm_chunks";
     // The mark of a stage function: a StageAttr.
     static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
     // What an argument of a stage function is: a ParamAttr or an

@@ -125,7 +125,9 @@ def Sched_ProgramKindAttr : EnumAttr<Sched_Dialect, Sched_ProgramKind,
 
 def Sched_CollectiveKind : I32EnumAttr<"CollectiveKind",
     "what a collective computes", [
-    I32EnumAttrCase<"AllReduceSum", 0, "all_reduce_sum">]> {
+    I32EnumAttrCase<"AllReduceSum", 0, "all_reduce_sum">,
+    I32EnumAttrCase<"ReduceScatterSum", 1, "reduce_scatter_sum">,
+    I32EnumAttrCase<"AllGather", 2, "all_gather">]> {
   let cppNamespace = "::braid::sched";
   let genSpecializedAttr = 0;
 }
@@ -144,5 +146,26 @@ def Sched_MeshAxis : I32EnumAttr<"MeshAxis", "an axis of the rank mesh", [
 }
 
 def Sched_MeshAxisAttr : EnumAttr<Sched_Dialect, Sched_MeshAxis, "mesh_axis">;
+
+def Sched_ShardAttr : AttrDef<Sched_Dialect, "Shard"> {
+  let mnemonic = "shard";
+  let summary = "The part of a whole tensor a global holds on each rank";
+  let description = [{
+    The global is one of the equal parts, along dimension `dim`, that the
+    ranks of a group along `axis` hold of a whole tensor: rank k of the group
+    holds rows [k * n, (k + 1) * n), n being the global's own size of that
+    dimension. The whole tensor's shape is the global's with `dim`
+    multiplied by the group's size (the module's braid.mesh).
+
+    ```mlir
+    sched.global @w parameter : memref<96x64xf32> shard <axis = dp, dim = 0>
+        info <...>
+    ```
+  }];
+  let parameters = (ins AttrParameter<"::braid::sched::MeshAxis",
+                                      "tp, cp, pp or dp">:$axis,
+                        "unsigned":$dim);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
 
 #endif // SCHED_ATTRS_TD

@@ -153,12 +153,40 @@ LogicalResult CollectiveOp::verify() {
     return emitOpError("stream must be non-negative");
   if (getBuffers().empty())
     return emitOpError("names no buffer");
-  for (Value b : getBuffers()) {
-    auto type = cast<MemRefType>(b.getType());
-    auto global = b.getDefiningOp<GetGlobalOp>();
-    if (!global || !type.getElementType().isF32())
-      return emitOpError() << "reduces f32 globals, not " << type
-                           << (global ? "" : " of a transient buffer");
+  if (getKind() == CollectiveKind::AllReduceSum) {
+    if (!getOutputs().empty())
+      return emitOpError("all_reduce_sum works in place and has no outputs");
+    for (Value b : getBuffers()) {
+      auto type = cast<MemRefType>(b.getType());
+      auto global = b.getDefiningOp<GetGlobalOp>();
+      if (!global || !type.getElementType().isF32())
+        return emitOpError() << "reduces f32 globals, not " << type
+                             << (global ? "" : " of a transient buffer");
+    }
+    return success();
+  }
+  if (getOutputs().size() != getBuffers().size())
+    return emitOpError() << "has " << getBuffers().size() << " buffers and "
+                         << getOutputs().size()
+                         << " outputs; each buffer needs one output";
+  const bool gather = getKind() == CollectiveKind::AllGather;
+  for (auto [in, out] : llvm::zip(getBuffers(), getOutputs())) {
+    auto part = cast<MemRefType>(gather ? in.getType() : out.getType());
+    auto whole = cast<MemRefType>(gather ? out.getType() : in.getType());
+    bool fits = part.getElementType() == whole.getElementType() &&
+                part.getRank() == whole.getRank() && part.getRank() >= 1 &&
+                part.getDimSize(0) > 0 &&
+                whole.getDimSize(0) % part.getDimSize(0) == 0;
+    for (int64_t d = 1; fits && d < part.getRank(); ++d)
+      fits = part.getDimSize(d) == whole.getDimSize(d);
+    if (!fits)
+      return emitOpError() << "moves " << in.getType() << " into "
+                           << out.getType() << "; the "
+                           << (gather ? "output" : "buffer")
+                           << " must be whole rows of the other, stacked "
+                              "along dimension 0";
+    if (!gather && !part.getElementType().isF32())
+      return emitOpError() << "sums f32 buffers, not " << in.getType();
   }
   return success();
 }

@@ -42,11 +42,13 @@ def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
                        OptionalAttr<Sched_RoleAttr>:$role,
                        TypeAttrOf<Sched_Buffer>:$type,
                        OptionalAttr<I64Attr>:$offset,
-                       OptionalAttr<Sched_ParamInfoAttr>:$info);
+                       OptionalAttr<Sched_ParamInfoAttr>:$info,
+                       OptionalAttr<Sched_ShardAttr>:$shard);
   let assemblyFormat = [{
     $sym_name custom<Keyword>($kind) (`of` $of^)?
     (`role` custom<Keyword>($role)^)? `:` $type
-    (`offset` `(` $offset^ `)`)? (`info` $info^)? attr-dict
+    (`offset` `(` $offset^ `)`)? (`shard` $shard^)? (`info` $info^)?
+    attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -206,24 +208,33 @@ def Sched_RepeatOp : Sched_Op<"repeat", [SingleBlock, NoTerminator]> {
   let hasVerifier = 1;
 }
 
-def Sched_CollectiveOp : Sched_Op<"collective"> {
+def Sched_CollectiveOp : Sched_Op<"collective", [AttrSizedOperandSegments]> {
   let summary = "A collective over this rank's group along a mesh axis";
   let description = [{
-    Queued on `stream` like a launch. `all_reduce_sum` makes each buffer,
-    in place, the sum of its values over the ranks of this rank's group
-    along `axis`. Every rank of the group runs the same collectives in the
-    same order. The buffers are f32 gradient or scalar globals.
+    Queued on `stream` like a launch. Every rank of the group along `axis`
+    runs the same collectives in the same order.
+    - `all_reduce_sum` makes each buffer, in place, the sum of its values
+      over the group; the buffers are f32 gradient or scalar globals, and
+      there are no outputs.
+    - `reduce_scatter_sum` writes into each output this rank's part (rows
+      along dimension 0, as #sched.shard) of the group's sum of the matching
+      buffer, whose first dimension is the group's size times the output's.
+    - `all_gather` writes into each output the group's matching buffers,
+      stacked along dimension 0 in rank order.
 
     ```mlir
     sched.collective all_reduce_sum dp(%g0, %loss_sum : memref<64x32xf32>, memref<f32>) on 1
+    sched.collective reduce_scatter_sum dp(%full : memref<64x32xf32>) into(%g0 : memref<32x32xf32>) on 1
     ```
   }];
   let arguments = (ins Sched_CollectiveKindAttr:$kind,
                        Sched_MeshAxisAttr:$axis,
-                       Variadic<Sched_Buffer>:$buffers, I32Attr:$stream);
+                       Variadic<Sched_Buffer>:$buffers,
+                       Variadic<Sched_Buffer>:$outputs, I32Attr:$stream);
   let assemblyFormat = [{
     custom<Keyword>($kind) custom<Keyword>($axis) `(` $buffers `:`
-    type($buffers) `)` `on` $stream attr-dict
+    type($buffers) `)` (`into` `(` $outputs^ `:` type($outputs) `)`)?
+    `on` $stream attr-dict
   }];
   let hasVerifier = 1;
 }

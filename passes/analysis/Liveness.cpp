@@ -26,22 +26,27 @@ int64_t bufferBytes(MemRefType type) {
 
 std::vector<LiveRange>
 computeLiveRanges(sched::ProgramOp program,
-                  std::vector<sched::LaunchOp> *launches) {
-  // Every instruction (launches and events) as ordering sees it, and the
-  // number of launches before each, since ranges count launches.
+                  std::vector<Operation *> *users) {
+  // Every instruction (launches, collectives and events) as ordering sees
+  // it, and the number of buffer users before each, since ranges count
+  // those.
   std::vector<OrderStep> steps;
-  std::vector<int64_t> launchesBefore;
-  std::vector<sched::LaunchOp> ordered;
+  std::vector<int64_t> usersBefore;
+  std::vector<Operation *> ordered;
+  // The positions each sched.repeat body spans.
+  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> bodies;
   uint32_t numStreams = 1;
-  // A sched.repeat body is walked once: its buffers are its own
-  // (sched.repeat's verifier), so one pass is the lifetime of each
-  // iteration.
+  // A sched.repeat body is walked once: one pass is the lifetime of each
+  // iteration of the buffers it makes.
   program.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
     OrderStep step;
-    launchesBefore.push_back(static_cast<int64_t>(ordered.size()));
+    usersBefore.push_back(static_cast<int64_t>(ordered.size()));
     if (auto launch = dyn_cast<sched::LaunchOp>(op)) {
       step.stream = launch.getStream();
-      ordered.push_back(launch);
+      ordered.push_back(op);
+    } else if (auto coll = dyn_cast<sched::CollectiveOp>(op)) {
+      step.stream = coll.getStream();
+      ordered.push_back(op);
     } else if (auto record = dyn_cast<sched::EventRecordOp>(op)) {
       step = {record.getStream(), OrderStep::Kind::kRecord,
               record.getEvent(), record.getValue()};
@@ -49,11 +54,16 @@ computeLiveRanges(sched::ProgramOp program,
       step = {wait.getStream(), OrderStep::Kind::kWait, wait.getEvent(),
               wait.getValue()};
     } else {
-      launchesBefore.pop_back();
+      usersBefore.pop_back();
       return;
     }
     numStreams = std::max(numStreams, step.stream + 1);
     steps.push_back(step);
+    if (auto repeat = op->getParentOfType<sched::RepeatOp>()) {
+      const int64_t at = static_cast<int64_t>(ordered.size()) - 1;
+      auto [it, inserted] = bodies.try_emplace(repeat, at, at);
+      it->second.second = at;
+    }
   });
   StreamOrder order(steps, numStreams);
 
@@ -64,8 +74,7 @@ computeLiveRanges(sched::ProgramOp program,
   for (int64_t i = 0; i < static_cast<int64_t>(steps.size()); ++i) {
     if (steps[i].kind != OrderStep::Kind::kOther)
       continue;
-    sched::LaunchOp launch = ordered[position];
-    for (Value v : launch->getOperands()) {
+    for (Value v : ordered[position]->getOperands()) {
       auto alloc = v.getDefiningOp<sched::AllocOp>();
       if (!alloc)
         continue;
@@ -79,17 +88,28 @@ computeLiveRanges(sched::ProgramOp program,
     }
     ++position;
   }
-  // A buffer's bytes are busy until every later launch is ordered after all
-  // of its uses: on one stream, right after its last use.
+  // A buffer's bytes are busy until every later op is ordered after all of
+  // its uses: on one stream, right after its last use.
   for (size_t r = 0; r < ranges.size(); ++r) {
     const int64_t free = order.freeFrom(uses[r]);
-    const int64_t busyLaunches = free < static_cast<int64_t>(steps.size())
-                                     ? launchesBefore[free]
-                                     : static_cast<int64_t>(ordered.size());
-    ranges[r].end = busyLaunches - 1;
+    const int64_t busy = free < static_cast<int64_t>(steps.size())
+                             ? usersBefore[free]
+                             : static_cast<int64_t>(ordered.size());
+    ranges[r].end = busy - 1;
   }
-  if (launches)
-    *launches = std::move(ordered);
+  // A buffer from outside a repeat that its body uses stays live over the
+  // whole body.
+  for (LiveRange &r : ranges)
+    for (auto &[repeat, span] : bodies)
+      if (!repeat->isAncestor(r.alloc) &&
+          llvm::any_of(r.alloc->getUsers(), [&](Operation *u) {
+            return repeat->isAncestor(u);
+          })) {
+        r.begin = std::min(r.begin, span.first);
+        r.end = std::max(r.end, span.second);
+      }
+  if (users)
+    *users = std::move(ordered);
   return ranges;
 }
 

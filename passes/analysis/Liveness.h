@@ -8,10 +8,13 @@
 
 namespace braid {
 
-// A transient buffer's live range, in program order counting sched.launch
-// ops only: from its first use to the last launch that is not ordered after
-// all of its uses (runtime/plan/StreamOrder.h). On one stream that is its
-// last use; across streams, only events order launches, never position.
+// A transient buffer's live range, in program order counting the ops that
+// touch buffers on a stream (sched.launch and sched.collective) only: from
+// its first use to the last such op that is not ordered after all of its
+// uses (runtime/plan/StreamOrder.h). On one stream that is its last use;
+// across streams, only events order them, never position. A buffer made
+// outside a sched.repeat and used in its body is live over the whole body,
+// since every iteration uses it.
 struct LiveRange {
   sched::AllocOp alloc;
   int64_t bytes = 0;
@@ -23,11 +26,13 @@ struct LiveRange {
   }
 };
 
-// Live ranges of every sched.alloc of `program` that some launch uses;
-// unused allocs are skipped. `launches` receives the launches in order. A
-// wait waits for the records of its event before it in program order.
-std::vector<LiveRange> computeLiveRanges(
-    sched::ProgramOp program, std::vector<sched::LaunchOp> *launches = nullptr);
+// Live ranges of every sched.alloc of `program` that some launch or
+// collective uses; unused allocs are skipped. `uses` receives those ops in
+// order. A wait waits for the records of its event before it in program
+// order.
+std::vector<LiveRange>
+computeLiveRanges(sched::ProgramOp program,
+                  std::vector<mlir::Operation *> *uses = nullptr);
 
 // Bytes of a static buffer type; -1 when that does not fit in int64.
 int64_t bufferBytes(mlir::MemRefType type);

@@ -1,13 +1,19 @@
-// Training checkpoints: a directory step-NNNNNN/ holding
+// Training checkpoints: a directory step-NNNNNN/ that transformers'
+// AutoModelForCausalLM.from_pretrained loads as it is, holding
+//   config.json            the model's Hugging Face configuration
+//                          (HfConfig.h);
 //   model.safetensors      every parameter under its Hugging Face name
 //                          (transposed where param.checkpoint_transposed,
 //                          and again under param.tied_alias when set),
-//                          metadata {"format": "pt"} so transformers loads it;
+//                          metadata {"format": "pt"}; or, when the
+//                          parameters exceed the shard size, shards
+//                          model-00001-of-0000N.safetensors ... and
+//                          model.safetensors.index.json (ShardIndex.h);
 //   optimizer.safetensors  "<name>.exp_avg" and "<name>.exp_avg_sq" per
 //                          parameter, in Braid's layout, and the run's state
 //                          and identity as metadata (CheckpointState);
-//   manifest.json          the size and CRC-32C of both files, written last
-//                          (CheckpointManifest.h).
+//   manifest.json          the size and CRC-32C of every other file, written
+//                          last (CheckpointManifest.h).
 // Gradients are not saved: between steps they are zero. No value of a
 // checkpoint is ever NaN or infinite: the writer refuses, the reader checks.
 #pragma once
@@ -20,12 +26,23 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/ckpt/RunIdentity.h"
+#include "runtime/ckpt/ShardIndex.h"
 #include "runtime/plan/PlanLoader.h"
 
 namespace braid {
 
 // Version of the checkpoint layout, stored in the metadata and manifest.
-inline constexpr int kCheckpointFormatVersion = 2;
+// Version 3 added config.json and sharded parameters; the reader also reads
+// version 2 (model.safetensors and optimizer.safetensors only).
+inline constexpr int kCheckpointFormatVersion = 3;
+inline constexpr int kOldestCheckpointFormatVersion = 2;
+
+// How saveCheckpoint lays the parameters out.
+struct CheckpointLayout {
+  // The most tensor bytes of one model shard (transformers' max_shard_size):
+  // parameters that fit are one model.safetensors, others are split.
+  uint64_t maxShardBytes = ckpt::kDefaultMaxShardBytes;
+};
 
 // What a run needs, besides tensors, to continue exactly where it stopped,
 // and what it belongs to.
@@ -45,15 +62,16 @@ struct CheckpointState {
 std::string checkpointDirName(int64_t step);
 
 // Writes the checkpoint of `state.step` under `rootDir` (created if needed)
-// from the tensors in `arena`, and returns its directory. Refuses, naming
-// the tensor, to write a NaN or an infinity. The directory is assembled
-// under a temporary name and renamed into place, so a crash leaves either
-// the whole checkpoint or none; an older checkpoint of the same step is
-// replaced.
+// from the tensors in `arena`, laid out as `layout` says, and returns its
+// directory. Refuses, naming the tensor, to write a NaN or an infinity. The
+// directory is assembled under a temporary name and renamed into place, so
+// a crash leaves either the whole checkpoint or none; an older checkpoint of
+// the same step is replaced.
 absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
                                            const LoadedPlan &plan,
                                            const uint8_t *arena,
-                                           const CheckpointState &state);
+                                           const CheckpointState &state,
+                                           const CheckpointLayout &layout = {});
 
 // Tidies `rootDir` after a process died while saving into it: removes the
 // temporary directories of saves that never finished, and puts back a
@@ -65,6 +83,12 @@ std::vector<std::string> recoverCheckpointDir(const std::string &rootDir);
 // `dir` itself when it holds a checkpoint (manifest.json), otherwise its
 // step-NNNNNN subdirectory of the highest step. NotFound when neither.
 absl::StatusOr<std::string> findCheckpointDir(const std::string &dir);
+
+// The paths of the files of the checkpoint in `dir`: its manifest and the
+// files the manifest lists, or, when the manifest cannot be read, the
+// files a checkpoint always has. For refusing outputs that would overwrite
+// them; nothing is verified.
+std::vector<std::string> checkpointFilePaths(const std::string &dir);
 
 // A checkpoint read into memory and checked against a plan, not yet applied.
 class LoadedCheckpoint {
@@ -89,14 +113,17 @@ private:
   std::string dir_;
 };
 
-// Reads the checkpoint in `dir` and checks it: both files against the
-// manifest's sizes and checksums (a flipped or missing byte is refused,
-// naming the file), the state's consistency (the step of the directory, the
-// manifest and the metadata agree; the data position is the step's; every
-// count is in range), whether it belongs to `plan` (compareIdentity: every
-// differing identity field not in `allowedChanges` is named), and every
-// tensor against `plan` (missing, extra, dtype, shape) and for NaN or
-// infinity, naming the tensor.
+// Reads the checkpoint in `dir`, in either layout, and checks it: every
+// file against the manifest's sizes and checksums (a flipped or missing
+// byte is refused, naming the file), the layout (one model file, or an
+// index whose every shard the manifest lists and which maps every tensor
+// of the shards, each once, to the shard that holds it, with their total
+// size), the state's consistency (the step of the directory, the manifest
+// and the metadata agree; the data position is the step's; every count is
+// in range), whether it belongs to `plan` (compareIdentity: every differing
+// identity field not in `allowedChanges` is named), and every tensor
+// against `plan` (missing, extra, dtype, shape) and for NaN or infinity,
+// naming the tensor.
 absl::StatusOr<LoadedCheckpoint>
 readCheckpoint(const std::string &dir, const LoadedPlan &plan,
                const std::set<std::string> &allowedChanges = {});

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/ckpt/Json.h"
@@ -76,6 +77,19 @@ absl::StatusOr<Manifest> parseManifest(const std::string &text,
         !absl::SimpleHexAtoi(crc->text, &value) || !readInt(f, "bytes", &bytes))
       return bad(path, "a \"files\" entry is not {\"name\", \"bytes\", "
                        "\"crc32c\"}");
+    // Names are read as paths inside the checkpoint directory: nothing
+    // may point outside it.
+    if (name->text.empty() || name->text == "." || name->text == ".." ||
+        name->text.find_first_of(std::string_view("/\0", 2)) !=
+            std::string::npos)
+      return bad(path, absl::StrCat("a \"files\" entry is called \"",
+                                    absl::CEscape(name->text),
+                                    "\", not the name of a file in the "
+                                    "checkpoint directory"));
+    for (const FileDigest &seen : m.files)
+      if (seen.name == name->text)
+        return bad(path, absl::StrCat("it lists \"", absl::CEscape(name->text),
+                                      "\" twice"));
     d.name = name->text;
     d.bytes = static_cast<uint64_t>(bytes);
     d.crc32c = value;

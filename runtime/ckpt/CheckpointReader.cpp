@@ -1,10 +1,13 @@
 // Finding and loading checkpoints. Everything is checked (integrity, state,
 // tensors, values) before the first byte is copied into the arena.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -13,6 +16,7 @@
 #include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/ckpt/CheckpointTensors.h"
 #include "runtime/ckpt/Safetensors.h"
+#include "runtime/ckpt/ShardIndex.h"
 #include "runtime/io/MappedFile.h"
 #include "runtime/io/WholeFile.h"
 #include "runtime/io/Crc32c.h"
@@ -22,6 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// `s` with unprintable bytes escaped, for messages.
+std::string escaped(std::string_view s) {
+  return absl::CEscape(absl::string_view(s.data(), s.size()));
+}
+
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -29,54 +38,97 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-// Checks that `file` holds exactly the tensors `expected` describes, and
-// pairs each expected tensor with the file's copy.
-absl::Status match(const SafetensorsFile &file, const std::string &path,
+// A tensor of the checkpoint: the file holding it (an index into the
+// checkpoint's parsed files) and its entry there.
+struct Found {
+  size_t file = 0;
+  const SafetensorsTensor *tensor = nullptr;
+};
+
+// The safetensors files of a checkpoint, parsed, with their paths.
+struct ParsedFiles {
+  std::vector<SafetensorsFile> files;
+  std::vector<std::string> paths;
+};
+
+// The tensors of some files of a checkpoint, in file order and by name.
+struct TensorSet {
+  std::vector<std::pair<std::string_view, Found>> inOrder;
+  absl::flat_hash_map<std::string_view, Found> byName;
+};
+
+// The tensors of files [first, last) of `parsed`; a name stored twice is
+// refused, naming both files.
+absl::StatusOr<TensorSet> collect(const ParsedFiles &parsed, size_t first,
+                                  size_t last) {
+  TensorSet set;
+  for (size_t f = first; f < last; ++f)
+    for (const SafetensorsTensor &t : parsed.files[f].tensors()) {
+      auto [it, fresh] = set.byName.try_emplace(t.name, Found{f, &t});
+      if (!fresh)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the checkpoint stores tensor \"", escaped(t.name),
+            "\" twice, in '", parsed.paths[it->second.file], "' and in '",
+            parsed.paths[f], "': its files do not belong together"));
+      set.inOrder.emplace_back(t.name, Found{f, &t});
+    }
+  return set;
+}
+
+// Checks that `set` holds exactly the tensors `expected` describes, and
+// pairs each expected tensor with its copy. `origin` names the file (or the
+// index of the files) in messages.
+absl::Status match(const TensorSet &set, const ParsedFiles &parsed,
+                   const std::string &origin,
                    const std::vector<ckpt::StoredTensor> &expected,
-                   std::vector<const SafetensorsTensor *> &found) {
+                   std::vector<Found> &found) {
   absl::flat_hash_map<std::string_view, const ckpt::StoredTensor *> byName;
   for (const ckpt::StoredTensor &s : expected)
     byName[s.name] = &s;
-  for (const SafetensorsTensor &t : file.tensors())
-    if (!byName.contains(t.name))
+  for (const auto &[name, where] : set.inOrder)
+    if (!byName.contains(name))
       return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint '", path, "' holds tensor \"", absl::CEscape(t.name),
+          "the checkpoint '", parsed.paths[where.file], "' holds tensor \"",
+          escaped(name),
           "\", which the plan does not have: it was saved from a different "
           "model"));
   for (const ckpt::StoredTensor &s : expected) {
-    const SafetensorsTensor *t = file.find(s.name);
-    if (t == nullptr)
+    auto it = set.byName.find(s.name);
+    if (it == set.byName.end())
       return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint '", path, "' lacks tensor \"", absl::CEscape(s.name),
+          "the checkpoint '", origin, "' lacks tensor \"", escaped(s.name),
           "\", which the plan has: it was saved from a different model"));
+    const SafetensorsTensor *t = it->second.tensor;
+    const std::string &path = parsed.paths[it->second.file];
     if (t->dtype != "F32")
       return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint '", path, "' stores tensor \"", absl::CEscape(s.name),
+          "the checkpoint '", path, "' stores tensor \"", escaped(s.name),
           "\" as ", t->dtype, " but the plan needs F32"));
     if (t->shape != s.shape)
       return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint '", path, "' stores tensor \"", absl::CEscape(s.name),
+          "the checkpoint '", path, "' stores tensor \"", escaped(s.name),
           "\" with shape ", shapeString(t->shape), " but the plan needs ",
           shapeString(s.shape), s.transposed ? " (stored transposed)" : ""));
-    found.push_back(t);
+    found.push_back(it->second);
   }
   return absl::OkStatus();
 }
 
 // Copies the stored tensors into the arena, each copy under its file's
 // SIGBUS guard (so nothing inside a guarded read allocates).
-absl::Status copyIn(const SafetensorsFile &file,
+absl::Status copyIn(const ParsedFiles &parsed,
                     const std::vector<ckpt::StoredTensor> &stored,
-                    const std::vector<const SafetensorsTensor *> &found,
-                    const LoadedPlan &plan, uint8_t *arena) {
+                    const std::vector<Found> &found, const LoadedPlan &plan,
+                    uint8_t *arena) {
   for (size_t i = 0; i < stored.size(); ++i) {
     const plan::Tensor &t = plan.proto.tensors(stored[i].planTensor);
     // A tied alias holds the same values as its parameter; the parameter's
     // own entry is the one read.
     if (stored[i].alias)
       continue;
+    const SafetensorsFile &file = parsed.files[found[i].file];
     auto *dst = reinterpret_cast<float *>(arena + t.offset());
-    const char *src = found[i]->data.data();
+    const char *src = found[i].tensor->data.data();
     if (stored[i].transposed) {
       std::vector<float> copy(t.size_bytes() / sizeof(float));
       if (absl::Status s = file.readData(
@@ -95,11 +147,12 @@ absl::Status copyIn(const SafetensorsFile &file,
 }
 
 // Refuses a checkpoint holding a NaN or an infinity, naming the tensor.
-absl::Status checkFinite(const SafetensorsFile &file, const std::string &path,
-                         const std::vector<const SafetensorsTensor *> &found) {
-  for (const SafetensorsTensor *t : found) {
+absl::Status checkFinite(const ParsedFiles &parsed,
+                         const std::vector<Found> &found) {
+  for (const Found &f : found) {
+    const SafetensorsTensor *t = f.tensor;
     std::optional<int64_t> bad;
-    if (absl::Status s = file.readData([&] {
+    if (absl::Status s = parsed.files[f.file].readData([&] {
           bad = ckpt::firstNonFinite(t->data.data(),
                                      t->data.size() / sizeof(float));
         });
@@ -107,12 +160,26 @@ absl::Status checkFinite(const SafetensorsFile &file, const std::string &path,
       return s;
     if (bad)
       return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint '", path, "' stores tensor \"",
-          absl::CEscape(t->name), "\" with a non-finite value at index ",
-          *bad, ": it cannot be trained on; resume from an earlier "
+          "the checkpoint '", parsed.paths[f.file], "' stores tensor \"",
+          escaped(t->name), "\" with a non-finite value at index ", *bad,
+          ": it cannot be trained on; resume from an earlier "
           "checkpoint"));
   }
   return absl::OkStatus();
+}
+
+// Refuses a format version this runtime does not read.
+absl::Status checkVersion(int64_t version, const std::string &origin) {
+  if (version >= kOldestCheckpointFormatVersion &&
+      version <= kCheckpointFormatVersion)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the checkpoint '", origin, "' has format version ", version,
+      " but this runtime reads versions ", kOldestCheckpointFormatVersion,
+      " to ", kCheckpointFormatVersion,
+      version > kCheckpointFormatVersion
+          ? ": it was saved by a newer braid-run; resume with that one"
+          : ""));
 }
 
 absl::StatusOr<int64_t> metadataInt(const SafetensorsFile &file,
@@ -127,16 +194,18 @@ absl::StatusOr<int64_t> metadataInt(const SafetensorsFile &file,
   return v;
 }
 
+// The run's state from optimizer.safetensors' metadata; `version` is set to
+// the format version it records.
 absl::StatusOr<CheckpointState> readState(const SafetensorsFile &file,
-                                          const std::string &path) {
+                                          const std::string &path,
+                                          int64_t &version) {
   CheckpointState state;
-  absl::StatusOr<int64_t> version = metadataInt(file, path, "format_version");
-  if (!version.ok())
-    return version.status();
-  if (*version != kCheckpointFormatVersion)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the checkpoint '", path, "' has format version ", *version,
-        " but this runtime reads version ", kCheckpointFormatVersion));
+  absl::StatusOr<int64_t> saved = metadataInt(file, path, "format_version");
+  if (!saved.ok())
+    return saved.status();
+  if (absl::Status s = checkVersion(*saved, path); !s.ok())
+    return s;
+  version = *saved;
   absl::StatusOr<int64_t> step = metadataInt(file, path, "step");
   absl::StatusOr<int64_t> cursor = metadataInt(file, path, "data_cursor");
   absl::StatusOr<int64_t> total = metadataInt(file, path, "total_steps");
@@ -225,36 +294,44 @@ absl::Status checkPosition(const CheckpointState &state,
   return absl::OkStatus();
 }
 
-// Both files of the checkpoint, mapped and checked against the manifest.
-absl::StatusOr<std::vector<std::shared_ptr<const MappedFile>>>
-openVerified(const std::string &dir, ckpt::Manifest &manifest) {
-  const std::string manifestPath = (fs::path(dir) / ckpt::kManifestFile).string();
+// Every file of the checkpoint, mapped and checked against the manifest.
+struct VerifiedFiles {
+  ckpt::Manifest manifest;
+  std::string manifestPath;
+  // In the manifest's order.
+  std::vector<std::shared_ptr<const MappedFile>> files;
+
+  // The file called `name`, or null when the manifest does not list it.
+  std::shared_ptr<const MappedFile> find(std::string_view name) const {
+    for (size_t i = 0; i < files.size(); ++i)
+      if (manifest.files[i].name == name)
+        return files[i];
+    return nullptr;
+  }
+};
+
+absl::StatusOr<VerifiedFiles> openVerified(const std::string &dir) {
+  VerifiedFiles verified;
+  verified.manifestPath = (fs::path(dir) / ckpt::kManifestFile).string();
+  const std::string &manifestPath = verified.manifestPath;
   absl::StatusOr<std::string> text = readWholeFile(manifestPath, "checkpoint");
   if (absl::IsNotFound(text.status()))
     return absl::NotFoundError(absl::StrCat(
         "the checkpoint '", dir, "' has no ", ckpt::kManifestFile,
         ": it is incomplete, or was written by a braid-run older than "
-        "checkpoint format ", kCheckpointFormatVersion));
+        "checkpoint format ",
+        kOldestCheckpointFormatVersion));
   if (!text.ok())
     return text.status();
   absl::StatusOr<ckpt::Manifest> parsed =
       ckpt::parseManifest(*text, manifestPath);
   if (!parsed.ok())
     return parsed.status();
-  manifest = std::move(*parsed);
-  if (manifest.formatVersion != kCheckpointFormatVersion)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the checkpoint '", dir, "' has format version ",
-        manifest.formatVersion, " but this runtime reads version ",
-        kCheckpointFormatVersion));
-  const std::string names[] = {ckpt::kModelFile, ckpt::kOptimizerFile};
-  if (manifest.files.size() != 2 || manifest.files[0].name != names[0] ||
-      manifest.files[1].name != names[1])
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the checkpoint manifest '", manifestPath, "' does not list exactly ",
-        names[0], " and ", names[1], ": the checkpoint cannot be trusted"));
-  std::vector<std::shared_ptr<const MappedFile>> files;
-  for (const ckpt::FileDigest &want : manifest.files) {
+  verified.manifest = std::move(*parsed);
+  if (absl::Status s = checkVersion(verified.manifest.formatVersion, dir);
+      !s.ok())
+    return s;
+  for (const ckpt::FileDigest &want : verified.manifest.files) {
     const std::string path = (fs::path(dir) / want.name).string();
     absl::StatusOr<MappedFile> file = MappedFile::open(path, "checkpoint");
     if (!file.ok())
@@ -278,9 +355,126 @@ openVerified(const std::string &dir, ckpt::Manifest &manifest) {
           crc32cHex(crc), " but its manifest records ", crc32cHex(want.crc32c),
           " (a byte changed after the save); resume from another "
           "checkpoint"));
-    files.push_back(std::make_shared<const MappedFile>(std::move(*file)));
+    verified.files.push_back(
+        std::make_shared<const MappedFile>(std::move(*file)));
   }
-  return files;
+  return verified;
+}
+
+// The files that hold the parameters: model.safetensors, or the shards the
+// index names. Every file the manifest lists belongs to the layout.
+struct ModelLayout {
+  std::vector<std::shared_ptr<const MappedFile>> files;
+  // Sharded layouts only.
+  std::optional<ckpt::ShardIndex> index;
+  std::string indexPath;
+};
+
+absl::StatusOr<ModelLayout> modelLayout(const std::string &dir,
+                                        const VerifiedFiles &verified) {
+  auto untrusted = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the checkpoint manifest '", verified.manifestPath, "' ",
+                     what, ": the checkpoint cannot be trusted"));
+  };
+  if (verified.find(ckpt::kOptimizerFile) == nullptr)
+    return untrusted(absl::StrCat("does not list ", ckpt::kOptimizerFile));
+  std::shared_ptr<const MappedFile> single = verified.find(ckpt::kModelFile);
+  std::shared_ptr<const MappedFile> indexFile =
+      verified.find(ckpt::kModelIndexFile);
+  if ((single == nullptr) == (indexFile == nullptr))
+    return untrusted(absl::StrCat("lists ", single ? "both " : "neither ",
+                                  ckpt::kModelFile, single ? " and " : " nor ",
+                                  ckpt::kModelIndexFile));
+  ModelLayout layout;
+  absl::flat_hash_set<const MappedFile *> named;
+  if (single != nullptr) {
+    layout.files.push_back(single);
+  } else {
+    layout.indexPath = indexFile->path();
+    std::string text(indexFile->size(), '\0');
+    if (absl::Status s = indexFile->read(
+            [&] { std::memcpy(text.data(), indexFile->data(), text.size()); });
+        !s.ok())
+      return s;
+    absl::StatusOr<ckpt::ShardIndex> index =
+        ckpt::parseShardIndex(text, layout.indexPath);
+    if (!index.ok())
+      return index.status();
+    for (const auto &[tensor, file] : index->weightMap) {
+      std::shared_ptr<const MappedFile> shard = verified.find(file);
+      const bool special =
+          file == ckpt::kConfigFile || file == ckpt::kOptimizerFile ||
+          file == ckpt::kModelIndexFile || file == ckpt::kManifestFile;
+      if (shard == nullptr || special) {
+        std::error_code ec;
+        const bool exists = fs::exists(fs::path(dir) / file, ec);
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the checkpoint index '", layout.indexPath, "' maps tensor \"",
+            escaped(tensor), "\" to '", escaped(file), "', ",
+            special  ? "which is not a model shard"
+            : exists ? "which the checkpoint's manifest does not list, so it "
+                       "cannot be verified"
+                     : "which the checkpoint does not have",
+            ": the checkpoint is incomplete or its files do not belong "
+            "together"));
+      }
+      named.insert(shard.get());
+    }
+    layout.index = std::move(*index);
+    // The shards in the manifest's order, which is their numbers'.
+    for (const std::shared_ptr<const MappedFile> &file : verified.files)
+      if (named.contains(file.get()))
+        layout.files.push_back(file);
+  }
+  for (size_t i = 0; i < verified.files.size(); ++i) {
+    const std::string &name = verified.manifest.files[i].name;
+    if (name != ckpt::kConfigFile && name != ckpt::kOptimizerFile &&
+        name != ckpt::kModelIndexFile &&
+        std::find(layout.files.begin(), layout.files.end(),
+                  verified.files[i]) == layout.files.end())
+      return untrusted(absl::StrCat("lists '", escaped(name), "', which ",
+                                    single ? "is not a file of a checkpoint"
+                                           : "its index maps no tensor to"));
+  }
+  return layout;
+}
+
+// A sharded checkpoint's index and shards agree: every tensor of a shard is
+// mapped to that shard, every mapped tensor is there, and total_size is
+// what they hold.
+absl::Status checkIndex(const ModelLayout &layout, const TensorSet &set,
+                        const ParsedFiles &parsed) {
+  absl::flat_hash_map<std::string_view, std::string_view> mapped;
+  for (const auto &[tensor, file] : layout.index->weightMap)
+    mapped[tensor] = file;
+  uint64_t total = 0;
+  for (const auto &[name, where] : set.inOrder) {
+    const std::string &path = parsed.paths[where.file];
+    const std::string shard = fs::path(path).filename().string();
+    auto it = mapped.find(name);
+    if (it == mapped.end() || it->second != shard)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the checkpoint shard '", path, "' holds tensor \"", escaped(name),
+          "\", which its index '", layout.indexPath,
+          it == mapped.end()
+              ? "' does not name"
+              : absl::StrCat("' maps to '", escaped(it->second), "'"),
+          ": its files do not belong together"));
+    total += where.tensor->data.size();
+  }
+  for (const auto &[tensor, file] : layout.index->weightMap)
+    if (!set.byName.contains(tensor))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the checkpoint index '", layout.indexPath, "' maps tensor \"",
+          escaped(tensor), "\" to '", escaped(file),
+          "', which does not hold it: its files do not belong together"));
+  if (layout.index->totalSize != total)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the checkpoint index '", layout.indexPath, "' gives total_size ",
+        layout.index->totalSize, " but its shards hold ", total,
+        " bytes of tensors: its files do not belong together"));
+  return absl::OkStatus();
 }
 
 } // namespace
@@ -318,36 +512,76 @@ absl::StatusOr<std::string> findCheckpointDir(const std::string &dir) {
   return bestDir.string();
 }
 
+std::vector<std::string> checkpointFilePaths(const std::string &dir) {
+  const fs::path root(dir);
+  std::vector<std::string> names = {ckpt::kConfigFile, ckpt::kModelFile,
+                                    ckpt::kModelIndexFile,
+                                    ckpt::kOptimizerFile};
+  absl::StatusOr<std::string> text =
+      readWholeFile((root / ckpt::kManifestFile).string(), "checkpoint");
+  absl::StatusOr<ckpt::Manifest> manifest =
+      text.ok() ? ckpt::parseManifest(*text, dir) : text.status();
+  if (manifest.ok()) {
+    names.clear();
+    for (const ckpt::FileDigest &f : manifest->files)
+      names.push_back(f.name);
+  }
+  std::vector<std::string> paths = {(root / ckpt::kManifestFile).string()};
+  for (const std::string &name : names)
+    paths.push_back((root / name).string());
+  return paths;
+}
+
 struct LoadedCheckpoint::Impl {
-  SafetensorsFile model;
-  SafetensorsFile optimizer;
+  // The model files (one, or the shards), then optimizer.safetensors.
+  ParsedFiles parsed;
   std::vector<ckpt::StoredTensor> modelStored;
   std::vector<ckpt::StoredTensor> optimizerStored;
-  std::vector<const SafetensorsTensor *> modelFound;
-  std::vector<const SafetensorsTensor *> optimizerFound;
+  std::vector<Found> modelFound;
+  std::vector<Found> optimizerFound;
 };
 
 absl::StatusOr<LoadedCheckpoint>
 readCheckpoint(const std::string &dir, const LoadedPlan &plan,
                const std::set<std::string> &allowedChanges) {
-  ckpt::Manifest manifest;
-  absl::StatusOr<std::vector<std::shared_ptr<const MappedFile>>> files =
-      openVerified(dir, manifest);
-  if (!files.ok())
-    return files.status();
-  absl::StatusOr<SafetensorsFile> model =
-      SafetensorsFile::fromMapping((*files)[0]);
-  if (!model.ok())
-    return model.status();
-  absl::StatusOr<SafetensorsFile> opt =
-      SafetensorsFile::fromMapping((*files)[1]);
-  if (!opt.ok())
-    return opt.status();
-  const std::string &optPath = (*files)[1]->path();
-  absl::StatusOr<CheckpointState> state = readState(*opt, optPath);
+  absl::StatusOr<VerifiedFiles> verified = openVerified(dir);
+  if (!verified.ok())
+    return verified.status();
+  absl::StatusOr<ModelLayout> layout = modelLayout(dir, *verified);
+  if (!layout.ok())
+    return layout.status();
+  auto impl = std::make_shared<LoadedCheckpoint::Impl>();
+  ParsedFiles &parsed = impl->parsed;
+  std::vector<std::shared_ptr<const MappedFile>> mapped = layout->files;
+  mapped.push_back(verified->find(ckpt::kOptimizerFile));
+  parsed.files.reserve(mapped.size());
+  for (std::shared_ptr<const MappedFile> &file : mapped) {
+    parsed.paths.push_back(file->path());
+    absl::StatusOr<SafetensorsFile> st =
+        SafetensorsFile::fromMapping(std::move(file));
+    if (!st.ok())
+      return st.status();
+    parsed.files.push_back(std::move(*st));
+  }
+  const size_t optIndex = parsed.files.size() - 1;
+  absl::StatusOr<TensorSet> modelSet = collect(parsed, 0, optIndex);
+  if (!modelSet.ok())
+    return modelSet.status();
+  if (layout->index)
+    if (absl::Status s = checkIndex(*layout, *modelSet, parsed); !s.ok())
+      return s;
+  const std::string &optPath = parsed.paths[optIndex];
+  int64_t version = 0;
+  absl::StatusOr<CheckpointState> state =
+      readState(parsed.files[optIndex], optPath, version);
   if (!state.ok())
     return state.status();
-  if (absl::Status s = checkPosition(*state, manifest, dir); !s.ok())
+  if (version != verified->manifest.formatVersion)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the checkpoint '", dir, "' is of format version ", version,
+        " by its metadata but of version ", verified->manifest.formatVersion,
+        " by its manifest: its files do not belong together"));
+  if (absl::Status s = checkPosition(*state, verified->manifest, dir); !s.ok())
     return s;
   // Before the tensors: "another model" reads better as the settings that
   // differ than as the first tensor that does.
@@ -356,28 +590,24 @@ readCheckpoint(const std::string &dir, const LoadedPlan &plan,
   if (!changes.ok())
     return changes.status();
 
-  auto impl = std::make_shared<LoadedCheckpoint::Impl>(
-      LoadedCheckpoint::Impl{std::move(*model),
-                             std::move(*opt),
-                             ckpt::modelTensors(plan),
-                             ckpt::optimizerTensors(plan),
-                             {},
-                             {}});
-  const std::string &modelPath = (*files)[0]->path();
-  if (absl::Status s =
-          match(impl->model, modelPath, impl->modelStored, impl->modelFound);
+  impl->modelStored = ckpt::modelTensors(plan);
+  impl->optimizerStored = ckpt::optimizerTensors(plan);
+  const std::string &modelOrigin =
+      layout->index ? layout->indexPath : parsed.paths[0];
+  if (absl::Status s = match(*modelSet, parsed, modelOrigin, impl->modelStored,
+                             impl->modelFound);
       !s.ok())
     return s;
-  if (absl::Status s = match(impl->optimizer, optPath, impl->optimizerStored,
+  absl::StatusOr<TensorSet> optSet = collect(parsed, optIndex, optIndex + 1);
+  if (!optSet.ok())
+    return optSet.status();
+  if (absl::Status s = match(*optSet, parsed, optPath, impl->optimizerStored,
                              impl->optimizerFound);
       !s.ok())
     return s;
-  if (absl::Status s = checkFinite(impl->model, modelPath, impl->modelFound);
-      !s.ok())
+  if (absl::Status s = checkFinite(parsed, impl->modelFound); !s.ok())
     return s;
-  if (absl::Status s =
-          checkFinite(impl->optimizer, optPath, impl->optimizerFound);
-      !s.ok())
+  if (absl::Status s = checkFinite(parsed, impl->optimizerFound); !s.ok())
     return s;
   LoadedCheckpoint loaded;
   loaded.impl_ = std::move(impl);
@@ -389,12 +619,12 @@ readCheckpoint(const std::string &dir, const LoadedPlan &plan,
 
 absl::Status LoadedCheckpoint::copyInto(const LoadedPlan &plan,
                                         uint8_t *arena) const {
-  if (absl::Status s = copyIn(impl_->model, impl_->modelStored,
+  if (absl::Status s = copyIn(impl_->parsed, impl_->modelStored,
                               impl_->modelFound, plan, arena);
       !s.ok())
     return s;
-  return copyIn(impl_->optimizer, impl_->optimizerStored,
-                impl_->optimizerFound, plan, arena);
+  return copyIn(impl_->parsed, impl_->optimizerStored, impl_->optimizerFound,
+                plan, arena);
 }
 
 } // namespace braid

@@ -1,5 +1,5 @@
 // Saving a checkpoint atomically: every value is checked for NaN and
-// infinity, both files are written and flushed into a hidden temporary
+// infinity, every file is written and flushed into a hidden temporary
 // directory with the manifest last, and the directory is then renamed to
 // step-NNNNNN.
 #include <cerrno>
@@ -20,8 +20,11 @@
 #include "runtime/ckpt/Checkpoint.h"
 #include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/ckpt/CheckpointTensors.h"
+#include "runtime/ckpt/HfConfig.h"
 #include "runtime/ckpt/Safetensors.h"
+#include "runtime/ckpt/ShardIndex.h"
 #include "runtime/io/AtomicFile.h"
+#include "runtime/io/Crc32c.h"
 
 namespace braid {
 namespace {
@@ -89,20 +92,75 @@ std::map<std::string, std::string> stateMetadata(const CheckpointState &state) {
   return metadata;
 }
 
+// Writes a small text file of the checkpoint and returns its digest.
+absl::StatusOr<ckpt::FileDigest> writeText(const fs::path &path,
+                                           std::string_view text) {
+  if (absl::Status s = writeFileAtomically(path.string(), text); !s.ok())
+    return s;
+  return ckpt::FileDigest{path.filename().string(), text.size(), crc32c(text)};
+}
+
+// The parameters: model.safetensors when they fit in one shard, otherwise
+// the shards and their index, as transformers' save_pretrained writes them.
+absl::Status writeModel(const fs::path &dir, const LoadedPlan &plan,
+                        const uint8_t *arena, const CheckpointLayout &layout,
+                        ckpt::Manifest &manifest) {
+  const std::vector<ckpt::StoredTensor> stored = ckpt::modelTensors(plan);
+  std::vector<uint64_t> bytes;
+  for (const ckpt::StoredTensor &s : stored)
+    bytes.push_back(plan.proto.tensors(s.planTensor).size_bytes());
+  const std::vector<std::vector<size_t>> shards =
+      ckpt::splitIntoShards(bytes, layout.maxShardBytes);
+  std::vector<std::unique_ptr<float[]>> scratch;
+  if (shards.size() <= 1) {
+    absl::StatusOr<ckpt::FileDigest> model = writeSafetensors(
+        (dir / ckpt::kModelFile).string(),
+        describe(stored, plan, arena, scratch), {{"format", "pt"}});
+    if (!model.ok())
+      return model.status();
+    manifest.files.push_back(*model);
+    return absl::OkStatus();
+  }
+  ckpt::ShardIndex index;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const std::string name = ckpt::shardFileName(k + 1, shards.size());
+    std::vector<ckpt::StoredTensor> part;
+    for (size_t i : shards[k]) {
+      part.push_back(stored[i]);
+      index.weightMap.emplace_back(stored[i].name, name);
+      index.totalSize += bytes[i];
+    }
+    // Transposed copies live only as long as their shard is written.
+    scratch.clear();
+    absl::StatusOr<ckpt::FileDigest> shard = writeSafetensors(
+        (dir / name).string(), describe(part, plan, arena, scratch),
+        {{"format", "pt"}});
+    if (!shard.ok())
+      return shard.status();
+    manifest.files.push_back(*shard);
+  }
+  absl::StatusOr<ckpt::FileDigest> written =
+      writeText(dir / ckpt::kModelIndexFile, ckpt::formatShardIndex(index));
+  if (!written.ok())
+    return written.status();
+  manifest.files.push_back(*written);
+  return absl::OkStatus();
+}
+
 absl::Status writeFiles(const fs::path &dir, const LoadedPlan &plan,
-                        const uint8_t *arena, const CheckpointState &state) {
+                        const uint8_t *arena, const CheckpointState &state,
+                        const CheckpointLayout &layout) {
   ckpt::Manifest manifest;
   manifest.formatVersion = kCheckpointFormatVersion;
   manifest.step = state.step;
+  absl::StatusOr<ckpt::FileDigest> config =
+      writeText(dir / ckpt::kConfigFile, ckpt::huggingFaceConfig(plan.proto));
+  if (!config.ok())
+    return config.status();
+  manifest.files.push_back(*config);
+  if (absl::Status s = writeModel(dir, plan, arena, layout, manifest); !s.ok())
+    return s;
   std::vector<std::unique_ptr<float[]>> scratch;
-  absl::StatusOr<ckpt::FileDigest> model = writeSafetensors(
-      (dir / ckpt::kModelFile).string(),
-      describe(ckpt::modelTensors(plan), plan, arena, scratch),
-      {{"format", "pt"}});
-  if (!model.ok())
-    return model.status();
-  manifest.files.push_back(*model);
-  scratch.clear();
   absl::StatusOr<ckpt::FileDigest> optimizer = writeSafetensors(
       (dir / ckpt::kOptimizerFile).string(),
       describe(ckpt::optimizerTensors(plan), plan, arena, scratch),
@@ -176,7 +234,8 @@ std::vector<std::string> recoverCheckpointDir(const std::string &rootDir) {
 absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
                                            const LoadedPlan &plan,
                                            const uint8_t *arena,
-                                           const CheckpointState &state) {
+                                           const CheckpointState &state,
+                                           const CheckpointLayout &layout) {
   if (absl::Status s =
           checkFinite(ckpt::modelTensors(plan), plan, arena, state.step);
       !s.ok())
@@ -198,7 +257,8 @@ absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir,
   if (!fs::create_directory(tempDir, ec) || ec)
     return ioError("create", tempDir,
                    ec ? ec : std::make_error_code(std::errc::file_exists));
-  if (absl::Status s = writeFiles(tempDir, plan, arena, state); !s.ok()) {
+  if (absl::Status s = writeFiles(tempDir, plan, arena, state, layout);
+      !s.ok()) {
     std::error_code ignored;
     fs::remove_all(tempDir, ignored);
     return s;

@@ -88,8 +88,16 @@ void Ranks::emulateLink(const LinkModel &link) {
     c = std::make_unique<EmulatedLink>(std::move(c), link);
 }
 
+void Ranks::attachDevice(
+    std::array<std::unique_ptr<DeviceCommunicator>, kNumMeshAxes> comms) {
+  deviceComms_ = std::move(comms);
+}
+
 Ranks::~Ranks() {
-  // Communicators go before the world that finalises MPI.
+  // Communicators go before the world that finalises MPI, the device's
+  // (bootstrapped over the host's) first.
+  for (auto &c : deviceComms_)
+    c.reset();
   for (auto &c : comms_)
     c.reset();
 }

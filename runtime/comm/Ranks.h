@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/DeviceCommunicator.h"
 #include "runtime/comm/EmulatedLink.h"
 #include "runtime/comm/Mesh.h"
 
@@ -49,6 +50,14 @@ public:
   Communicator &axis(MeshAxis axis) const {
     return *comms_[static_cast<int>(axis)];
   }
+  // The communicators for device memory of a GPU run (DeviceCommunicator.h,
+  // made over these ranks by the device factory), which the GPU device
+  // enqueues the plan's collectives on; null when none were attached.
+  void attachDevice(
+      std::array<std::unique_ptr<DeviceCommunicator>, kNumMeshAxes> comms);
+  DeviceCommunicator *deviceAxis(MeshAxis axis) const {
+    return deviceComms_[static_cast<int>(axis)].get();
+  }
   // From now on every axis's calls take at least the time `link` gives
   // them (EmulatedLink.h): for benchmarks of overlap on one machine.
   void emulateLink(const LinkModel &link);
@@ -64,6 +73,7 @@ private:
   MeshCoords coords_{};
   std::unique_ptr<mpi::MpiWorld> world_;
   std::array<std::unique_ptr<Communicator>, kNumMeshAxes> comms_;
+  std::array<std::unique_ptr<DeviceCommunicator>, kNumMeshAxes> deviceComms_;
 };
 
 } // namespace braid

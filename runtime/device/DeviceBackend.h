@@ -60,6 +60,9 @@ public:
   // The arena when it is host memory (the CPU), so that callers may read and
   // write tensors in place; null when it lives in device memory.
   virtual uint8_t *hostArena() = 0;
+  // The bytes the arena was allocated with: the plan's prediction
+  // (plan.memory.arena_bytes), measured.
+  virtual uint64_t arenaBytes() const = 0;
 
   // Copies `bytes` bytes at arena offset `offset` out to `out` / in from
   // `in`, after all work started so far, and returns once the copy is

@@ -1,8 +1,11 @@
 #include "runtime/device/DeviceFactory.h"
 
+#include "absl/strings/str_cat.h"
 #include "runtime/comm/Mesh.h"
+#include "runtime/comm/Ranks.h"
 #include "runtime/device/cpu/CpuDevice.h"
 #if BRAID_HAVE_CUDA
+#include "runtime/comm/nccl/NcclCommunicator.h"
 #include "runtime/device/cuda/CudaDevice.h"
 #include "runtime/device/cuda/CudaProbe.h"
 #endif
@@ -31,6 +34,40 @@ absl::Status probeDevice(Device device) {
 #endif
 }
 
+bool planNeedsCommunicators(const LoadedPlan &plan) {
+  if (planMesh(plan.proto.mesh()).worldSize() > 1)
+    return true;
+  for (const LoadedProgram &program : plan.programs)
+    for (const LoadedInstruction &inst : program.instructions)
+      if (inst.kind == LoadedInstruction::Kind::kCollective)
+        return true;
+  return false;
+}
+
+absl::Status attachDeviceCommunicators(const LoadedPlan &plan, Ranks &ranks,
+                                       std::chrono::milliseconds timeout) {
+  if (plan.device == Device::kCPU || !planNeedsCommunicators(plan))
+    return absl::OkStatus();
+#if BRAID_HAVE_CUDA
+  absl::StatusOr<CudaGpu> gpu = probeCudaGpu();
+  if (!gpu.ok())
+    return gpu.status();
+  auto comms = nccl::createNcclCommunicators(ranks, gpu->ordinal, timeout);
+  if (!comms.ok())
+    return absl::Status(
+        comms.status().code(),
+        absl::StrCat("this plan runs collectives, which on a GPU go over "
+                     "NCCL: ",
+                     comms.status().message()));
+  ranks.attachDevice(std::move(*comms));
+  return absl::OkStatus();
+#else
+  (void)ranks;
+  (void)timeout;
+  return probeDevice(Device::kCUDA);
+#endif
+}
+
 absl::StatusOr<std::unique_ptr<DeviceBackend>>
 createDevice(const LoadedPlan &plan, const DeviceOptions &options) {
   const int threads = options.numThreads > 0
@@ -43,12 +80,16 @@ createDevice(const LoadedPlan &plan, const DeviceOptions &options) {
       return cpu.status();
     return std::unique_ptr<DeviceBackend>(std::move(*cpu));
   }
-  if (planMesh(plan.proto.mesh()).worldSize() > 1)
-    return absl::UnimplementedError(
-        "this plan is for several ranks, which train on the CPU only so far "
-        "(the GPU's NCCL communicator is not built yet); use --device=cpu");
 #if BRAID_HAVE_CUDA
-  return createCudaDevice(plan, options.cudaGraphs, threads);
+  if (planNeedsCommunicators(plan) &&
+      (options.ranks == nullptr ||
+       options.ranks->deviceAxis(MeshAxis::kDP) == nullptr))
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this plan runs collectives (mesh ",
+        planMesh(plan.proto.mesh()).describe(),
+        "), which on a GPU go over NCCL, but no NCCL communicators were made "
+        "for this run (attachDeviceCommunicators)"));
+  return createCudaDevice(plan, options.cudaGraphs, threads, options.ranks);
 #else
   (void)threads;
   return probeDevice(Device::kCUDA);

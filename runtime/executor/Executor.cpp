@@ -110,6 +110,8 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
         op.axis = inst.axis;
         for (uint32_t id : inst.inputs)
           op.ins.push_back(view(id));
+        for (uint32_t id : inst.outputs)
+          op.outs.push_back(view(id));
         break;
       }
       if (std::find(program.streams.begin(), program.streams.end(),
@@ -156,7 +158,7 @@ absl::Status Executor::issue(const Program &program,
       return target.wait(op.stream, op.signal);
     case LoadedInstruction::Kind::kCollective:
       return target.collective(op.stream,
-                               CollectiveCall{op.collective, op.axis, op.ins});
+                               CollectiveCall{op.collective, op.axis, op.ins, op.outs});
     case LoadedInstruction::Kind::kRepeat:
       return absl::OkStatus(); // forEachRun runs the body
     }

@@ -54,7 +54,7 @@ public:
     uint32_t count = 0, length = 0;
     // kRecord / kWait.
     EventSignal signal;
-    // kCollective (its tensors are `ins`).
+    // kCollective: reads `ins`, writes `outs`.
     plan::CollectiveKind collective = plan::COLLECTIVE_UNSPECIFIED;
     plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
   };

@@ -10,6 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "kernels/registry/Kernel.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/DeviceCommunicator.h"
 #include "runtime/plan/plan.pb.h"
 
 namespace braid {
@@ -25,12 +27,22 @@ struct EventSignal {
 enum class CopyDirection { kToDevice, kToHost };
 
 // A collective over this rank's group along `axis` (plan.proto Collective),
-// on tensors in the arena.
+// on tensors in the arena: outputs[i] is written from tensors[i]; an
+// all-reduce's outputs are its tensors.
 struct CollectiveCall {
   plan::CollectiveKind kind = plan::COLLECTIVE_UNSPECIFIED;
   plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
   absl::Span<const TensorView> tensors;
+  absl::Span<const TensorView> outputs;
 };
+
+// Runs `call` on `comm`, tensor by tensor, from the host thread: the CPU's
+// streams call it on their own threads.
+absl::Status runCollective(Communicator &comm, const CollectiveCall &call);
+// Enqueues `call` on a device communicator's `stream` (a GPU's streams):
+// its tensors' calls in one group, launched together and watched as one.
+absl::Status runCollective(DeviceCommunicator &comm,
+                           const CollectiveCall &call, void *stream);
 
 class StreamTarget {
 public:

@@ -125,11 +125,11 @@ absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded
         if (plan.tensors(id).kind() != plan::ACTIVATION)
           uses[id].push_back({i, inst.stream, writes});
       };
+      // An all-reduce names its tensors as inputs and outputs both.
       for (uint32_t id : inst.inputs)
-        add(id, inst.kind == LoadedInstruction::Kind::kCollective);
-      if (inst.kind != LoadedInstruction::Kind::kCollective)
-        for (uint32_t id : inst.outputs)
-          add(id, true);
+        add(id, false);
+      for (uint32_t id : inst.outputs)
+        add(id, true);
       if (inst.kind == LoadedInstruction::Kind::kStage)
         add(inst.tensor, true);
       if (inst.kind == LoadedInstruction::Kind::kReadback)

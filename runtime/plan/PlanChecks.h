@@ -17,6 +17,9 @@ namespace braid::plan_checks {
 std::string tensorRef(const plan::Plan &plan, uint32_t id);
 // "[2, 8, 16]": how messages print a tensor's shape.
 std::string shapeString(const plan::Tensor &tensor);
+// The number of ranks along `axis` of the plan's mesh (1 for an axis the
+// mesh leaves unset).
+int64_t meshAxisSize(const plan::Mesh &mesh, plan::MeshAxis axis);
 // InvalidArgument with `message`: how every rule refuses a plan.
 absl::Status refuse(std::string message);
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string_view>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
 
@@ -54,6 +55,67 @@ std::string enumValue(const std::string &name, int value) {
   return name.empty() ? absl::StrCat(value) : name;
 }
 
+// The model summary: what the runtime sizes data by, and everything a
+// checkpoint's config.json states (runtime/ckpt/HfConfig.h), so that the
+// file always describes a model transformers can build.
+absl::Status checkModel(const plan::ModelInfo &model) {
+  if (model.vocab_size() <= 0 || model.vocab_size() > (int64_t{1} << 31))
+    return refuse(absl::StrCat("plan.model.vocab_size is ", model.vocab_size(),
+                               ": it must be in [1, 2^31]"));
+  if (!nonNegativeFinite(model.flops_per_token()))
+    return refuse(absl::StrCat("plan.model.flops_per_token is ",
+                               model.flops_per_token(),
+                               ": it must be finite and non-negative"));
+  const bool llama = model.family() == "llama";
+  if (!llama && model.family() != "gpt2")
+    return refuse(absl::StrCat("plan.model.family is \"",
+                               absl::CEscape(model.family()),
+                               "\": it must be llama or gpt2"));
+  const struct {
+    const char *name;
+    int64_t value;
+  } sizes[] = {{"hidden_size", model.hidden_size()},
+               {"num_layers", model.num_layers()},
+               {"num_heads", model.num_heads()},
+               {"num_kv_heads", model.num_kv_heads()},
+               {"ffn_hidden_size", model.ffn_hidden_size()},
+               {"num_parameters", model.num_parameters()},
+               {"head_dim", model.head_dim()}};
+  for (const auto &size : sizes)
+    if (size.value < 0)
+      return refuse(absl::StrCat("plan.model.", size.name, " is ", size.value,
+                                 ": it must be non-negative"));
+  if (model.max_position_embeddings() <= 0)
+    return refuse(absl::StrCat("plan.model.max_position_embeddings is ",
+                               model.max_position_embeddings(),
+                               ": it must be positive"));
+  const plan::ModelInfo::Activation activation =
+      llama ? plan::ModelInfo::SWIGLU : plan::ModelInfo::GELU_TANH;
+  if (model.activation() != activation)
+    return refuse(absl::StrCat(
+        "plan.model.activation is ",
+        enumValue(plan::ModelInfo::Activation_Name(model.activation()),
+                  model.activation()),
+        ": a ", model.family(), " model computes ",
+        plan::ModelInfo::Activation_Name(activation)));
+  if (!positiveFinite(model.norm_eps()))
+    return refuse(absl::StrCat("plan.model.norm_eps is ", model.norm_eps(),
+                               ": it must be finite and positive"));
+  if (llama ? !positiveFinite(model.rope_theta()) : model.rope_theta() != 0)
+    return refuse(
+        absl::StrCat("plan.model.rope_theta is ", model.rope_theta(), ": ",
+                     llama ? "a llama model needs a finite positive RoPE base"
+                           : "a gpt2 model has no RoPE, so it must be 0"));
+  for (const auto &[name, p] :
+       {std::pair<const char *, double>{"hidden_dropout",
+                                        model.hidden_dropout()},
+        {"attention_dropout", model.attention_dropout()}})
+    if (!(p >= 0 && p < 1))
+      return refuse(absl::StrCat("plan.model.", name, " is ", p,
+                                 ": a dropout probability is in [0, 1)"));
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Status checkHeader(const plan::Plan &plan) {
@@ -82,15 +144,7 @@ absl::Status checkHeader(const plan::Plan &plan) {
                                " events this runtime supports"));
   if (absl::Status s = checkMesh(plan.mesh()); !s.ok())
     return s;
-  const plan::ModelInfo &model = plan.model();
-  if (model.vocab_size() <= 0 || model.vocab_size() > (int64_t{1} << 31))
-    return refuse(absl::StrCat("plan.model.vocab_size is ", model.vocab_size(),
-                               ": it must be in [1, 2^31]"));
-  if (!nonNegativeFinite(model.flops_per_token()))
-    return refuse(absl::StrCat("plan.model.flops_per_token is ",
-                               model.flops_per_token(),
-                               ": it must be finite and non-negative"));
-  return absl::OkStatus();
+  return checkModel(plan.model());
 }
 
 absl::Status checkTrainConfig(const plan::Plan &plan) {

@@ -48,8 +48,8 @@ struct LoadedInstruction {
   // body, microBatch and slot are those of iteration 0.
   uint32_t count = 0;
   uint32_t length = 0;
-  // kCollective: what it does and over which axis; its tensors are
-  // `inputs` (each also written in place).
+  // kCollective: what it does and over which axis; it reads `inputs` and
+  // writes `outputs` (an all-reduce's are its inputs, summed in place).
   plan::CollectiveKind collective = plan::COLLECTIVE_UNSPECIFIED;
   plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
   // kLaunch: the kernel entry (owned by the registry), operand ids and the

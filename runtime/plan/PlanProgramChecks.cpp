@@ -1,5 +1,7 @@
 // Programs: every instruction's stream, operands, kernel and event, checked
 // and resolved into LoadedInstructions.
+#include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -152,41 +154,106 @@ absl::Status resolveReadback(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
-// A collective's kind and axis are known, and its tensors are distinct f32
-// gradients or scalars: persistent, so no arena reuse can meet them.
+// What a collective may read and write (plan.proto CollectiveKind): an
+// all-reduce sums f32 gradients and scalars in place; a reduce-scatter
+// sums f32 gradients into shards; an all-gather stacks shards of
+// parameters, weight copies or activations into whole tensors. The group
+// size divides or multiplies dimension 0 as the kind says.
 absl::Status resolveCollective(const plan::Plan &plan,
                                const plan::Collective &c,
                                const std::string &where,
                                LoadedInstruction &out) {
-  if (c.kind() != plan::ALL_REDUCE_SUM)
-    return refuse(absl::StrCat(where, ": the collective's kind is ",
-                               c.kind(), "; expected ALL_REDUCE_SUM"));
+  const plan::CollectiveKind kind = c.kind();
+  if (kind != plan::ALL_REDUCE_SUM && kind != plan::REDUCE_SCATTER_SUM &&
+      kind != plan::ALL_GATHER)
+    return refuse(absl::StrCat(where, ": the collective's kind is ", kind,
+                               "; expected ALL_REDUCE_SUM, "
+                               "REDUCE_SCATTER_SUM or ALL_GATHER"));
   if (c.axis() < plan::TP || c.axis() > plan::DP)
     return refuse(absl::StrCat(where, ": the collective's axis is ", c.axis(),
                                "; expected TP, CP, PP or DP"));
   if (c.tensors().empty())
     return refuse(absl::StrCat(where, ": the collective names no tensor"));
-  out.collective = c.kind();
+  const bool inPlace = kind == plan::ALL_REDUCE_SUM;
+  if (inPlace ? !c.outputs().empty() : c.outputs_size() != c.tensors_size())
+    return refuse(absl::StrCat(
+        where, ": the collective has ", c.tensors_size(), " tensors and ",
+        c.outputs_size(), " outputs; ",
+        inPlace ? "an all-reduce works in place and has no outputs"
+                : "each tensor needs one output"));
+  out.collective = kind;
   out.axis = c.axis();
+  const int64_t group = meshAxisSize(plan.mesh(), c.axis());
   absl::flat_hash_set<uint32_t> seen;
-  for (uint32_t id : c.tensors()) {
+  auto known = [&](uint32_t id) -> absl::Status {
     if (id >= static_cast<uint32_t>(plan.tensors_size()))
       return refuse(absl::StrCat(where, ": tensor ", id,
                                  " is not below the plan's ",
                                  plan.tensors_size(), " tensors"));
-    const plan::Tensor &t = plan.tensors(id);
-    if ((t.kind() != plan::GRADIENT && t.kind() != plan::SCALAR) ||
-        t.dtype() != plan::F32)
-      return refuse(absl::StrCat(where, ": ", tensorRef(plan, id), " is ",
-                                 tensorKindName(t.kind()), " ",
-                                 planDTypeName(t.dtype()),
-                                 "; a collective reduces f32 GRADIENT and "
-                                 "SCALAR tensors"));
     if (!seen.insert(id).second)
       return refuse(absl::StrCat(where, ": names ", tensorRef(plan, id),
                                  " twice"));
+    return absl::OkStatus();
+  };
+  auto kindIn = [](const plan::Tensor &t,
+                   std::initializer_list<plan::TensorKind> kinds) {
+    return std::find(kinds.begin(), kinds.end(), t.kind()) != kinds.end();
+  };
+  for (int i = 0; i < c.tensors_size(); ++i) {
+    const uint32_t id = c.tensors(i);
+    if (absl::Status s = known(id); !s.ok())
+      return s;
+    const plan::Tensor &t = plan.tensors(id);
+    if (kind == plan::ALL_GATHER
+            ? !kindIn(t, {plan::PARAMETER, plan::WEIGHT_COPY,
+                          plan::ACTIVATION})
+            : !kindIn(t, {plan::GRADIENT, plan::SCALAR, plan::ACTIVATION}) ||
+                  t.dtype() != plan::F32 ||
+                  (inPlace && t.kind() == plan::ACTIVATION))
+      return refuse(absl::StrCat(
+          where, ": ", tensorRef(plan, id), " is ", tensorKindName(t.kind()),
+          " ", planDTypeName(t.dtype()), "; ",
+          kind == plan::ALL_GATHER
+              ? "an all-gather reads PARAMETER, WEIGHT_COPY or ACTIVATION "
+                "tensors"
+              : inPlace ? "an all-reduce sums f32 GRADIENT and SCALAR tensors"
+                        : "a reduce-scatter sums f32 GRADIENT, SCALAR or "
+                          "ACTIVATION tensors"));
     out.inputs.push_back(id);
-    out.outputs.push_back(id);
+    if (inPlace) {
+      out.outputs.push_back(id);
+      continue;
+    }
+    const uint32_t o = c.outputs(i);
+    if (absl::Status s = known(o); !s.ok())
+      return s;
+    const plan::Tensor &u = plan.tensors(o);
+    const plan::Tensor &whole = kind == plan::ALL_GATHER ? u : t;
+    const plan::Tensor &part = kind == plan::ALL_GATHER ? t : u;
+    bool fits = u.dtype() == t.dtype() && whole.shape_size() >= 1 &&
+                whole.shape_size() == part.shape_size();
+    for (int d = 0; fits && d < whole.shape_size(); ++d)
+      fits = d == 0 ? whole.shape(0) % group == 0 &&
+                          whole.shape(0) / group == part.shape(0)
+                    : whole.shape(d) == part.shape(d);
+    if (!fits)
+      return refuse(absl::StrCat(
+          where, ": ", tensorRef(plan, id), " is ", planDTypeName(t.dtype()),
+          " ", shapeString(t), " and its output ", tensorRef(plan, o), " is ",
+          planDTypeName(u.dtype()), " ", shapeString(u), "; ",
+          kind == plan::ALL_GATHER ? "an all-gather's output" : "its input",
+          " must have the same dtype and ", group,
+          " times the first dimension (the group's size)"));
+    if (kind == plan::ALL_GATHER
+            ? !kindIn(u, {plan::WEIGHT_COPY, plan::ACTIVATION})
+            : !kindIn(u, {plan::GRADIENT, plan::ACTIVATION}))
+      return refuse(absl::StrCat(
+          where, ": output ", tensorRef(plan, o), " is ",
+          tensorKindName(u.kind()), "; ",
+          kind == plan::ALL_GATHER
+              ? "an all-gather writes WEIGHT_COPY or ACTIVATION tensors"
+              : "a reduce-scatter writes GRADIENT or ACTIVATION tensors"));
+    out.outputs.push_back(o);
   }
   return absl::OkStatus();
 }
@@ -292,9 +359,6 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       break;
     }
     case plan::Instruction::kCollective:
-      if (program.kind() != plan::STEP)
-        return refuse(absl::StrCat(where, ": only the STEP program runs "
-                                          "collectives"));
       loadedInst.kind = LoadedInstruction::Kind::kCollective;
       if (absl::Status s =
               resolveCollective(plan, inst.collective(), where, loadedInst);

@@ -108,7 +108,8 @@ absl::Status checkCompanion(const plan::Plan &plan, uint32_t param, uint32_t id,
 }
 
 // param.compute_copy of parameter `param`: 0 (none), or a WEIGHT_COPY of
-// bf16 and the parameter's shape that no other parameter claims.
+// bf16 and the parameter's shape that no other parameter claims. A sharded
+// parameter's copy is whole (its global shape), f32 in an FP32 plan.
 absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
                               absl::flat_hash_map<uint32_t, uint32_t> &owner) {
   const uint32_t id = plan.tensors(param).param().compute_copy();
@@ -124,11 +125,24 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
     return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
                                " of kind ", tensorKindName(t.kind()),
                                ": it must be WEIGHT_COPY"));
-  if (t.dtype() != plan::BF16 || !sameShape(p, t))
-    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id), ", ",
-                               planDTypeName(t.dtype()), " ", shapeString(t),
-                               ": it must be bf16 ", shapeString(p),
-                               " like the parameter"));
+  const bool bf16 = plan.train().precision() == plan::TrainConfig::BF16;
+  // ZeRO 3 keeps the copy sharded like its master; 1 and 2 keep it whole.
+  const bool whole = p.has_shard() && !t.has_shard();
+  if (!bf16 && !whole)
+    return refuse(absl::StrCat(
+        tensorRef(plan, id),
+        " is a WEIGHT_COPY but plan.train.precision is FP32: only BF16 plans "
+        "have weight copies of whole parameters"));
+  const plan::DType dtype = bf16 ? plan::BF16 : plan::F32;
+  const auto &shape = whole ? p.shard().global_shape() : p.shape();
+  if (t.dtype() != dtype || (t.has_shard() && !p.has_shard()) ||
+      !std::equal(t.shape().begin(), t.shape().end(), shape.begin(),
+                  shape.end()))
+    return refuse(absl::StrCat(
+        where, " names ", tensorRef(plan, id), ", ", planDTypeName(t.dtype()),
+        " ", shapeString(t), ": it must be ", planDTypeName(dtype), " ",
+        whole ? "the parameter's whole shape" : shapeString(p),
+        whole ? "" : " like the parameter"));
   auto [it, inserted] = owner.emplace(id, param);
   if (!inserted)
     return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
@@ -138,7 +152,8 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
   return absl::OkStatus();
 }
 
-// Every WEIGHT_COPY belongs to one parameter, and only BF16 plans have them.
+// Every WEIGHT_COPY belongs to one parameter, and only BF16 plans and
+// sharded parameters have them.
 absl::Status checkWeightCopies(
     const plan::Plan &plan,
     const absl::flat_hash_map<uint32_t, uint32_t> &owner, LoadedPlan &loaded) {
@@ -147,12 +162,8 @@ absl::Status checkWeightCopies(
     const uint32_t id = static_cast<uint32_t>(i);
     if (plan.tensors(i).kind() != plan::WEIGHT_COPY)
       continue;
-    if (!loaded.bf16)
-      return refuse(absl::StrCat(
-          tensorRef(plan, id),
-          " is a WEIGHT_COPY but plan.train.precision is FP32: only BF16 "
-          "plans have weight copies"));
-    if (!owner.contains(id))
+    auto it = owner.find(id);
+    if (it == owner.end())
       return refuse(absl::StrCat(
           tensorRef(plan, id),
           " is a WEIGHT_COPY that no parameter names as its "

@@ -1,6 +1,8 @@
 // The tensor table: ids, names, dtypes, shapes, byte sizes and offsets.
+#include <algorithm>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
@@ -31,7 +33,64 @@ DType kernelDType(plan::DType d) {
 
 int64_t planDTypeSize(plan::DType d) { return d == plan::BF16 ? 2 : 4; }
 
+// A shard is one of its axis's group size equal parts of the global tensor
+// along one dimension (plan.proto Shard).
+absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
+                        const std::string &ref) {
+  const plan::Shard &shard = t.shard();
+  if (shard.axis() < plan::TP || shard.axis() > plan::DP)
+    return refuse(absl::StrCat(ref, ": shard.axis is ", shard.axis(),
+                               "; expected TP, CP, PP or DP"));
+  if (shard.axis() != plan::DP || shard.dim() != 0)
+    return refuse(absl::StrCat(
+        ref, ": a shard along dimension ", shard.dim(), " of the ",
+        absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
+        " axis; this runtime shards along dimension 0 over DP only"));
+  const int64_t parts = meshAxisSize(plan.mesh(), shard.axis());
+  std::string global = "[";
+  for (int i = 0; i < shard.global_shape_size(); ++i)
+    absl::StrAppend(&global, i ? ", " : "", shard.global_shape(i));
+  global += "]";
+  bool fits = shard.global_shape_size() == t.shape_size() &&
+              shard.dim() < static_cast<uint32_t>(t.shape_size());
+  for (int d = 0; fits && d < t.shape_size(); ++d) {
+    const int64_t g = shard.global_shape(d);
+    fits = d == static_cast<int>(shard.dim())
+               ? g >= 0 && g % parts == 0 && g / parts == t.shape(d)
+               : g == t.shape(d);
+  }
+  if (!fits)
+    return refuse(absl::StrCat(
+        ref, " has shape ", shapeString(t), " but is a shard of ", global,
+        " along dimension ", shard.dim(), " over the ", parts, " ranks of a ",
+        absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
+        " group: the shard must be that dimension divided by ", parts,
+        " and every other dimension whole"));
+  return absl::OkStatus();
+}
+
 } // namespace
+
+int64_t meshAxisSize(const plan::Mesh &mesh, plan::MeshAxis axis) {
+  int64_t size = 1;
+  switch (axis) {
+  case plan::TP:
+    size = mesh.tp();
+    break;
+  case plan::CP:
+    size = mesh.cp();
+    break;
+  case plan::PP:
+    size = mesh.pp();
+    break;
+  case plan::DP:
+    size = mesh.dp();
+    break;
+  default:
+    break;
+  }
+  return std::max<int64_t>(size, 1);
+}
 
 absl::Status refuse(std::string message) {
   return absl::InvalidArgumentError(std::move(message));
@@ -112,6 +171,9 @@ absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
                                  t.size_bytes(),
                                  " does not fit in the arena of ", arena,
                                  " bytes (plan.memory.arena_bytes)"));
+    if (t.has_shard())
+      if (absl::Status s = checkShard(plan, t, ref); !s.ok())
+        return s;
     TensorDesc desc;
     desc.shape.assign(t.shape().begin(), t.shape().end());
     desc.dtype = kernelDType(t.dtype());

@@ -8,19 +8,22 @@
 namespace braid {
 namespace {
 
+// out[i] for i in [begin, end) is the whole tensor's element first + i.
 void fillNormal(float *out, int64_t begin, int64_t end, uint64_t key,
-                double stddev) {
+                double stddev, int64_t first) {
   for (int64_t i = begin; i < end; ++i)
-    out[i] =
-        static_cast<float>(stddev * rng::normal(key, static_cast<uint64_t>(i)));
+    out[i] = static_cast<float>(
+        stddev * rng::normal(key, static_cast<uint64_t>(first + i)));
 }
 
 } // namespace
 
 void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
-                   ThreadPool *pool) {
+                   ThreadPool *pool, int64_t shardIndex) {
   const plan::Tensor &t = plan.proto.tensors(id);
   const int64_t n = plan.descs[id].numel();
+  // A shard along dimension 0 is a contiguous run of the whole tensor.
+  const int64_t first = t.has_shard() ? shardIndex * n : 0;
   switch (t.param().init()) {
   case plan::ZEROS:
     std::fill(out, out + n, 0.0f);
@@ -33,21 +36,22 @@ void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
     const double stddev = t.param().init_std();
     if (pool != nullptr)
       pool->parallelFor(n, 4096, [&](int64_t begin, int64_t end) {
-        fillNormal(out, begin, end, key, stddev);
+        fillNormal(out, begin, end, key, stddev, first);
       });
     else
-      fillNormal(out, 0, n, key, stddev);
+      fillNormal(out, 0, n, key, stddev, first);
     break;
   }
   }
 }
 
-void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool) {
+void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool,
+                    int64_t shardIndex) {
   for (uint32_t id : plan.parameters)
     initParameter(plan, id,
                   reinterpret_cast<float *>(arena +
                                             plan.proto.tensors(id).offset()),
-                  pool);
+                  pool, shardIndex);
 }
 
 } // namespace braid

@@ -13,6 +13,7 @@
 #include "runtime/ckpt/RunIdentity.h"
 #include "runtime/device/DeviceFactory.h"
 #include "runtime/comm/Ranks.h"
+#include "runtime/comm/SelfCommunicator.h"
 #include "runtime/train/ParameterInit.h"
 
 namespace braid {
@@ -62,6 +63,7 @@ Trainer::create(LoadedPlan plan, TokenData data,
   std::unique_ptr<Trainer> trainer(
       new Trainer(std::move(plan), std::move(*loader), options, total));
   trainer->ranks_ = options.ranks;
+  trainer->whole_ = std::make_unique<WholeTensors>(trainer->plan_);
   if (options.ranks) {
     trainer->dpSize_ = options.ranks->dpSize();
     trainer->dpRank_ = options.ranks->dpRank();
@@ -83,13 +85,13 @@ Trainer::create(LoadedPlan plan, TokenData data,
 
 absl::Status Trainer::initialise() {
   if (uint8_t *arena = device_->hostArena()) {
-    initParameters(plan_, arena, &device_->hostPool());
+    initParameters(plan_, arena, &device_->hostPool(), dpRank_);
   } else {
     std::vector<float> host;
     for (uint32_t id : plan_.parameters) {
       const plan::Tensor &t = plan_.proto.tensors(id);
       host.resize(static_cast<size_t>(plan_.descs[id].numel()));
-      initParameter(plan_, id, host.data(), &device_->hostPool());
+      initParameter(plan_, id, host.data(), &device_->hostPool(), dpRank_);
       if (absl::Status s = device_->write(t.offset(), host.data(),
                                           t.size_bytes());
           !s.ok())
@@ -320,7 +322,8 @@ private:
 } // namespace
 
 absl::StatusOr<std::string>
-Trainer::saveCheckpoint(const std::string &rootDir) {
+Trainer::saveCheckpoint(const std::string &rootDir,
+                        const CheckpointLayout &layout) {
   CheckpointState state;
   state.step = stepsDone_;
   state.dataCursor = cursor_;
@@ -332,8 +335,22 @@ Trainer::saveCheckpoint(const std::string &rootDir) {
   // Only the fp32 masters and moments are saved: weight copies are cast
   // from the masters again by "init" on resume.
   absl::StatusOr<std::string> dir;
-  if (const uint8_t *arena = device_->hostArena()) {
-    dir = braid::saveCheckpoint(rootDir, plan_, arena, state);
+  if (!whole_->empty()) {
+    absl::StatusOr<ArenaImage> image = ArenaImage::create(whole_->imageBytes());
+    if (!image.ok())
+      return image.status();
+    SelfCommunicator self("dp group 0 (rank 0)");
+    Communicator &dp = ranks_ ? ranks_->axis(MeshAxis::kDP) : self;
+    if (absl::Status s = whole_->gather(*device_, dp, image->data()); !s.ok())
+      return s;
+    if (rootDir.empty())
+      return std::string();
+    dir = braid::saveCheckpoint(rootDir, whole_->plan(), image->data(), state,
+                                layout);
+  } else if (rootDir.empty()) {
+    return std::string();
+  } else if (const uint8_t *arena = device_->hostArena()) {
+    dir = braid::saveCheckpoint(rootDir, plan_, arena, state, layout);
   } else {
     absl::StatusOr<ArenaImage> image =
         ArenaImage::create(plan_.proto.memory().arena_bytes());
@@ -341,7 +358,7 @@ Trainer::saveCheckpoint(const std::string &rootDir) {
       return image.status();
     if (absl::Status s = copyCheckpointTensors(image->data(), false); !s.ok())
       return s;
-    dir = braid::saveCheckpoint(rootDir, plan_, image->data(), state);
+    dir = braid::saveCheckpoint(rootDir, plan_, image->data(), state, layout);
   }
   if (dir.ok())
     lastCheckpoint_ = *dir;
@@ -357,8 +374,10 @@ Trainer::resume(const std::string &dir,
   std::set<std::string> allowed = allowedChanges;
   if (explicitTotal_)
     allowed.insert("train.steps");
+  // A sharded run reads the whole tensors and keeps its rows.
+  const LoadedPlan &stored = whole_->empty() ? plan_ : whole_->plan();
   absl::StatusOr<LoadedCheckpoint> ckpt =
-      readCheckpoint(*found, plan_, allowed);
+      readCheckpoint(*found, stored, allowed);
   if (!ckpt.ok())
     return ckpt.status();
   const CheckpointState &state = ckpt->state();
@@ -384,7 +403,16 @@ Trainer::resume(const std::string &dir,
     return absl::InvalidArgumentError(absl::StrCat(
         "the run is to end at step ", total, " but the checkpoint '", *found,
         "' is already at step ", state.step));
-  if (uint8_t *arena = device_->hostArena()) {
+  if (!whole_->empty()) {
+    absl::StatusOr<ArenaImage> image = ArenaImage::create(whole_->imageBytes());
+    if (!image.ok())
+      return image.status();
+    if (absl::Status s = ckpt->copyInto(stored, image->data()); !s.ok())
+      return s;
+    if (absl::Status s = whole_->scatter(image->data(), dpRank_, *device_);
+        !s.ok())
+      return s;
+  } else if (uint8_t *arena = device_->hostArena()) {
     if (absl::Status s = ckpt->copyInto(plan_, arena); !s.ok())
       return s;
   } else {

@@ -29,10 +29,12 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/cpu/ThreadPool.h"
+#include "runtime/ckpt/Checkpoint.h"
 #include "runtime/comm/Ranks.h"
 #include "runtime/data/DataLoader.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/train/WholeTensors.h"
 #include "runtime/train/LrSchedule.h"
 
 namespace braid {
@@ -102,6 +104,7 @@ public:
   int numThreads() const { return numThreads_; }
   const DataLoader &data() const { return data_; }
   DeviceBackend &device() { return *device_; }
+  const DeviceBackend &device() const { return *device_; }
   const DeviceInfo &deviceInfo() const { return device_->info(); }
 
   // Times every kernel launch into `profile` from now on (null to stop).
@@ -130,9 +133,13 @@ public:
   // A copy of the bytes of the tensor called `name`, on any device.
   absl::StatusOr<std::vector<uint8_t>> readTensor(std::string_view name);
 
-  // Saves the state after stepsDone() steps under `rootDir` and returns the
-  // checkpoint directory.
-  absl::StatusOr<std::string> saveCheckpoint(const std::string &rootDir);
+  // Saves the state after stepsDone() steps under `rootDir`, laid out as
+  // `layout` says, and returns the checkpoint directory.
+  // An empty rootDir writes nothing: a rank that only lends its shards to
+  // rank 0's checkpoint (every rank calls it at the same step).
+  absl::StatusOr<std::string>
+  saveCheckpoint(const std::string &rootDir,
+                 const CheckpointLayout &layout = {});
   // Restores the state saved in `dir` (a checkpoint directory, or a
   // directory of them, whose latest is used). Refuses, leaving the trainer
   // unchanged, a damaged or inconsistent checkpoint (readCheckpoint), one
@@ -174,6 +181,8 @@ private:
   const Ranks *ranks_ = nullptr;
   // The data-parallel size and this rank's place in it.
   int64_t dpSize_ = 1, dpRank_ = 0;
+  // Checkpoints of sharded tensors go through whole ones.
+  std::unique_ptr<WholeTensors> whole_;
 };
 
 } // namespace braid

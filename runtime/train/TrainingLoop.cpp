@@ -78,7 +78,8 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
   absl::StrAppend(&text,
                   formatMemoryReport(plan.memory(),
                                      precisionName(plan.train().precision())),
-                  "\n");
+                  absl::StrFormat(", %d bytes allocated\n",
+                                  trainer.device().arenaBytes()));
   absl::StrAppend(
       &text, absl::StrFormat(
                  "data: '%s' (%s), %d tokens, %d windows of %d%s\n",
@@ -89,10 +90,11 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
 }
 
 absl::Status save(Trainer &trainer, const RunOptions &options) {
-  absl::StatusOr<std::string> dir = trainer.saveCheckpoint(options.saveDir);
+  absl::StatusOr<std::string> dir =
+      trainer.saveCheckpoint(options.saveDir, options.checkpointLayout);
   if (!dir.ok())
     return dir.status();
-  if (!options.quiet)
+  if (!options.quiet && !dir->empty())
     std::fprintf(options.out, "saved checkpoint %s\n", dir->c_str());
   return absl::OkStatus();
 }
@@ -155,6 +157,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
   }
   // A checkpoint directory that cannot be made is an error now, not after
   // the last step. What a process that died while saving left is tidied.
+  const bool saving = !options.saveDir.empty() || options.checkpointPeer;
   if (!options.saveDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.saveDir, ec);
@@ -246,7 +249,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
                    static_cast<long long>(options.skipNonfinite));
     }
     savedLast = false;
-    if (!options.saveDir.empty() && options.saveInterval > 0 &&
+    if (saving && options.saveInterval > 0 &&
         r->step % options.saveInterval == 0) {
       if (absl::Status s = save(trainer, options); !s.ok())
         return s;
@@ -269,7 +272,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
                  static_cast<long long>(stats.graphCaptures),
                  static_cast<long long>(stats.graphReplays));
   }
-  if (!options.saveDir.empty() && !savedLast &&
+  if (saving && !savedLast &&
       trainer.stepsDone() > firstStep) {
     if (absl::Status s = save(trainer, options); !s.ok())
       return s;

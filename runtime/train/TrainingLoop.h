@@ -21,8 +21,13 @@ struct RunOptions {
   std::string logPath;
   // Checkpoints go to saveDir/step-NNNNNN; empty: no checkpoints.
   std::string saveDir;
+  // This rank writes no checkpoint but takes part in each one rank 0
+  // writes (its shards are gathered): it saves when rank 0 does.
+  bool checkpointPeer = false;
   // Save every saveInterval steps (0: only at the end or on a stop).
   int64_t saveInterval = 0;
+  // How checkpoints lay the parameters out (one file, or shards).
+  CheckpointLayout checkpointLayout;
   // Stop after this step (0: run to the trainer's total).
   int64_t stopAfter = 0;
   // Steps whose loss or gradient norm is not finite are never applied. Up

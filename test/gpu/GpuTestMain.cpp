@@ -1,6 +1,7 @@
 // main() of every GPU test: runs the tests when a CUDA device and cuBLASLt
-// are usable and otherwise exits with 77, which ctest reports as a skipped
-// test, so the suite stays green on machines without a GPU.
+// (and, for the tests built NEEDS_NCCL, NCCL) are usable and otherwise exits
+// with 77, which ctest reports as a skipped test, so the suite stays green
+// on machines without a GPU.
 #include <cstdio>
 #include <string>
 
@@ -8,6 +9,9 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/CublasLtApi.h"
+#if BRAID_GPU_TEST_NEEDS_NCCL
+#include "runtime/comm/nccl/NcclApi.h"
+#endif
 
 int main(int argc, char **argv) {
   int devices = 0;
@@ -22,6 +26,13 @@ int main(int argc, char **argv) {
                 std::string(api.status().message()).c_str());
     return 77;
   }
+#if BRAID_GPU_TEST_NEEDS_NCCL
+  if (auto nccl = braid::nccl::loadNccl(); !nccl.ok()) {
+    std::printf("NCCL is not usable (%s): skipping\n",
+                std::string(nccl.status().message()).c_str());
+    return 77;
+  }
+#endif
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

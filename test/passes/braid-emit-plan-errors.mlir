@@ -25,7 +25,7 @@ module {
 // -----
 
 // A buffer must come from sched.get_global or sched.alloc.
-module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
   sched.global @loss scalar role loss : memref<f32> offset(0)
   sched.global @grad_norm scalar role grad_norm : memref<f32> offset(64)
   sched.global @loss_sum scalar role loss_sum : memref<f32> offset(128)
@@ -40,7 +40,7 @@ module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, h
 // -----
 
 // Kernel parameters are integers or floats.
-module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
   sched.global @loss scalar role loss : memref<f32> offset(0)
   sched.global @grad_norm scalar role grad_norm : memref<f32> offset(64)
   sched.global @loss_sum scalar role loss_sum : memref<f32> offset(128)
@@ -67,7 +67,7 @@ module attributes {sched.memory = {}} {
 
 // So must the memory report of braid-plan-memory.
 // expected-error @+1 {{needs sched.memory (run braid-plan-memory first)}}
-module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
   sched.global @loss scalar role loss : memref<f32> offset(0)
   sched.global @grad_norm scalar role grad_norm : memref<f32> offset(64)
   sched.global @loss_sum scalar role loss_sum : memref<f32> offset(128)
@@ -86,7 +86,7 @@ module {
 
 // ... and a weight copy of the parameter's shape.
 module {
-  // expected-error @+1 {{info.compute_copy names 'w.bf16', which is not a weight_copy global of the parameter's shape}}
+  // expected-error @+1 {{info.compute_copy names 'w.bf16', which is not a weight_copy global of the parameter's (whole) shape}}
   sched.global @w parameter : memref<4xf32> offset(0) info <name = "w", init = ones, grad = @w, exp_avg = @w, exp_avg_sq = @w, compute_copy = @w.bf16>
   sched.global @w.bf16 weight_copy of @w : memref<2x2xbf16> offset(64)
 }
@@ -95,7 +95,7 @@ module {
 
 // ... not some other kind of buffer.
 module {
-  // expected-error @+1 {{info.compute_copy names 'w.grad', which is not a weight_copy global of the parameter's shape}}
+  // expected-error @+1 {{info.compute_copy names 'w.grad', which is not a weight_copy global of the parameter's (whole) shape}}
   sched.global @w parameter : memref<4xf32> offset(0) info <name = "w", init = ones, grad = @w.grad, exp_avg = @w, exp_avg_sq = @w, compute_copy = @w.grad>
   sched.global @w.grad gradient of @w : memref<4xf32> offset(64)
 }
@@ -104,7 +104,7 @@ module {
 
 // The runtime runs programs by kind, one of each: a second step program is
 // refused, whatever its name.
-module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
   sched.global @loss scalar role loss : memref<f32> offset(0)
   sched.global @grad_norm scalar role grad_norm : memref<f32> offset(64)
   sched.global @loss_sum scalar role loss_sum : memref<f32> offset(128)
@@ -119,7 +119,7 @@ module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, h
 // -----
 
 // A plan has one scalar of each role.
-module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {}} {
   sched.global @loss scalar role loss : memref<f32> offset(0)
   // expected-error @+1 {{'sched.global' op is the loss scalar, as @loss is; a plan has one scalar of each role}}
   sched.global @loss2 scalar role loss : memref<f32> offset(64)

@@ -5,11 +5,17 @@
 // A planned module (braid-plan-memory output) becomes a plan: settings
 // copied, globals first as tensors with their ids, then each program's
 // allocs as activations named after the launch that writes them.
-// CHECK: format_version: 4
+// CHECK: format_version: 5
 // CHECK: name: "tiny"
 // CHECK: model {
 // CHECK: family: "llama"
 // CHECK: flops_per_token: 1200
+// CHECK-NEXT: activation: SWIGLU
+// CHECK-NEXT: norm_eps: 9.9999997473787516e-06
+// CHECK-NEXT: rope_theta: 10000
+// CHECK-NEXT: max_position_embeddings: 4
+// CHECK-NEXT: head_dim: 8
+// CHECK-NEXT: }
 // CHECK: train {
 // CHECK: seed: 7
 // CHECK: num_micro_batches: 4
@@ -86,7 +92,7 @@
 // CHECK: step_skipped_readback: 5
 
 // FORMAT: braid-emit-plan: unknown format 'json'; use binary or text
-module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03>, braid.name = "tiny", braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5312 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>, braid.name = "tiny", braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 4, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>, sched.memory = {activation_peak_bytes = 1600 : i64, arena_bytes = 5312 : i64, gradient_bytes = 800 : i64, input_bytes = 72 : i64, optimizer_bytes = 1600 : i64, parameter_bytes = 800 : i64, saved_activation_bytes = 1056 : i64}} {
   sched.global @table parameter : memref<16x8xf32> offset(0) info <name = "table", init = normal, init_std = 2.000000e-02, weight_decay = true, grad = @table.grad, exp_avg = @table.exp_avg, exp_avg_sq = @table.exp_avg_sq>
   sched.global @w parameter : memref<8x8xf32> offset(512) info <name = "w", init = normal, init_std = 2.000000e-02, weight_decay = true, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>
   sched.global @b parameter : memref<8xf32> offset(768) info <name = "b", init = zeros, grad = @b.grad, exp_avg = @b.exp_avg, exp_avg_sq = @b.exp_avg_sq>

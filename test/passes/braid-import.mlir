@@ -7,7 +7,7 @@
 // The input is an empty module; the pass fills it from the spec.
 
 // Llama: settings on the module, ids then parameters as arguments.
-// LLAMA: module attributes {braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 1>, braid.model = #braid.model<family = llama, vocab_size = 256, hidden_size = 64, num_layers = 2, num_heads = 4, num_kv_heads = 2, ffn_hidden_size = 172, num_parameters = 123712, flops_per_token = 7.403520e+05>
+// LLAMA: module attributes {braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 1>, braid.model = #braid.model<family = llama, vocab_size = 256, hidden_size = 64, num_layers = 2, num_heads = 4, num_kv_heads = 2, ffn_hidden_size = 172, num_parameters = 123712, flops_per_token = 7.403520e+05, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 64, head_dim = 16, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>
 // LLAMA-SAME: braid.name = "llama-tiny"
 // LLAMA-SAME: braid.train = #braid.train<seed = 1234, micro_batch_size = 8, num_micro_batches = 2, seq_len = 64, steps = 300, lr = 3.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 20, decay = cosine, min_lr = 3.000000e-04, precision = fp32>
 // LLAMA-LABEL: func.func @train_step
@@ -39,6 +39,7 @@
 // GPT-2: learned positions, fused q/k/v split three ways, biases, dropout
 // sites numbered in forward order, tied LM head.
 // GPT2: braid.model = #braid.model<family = gpt2,
+// GPT2-SAME: activation = gelu_tanh, norm_eps = 9.9999997473787516E-6, rope_theta = 0.000000e+00, max_position_embeddings = 128, head_dim = 16, tie_embeddings = true, linear_bias = true, hidden_dropout = 0.10000000149011612, attention_dropout = 0.10000000149011612>
 // GPT2: braid.input = #braid.input<positions>
 // GPT2-SAME: name = "transformer.wte.weight"
 // GPT2-SAME: name = "transformer.h.0.ln_1.weight", init = ones, init_std = 0.000000e+00, weight_decay = false, checkpoint_transposed = false

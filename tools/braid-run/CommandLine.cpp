@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <string_view>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -34,6 +36,37 @@ int64_t wholeNumber(Text flag, Text text, int64_t max) {
     refuse(absl::StrCat(flag, " needs a whole number from 1 to ", max,
                         ", not \"", text, "\""));
   return v;
+}
+
+// A size as transformers' max_shard_size spells it: a whole number of
+// bytes, or one followed by KB, MB, GB, TB (powers of 1000) or KiB, MiB,
+// GiB, TiB (powers of 1024). At least one byte.
+uint64_t byteSize(Text flag, Text text) {
+  static constexpr std::pair<std::string_view, uint64_t> kUnits[] = {
+      {"", 1},
+      {"B", 1},
+      {"KB", 1'000},
+      {"MB", 1'000'000},
+      {"GB", 1'000'000'000},
+      {"TB", 1'000'000'000'000},
+      {"KiB", uint64_t{1} << 10},
+      {"MiB", uint64_t{1} << 20},
+      {"GiB", uint64_t{1} << 30},
+      {"TiB", uint64_t{1} << 40}};
+  const size_t digits = text.find_first_not_of("0123456789");
+  const std::string_view number = std::string_view(text).substr(0, digits);
+  const std::string_view unit =
+      digits == std::string::npos ? "" : std::string_view(text).substr(digits);
+  uint64_t count = 0, bytes = 0;
+  for (const auto &[name, scale] : kUnits)
+    if (unit == name && !number.empty() &&
+        absl::SimpleAtoi(absl::string_view(number.data(), number.size()),
+                         &count) &&
+        count > 0 && !__builtin_mul_overflow(count, scale, &bytes))
+      return bytes;
+  refuse(absl::StrCat(flag, " needs a size of at least one byte, such as ",
+                      "5GB, 500MB, 2GiB or 1000000 (bytes), not \"", text,
+                      "\""));
 }
 
 // A path flag's value; an empty one would silently mean "none".
@@ -87,6 +120,10 @@ void addFlags(CLI::App &app, CommandLine &cl) {
   });
   addValueFlag(app, "--save-interval", [&](Text flag, Text v) {
     cl.saveInterval = wholeNumber(flag, v, kMaxInt64);
+  });
+  addValueFlag(app, "--save-shard-size", [&](Text flag, Text v) {
+    cl.saveShardBytes = byteSize(flag, v);
+    cl.saveShardSizeGiven = true;
   });
   addValueFlag(app, "--resume", [&](Text flag, Text v) {
     cl.resumeDir = path(flag, v, "a checkpoint directory");
@@ -221,6 +258,8 @@ parseCommandLine(const std::vector<std::string> &args, bool embeddedPlan) {
     return bad("missing --data FILE (the training tokens)");
   if (cl.saveInterval > 0 && cl.saveDir.empty())
     return bad("--save-interval needs --save-dir");
+  if (cl.saveShardSizeGiven && cl.saveDir.empty())
+    return bad("--save-shard-size needs --save-dir");
   if (!cl.allowChanges.empty() && cl.resumeDir.empty())
     return bad("--allow-change only applies with --resume");
   return cl;
@@ -265,6 +304,8 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "  --log FILE           JSON-lines log, one object per step\n"
       "  --save-dir DIR       write checkpoints to DIR/step-NNNNNN\n"
       "  --save-interval N    also save every N steps\n"
+      "  --save-shard-size S  split the parameters into shards of at most S\n"
+      "                       (e.g. 500MB, 2GiB; default 5GB)\n"
       "  --resume DIR         continue from a checkpoint (or the latest one\n"
       "                       under DIR)\n"
       "  --allow-change LIST  on resume, accept a plan whose settings in\n"
@@ -277,8 +318,9 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "  --cuda-graphs on|off replay each program as a CUDA graph after its\n"
       "                       first run (default on; --device=cuda only)\n"
       "  --peak-gflops X      peak for MFU instead of measuring sgemm\n"
-      "  --comm-timeout S     several ranks: stop the job when a collective\n"
-      "                       takes longer than S seconds (default 300)\n"
+      "  --comm-timeout S     stop the job when a collective (of several\n"
+      "                       ranks, or NCCL's on a GPU) takes longer than S\n"
+      "                       seconds (default 300)\n"
       "  --emulate-link L:B   benchmarks: hold each collective for a link of\n"
       "                       L us latency and B GB/s (e.g. 25:2)\n"
       "  --quiet              no start-up report or progress lines\n"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/ckpt/ShardIndex.h"
 #include "runtime/comm/EmulatedLink.h"
 
 namespace braid {
@@ -23,6 +24,9 @@ struct CommandLine {
   std::string logPath;
   std::string saveDir;
   int64_t saveInterval = 0;
+  // --save-shard-size: the most tensor bytes of one model shard.
+  uint64_t saveShardBytes = ckpt::kDefaultMaxShardBytes;
+  bool saveShardSizeGiven = false;
   std::string resumeDir;
   // Full field names (RunIdentity.h) that may differ on resume.
   std::set<std::string> allowChanges;

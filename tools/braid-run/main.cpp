@@ -14,7 +14,6 @@
 #include "kernels/registry/Kernel.h"
 #include "runtime/ckpt/Checkpoint.h"
 #include "runtime/comm/Ranks.h"
-#include "runtime/ckpt/CheckpointManifest.h"
 #include "runtime/io/FileIdentity.h"
 #include "runtime/data/TokenData.h"
 #include "runtime/data/TokenFormat.h"
@@ -54,13 +53,16 @@ absl::StatusOr<LoadedPlan> loadThePlan(const CommandLine &cl,
                   : loadPlanFile(cl.planPath, defaultKernelRegistry(), device);
 }
 
+std::chrono::milliseconds commTimeout(const CommandLine &cl) {
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(cl.commTimeoutSeconds * 1000));
+}
+
 // The ranks of the run the plan's mesh asks for (a single one when no
 // launcher started this process).
 absl::StatusOr<std::unique_ptr<Ranks>> joinRanks(const CommandLine &cl,
                                                  const LoadedPlan &plan) {
-  const auto timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(cl.commTimeoutSeconds * 1000));
-  return Ranks::join(planMesh(plan.proto.mesh()), timeout);
+  return Ranks::join(planMesh(plan.proto.mesh()), commTimeout(cl));
 }
 
 // The data and the trainer.
@@ -93,10 +95,8 @@ std::vector<NamedInput> inputsOf(const CommandLine &cl, bool embedded) {
   if (!cl.resumeDir.empty()) {
     absl::StatusOr<std::string> dir = findCheckpointDir(cl.resumeDir);
     if (dir.ok())
-      for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile,
-                               ckpt::kManifestFile})
-        inputs.push_back({"a file of the checkpoint being resumed",
-                          absl::StrCat(*dir, "/", file)});
+      for (const std::string &file : checkpointFilePaths(*dir))
+        inputs.push_back({"a file of the checkpoint being resumed", file});
   }
   return inputs;
 }
@@ -173,7 +173,10 @@ int runRank(const CommandLine &given, LoadedPlan plan, const Ranks &ranks) {
   RunOptions options;
   options.logPath = cl.logPath;
   options.saveDir = cl.saveDir;
+  // Sharded tensors reach rank 0's checkpoint through every rank.
+  options.checkpointPeer = ranks.rank() != 0 && !given.saveDir.empty();
   options.saveInterval = cl.saveInterval;
+  options.checkpointLayout.maxShardBytes = cl.saveShardBytes;
   options.stopAfter = cl.stopAfter;
   options.skipNonfinite = cl.skipNonfinite;
   options.quiet = cl.quiet;
@@ -208,6 +211,20 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
   absl::StatusOr<std::unique_ptr<Ranks>> ranks = joinRanks(cl, *plan);
   if (!ranks.ok())
     return fail(ranks.status());
+  // A GPU's collectives go over NCCL, bootstrapped over the ranks' MPI; the
+  // CPU's over MPI itself. A rank that fails here may leave others waiting
+  // inside NCCL: several ranks end the job.
+  if (absl::Status s =
+          attachDeviceCommunicators(*plan, **ranks, commTimeout(cl));
+      !s.ok()) {
+    if ((*ranks)->worldSize() == 1)
+      return fail(s);
+    std::fprintf(stderr, "braid-run: error: rank %lld: %s\n",
+                 static_cast<long long>((*ranks)->rank()),
+                 std::string(s.message()).c_str());
+    std::fflush(stderr);
+    (*ranks)->abortAll(kExitError);
+  }
   if (cl.emulateLink)
     (*ranks)->emulateLink(*cl.emulateLink);
   return runRank(cl, std::move(*plan), **ranks);

@@ -34,6 +34,7 @@ public:
 
   const DeviceInfo &info() const override { return info_; }
   uint8_t *hostArena() override { return arena_.data(); }
+  uint64_t arenaBytes() const override { return arena_.size(); }
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;

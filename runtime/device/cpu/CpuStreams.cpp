@@ -83,13 +83,8 @@ absl::Status CpuStreams::collective(uint32_t stream,
     // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
     Communicator &comm =
         ranks_->axis(static_cast<MeshAxis>(static_cast<int>(call.axis) - 1));
-    for (const TensorView &t : call.tensors)
-      if (absl::Status s = comm.allReduceSum(t.data, t.desc->numel(),
-                                             t.desc->dtype);
-          !s.ok()) {
-        fail(std::move(s));
-        return;
-      }
+    if (absl::Status s = runCollective(comm, call); !s.ok())
+      fail(std::move(s));
   });
   return absl::OkStatus();
 }

@@ -1,8 +1,10 @@
 // Set-up, device memory and errors of the CUDA device (CudaDeviceImpl.h).
 #include "runtime/device/cuda/CudaDevice.h"
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include <cuda_runtime_api.h>
 
@@ -14,7 +16,11 @@
 namespace braid::cuda_device {
 
 CudaDevice::~CudaDevice() {
-  // Nothing may still run over the memory released below.
+  // Nothing may still run over the memory released below. A collective
+  // that hangs is first aborted by its watchdog, so that the streams drain.
+  if (communicates_)
+    for (uint32_t s = 0; s < streams_.size(); ++s)
+      (void)hostWaitStream(s);
   if (!streams_.empty())
     (void)cudaDeviceSynchronize();
 }
@@ -78,6 +84,16 @@ absl::Status CudaDevice::init(const CudaGpu &gpu) {
   for (CudaEvent &e : joins_)
     if (absl::Status s = newEvent(e); !s.ok())
       return s;
+  drained_.resize(numStreams);
+  for (CudaEvent &e : drained_)
+    if (absl::Status s = newEvent(e); !s.ok())
+      return s;
+  if (ranks_ != nullptr)
+    for (MeshAxis a : kMeshAxes)
+      if (DeviceCommunicator *c = ranks_->deviceAxis(a)) {
+        comms_[static_cast<int>(a)] = c;
+        communicates_ = true;
+      }
 
   const auto *stepValues =
       reinterpret_cast<const StepValues *>(at(stepValuesOffset_));
@@ -115,9 +131,7 @@ absl::Status CudaDevice::read(uint64_t offset, void *out, uint64_t bytes) {
     return absl::OkStatus();
   BRAID_CUDA_TRY(cudaMemcpyAsync(out, at(offset), bytes, cudaMemcpyDeviceToHost,
                                  stream(0)));
-  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
-    return waitError("cudaStreamSynchronize", err);
-  return absl::OkStatus();
+  return hostWaitStream(0);
 }
 
 absl::Status CudaDevice::write(uint64_t offset, const void *in,
@@ -127,9 +141,7 @@ absl::Status CudaDevice::write(uint64_t offset, const void *in,
   BRAID_CUDA_TRY(cudaMemcpyAsync(at(offset), in, bytes, cudaMemcpyHostToDevice,
                                  stream(0)));
   // `in` is the caller's memory, valid only until this call returns.
-  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
-    return waitError("cudaStreamSynchronize", err);
-  return absl::OkStatus();
+  return hostWaitStream(0);
 }
 
 absl::Status CudaDevice::zero(uint64_t offset, uint64_t bytes) {
@@ -137,6 +149,51 @@ absl::Status CudaDevice::zero(uint64_t offset, uint64_t bytes) {
     return absl::OkStatus();
   BRAID_CUDA_TRY(cudaMemsetAsync(at(offset), 0, bytes, stream(0)));
   return absl::OkStatus();
+}
+
+absl::Status CudaDevice::hostWait(cudaEvent_t event, std::string_view what) {
+  if (!communicates_) {
+    if (cudaError_t err = cudaEventSynchronize(event); err != cudaSuccess)
+      return waitError(what, err);
+    return absl::OkStatus();
+  }
+  using Clock = std::chrono::steady_clock;
+  // The watchdogs' limits are seconds: a look every millisecond is plenty,
+  // and leaves the event's query cheap.
+  constexpr auto kPollEvery = std::chrono::milliseconds(1);
+  const auto start = Clock::now();
+  auto polled = start - kPollEvery;
+  for (;;) {
+    const cudaError_t err = cudaEventQuery(event);
+    if (err == cudaSuccess)
+      return absl::OkStatus();
+    if (err != cudaErrorNotReady)
+      return waitError("cudaEventQuery", err);
+    const auto now = Clock::now();
+    if (now - polled >= kPollEvery) {
+      polled = now;
+      for (DeviceCommunicator *c : comms_)
+        if (c != nullptr)
+          if (absl::Status s = c->poll(); !s.ok())
+            return s;
+    }
+    // Spin briefly, then back off and leave the core to the other ranks'
+    // host threads, as the MPI communicator's wait does.
+    if (now - start < std::chrono::microseconds(100))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+absl::Status CudaDevice::hostWaitStream(uint32_t s) {
+  if (!communicates_) {
+    if (cudaError_t err = cudaStreamSynchronize(stream(s)); err != cudaSuccess)
+      return waitError("cudaStreamSynchronize", err);
+    return absl::OkStatus();
+  }
+  BRAID_CUDA_TRY(cudaEventRecord(drained_[s].get(), stream(s)));
+  return hostWait(drained_[s].get(), "cudaEventSynchronize");
 }
 
 absl::Status CudaDevice::launchError(const Program &program,
@@ -173,7 +230,8 @@ absl::Status CudaDevice::waitError(std::string_view what,
 namespace braid {
 
 absl::StatusOr<std::unique_ptr<DeviceBackend>>
-createCudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads) {
+createCudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads,
+                 const Ranks *ranks) {
   if (plan.device != Device::kCUDA)
     return absl::InvalidArgumentError(
         "the plan was loaded for the CPU; load it for Device::kCUDA to run "
@@ -181,8 +239,8 @@ createCudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads) {
   absl::StatusOr<CudaGpu> gpu = probeCudaGpu();
   if (!gpu.ok())
     return gpu.status();
-  auto device = std::make_unique<cuda_device::CudaDevice>(plan, cudaGraphs,
-                                                          hostThreads);
+  auto device = std::make_unique<cuda_device::CudaDevice>(
+      plan, cudaGraphs, hostThreads, ranks);
   if (absl::Status s = device->init(*gpu); !s.ok())
     return s;
   return std::unique_ptr<DeviceBackend>(std::move(device));

@@ -22,6 +22,15 @@
 // program then runs eagerly, with a note on stderr, and is not captured
 // again.
 //
+// Collectives go on the instruction's stream through the NCCL communicator
+// of their axis (Ranks::deviceAxis). A program that runs collectives is
+// never captured: the watchdog finds a hung call by the events enqueued
+// around it from the host, which a graph replay does not enqueue, so a
+// replayed step could only be reported hung as a whole. While collectives
+// may be in flight, every wait of the host for the device polls the
+// communicators' watchdogs instead of blocking, so that a hang ends in an
+// error naming the call rather than in a wait for ever.
+//
 // This header is free of CUDA so that the device factory compiles without
 // the toolkit's headers.
 #pragma once
@@ -34,12 +43,18 @@
 
 namespace braid {
 
+class Ranks;
+
 // Probes the GPU (CudaProbe.h), loads cuBLASLt, allocates and zero-fills the
 // arena and binds the programs of `plan`, which must have been loaded for
 // Device::kCUDA and must outlive the device. `cudaGraphs`: capture programs
 // into CUDA graphs after their first run and replay them. `hostThreads`:
-// the threads of the device's host pool.
+// the threads of the device's host pool. `ranks` (null: a single-rank run
+// without collectives; else it must outlive the device) gives this rank's
+// micro-batches and the device communicators (Ranks::deviceAxis) that the
+// plan's collectives are enqueued on.
 absl::StatusOr<std::unique_ptr<DeviceBackend>>
-createCudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads);
+createCudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads,
+                 const Ranks *ranks = nullptr);
 
 } // namespace braid

@@ -7,6 +7,7 @@
 // createCudaDevice (CudaDevice.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,6 +20,9 @@
 
 #include "kernels/cpu/ThreadPool.h"
 #include "kernels/cuda/CublasLtApi.h"
+#include "runtime/comm/DeviceCommunicator.h"
+#include "runtime/comm/Mesh.h"
+#include "runtime/comm/Ranks.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/device/cuda/CudaHandles.h"
 #include "runtime/device/cuda/CudaProbe.h"
@@ -50,15 +54,21 @@ struct BlasLtRelease {
 
 class CudaDevice final : public DeviceBackend {
 public:
-  CudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads)
-      : plan_(plan), cudaGraphs_(cudaGraphs), hostPool_(hostThreads),
-        layout_(plan) {}
+  CudaDevice(const LoadedPlan &plan, bool cudaGraphs, int hostThreads,
+             const Ranks *ranks)
+      : plan_(plan), cudaGraphs_(cudaGraphs), ranks_(ranks),
+        hostPool_(hostThreads), layout_(plan) {}
   ~CudaDevice() override;
 
   absl::Status init(const CudaGpu &gpu);
 
   const DeviceInfo &info() const override { return info_; }
   uint8_t *hostArena() override { return nullptr; }
+  // The arena is the start of the one allocation, exactly the plan's bytes
+  // (the step values and workspaces follow it).
+  uint64_t arenaBytes() const override {
+    return plan_.proto.memory().arena_bytes();
+  }
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
@@ -98,9 +108,20 @@ private:
   absl::Status launchError(const Program &program, cudaError_t err) const;
   // `what` failed while waiting for work started earlier.
   absl::Status waitError(std::string_view what, cudaError_t err) const;
+  // Waits until `event` has completed (`what`: the wait, for errors). With
+  // device communicators, by polling the event and their watchdogs, whose
+  // error it returns; otherwise by blocking.
+  absl::Status hostWait(cudaEvent_t event, std::string_view what);
+  // hostWait for everything queued so far on stream `s`.
+  absl::Status hostWaitStream(uint32_t s);
 
   const LoadedPlan &plan_;
   const bool cudaGraphs_;
+  // The run's ranks (may be null), and by plan axis - 1 (MeshAxis) the
+  // device communicators the collectives go through (null: none).
+  const Ranks *ranks_;
+  std::array<DeviceCommunicator *, kNumMeshAxes> comms_{};
+  bool communicates_ = false;
   ThreadPool hostPool_;
   DeviceInfo info_;
   int ccMajor_ = 0, ccMinor_ = 0; // compute capability
@@ -113,6 +134,8 @@ private:
   std::vector<CudaStream> streams_;
   CudaEvent fork_;
   std::vector<CudaEvent> joins_;
+  // Recorded by hostWaitStream.
+  std::vector<CudaEvent> drained_;
   std::vector<GpuContext> gpuContexts_;
   std::unique_ptr<Executor> executor_;
   std::vector<Program> programs_;

@@ -13,10 +13,23 @@
 
 namespace braid::cuda_device {
 
+namespace {
+
+bool runsCollectives(const Executor::Program &program) {
+  for (const Executor::Op &op : program.ops)
+    if (op.kind == LoadedInstruction::Kind::kCollective)
+      return true;
+  return false;
+}
+
+} // namespace
+
 absl::Status CudaDevice::bindPrograms() {
   absl::StatusOr<std::unique_ptr<Executor>> executor = Executor::create(
       plan_, at(0), plan_.proto.memory().arena_bytes(),
-      static_cast<uint8_t *>(staging_.get()), layout_);
+      static_cast<uint8_t *>(staging_.get()), layout_,
+      ranks_ ? MicroBatchMap{ranks_->dpSize(), ranks_->dpRank()}
+             : MicroBatchMap{});
   if (!executor.ok())
     return executor.status();
   executor_ = std::move(*executor);
@@ -25,6 +38,13 @@ absl::Status CudaDevice::bindPrograms() {
     Program &program = programs_.emplace_back();
     program.bound = &bound;
     program.policy = GraphPolicy(cudaGraphs_);
+    // CudaDevice.h: the watchdog needs the events the host enqueues around
+    // each collective, which a replay would not.
+    if (runsCollectives(bound))
+      program.policy.refuse(absl::StrCat(
+          "program \"", bound.name,
+          "\" runs collectives, whose watchdog needs them enqueued from the "
+          "host"));
     for (uint32_t i = 0; i < bound.numSignals; ++i) {
       cudaEvent_t e = nullptr;
       BRAID_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -98,9 +118,18 @@ public:
     return absl::OkStatus();
   }
 
-  absl::Status collective(uint32_t, const CollectiveCall &) override {
-    return absl::UnimplementedError(
-        "the CUDA device has no communicator yet (NCCL comes later)");
+  absl::Status collective(uint32_t s, const CollectiveCall &call) override {
+    // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
+    const int axis = static_cast<int>(call.axis) - 1;
+    DeviceCommunicator *comm =
+        axis >= 0 && axis < kNumMeshAxes ? device_.comms_[axis] : nullptr;
+    if (comm == nullptr)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "program \"", program_.bound->name,
+          "\" runs a collective over axis ", plan::MeshAxis_Name(call.axis),
+          ", but this device was made without device communicators "
+          "(attachDeviceCommunicators)"));
+    return runCollective(*comm, call, device_.stream(s));
   }
 
 private:
@@ -137,8 +166,8 @@ absl::Status CudaDevice::enqueue(Program &program,
     return launchError(program, err);
   const std::vector<const KernelDef *> &timed = target.timed();
   if (profiling && !timed.empty()) {
-    if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
-      return waitError("cudaStreamSynchronize", err);
+    if (absl::Status s = hostWaitStream(0); !s.ok())
+      return s;
     for (size_t k = 0; k < timed.size(); ++k) {
       float ms = 0;
       BRAID_CUDA_TRY(cudaEventElapsedTime(&ms, timers_[k].first.get(),
@@ -156,6 +185,10 @@ absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
   Program *program = &programs_[*bound - executor_->programs().data()];
   if (absl::Status s = copyIn(values); !s.ok())
     return s;
+  for (DeviceCommunicator *c : comms_)
+    if (c != nullptr)
+      c->setOrigin(absl::StrCat("step ", values.step, ", program \"",
+                                program->bound->name, "\""));
 
   // Kernels read the per-run values from gpu->stepValues; the host copies
   // below serve kernels that only size their launches from them.

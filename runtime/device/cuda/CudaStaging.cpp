@@ -19,9 +19,9 @@ CudaDevice::stageInput(uint32_t tensor, int64_t microBatch) {
   // The previous step's copies must have read the block before it is
   // refilled.
   if (stagingPending_) {
-    if (cudaError_t err = cudaEventSynchronize(stagingDone_.get());
-        err != cudaSuccess)
-      return waitError("cudaEventSynchronize", err);
+    if (absl::Status s = hostWait(stagingDone_.get(), "cudaEventSynchronize");
+        !s.ok())
+      return s;
     stagingPending_ = false;
   }
   return absl::Span<uint8_t>(static_cast<uint8_t *>(staging_.get()) + *offset,
@@ -33,9 +33,10 @@ absl::Status CudaDevice::copyIn(const StepValues &values) {
   const int slot = nextStepSlot_;
   nextStepSlot_ = (nextStepSlot_ + 1) % kStepSlots;
   if (stepPending_[slot]) {
-    if (cudaError_t err = cudaEventSynchronize(stepCopied_[slot].get());
-        err != cudaSuccess)
-      return waitError("cudaEventSynchronize", err);
+    if (absl::Status s =
+            hostWait(stepCopied_[slot].get(), "cudaEventSynchronize");
+        !s.ok())
+      return s;
   }
   StepValues *host = static_cast<StepValues *>(stepHost_.get()) + slot;
   *host = values;
@@ -48,8 +49,8 @@ absl::Status CudaDevice::copyIn(const StepValues &values) {
 }
 
 absl::StatusOr<std::vector<float>> CudaDevice::readbacks() {
-  if (cudaError_t err = cudaStreamSynchronize(stream(0)); err != cudaSuccess)
-    return waitError("cudaStreamSynchronize", err);
+  if (absl::Status s = hostWaitStream(0); !s.ok())
+    return s;
   stagingPending_ = false;
   std::vector<float> out(layout_.numReadbacks());
   if (!out.empty())

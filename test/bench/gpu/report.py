@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Summary of a GPU benchmark run (test/bench/gpu/run.sh OUT).
 
-Reads OUT/stages.jsonl, OUT/tests.jsonl, OUT/braid-fused/ and OUT/braid/
-(braid-run's JSON-lines log and start-up report of the fused and the unfused
-plan), OUT/gemm.json, OUT/torch/*.json and OUT/flash/*.jsonl; writes
+Reads OUT/stages.jsonl, OUT/tests.jsonl, OUT/nccl/nccl.txt (nccl_check.sh),
+OUT/braid-fused/ and OUT/braid/ (braid-run's JSON-lines log and start-up
+report of the fused and the unfused plan), OUT/gemm.json, OUT/torch/*.json
+and OUT/flash/*.jsonl; writes
 OUT/summary.json and OUT/summary.txt and prints the latter.
 
   tokens/s   Braid: the median of the per-step tokens/s of braid-run's --log
@@ -235,6 +236,9 @@ def main():
 
     stages = read_jsonl(out / "stages.jsonl")
     tests = read_jsonl(out / "tests.jsonl")
+    # nccl_check.sh's verdict: the library asked for, steps, the verdict.
+    nccl_file = out / "nccl" / "nccl.txt"
+    nccl = nccl_file.read_text().splitlines() if nccl_file.exists() else []
     summary = {"model": Path(args.spec).stem, "parameters": params, "seq_len": seq_len,
                "flops_per_token": fpt, "datasheet_tflops": DATASHEET_TFLOPS,
                "gemm_ceiling_tflops": ceiling,
@@ -242,7 +246,8 @@ def main():
                "gemm_mix_tflops": gemm.get("gemm_mix_tflops") if gemm else None,
                "systems": systems, "ratios": ratios, "target_vs_compile": target,
                "targets": targets, "attention": attention,
-               "stages": stages, "tests": tests, "machine": machine.splitlines(),
+               "stages": stages, "tests": tests, "nccl": nccl,
+               "machine": machine.splitlines(),
                "braid_profile": profile_top(out)}
 
     lines = []
@@ -331,6 +336,9 @@ def main():
         w(f"  {st['stage']:18} {st['status']:8} {st['seconds']:>4}s{note[:300]}")
     if tests:
         w("GPU tests: " + ", ".join(f"{t['test']} {t['status']}" for t in tests))
+    if nccl:
+        w("NCCL: " + nccl[0])
+        w("  " + nccl[-1])
     if summary["braid_profile"]:
         w("")
         w("Braid kernel profile (graphs off, "

@@ -2,7 +2,10 @@
 # The GPU benchmark and GPU test run, in one command on one CUDA machine
 # (docs/benchmarks.md, "GPU"):
 #
-#   1. Braid's GPU tests (every ctest test labelled `gpu`);
+#   1. Braid's GPU tests (every ctest test labelled `gpu`), then the NCCL
+#      path: braid-run trains a plan whose step has collectives through NCCL
+#      at one rank and must match the same run without them
+#      (nccl_check.sh; reported, not failed, where NCCL is not installed);
 #   2. Braid fused: braid-run --device=cuda (CUDA graphs on) on the 1B model
 #      (test/bench/specs/gpu-llama-1b.pbtxt) compiled with --fusion=all, the
 #      largest compiled micro-batch whose arena fits the free device memory,
@@ -39,7 +42,7 @@
 # Braid plan may pick by itself, default 32, as torch_llama.py's),
 # --torch-micro-batch N (default: the largest that fits), --flash-batch N
 # (B of the attention benchmark, default 8), --skip STAGES (comma-separated,
-# from tests,braid-fused,braid,gemm,compile,flash,eager,eager-sdpa,profile).
+# from tests,nccl,braid-fused,braid,gemm,compile,flash,eager,eager-sdpa,profile).
 # Environment: PYTHON (default python3), BRAID_GPU_RESERVE_MIB (memory left
 # beside Braid's arena, default 3072), BRAID_GPU_STAGE (where a bundle is
 # unpacked, default /tmp/braid-gpu-stage).
@@ -137,6 +140,9 @@ run_stage() {
   timeout -k 10 "$limit" "$@" > "$log" 2>&1 || rc=$?
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     status=timeout; note="timed out after ${limit}s; $(grep -v '^+ ' "$log" | tail -n 2)"
+  elif [ "$rc" -eq 77 ]; then
+    # What the stage needs is not on this machine (ctest's skip code).
+    status=skipped; note="$(grep -v '^+ ' "$log" | tail -n 2)"
   elif [ "$rc" -ne 0 ]; then
     status=failed; note="$(grep -v '^+ ' "$log" | tail -n 4)"
   fi
@@ -194,6 +200,8 @@ if [ -n "$bundle" ]; then
   flash_bench="$stage/build/bin/braid_flash_attention_bench"
   tests_tsv="$bundle/tests.tsv"
   binary_dir="$BUNDLE_BINARY_DIR"
+  nccl_plans="$stage/build/test/gpu/e2e/nccl-plans"
+  nccl_text="$stage/data/tinyshakespeare.txt"
 else
   build="$(cd "$build" && pwd)"
   braid_run="$build/bin/braid-run"
@@ -215,6 +223,8 @@ else
       fi
     done
   }
+  nccl_plans="$build/test/gpu/e2e/nccl-plans"
+  nccl_text="$(sed -n 's/^BRAID_DATA_DIR:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null | head -n 1)/tinyshakespeare.txt"
   mkdir -p "$out/plans"
   # shellcheck disable=SC2086
   compile_plans none "$out/plans/plans.tsv" gpu-llama-1b $unfused_mbs
@@ -248,7 +258,7 @@ sed 's/^/    /' "$out/machine.txt"
 run_tests() {
   local limit t0 name kind dir rc status arg passed=0 failed=0 skip77=0 stop
   local -a fields cmd
-  limit="$(stage_limit 90)"
+  limit="$(stage_limit 120)"
   if [ "$limit" -lt 20 ]; then record gpu-tests skipped null 0 "out of time budget"; return; fi
   stop=$(( $(date +%s) + limit ))
   t0=$(date +%s)
@@ -313,6 +323,17 @@ run_tests() {
     "$passed passed, $failed failed or timed out, $skip77 skipped (no device)"
 }
 if skipped tests; then record gpu-tests skipped null 0 "--skip"; else run_tests; fi
+
+# --- 1b. The NCCL path through braid-run ---------------------------------------
+mkdir -p "$out/nccl"
+if skipped nccl; then
+  record nccl skipped null 0 "--skip"
+elif [ ! -x "$braid_run" ]; then
+  record nccl failed null 0 "no braid-run at $braid_run"
+else
+  run_stage nccl 60 "$out/nccl/run.log" bash "$here/nccl_check.sh" "$braid_run" \
+    "$nccl_plans" "$nccl_text" "$out/nccl" || true
+fi
 
 # --- 2, 3. Braid, fused and unfused -----------------------------------------
 seq_len="$(sed -n 's/^ *seq_len: *\([0-9]*\).*/\1/p' "$spec" | head -n 1)"

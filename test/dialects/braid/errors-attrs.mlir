@@ -41,6 +41,21 @@ module attributes {braid.model = #braid.model<family = mistral, vocab_size = 16,
 
 // -----
 
+// braid.model: the norm epsilon config.json states is missing.
+// expected-error @+1 {{expected 'norm_eps'}}
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.2e+03, activation = swiglu, rope_theta = 1.0e+4, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.0, attention_dropout = 0.0>} {
+}
+
+// -----
+
+// braid.model: the activation is swiglu or gelu_tanh.
+// expected-error @+2 {{expected one of [swiglu, gelu_tanh] for the MLP's activation, got: relu}}
+// expected-error @+1 {{failed to parse Braid_ModelAttr parameter 'activation'}}
+module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 1, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.2e+03, activation = relu, norm_eps = 1.0e-5, rope_theta = 1.0e+4, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.0, attention_dropout = 0.0>} {
+}
+
+// -----
+
 // braid.train: a decimal setting takes a float literal.
 // expected-error @+3 {{unexpected decimal integer literal for a floating point value}}
 // expected-note @+2 {{add a trailing dot to make the literal a float}}

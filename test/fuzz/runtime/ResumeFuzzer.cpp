@@ -2,17 +2,21 @@
 // Resume must refuse or accept without crashing, and an accepted
 // checkpoint must train a step on finite values only.
 //
-// An input is a little container of the directory's three files:
+// An input is a little container of the directory's files:
 //
-//   byte 0          flags: bit 0, write manifest.json anew from the two
-//                   safetensors files (so that mutations get past the
-//                   checksums to the parsers and checks behind them);
-//                   bit 1, name the directory step-NNNNNN with N = byte 1
-//                   and resume from the folder holding it (otherwise the
-//                   directory itself is resumed)
+//   byte 0          flags: bit 0, write manifest.json anew from the other
+//                   files (so that mutations get past the checksums to the
+//                   parsers and checks behind them); bit 1, name the
+//                   directory step-NNNNNN with N = byte 1 and resume from
+//                   the folder holding it (otherwise the directory itself
+//                   is resumed); bit 2, a config.json; bit 3, the sharded
+//                   layout
 //   byte 1          the step of the directory name (bit 1)
-//   then, twice     a 4-byte little-endian length and that many bytes:
-//                   model.safetensors, then optimizer.safetensors
+//   then, per file  a 4-byte little-endian length and that many bytes:
+//                   config.json (bit 2); model.safetensors, or with bit 3
+//                   model.safetensors.index.json,
+//                   model-00001-of-00002.safetensors and
+//                   model-00002-of-00002.safetensors; optimizer.safetensors
 //   the rest        manifest.json (unless bit 0)
 //
 // Lengths past the end are cut to what is there.
@@ -25,12 +29,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <unistd.h>
 
 #include "kernels/registry/Kernel.h"
 #include "runtime/ckpt/Checkpoint.h"
 #include "runtime/ckpt/CheckpointManifest.h"
+#include "runtime/ckpt/ShardIndex.h"
 #include "runtime/train/Trainer.h"
 #include "test/unit/runtime/TinyModelPlan.h"
 
@@ -100,13 +106,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fs::remove_all(root, ec);
   const fs::path dir = root / ((flags & 2) ? checkpointDirName(step) : "ckpt");
   fs::create_directories(dir, ec);
-  write(dir / ckpt::kModelFile, take(in));
-  write(dir / ckpt::kOptimizerFile, take(in));
+  std::vector<std::string> files;
+  if (flags & 4)
+    files.push_back(ckpt::kConfigFile);
+  if (flags & 8)
+    files.insert(files.end(), {ckpt::kModelIndexFile, ckpt::shardFileName(1, 2),
+                               ckpt::shardFileName(2, 2)});
+  else
+    files.push_back(ckpt::kModelFile);
+  files.push_back(ckpt::kOptimizerFile);
+  for (const std::string &file : files)
+    write(dir / file, take(in));
   if (flags & 1) {
     ckpt::Manifest m;
     m.formatVersion = kCheckpointFormatVersion;
     m.step = step;
-    for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile}) {
+    for (const std::string &file : files) {
       absl::StatusOr<ckpt::FileDigest> d =
           ckpt::digestFile((dir / file).string());
       if (d.ok())

@@ -134,10 +134,9 @@ TEST(BraidRunCli, HelpDescribesEveryFlag) {
   for (const char *flag :
        {"--data FILE", "--data-format", "--steps N", "--stop-after N",
         "--shuffle", "--log FILE", "--save-dir DIR", "--save-interval N",
-        "--resume DIR", "--allow-change LIST", "--skip-nonfinite N",
-        "--threads N", "--device", "--cuda-graphs on|off",
-        "--peak-gflops X", "--quiet",
-        "--profile", "--help"})
+        "--save-shard-size S", "--resume DIR", "--allow-change LIST",
+        "--skip-nonfinite N", "--threads N", "--device", "--cuda-graphs on|off",
+        "--peak-gflops X", "--quiet", "--profile", "--help"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   EXPECT_NE(r.output.find(" PLAN --data FILE"), std::string::npos);
 }

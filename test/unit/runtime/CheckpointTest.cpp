@@ -102,7 +102,7 @@ TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
   EXPECT_EQ(opt->find("lm_head.weight.exp_avg")->shape,
             (std::vector<int64_t>{256, 16}));
   const std::map<std::string, std::string> expected = {
-      {"format", "pt"},         {"format_version", "2"},
+      {"format", "pt"},         {"format_version", "3"},
       {"step", "1"},            {"data_cursor", "4"},
       {"total_steps", "6"},     {"shuffle", "false"},
       {"skipped_steps", "0"},   {"plan.name", "tiny-model"},
@@ -115,7 +115,7 @@ TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
   EXPECT_EQ(opt->metadata().at("fingerprint"),
             identityFingerprint(planIdentity(trainer->plan().proto)));
 
-  // The manifest lists both files with their sizes and checksums.
+  // The manifest lists every other file with its size and checksum.
   absl::StatusOr<std::string> text =
       readWholeFile(*dir + "/manifest.json", "test");
   ASSERT_TRUE(text.ok());
@@ -123,7 +123,12 @@ TEST(Checkpoint, UsesHuggingFaceNamesTranspositionAndAliases) {
       ckpt::parseManifest(*text, "manifest.json");
   ASSERT_TRUE(manifest.ok()) << manifest.status();
   EXPECT_EQ(manifest->step, 1);
-  ASSERT_EQ(manifest->files.size(), 2u);
+  std::vector<std::string> listed;
+  for (const ckpt::FileDigest &f : manifest->files)
+    listed.push_back(f.name);
+  EXPECT_EQ(listed,
+            (std::vector<std::string>{"config.json", "model.safetensors",
+                                      "optimizer.safetensors"}));
   for (const ckpt::FileDigest &f : manifest->files) {
     absl::StatusOr<ckpt::FileDigest> onDisk = ckpt::digestFile(*dir + "/" + f.name);
     ASSERT_TRUE(onDisk.ok());
@@ -241,8 +246,13 @@ TEST(Checkpoint, RefusesCheckpointsOfAnotherModel) {
 void reseal(const std::string &dir) {
   ckpt::Manifest m;
   m.formatVersion = kCheckpointFormatVersion;
-  for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile}) {
-    absl::StatusOr<ckpt::FileDigest> d = ckpt::digestFile(dir + "/" + file);
+  std::vector<std::string> files;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.path().filename() != ckpt::kManifestFile)
+      files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  for (const std::string &file : files) {
+    absl::StatusOr<ckpt::FileDigest> d = ckpt::digestFile(file);
     ASSERT_TRUE(d.ok()) << d.status();
     m.files.push_back(*d);
   }
@@ -298,8 +308,13 @@ TEST(Checkpoint, RefusesBadDtypesAndMetadata) {
     });
     EXPECT_MESSAGE(readAgainst(d, {}), fragment);
   };
-  metadataCase("ckpt-meta-1", "format_version", "3",
-               "has format version 3 but this runtime reads version 2");
+  metadataCase("ckpt-meta-1", "format_version", "4",
+               "has format version 4 but this runtime reads versions 2 to 3: "
+               "it was saved by a newer braid-run");
+  // The metadata and the manifest were written by the same save.
+  metadataCase("ckpt-meta-10", "format_version", "2",
+               "is of format version 2 by its metadata but of version 3 by "
+               "its manifest");
   metadataCase("ckpt-meta-2", "step", nullptr,
                "has no valid \"step\" in its metadata");
   metadataCase("ckpt-meta-3", "data_cursor", "-5",
@@ -331,7 +346,8 @@ TEST(Checkpoint, RefusesBadDtypesAndMetadata) {
 // A flipped, missing or added byte anywhere in a checkpoint is refused with
 // the file's name, before anything is read from it.
 TEST(Checkpoint, RefusesDamagedFiles) {
-  for (const char *file : {ckpt::kModelFile, ckpt::kOptimizerFile}) {
+  for (const char *file :
+       {ckpt::kConfigFile, ckpt::kModelFile, ckpt::kOptimizerFile}) {
     std::string dir = savedCheckpoint(std::string("ckpt-flip-") + file, {});
     const std::string path = dir + "/" + file;
     std::string bytes = *readWholeFile(path, "test");

@@ -34,6 +34,7 @@ TEST(CommandLine, DefaultsWithOnlyPlanAndData) {
   EXPECT_EQ(cl.device, "cpu");
   EXPECT_TRUE(cl.cudaGraphs);
   EXPECT_EQ(cl.peakGflops, 0);
+  EXPECT_EQ(cl.saveShardBytes, 5'000'000'000u); // transformers' "5GB"
   EXPECT_FALSE(cl.shuffle || cl.quiet || cl.profile || cl.help);
 }
 
@@ -114,6 +115,40 @@ TEST(CommandLine, RefusesBadLinksAndTimeouts) {
   EXPECT_EQ(refusal({"p.plan", "--data", "d", "--emulate-link", "fast"}),
             "--emulate-link: the link \"fast\" is not LATENCY_US:GBPS, e.g. "
             "25:2 for 25 us and 2 GB/s");
+}
+
+// Shard sizes as transformers' max_shard_size spells them.
+TEST(CommandLine, ShardSizes) {
+  auto bytes = [](const std::string &size) {
+    return parsed({"p.plan", "--data", "d", "--save-dir", "ck",
+                   "--save-shard-size", size})
+        .saveShardBytes;
+  };
+  EXPECT_EQ(bytes("5GB"), 5'000'000'000u);
+  EXPECT_EQ(bytes("500MB"), 500'000'000u);
+  EXPECT_EQ(bytes("3KB"), 3'000u);
+  EXPECT_EQ(bytes("1TB"), 1'000'000'000'000u);
+  EXPECT_EQ(bytes("3KiB"), 3u << 10);
+  EXPECT_EQ(bytes("7MiB"), 7u << 20);
+  EXPECT_EQ(bytes("1TiB"), uint64_t{1} << 40);
+  EXPECT_EQ(bytes("123"), 123u);
+  EXPECT_EQ(bytes("64B"), 64u);
+  EXPECT_EQ(parsed({"p.plan", "--data", "d", "--save-dir", "ck",
+                    "--save-shard-size=2GiB"})
+                .saveShardBytes,
+            uint64_t{2} << 30);
+  for (const char *bad :
+       {"", "0", "0GB", "-5GB", "5 GB", "5gb", "5G", "1.5GB", "GB", "5GBs",
+        "18446744073709551616", "20000000000TB"})
+    EXPECT_EQ(refusal({"p.plan", "--data", "d", "--save-dir", "ck",
+                       "--save-shard-size", bad}),
+              std::string("--save-shard-size needs a size of at least one "
+                          "byte, such as 5GB, 500MB, 2GiB or 1000000 "
+                          "(bytes), not \"") +
+                  bad + "\"")
+        << bad;
+  EXPECT_EQ(refusal({"p.plan", "--data", "d", "--save-shard-size", "1GB"}),
+            "--save-shard-size needs --save-dir");
 }
 
 TEST(CommandLine, PlanArguments) {

@@ -1,13 +1,16 @@
 // The device layer as the Trainer uses it: the CPU device's arena access,
-// input staging, program runs and scalar read-back, and the factory's
-// refusal of a device this build or machine cannot provide.
+// input staging, program runs and scalar read-back, the factory's refusal
+// of a device this build or machine cannot provide, and which plans need
+// communicators.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/ThreadPool.h"
+#include "runtime/comm/Ranks.h"
 #include "runtime/device/DeviceFactory.h"
 #include "runtime/device/cpu/CpuDevice.h"
 #include "test/unit/runtime/TestKernels.h"
@@ -117,6 +120,26 @@ TEST(DeviceFactory, CudaIsRefusedWithAReasonWhereItCannotRun) {
               std::string::npos)
         << s;
   EXPECT_TRUE(probeDevice(Device::kCPU).ok());
+}
+
+TEST(DeviceFactory, SeveralRanksOrCollectivesNeedCommunicators) {
+  LoadedPlan one = tinyLoaded();
+  EXPECT_FALSE(planNeedsCommunicators(one));
+  plan::Plan proto = test::tinyModelPlan();
+  proto.mutable_mesh()->set_dp(2);
+  absl::StatusOr<LoadedPlan> two = loadPlan(
+      proto.SerializeAsString(), test::testKernelRegistry(), Device::kCPU);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_TRUE(planNeedsCommunicators(*two));
+  // The CPU's collectives use the ranks' own communicators: none attached.
+  if (launcherWorldSize())
+    GTEST_SKIP() << "started by a launcher";
+  absl::StatusOr<std::unique_ptr<Ranks>> ranks =
+      Ranks::join(MeshShape{}, std::chrono::seconds(1));
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  EXPECT_TRUE(
+      attachDeviceCommunicators(*two, **ranks, std::chrono::seconds(1)).ok());
+  EXPECT_EQ((*ranks)->deviceAxis(MeshAxis::kDP), nullptr);
 }
 
 } // namespace

@@ -38,6 +38,10 @@ PlanBuilder::PlanBuilder() {
   m->set_family("llama");
   m->set_vocab_size(256);
   m->set_flops_per_token(1000);
+  m->set_activation(plan::ModelInfo::SWIGLU);
+  m->set_norm_eps(static_cast<float>(1e-5));
+  m->set_rope_theta(10000);
+  m->set_max_position_embeddings(4);
   plan::TrainConfig &t = train();
   t.set_seed(1234);
   t.set_micro_batch_size(2);

@@ -139,15 +139,15 @@ TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
 }
 
 TEST(PlanLoader, RefusesOtherFormatVersions) {
-  expectRefused([](plan::Plan &p) { p.set_format_version(5); },
-                "plan.format_version is 5 but this runtime reads version 4: "
+  expectRefused([](plan::Plan &p) { p.set_format_version(6); },
+                "plan.format_version is 6 but this runtime reads version 5: "
                 "the plan was written by a newer braidc");
-  // Version 3 wrote the LR decay and the precision as strings.
-  expectRefused([](plan::Plan &p) { p.set_format_version(3); },
-                "plan.format_version is 3 but this runtime reads version 4: "
+  // Version 4 had no norm epsilon, RoPE base or activation in ModelInfo.
+  expectRefused([](plan::Plan &p) { p.set_format_version(4); },
+                "plan.format_version is 4 but this runtime reads version 5: "
                 "the plan was written by an older braidc");
   expectRefused([](plan::Plan &p) { p.set_format_version(0); },
-                "plan.format_version is 0 but this runtime reads version 4: "
+                "plan.format_version is 0 but this runtime reads version 5: "
                 "the plan was written by an older braidc");
   // An empty byte string parses as an all-default plan: version 0.
   absl::Status s = loadPlan("", testKernelRegistry(), Device::kCPU).status();
@@ -170,6 +170,46 @@ TEST(PlanLoader, RefusesBadModelInfo) {
   expectRefused(
       [](plan::Plan &p) { p.mutable_model()->set_flops_per_token(NAN); },
       "plan.model.flops_per_token is nan");
+  auto model = [](std::function<void(plan::ModelInfo &)> f) {
+    return [f](plan::Plan &p) { f(*p.mutable_model()); };
+  };
+  expectRefused(model([](auto &m) { m.set_family("bert"); }),
+                "plan.model.family is \"bert\": it must be llama or gpt2");
+  expectRefused(model([](auto &m) { m.set_num_kv_heads(-2); }),
+                "plan.model.num_kv_heads is -2: it must be non-negative");
+  expectRefused(model([](auto &m) { m.set_head_dim(-1); }),
+                "plan.model.head_dim is -1");
+  expectRefused(model([](auto &m) { m.set_max_position_embeddings(0); }),
+                "plan.model.max_position_embeddings is 0: it must be "
+                "positive");
+  expectRefused(
+      model([](auto &m) { m.set_activation(plan::ModelInfo::GELU_TANH); }),
+      "plan.model.activation is GELU_TANH: a llama model computes SWIGLU");
+  expectRefused(model([](auto &m) {
+                  m.set_activation(plan::ModelInfo::ACTIVATION_UNSPECIFIED);
+                }),
+                "plan.model.activation is ACTIVATION_UNSPECIFIED");
+  expectRefused(model([](auto &m) { m.set_family("gpt2"); }),
+                "plan.model.activation is SWIGLU: a gpt2 model computes "
+                "GELU_TANH");
+  expectRefused(model([](auto &m) { m.set_norm_eps(0); }),
+                "plan.model.norm_eps is 0: it must be finite and positive");
+  expectRefused(model([](auto &m) { m.set_norm_eps(INFINITY); }),
+                "plan.model.norm_eps is inf");
+  expectRefused(model([](auto &m) { m.set_rope_theta(NAN); }),
+                "plan.model.rope_theta is nan: a llama model needs a finite "
+                "positive RoPE base");
+  expectRefused(model([](auto &m) {
+                  m.set_family("gpt2");
+                  m.set_activation(plan::ModelInfo::GELU_TANH);
+                }),
+                "plan.model.rope_theta is 10000: a gpt2 model has no RoPE, "
+                "so it must be 0");
+  expectRefused(model([](auto &m) { m.set_hidden_dropout(1); }),
+                "plan.model.hidden_dropout is 1: a dropout probability is in "
+                "[0, 1)");
+  expectRefused(model([](auto &m) { m.set_attention_dropout(NAN); }),
+                "plan.model.attention_dropout is nan");
 }
 
 TEST(PlanLoader, RefusesBadTrainConfig) {
@@ -802,7 +842,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
 
   std::string path = test::scratchDir() + "/bad.plan";
   plan::Plan p = tinyModelPlan();
-  p.set_format_version(5);
+  p.set_format_version(6);
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   std::string bytes = sealPlan(p.SerializeAsString());
@@ -811,7 +851,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
   absl::Status s =
       loadPlanFile(path, testKernelRegistry(), Device::kCPU).status();
   EXPECT_NE(std::string(s.message())
-                .find("the plan file '" + path + "': plan.format_version is 5"),
+                .find("the plan file '" + path + "': plan.format_version is 6"),
             std::string::npos)
       << s;
   absl::Status dir =

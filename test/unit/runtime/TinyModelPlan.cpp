@@ -18,6 +18,10 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   b.plan().mutable_model()->set_num_layers(0);
   b.plan().mutable_model()->set_num_parameters(2 * V * D + D);
   b.plan().mutable_model()->set_flops_per_token(6.0 * (V * D + D));
+  b.plan().mutable_model()->set_num_heads(1);
+  b.plan().mutable_model()->set_num_kv_heads(1);
+  b.plan().mutable_model()->set_head_dim(D);
+  b.plan().mutable_model()->set_max_position_embeddings(S);
 
   uint32_t embed =
       b.parameter("model.embed_tokens.weight", {V, D}, plan::NORMAL, 0.5f);

@@ -368,15 +368,19 @@ TEST(SpecRules, OnlyDataParallelLayoutsCompile) {
             "t.pbtxt:21:12: parallel.data_parallel: -1 is not a number of "
             "ranks; set 1 to 2^24 data-parallel ranks");
   EXPECT_EQ(errorOf(std::string(kLlama) +
-                    "parallel { data_parallel: 2 zero_stage: 1 bucket_mb: -5 "
-                    "comm_chunks: 4 }\n"),
-            "t.pbtxt:20:29: parallel.zero_stage: 1 is not supported: this "
-            "version builds ZeRO stage 0 (every rank holds the whole "
-            "optimizer state); set zero_stage to 0\n"
+                    "parallel { data_parallel: 2 zero_stage: 4 bucket_mb: -5 "
+                    "comm_chunks: 4096 }\n"),
+            "t.pbtxt:20:29: parallel.zero_stage: 4 is not a ZeRO stage; set "
+            "0 (nothing sharded), 1 (optimizer state), 2 (and gradients) or "
+            "3 (and parameters)\n"
             "t.pbtxt:20:43: parallel.bucket_mb: -5 is not a bucket size; set "
             "0 (one collective per gradient) to 1048576 MiB\n"
-            "t.pbtxt:20:57: parallel.comm_chunks: 4 is not supported: this "
-            "version runs each collective whole; set comm_chunks to 1");
+            "t.pbtxt:20:57: parallel.comm_chunks: 4096 is not a number of "
+            "pieces; set 1 (whole collectives) to 1024");
+  EXPECT_EQ(errorOf(std::string(kLlama) + "parallel { zero_stage: -1 }\n"),
+            "t.pbtxt:20:12: parallel.zero_stage: -1 is not a ZeRO stage; set "
+            "0 (nothing sharded), 1 (optimizer state), 2 (and gradients) or "
+            "3 (and parameters)");
 }
 
 } // namespace

@@ -1,0 +1,83 @@
+// One collective instruction on a communicator (StreamTarget.h): the host's
+// and a device's read the plan's kinds alike.
+#include "absl/strings/str_cat.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/DeviceCommunicator.h"
+#include "runtime/executor/StreamTarget.h"
+
+namespace braid {
+namespace {
+
+// What a communicator is given for tensors[i]: an all-reduce sums it in
+// place (out == in); a reduce-scatter's count is its output's, this rank's
+// shard; an all-gather's its input's.
+struct TensorCall {
+  void *in = nullptr;
+  void *out = nullptr;
+  size_t count = 0;
+  DType dtype = DType::kF32;
+};
+
+absl::StatusOr<TensorCall> tensorCall(const CollectiveCall &call, size_t i) {
+  const TensorView &in = call.tensors[i];
+  TensorCall t{in.data, in.data, static_cast<size_t>(in.desc->numel()),
+               in.desc->dtype};
+  switch (call.kind) {
+  case plan::ALL_REDUCE_SUM:
+    return t;
+  case plan::REDUCE_SCATTER_SUM:
+    t.out = call.outputs[i].data;
+    t.count = static_cast<size_t>(call.outputs[i].desc->numel());
+    return t;
+  case plan::ALL_GATHER:
+    t.out = call.outputs[i].data;
+    return t;
+  default:
+    return absl::InvalidArgumentError(
+        absl::StrCat("collective kind ", call.kind, " is not known"));
+  }
+}
+
+} // namespace
+
+absl::Status runCollective(Communicator &comm, const CollectiveCall &call) {
+  for (size_t i = 0; i < call.tensors.size(); ++i) {
+    absl::StatusOr<TensorCall> t = tensorCall(call, i);
+    if (!t.ok())
+      return t.status();
+    absl::Status s;
+    if (call.kind == plan::ALL_REDUCE_SUM)
+      s = comm.allReduceSum(t->in, t->count, t->dtype);
+    else if (call.kind == plan::REDUCE_SCATTER_SUM)
+      s = comm.reduceScatterSum(t->in, t->out, t->count, t->dtype);
+    else
+      s = comm.allGather(t->in, t->out, t->count, t->dtype);
+    if (!s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status runCollective(DeviceCommunicator &comm,
+                           const CollectiveCall &call, void *stream) {
+  if (absl::Status s = comm.beginGroup(); !s.ok())
+    return s;
+  absl::Status enqueued;
+  for (size_t i = 0; i < call.tensors.size() && enqueued.ok(); ++i) {
+    absl::StatusOr<TensorCall> t = tensorCall(call, i);
+    if (!t.ok())
+      enqueued = t.status();
+    else if (call.kind == plan::ALL_REDUCE_SUM)
+      enqueued = comm.allReduceSum(t->in, t->count, t->dtype, stream);
+    else if (call.kind == plan::REDUCE_SCATTER_SUM)
+      enqueued =
+          comm.reduceScatterSum(t->in, t->out, t->count, t->dtype, stream);
+    else
+      enqueued = comm.allGather(t->in, t->out, t->count, t->dtype, stream);
+  }
+  // A group begun is ended, whatever went wrong inside it.
+  absl::Status ended = comm.endGroup();
+  return enqueued.ok() ? ended : enqueued;
+}
+
+} // namespace braid
