@@ -32,6 +32,11 @@ void CpuStreams::fail(absl::Status status) {
     error_ = std::move(status);
 }
 
+bool CpuStreams::failed() {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  return !error_.ok();
+}
+
 template <typename Work> void CpuStreams::on(uint32_t stream, Work &&work) {
   if (stream == 0) {
     work();
@@ -80,6 +85,10 @@ absl::Status CpuStreams::collective(uint32_t stream,
         "the plan runs collectives, but this device was made without the "
         "run's ranks");
   on(stream, [this, call] {
+    // After a failed collective the rank ends: each later one would wait
+    // out the watchdog again for the same missing rank.
+    if (failed())
+      return;
     // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
     Communicator &comm =
         ranks_->axis(static_cast<MeshAxis>(static_cast<int>(call.axis) - 1));

@@ -33,7 +33,8 @@ public:
   // Resets the events.
   void begin(const KernelContext &ctx, KernelProfile *profile);
   // After issuing: returns once every stream has run all its work, with
-  // the first error a collective met (later work still ran).
+  // the first error a collective met (later work still ran, except the
+  // collectives, which are skipped after a failure).
   absl::Status finish();
 
   const KernelContext &context(uint32_t) override { return ctx_; }
@@ -52,6 +53,7 @@ private:
 
   // Keeps the first error of work that ran on a worker thread.
   void fail(absl::Status status);
+  bool failed();
 
   const Ranks *ranks_;
   KernelContext ctx_;
