@@ -48,12 +48,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/LowerToSched.h"
 
 #include <algorithm>
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
@@ -72,13 +72,14 @@ namespace braid {
 
 using namespace mlir;
 
-namespace braid {
-namespace {
+namespace braid::lower_to_sched {
 
 MemRefType bufferType(Type tensor) {
   auto t = cast<RankedTensorType>(tensor);
   return MemRefType::get(t.getShape(), t.getElementType());
 }
+
+namespace {
 
 // The results of a weight-gradient op that may be written in place into a
 // gradient global; none for any other op.
@@ -141,174 +142,7 @@ DictionaryAttr kernelParams(Operation *op, OpBuilder &b,
   return b.getDictionaryAttr(params);
 }
 
-// The step program holds every micro-batch's launches, so their number is
-// bounded: 2^16 keeps a plan of a few thousand launches per micro-batch
-// well under protobuf's 2 GiB.
-constexpr int64_t kMaxMicroBatches = 1 << 16;
-
-class Lowering {
-public:
-  Lowering(ModuleOp module, func::FuncOp func, uint32_t optimizerStream)
-      : module_(module), func_(func), b_(module.getContext()),
-        optimizerStream_(optimizerStream) {}
-
-  LogicalResult run();
-
-private:
-  LogicalResult checkSignature();
-  void findWeightCopies();
-  LogicalResult createGlobals();
-  void planGradientSinks();
-  void lowerInit();
-  void resetAccumulators();
-  LogicalResult lowerMicroBatch();
-  void lowerGradientReduction();
-  void unrollAndReduceMicroBatches(sched::RepeatOp repeat);
-  void lowerOptimizer();
-  Value lowerGradNorm(Location loc, ArrayRef<Value> grads);
-  // The buffer a gradient contribution of the micro-batch being lowered is
-  // written to (see gradSink_).
-  Value gradSinkBuffer(Location loc, const std::string &sink);
-  // Stage 3: the whole buffer parameter `i` is gathered into for `user`'s
-  // phase (forward or backward) in this micro-batch.
-  Value gatherBuffer(Location loc, size_t i, Operation *user);
-  void insertGathers(ArrayRef<Operation *> microBatch, const IRMapping &map);
-  sched::CollectiveOp collective(Location loc, sched::CollectiveKind kind,
-                                 ValueRange ins, ValueRange outs) {
-    MLIRContext *ctx = b_.getContext();
-    return sched::CollectiveOp::create(
-        b_, loc, sched::CollectiveKindAttr::get(ctx, kind),
-        sched::MeshAxisAttr::get(ctx, sched::MeshAxis::Dp), ins, outs,
-        b_.getI32IntegerAttr(stream_));
-  }
-  bool sharded() const { return zeroStage_ >= 1; }
-  // The communication stream: the one after the compute and optimizer
-  // streams.
-  uint32_t commStream() const {
-    return std::max<uint32_t>(1, optimizerStream_ + 1);
-  }
-  // Stream 0 hands what it has written over to the communication stream:
-  // event 1 reaches `value`.
-  void handOver(Location loc, int64_t value) {
-    sched::EventRecordOp::create(b_, loc, b_.getI32IntegerAttr(1),
-                                 b_.getI64IntegerAttr(value),
-                                 b_.getI32IntegerAttr(0));
-    sched::EventWaitOp::create(b_, loc, b_.getI32IntegerAttr(1),
-                               b_.getI64IntegerAttr(value),
-                               b_.getI32IntegerAttr(commStream()));
-  }
-  // And the sums come back once the communication stream has made them:
-  // event 2 reaches 1.
-  void handBack(Location loc) {
-    sched::EventRecordOp::create(b_, loc, b_.getI32IntegerAttr(2),
-                                 b_.getI64IntegerAttr(1),
-                                 b_.getI32IntegerAttr(commStream()));
-    sched::EventWaitOp::create(b_, loc, b_.getI32IntegerAttr(2),
-                               b_.getI64IntegerAttr(1),
-                               b_.getI32IntegerAttr(0));
-  }
-  // A parameter's DP shard: dimension 0 divided by the DP size.
-  Type shardType(Type whole) const {
-    auto t = cast<RankedTensorType>(whole);
-    SmallVector<int64_t> shape(t.getShape());
-    shape[0] /= dataParallel_;
-    return RankedTensorType::get(shape, t.getElementType());
-  }
-  MemRefType shardBuffer(Type whole) const {
-    return bufferType(shardType(whole));
-  }
-  void readback(StringRef scalar, int32_t slot) {
-    sched::ReadbackOp::create(b_, module_.getLoc(), getGlobal(scalar),
-                              b_.getI32IntegerAttr(slot),
-                              b_.getI32IntegerAttr(stream_));
-  }
-  void refreshWeightCopies(Location loc);
-
-  // A global; `shard` makes it this rank's DP shard of `tensorType`.
-  sched::GlobalOp global(StringRef sym, sched::GlobalKind kind,
-                         Type tensorType, StringRef of = {},
-                         std::optional<sched::Role> role = std::nullopt,
-                         sched::ParamInfoAttr info = {}, bool shard = false) {
-    MLIRContext *ctx = b_.getContext();
-    auto g = sched::GlobalOp::create(
-        b_, module_.getLoc(), b_.getStringAttr(sym),
-        sched::GlobalKindAttr::get(ctx, kind),
-        of.empty() ? FlatSymbolRefAttr() : FlatSymbolRefAttr::get(ctx, of),
-        role ? sched::RoleAttr::get(ctx, *role) : sched::RoleAttr(),
-        TypeAttr::get(shard ? shardBuffer(tensorType) : bufferType(tensorType)),
-        IntegerAttr(), info,
-        shard ? sched::ShardAttr::get(ctx, sched::MeshAxis::Dp, 0)
-              : sched::ShardAttr());
-    globals_[sym] = g;
-    return g;
-  }
-  Value getGlobal(StringRef sym) {
-    sched::GlobalOp g = globals_.lookup(sym);
-    return sched::GetGlobalOp::create(b_, module_.getLoc(), g.getType(),
-                                      FlatSymbolRefAttr::get(g.getSymNameAttr()));
-  }
-  sched::LaunchOp launch(Location loc, StringRef kernel, ValueRange ins,
-                         ValueRange outs, DictionaryAttr params) {
-    return sched::LaunchOp::create(
-        b_, loc, b_.getStringAttr(kernel), b_.getI32IntegerAttr(stream_),
-        IntegerAttr(), ins, outs,
-        params && !params.empty() ? params : DictionaryAttr());
-  }
-  // A launch of the optimizer (or of `init`, which sets up what it keeps).
-  sched::LaunchOp optimizerLaunch(Location loc, StringRef kernel,
-                                  ValueRange ins, ValueRange outs,
-                                  DictionaryAttr params) {
-    sched::LaunchOp l = launch(loc, kernel, ins, outs, params);
-    setPhaseMark(l, Phase::Optimizer);
-    return l;
-  }
-
-  struct Param {
-    BlockArgument arg;
-    std::string name;
-    bool weightDecay;
-    sched::InitKind init;
-    double initStd;
-    bool checkpointTransposed;
-    // The weight copy compute reads (BF16): its symbol and tensor type;
-    // empty when compute reads the parameter itself.
-    std::string copy = {};
-    Type copyType = {};
-  };
-
-  ModuleOp module_;
-  func::FuncOp func_;
-  OpBuilder b_;
-  SmallVector<Param> params_;
-  llvm::StringMap<sched::GlobalOp> globals_;
-  DenseMap<Value, sched::Role> inputRole_;
-  // Gradient leaves: value -> gradient global symbol.
-  DenseMap<Value, std::string> gradSink_;
-  DenseSet<Operation *> absorbed_, accumulating_;
-  // Casts of parameters that read a weight copy: op -> index in params_.
-  DenseMap<Operation *, size_t> copyCasts_;
-  TrainAttr train_;
-  int32_t numMicroBatches_ = 1;
-  // braid.mesh's DP size; 1 when the module has no mesh (one rank).
-  int64_t dataParallel_ = 1;
-  // braid.zero_stage; 0 when the module has none.
-  int64_t zeroStage_ = 0;
-  // Stage 2: the transient whole gradients of the micro-batch being
-  // lowered, by gradient symbol.
-  llvm::StringMap<Value> microGrads_;
-  // The whole (unsharded) buffer type of each gradient symbol.
-  llvm::StringMap<MemRefType> wholeGrad_;
-  // Stage 3: the buffers of the micro-batch being lowered into which a
-  // parameter is gathered, by 2 x its index, + 1 for backward.
-  DenseMap<size_t, Value> gathered_;
-  // Stage 3: the last values of events 3 and 4 (see insertGathers).
-  int64_t gatherTrigger_ = 0, gatherDone_ = 0;
-  // braid.comm_chunks: the pieces each gather is cut into.
-  int64_t commChunks_ = 1;
-  const uint32_t optimizerStream_;
-  // The stream of the launches being created.
-  uint32_t stream_ = 0;
-};
+} // namespace
 
 LogicalResult Lowering::checkSignature() {
   train_ = module_->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
@@ -521,50 +355,7 @@ void Lowering::lowerInit() {
   refreshWeightCopies(func_.getLoc());
 }
 
-void Lowering::refreshWeightCopies(Location loc) {
-  // Unsharded, or stage 3's shards: each copy from its master.
-  if (!sharded() || zeroStage_ == 3) {
-    for (auto &p : params_)
-      if (!p.copy.empty())
-        optimizerLaunch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
-                        DictionaryAttr());
-    return;
-  }
-  // Each rank rounds its own shard (BF16), then the group gathers the
-  // whole copies.
-  SmallVector<Value> shards, wholes;
-  for (auto &p : params_) {
-    Value master = getGlobal(p.name);
-    if (cast<RankedTensorType>(p.copyType).getElementType().isF32()) {
-      shards.push_back(master);
-    } else {
-      Value part = sched::AllocOp::create(b_, loc, shardBuffer(p.copyType),
-                                          IntegerAttr());
-      optimizerLaunch(loc, "cast", {master}, {part}, DictionaryAttr());
-      shards.push_back(part);
-    }
-    wholes.push_back(getGlobal(p.copy));
-  }
-  collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
-}
 
-Value Lowering::gradSinkBuffer(Location loc, const std::string &sink) {
-  if (zeroStage_ < 2)
-    return getGlobal(sink);
-  Value &buf = microGrads_[sink];
-  if (!buf) {
-    // The whole gradient of this micro-batch, zero right before its first
-    // contribution so that it is live only while backward writes it.
-    buf = sched::AllocOp::create(b_, loc, wholeGrad_.lookup(sink),
-                                 IntegerAttr());
-    sched::LaunchOp fill = launch(
-        loc, "fill", {}, {buf},
-        b_.getDictionaryAttr(
-            {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))}));
-    setPhaseMark(fill, Phase::WeightGrad);
-  }
-  return buf;
-}
 
 // The step starts from zero gradients and a zero loss sum. Zeroing here
 // rather than after the update leaves the last step's gradients in place
@@ -707,76 +498,7 @@ LogicalResult Lowering::lowerMicroBatch() {
   return success();
 }
 
-// Data parallel: the gradients and the loss sum of this rank's micro-batches
-// become those of every rank's, on the communication stream (the one after
-// the compute and optimizer streams). Event 1 tells it that the last
-// micro-batch is done; event 2 tells stream 0 that the sums are in place.
-// ZeRO stage 1 reduce-scatters the whole gradients into the shards.
-void Lowering::lowerGradientReduction() {
-  Location loc = func_.getLoc();
-  const uint32_t comm = commStream();
-  handOver(loc, 1);
-  stream_ = comm;
-  SmallVector<Value> wholes, shards;
-  for (auto &p : params_) {
-    wholes.push_back(getGlobal(p.name + (sharded() ? ".grad.full" : ".grad")));
-    if (sharded())
-      shards.push_back(getGlobal(p.name + ".grad"));
-  }
-  Value lossSum = getGlobal("loss_sum");
-  if (sharded()) {
-    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, shards);
-    collective(loc, sched::CollectiveKind::AllReduceSum, {lossSum}, {});
-  } else {
-    wholes.push_back(lossSum);
-    collective(loc, sched::CollectiveKind::AllReduceSum, wholes, {});
-  }
-  handBack(loc);
-  stream_ = 0;
-}
 
-// ZeRO stage 2 reduces each micro-batch's gradients as soon as it ends,
-// which a sched.repeat's body cannot hold: the micro-batches are stated one
-// by one, each followed by its reduce-scatter into the shards (the first
-// writes them, the rest add to them) and, after the last, the loss sum's.
-void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
-  Location loc = func_.getLoc();
-  b_.setInsertionPointAfter(repeat);
-  for (int32_t m = 0; m < numMicroBatches_; ++m) {
-    IRMapping map;
-    SmallVector<Operation *> ops = cloneIteration(b_, repeat, m, map);
-    OpBuilder::InsertPoint end = b_.saveInsertionPoint();
-    if (zeroStage_ == 3)
-      insertGathers(ops, map);
-    b_.restoreInsertionPoint(end);
-    handOver(loc, m + 1);
-    stream_ = commStream();
-    SmallVector<Value> wholes, parts;
-    SmallVector<std::pair<Value, Value>> adds;
-    for (auto &p : params_) {
-      std::string sym = p.name + ".grad";
-      wholes.push_back(map.lookup(microGrads_.lookup(sym)));
-      Value shard = getGlobal(sym);
-      if (m == 0) {
-        parts.push_back(shard);
-        continue;
-      }
-      Value part = sched::AllocOp::create(
-          b_, loc, cast<MemRefType>(shard.getType()), IntegerAttr());
-      parts.push_back(part);
-      adds.push_back({part, shard});
-    }
-    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, parts);
-    for (auto [part, shard] : adds)
-      optimizerLaunch(loc, "accumulate", {part}, {shard}, DictionaryAttr());
-    if (m == numMicroBatches_ - 1)
-      collective(loc, sched::CollectiveKind::AllReduceSum,
-                 {getGlobal("loss_sum")}, {});
-    stream_ = 0;
-  }
-  repeat->erase();
-  handBack(loc);
-}
 
 // Clipping, the guard, AdamW and the weight copies' refresh; the norm and
 // the skipped flag are read back after the losses.
@@ -822,137 +544,8 @@ void Lowering::lowerOptimizer() {
   stream_ = 0;
 }
 
-// The norm of the whole gradient. Sharded, each rank's shards give its part
-// of the norm; gathered, the parts' norm is the whole one, and every rank
-// computes the same value from the same parts.
-Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
-  Value norm = getGlobal("grad_norm");
-  if (!sharded()) {
-    optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
-    return norm;
-  }
-  Type f32 = b_.getF32Type();
-  Value mine =
-      sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32), IntegerAttr());
-  optimizerLaunch(loc, "grad_norm", grads, {mine}, DictionaryAttr());
-  Value all = sched::AllocOp::create(
-      b_, loc, MemRefType::get({dataParallel_}, f32), IntegerAttr());
-  collective(loc, sched::CollectiveKind::AllGather, {mine}, {all});
-  optimizerLaunch(loc, "grad_norm", {all}, {norm}, DictionaryAttr());
-  return norm;
-}
 
-Value Lowering::gatherBuffer(Location loc, size_t i, Operation *user) {
-  std::optional<Phase> phase = phaseMark(user);
-  const bool backward = phase && *phase != Phase::Forward;
-  Value &buf = gathered_[2 * i + (backward ? 1 : 0)];
-  if (!buf) {
-    const Param &p = params_[i];
-    buf = sched::AllocOp::create(
-        b_, loc, bufferType(p.copy.empty() ? p.arg.getType() : p.copyType),
-        IntegerAttr());
-  }
-  return buf;
-}
 
-// Stage 3, in one stated-out micro-batch: the parameters are gathered, on
-// the communication stream, into the buffers the micro-batch reads, group
-// by group: a group is the parameters first read by one layer in one phase
-// (forward or backward), in the order of those first reads. Group g's
-// gather starts when stream 0 reaches group g - 1's first read (event 3),
-// so it runs while the layer before it computes, and stream 0 waits for it
-// (event 4) right before its own first read. The buffers live from their
-// gather to their phase's last read, so each layer's whole weights are
-// freed after forward and gathered again for backward.
-void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
-                             const IRMapping &map) {
-  DenseMap<Value, size_t> paramOf;
-  for (auto &[key, buf] : gathered_)
-    paramOf[map.lookup(buf)] = key / 2;
-  struct Group {
-    Operation *firstRead;
-    SmallVector<Value> buffers;
-    SmallVector<size_t> params;
-    // Each buffer's first read.
-    SmallVector<Operation *> reads;
-  };
-  SmallVector<Group> groups;
-  DenseSet<Value> placed;
-  std::pair<Attribute, bool> key;
-  for (Operation *op : microBatch) {
-    auto launch = dyn_cast<sched::LaunchOp>(op);
-    if (!launch)
-      continue;
-    std::optional<Phase> phase = phaseMark(op);
-    std::pair<Attribute, bool> here = {layerMark(op),
-                                       phase && *phase != Phase::Forward};
-    for (Value v : launch.getIns()) {
-      auto it = paramOf.find(v);
-      if (it == paramOf.end() || !placed.insert(v).second)
-        continue;
-      if (groups.empty() || here != key)
-        groups.push_back({op, {}, {}});
-      key = here;
-      groups.back().buffers.push_back(v);
-      groups.back().params.push_back(it->second);
-      groups.back().reads.push_back(op);
-    }
-  }
-  Location loc = func_.getLoc();
-  auto i32 = [&](int64_t v) { return b_.getI32IntegerAttr(v); };
-  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
-  const uint32_t comm = commStream();
-  for (size_t g = 0; g < groups.size(); ++g) {
-    Operation *trigger = g == 0 ? microBatch.front() : groups[g - 1].firstRead;
-    b_.setInsertionPoint(trigger);
-    sched::EventRecordOp::create(b_, loc, i32(3), i64(++gatherTrigger_),
-                                 i32(0));
-    sched::EventWaitOp::create(b_, loc, i32(3), i64(gatherTrigger_),
-                               i32(comm));
-    // The buffers are made where their gather is.
-    const Group &group = groups[g];
-    for (Value v : group.buffers)
-      v.getDefiningOp()->moveBefore(b_.getInsertionBlock(),
-                                    b_.getInsertionPoint());
-    // In pieces (comm_chunks) of about equal bytes, in the order of their
-    // first reads: stream 0 waits for each right before its first read, so
-    // the layer starts on the first piece while the rest arrive.
-    int64_t total = 0;
-    for (Value v : group.buffers)
-      total += bufferBytes(cast<MemRefType>(v.getType()));
-    SmallVector<std::pair<size_t, size_t>> pieces;
-    int64_t bytes = 0;
-    size_t begin = 0;
-    for (size_t k = 0; k < group.buffers.size(); ++k) {
-      bytes += bufferBytes(cast<MemRefType>(group.buffers[k].getType()));
-      const int64_t made = static_cast<int64_t>(pieces.size());
-      if (k + 1 == group.buffers.size() ||
-          (made + 1 < commChunks_ && bytes * commChunks_ >= total * (made + 1))) {
-        pieces.push_back({begin, k + 1});
-        begin = k + 1;
-      }
-    }
-    SmallVector<int64_t> done;
-    for (auto [first, last] : pieces) {
-      SmallVector<Value> shards, wholes;
-      for (size_t k = first; k < last; ++k) {
-        const Param &p = params_[group.params[k]];
-        shards.push_back(getGlobal(p.copy.empty() ? p.name : p.copy));
-        wholes.push_back(group.buffers[k]);
-      }
-      stream_ = comm;
-      collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
-      stream_ = 0;
-      sched::EventRecordOp::create(b_, loc, i32(4), i64(++gatherDone_),
-                                   i32(comm));
-      done.push_back(gatherDone_);
-    }
-    for (auto [piece, range] : llvm::enumerate(pieces)) {
-      b_.setInsertionPoint(group.reads[range.first]);
-      sched::EventWaitOp::create(b_, loc, i32(4), i64(done[piece]), i32(0));
-    }
-  }
-}
 
 LogicalResult Lowering::run() {
   if (failed(checkSignature()))
@@ -983,6 +576,11 @@ LogicalResult Lowering::run() {
   return success();
 }
 
+} // namespace braid::lower_to_sched
+
+namespace braid {
+namespace {
+
 struct LowerToSchedPass : impl::LowerToSchedPassBase<LowerToSchedPass> {
   using LowerToSchedPassBase::LowerToSchedPassBase;
 
@@ -992,7 +590,7 @@ struct LowerToSchedPass : impl::LowerToSchedPassBase<LowerToSchedPass> {
         singleStageFunction(module, "braid-lower-to-sched");
     if (failed(func))
       return signalPassFailure();
-    if (failed(Lowering(module, *func, optimizerStream).run()))
+    if (failed(lower_to_sched::Lowering(module, *func, optimizerStream).run()))
       signalPassFailure();
   }
 };

@@ -13,7 +13,8 @@
 #     and the communication fraction of the serial step.
 #
 #   test/bench/run_dp_overlap_bench.sh [--steps N] [--latency-us L]
-#                                      [--gbps B] [--bucket-mb X] [--out DIR]
+#                                      [--gbps B] [--bucket-mb X]
+#                                      [--zero-stage Z] [--out DIR]
 #
 # Needs a build with MPI (scripts/build.sh; Open MPI from install-deps.sh).
 set -euo pipefail
@@ -23,6 +24,7 @@ steps=20
 latency=25
 gbps=""
 bucket=0
+zero=0
 out="$build/bench/dp-overlap"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,8 +32,9 @@ while [ $# -gt 0 ]; do
     --latency-us) latency="$2"; shift 2 ;;
     --gbps) gbps="$2"; shift 2 ;;
     --bucket-mb) bucket="$2"; shift 2 ;;
+    --zero-stage) zero="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "run_dp_overlap_bench.sh: unknown option '$1' (use --steps N, --latency-us L, --gbps B, --bucket-mb X, --out DIR)" >&2; exit 2 ;;
+    *) echo "run_dp_overlap_bench.sh: unknown option '$1' (use --steps N, --latency-us L, --gbps B, --bucket-mb X, --zero-stage Z, --out DIR)" >&2; exit 2 ;;
   esac
 done
 command -v mpirun >/dev/null || {
@@ -46,7 +49,7 @@ spec="$root/test/bench/specs/cpu-small.pbtxt"
 # micro-batches, each of 2 ranks trains 1.
 sed -e 's/global_batch_size: 8/global_batch_size: 16/' "$spec" > "$out/one.pbtxt"
 sed -e 's/data_parallel: 1/data_parallel: 2/' \
-    -e "s/^parallel {\(.*\) }/parallel {\1 bucket_mb: $bucket }/" \
+    -e "s/^parallel {\(.*\) }/parallel {\1 bucket_mb: $bucket zero_stage: $zero }/" \
     "$out/one.pbtxt" > "$out/dp2.pbtxt"
 "$build/bin/braidc" "$out/one.pbtxt" -o "$out/one.plan" 2>/dev/null
 "$build/bin/braidc" "$out/dp2.pbtxt" -o "$out/overlapped.plan" 2>/dev/null

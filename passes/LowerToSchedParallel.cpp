@@ -1,0 +1,265 @@
+//===- LowerToSchedParallel.cpp - reductions, shards and gathers ---------===//
+//
+// The data-parallel half of braid-lower-to-sched (see LowerToSched.cpp's
+// file comment): the gradient reductions after the micro-batches, ZeRO's
+// weight copies and norm, stage 2's micro-batches stated one by one with a
+// reduction after each, and stage 3's gathers of each layer's weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/LowerToSched.h"
+
+#include "passes/analysis/Liveness.h"
+#include "passes/analysis/Unroll.h"
+
+namespace braid::lower_to_sched {
+
+void Lowering::refreshWeightCopies(Location loc) {
+  // Unsharded, or stage 3's shards: each copy from its master.
+  if (!sharded() || zeroStage_ == 3) {
+    for (auto &p : params_)
+      if (!p.copy.empty())
+        optimizerLaunch(loc, "cast", {getGlobal(p.name)}, {getGlobal(p.copy)},
+                        DictionaryAttr());
+    return;
+  }
+  // Each rank rounds its own shard (BF16), then the group gathers the
+  // whole copies.
+  SmallVector<Value> shards, wholes;
+  for (auto &p : params_) {
+    Value master = getGlobal(p.name);
+    if (cast<RankedTensorType>(p.copyType).getElementType().isF32()) {
+      shards.push_back(master);
+    } else {
+      Value part = sched::AllocOp::create(b_, loc, shardBuffer(p.copyType),
+                                          IntegerAttr());
+      optimizerLaunch(loc, "cast", {master}, {part}, DictionaryAttr());
+      shards.push_back(part);
+    }
+    wholes.push_back(getGlobal(p.copy));
+  }
+  collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
+}
+
+Value Lowering::gradSinkBuffer(Location loc, const std::string &sink) {
+  if (zeroStage_ < 2)
+    return getGlobal(sink);
+  Value &buf = microGrads_[sink];
+  if (!buf) {
+    // The whole gradient of this micro-batch, zero right before its first
+    // contribution so that it is live only while backward writes it.
+    buf = sched::AllocOp::create(b_, loc, wholeGrad_.lookup(sink),
+                                 IntegerAttr());
+    sched::LaunchOp fill = launch(
+        loc, "fill", {}, {buf},
+        b_.getDictionaryAttr(
+            {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))}));
+    setPhaseMark(fill, Phase::WeightGrad);
+  }
+  return buf;
+}
+
+// Data parallel: the gradients and the loss sum of this rank's micro-batches
+// become those of every rank's, on the communication stream (the one after
+// the compute and optimizer streams). Event 1 tells it that the last
+// micro-batch is done; event 2 tells stream 0 that the sums are in place.
+// ZeRO stage 1 reduce-scatters the whole gradients into the shards.
+void Lowering::lowerGradientReduction() {
+  Location loc = func_.getLoc();
+  const uint32_t comm = commStream();
+  handOver(loc, 1);
+  stream_ = comm;
+  SmallVector<Value> wholes, shards;
+  for (auto &p : params_) {
+    wholes.push_back(getGlobal(p.name + (sharded() ? ".grad.full" : ".grad")));
+    if (sharded())
+      shards.push_back(getGlobal(p.name + ".grad"));
+  }
+  Value lossSum = getGlobal("loss_sum");
+  if (sharded()) {
+    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, shards);
+    collective(loc, sched::CollectiveKind::AllReduceSum, {lossSum}, {});
+  } else {
+    wholes.push_back(lossSum);
+    collective(loc, sched::CollectiveKind::AllReduceSum, wholes, {});
+  }
+  handBack(loc);
+  stream_ = 0;
+}
+
+// ZeRO stage 2 reduces each micro-batch's gradients as soon as it ends,
+// which a sched.repeat's body cannot hold: the micro-batches are stated one
+// by one, each followed by its reduce-scatter into the shards (the first
+// writes them, the rest add to them) and, after the last, the loss sum's.
+void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
+  Location loc = func_.getLoc();
+  b_.setInsertionPointAfter(repeat);
+  for (int32_t m = 0; m < numMicroBatches_; ++m) {
+    IRMapping map;
+    SmallVector<Operation *> ops = cloneIteration(b_, repeat, m, map);
+    OpBuilder::InsertPoint end = b_.saveInsertionPoint();
+    if (zeroStage_ == 3)
+      insertGathers(ops, map);
+    b_.restoreInsertionPoint(end);
+    handOver(loc, m + 1);
+    stream_ = commStream();
+    SmallVector<Value> wholes, parts;
+    SmallVector<std::pair<Value, Value>> adds;
+    for (auto &p : params_) {
+      std::string sym = p.name + ".grad";
+      wholes.push_back(map.lookup(microGrads_.lookup(sym)));
+      Value shard = getGlobal(sym);
+      if (m == 0) {
+        parts.push_back(shard);
+        continue;
+      }
+      Value part = sched::AllocOp::create(
+          b_, loc, cast<MemRefType>(shard.getType()), IntegerAttr());
+      parts.push_back(part);
+      adds.push_back({part, shard});
+    }
+    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, parts);
+    for (auto [part, shard] : adds)
+      optimizerLaunch(loc, "accumulate", {part}, {shard}, DictionaryAttr());
+    if (m == numMicroBatches_ - 1)
+      collective(loc, sched::CollectiveKind::AllReduceSum,
+                 {getGlobal("loss_sum")}, {});
+    stream_ = 0;
+  }
+  repeat->erase();
+  handBack(loc);
+}
+
+// The norm of the whole gradient. Sharded, each rank's shards give its part
+// of the norm; gathered, the parts' norm is the whole one, and every rank
+// computes the same value from the same parts.
+Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
+  Value norm = getGlobal("grad_norm");
+  if (!sharded()) {
+    optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
+    return norm;
+  }
+  Type f32 = b_.getF32Type();
+  Value mine =
+      sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32), IntegerAttr());
+  optimizerLaunch(loc, "grad_norm", grads, {mine}, DictionaryAttr());
+  Value all = sched::AllocOp::create(
+      b_, loc, MemRefType::get({dataParallel_}, f32), IntegerAttr());
+  collective(loc, sched::CollectiveKind::AllGather, {mine}, {all});
+  optimizerLaunch(loc, "grad_norm", {all}, {norm}, DictionaryAttr());
+  return norm;
+}
+
+Value Lowering::gatherBuffer(Location loc, size_t i, Operation *user) {
+  std::optional<Phase> phase = phaseMark(user);
+  const bool backward = phase && *phase != Phase::Forward;
+  Value &buf = gathered_[2 * i + (backward ? 1 : 0)];
+  if (!buf) {
+    const Param &p = params_[i];
+    buf = sched::AllocOp::create(
+        b_, loc, bufferType(p.copy.empty() ? p.arg.getType() : p.copyType),
+        IntegerAttr());
+  }
+  return buf;
+}
+
+// Stage 3, in one stated-out micro-batch: the parameters are gathered, on
+// the communication stream, into the buffers the micro-batch reads, group
+// by group: a group is the parameters first read by one layer in one phase
+// (forward or backward), in the order of those first reads. Group g's
+// gather starts when stream 0 reaches group g - 1's first read (event 3),
+// so it runs while the layer before it computes, and stream 0 waits for it
+// (event 4) right before its own first read. The buffers live from their
+// gather to their phase's last read, so each layer's whole weights are
+// freed after forward and gathered again for backward.
+void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
+                             const IRMapping &map) {
+  DenseMap<Value, size_t> paramOf;
+  for (auto &[key, buf] : gathered_)
+    paramOf[map.lookup(buf)] = key / 2;
+  struct Group {
+    Operation *firstRead;
+    SmallVector<Value> buffers;
+    SmallVector<size_t> params;
+    // Each buffer's first read.
+    SmallVector<Operation *> reads;
+  };
+  SmallVector<Group> groups;
+  DenseSet<Value> placed;
+  std::pair<Attribute, bool> key;
+  for (Operation *op : microBatch) {
+    auto launch = dyn_cast<sched::LaunchOp>(op);
+    if (!launch)
+      continue;
+    std::optional<Phase> phase = phaseMark(op);
+    std::pair<Attribute, bool> here = {layerMark(op),
+                                       phase && *phase != Phase::Forward};
+    for (Value v : launch.getIns()) {
+      auto it = paramOf.find(v);
+      if (it == paramOf.end() || !placed.insert(v).second)
+        continue;
+      if (groups.empty() || here != key)
+        groups.push_back({op, {}, {}});
+      key = here;
+      groups.back().buffers.push_back(v);
+      groups.back().params.push_back(it->second);
+      groups.back().reads.push_back(op);
+    }
+  }
+  Location loc = func_.getLoc();
+  auto i32 = [&](int64_t v) { return b_.getI32IntegerAttr(v); };
+  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+  const uint32_t comm = commStream();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Operation *trigger = g == 0 ? microBatch.front() : groups[g - 1].firstRead;
+    b_.setInsertionPoint(trigger);
+    sched::EventRecordOp::create(b_, loc, i32(3), i64(++gatherTrigger_),
+                                 i32(0));
+    sched::EventWaitOp::create(b_, loc, i32(3), i64(gatherTrigger_),
+                               i32(comm));
+    // The buffers are made where their gather is.
+    const Group &group = groups[g];
+    for (Value v : group.buffers)
+      v.getDefiningOp()->moveBefore(b_.getInsertionBlock(),
+                                    b_.getInsertionPoint());
+    // In pieces (comm_chunks) of about equal bytes, in the order of their
+    // first reads: stream 0 waits for each right before its first read, so
+    // the layer starts on the first piece while the rest arrive.
+    int64_t total = 0;
+    for (Value v : group.buffers)
+      total += bufferBytes(cast<MemRefType>(v.getType()));
+    SmallVector<std::pair<size_t, size_t>> pieces;
+    int64_t bytes = 0;
+    size_t begin = 0;
+    for (size_t k = 0; k < group.buffers.size(); ++k) {
+      bytes += bufferBytes(cast<MemRefType>(group.buffers[k].getType()));
+      const int64_t made = static_cast<int64_t>(pieces.size());
+      if (k + 1 == group.buffers.size() ||
+          (made + 1 < commChunks_ && bytes * commChunks_ >= total * (made + 1))) {
+        pieces.push_back({begin, k + 1});
+        begin = k + 1;
+      }
+    }
+    SmallVector<int64_t> done;
+    for (auto [first, last] : pieces) {
+      SmallVector<Value> shards, wholes;
+      for (size_t k = first; k < last; ++k) {
+        const Param &p = params_[group.params[k]];
+        shards.push_back(getGlobal(p.copy.empty() ? p.name : p.copy));
+        wholes.push_back(group.buffers[k]);
+      }
+      stream_ = comm;
+      collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
+      stream_ = 0;
+      sched::EventRecordOp::create(b_, loc, i32(4), i64(++gatherDone_),
+                                   i32(comm));
+      done.push_back(gatherDone_);
+    }
+    for (auto [piece, range] : llvm::enumerate(pieces)) {
+      b_.setInsertionPoint(group.reads[range.first]);
+      sched::EventWaitOp::create(b_, loc, i32(4), i64(done[piece]), i32(0));
+    }
+  }
+}
+
+} // namespace braid::lower_to_sched
