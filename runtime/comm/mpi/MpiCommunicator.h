@@ -2,7 +2,8 @@
 // and one Communicator per mesh axis on top of it. Every collective is
 // posted as a non-blocking MPI call and then polled against the watchdog's
 // deadline, so a rank that died or hangs stops the others with a sentence
-// naming the call and its group instead of a silent hang.
+// naming the call, its group and the ranks it waits for (the roll call of
+// ArrivalBoard.h and RollCall.h) instead of a silent hang.
 #pragma once
 
 #include <array>
@@ -34,7 +35,10 @@ public:
   // The communicators of every mesh axis, created in kMeshAxes order
   // (TP first) by splitting the world: each rank's group along an axis is
   // meshGroup(shape, rank, axis). The shape's world size must be size().
-  // Calls that take longer than `timeout` fail (DeadlineExceeded).
+  // Calls that take longer than `timeout` fail (DeadlineExceeded). Each
+  // communicator of more than one rank makes its arrival board (an MPI
+  // window, collectively, as the split is) and frees it before the
+  // communicator, so every rank must free them in the same order.
   absl::StatusOr<std::array<std::unique_ptr<Communicator>, kNumMeshAxes>>
   axisCommunicators(const MeshShape &shape,
                     std::chrono::milliseconds timeout) const;
