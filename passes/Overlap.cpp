@@ -224,6 +224,8 @@ private:
   }
 
   void split(HandOver &h, Operation *previousEnd) {
+    workOps_.clear();
+    workOps_.insert(h.work.begin(), h.work.end());
     SmallVector<Operation *> ops = producers(h, previousEnd);
     // The launch that last writes each buffer, by value (transient) or
     // global.
@@ -334,8 +336,6 @@ private:
   void emitBucket(Operation *after, ArrayRef<Item> items, HandOver &h) {
     if (items.empty())
       return;
-    workOps_.clear();
-    workOps_.insert(h.work.begin(), h.work.end());
     Location loc = h.record.getLoc();
     b_.setInsertionPointAfter(after);
     ++value_;

@@ -63,7 +63,8 @@ Trainer::create(LoadedPlan plan, TokenData data,
   std::unique_ptr<Trainer> trainer(
       new Trainer(std::move(plan), std::move(*loader), options, total));
   trainer->ranks_ = options.ranks;
-  trainer->whole_ = std::make_unique<WholeTensors>(trainer->plan_);
+  if (WholeTensors::needed(trainer->plan_))
+    trainer->whole_ = std::make_unique<WholeTensors>(trainer->plan_);
   if (options.ranks) {
     trainer->dpSize_ = options.ranks->dpSize();
     trainer->dpRank_ = options.ranks->dpRank();
@@ -335,7 +336,7 @@ Trainer::saveCheckpoint(const std::string &rootDir,
   // Only the fp32 masters and moments are saved: weight copies are cast
   // from the masters again by "init" on resume.
   absl::StatusOr<std::string> dir;
-  if (!whole_->empty()) {
+  if (whole_) {
     absl::StatusOr<ArenaImage> image = ArenaImage::create(whole_->imageBytes());
     if (!image.ok())
       return image.status();
@@ -375,7 +376,7 @@ Trainer::resume(const std::string &dir,
   if (explicitTotal_)
     allowed.insert("train.steps");
   // A sharded run reads the whole tensors and keeps its rows.
-  const LoadedPlan &stored = whole_->empty() ? plan_ : whole_->plan();
+  const LoadedPlan &stored = whole_ ? whole_->plan() : plan_;
   absl::StatusOr<LoadedCheckpoint> ckpt =
       readCheckpoint(*found, stored, allowed);
   if (!ckpt.ok())
@@ -403,7 +404,7 @@ Trainer::resume(const std::string &dir,
     return absl::InvalidArgumentError(absl::StrCat(
         "the run is to end at step ", total, " but the checkpoint '", *found,
         "' is already at step ", state.step));
-  if (!whole_->empty()) {
+  if (whole_) {
     absl::StatusOr<ArenaImage> image = ArenaImage::create(whole_->imageBytes());
     if (!image.ok())
       return image.status();

@@ -181,7 +181,8 @@ private:
   const Ranks *ranks_ = nullptr;
   // The data-parallel size and this rank's place in it.
   int64_t dpSize_ = 1, dpRank_ = 0;
-  // Checkpoints of sharded tensors go through whole ones.
+  // Checkpoints of sharded tensors go through whole ones; null when the
+  // plan shards none.
   std::unique_ptr<WholeTensors> whole_;
 };
 

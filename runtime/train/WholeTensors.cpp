@@ -3,39 +3,51 @@
 #include <vector>
 
 #include "runtime/plan/PlanChecks.h"
+#include "runtime/plan/PlanFormat.h"
 
 namespace braid {
 namespace {
 
-constexpr uint64_t kAlignment = 64;
-
 uint64_t alignUp(uint64_t v) {
-  return (v + kAlignment - 1) / kAlignment * kAlignment;
+  return (v + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
+}
+
+// The checkpointed tensors of `plan`: each parameter and its moments.
+template <typename F> void forEachStored(const LoadedPlan &plan, F f) {
+  for (uint32_t param : plan.parameters) {
+    const plan::ParameterInfo &info = plan.proto.tensors(param).param();
+    for (uint32_t id : {param, info.exp_avg(), info.exp_avg_sq()})
+      f(id);
+  }
 }
 
 } // namespace
 
+bool WholeTensors::needed(const LoadedPlan &plan) {
+  bool sharded = false;
+  forEachStored(plan, [&](uint32_t id) {
+    sharded = sharded || plan.proto.tensors(id).has_shard();
+  });
+  return sharded;
+}
+
 WholeTensors::WholeTensors(const LoadedPlan &plan)
     : local_(plan), whole_(plan) {
-  for (uint32_t param : plan.parameters) {
-    const plan::ParameterInfo &info = plan.proto.tensors(param).param();
-    for (uint32_t id : {param, info.exp_avg(), info.exp_avg_sq()}) {
-      plan::Tensor &t = *whole_.proto.mutable_tensors(id);
-      const bool sharded = t.has_shard();
-      if (sharded) {
-        sharded_.push_back(id);
-        t.mutable_shape()->CopyFrom(t.shard().global_shape());
-        t.set_size_bytes(t.size_bytes() *
-                         static_cast<uint64_t>(plan_checks::meshAxisSize(
-                             plan.proto.mesh(), t.shard().axis())));
-        t.clear_shard();
-        whole_.descs[id].shape.assign(t.shape().begin(), t.shape().end());
-      }
-      tensors_.push_back({id, imageBytes_, sharded});
-      t.set_offset(imageBytes_);
-      imageBytes_ = alignUp(imageBytes_ + t.size_bytes());
+  forEachStored(plan, [&](uint32_t id) {
+    plan::Tensor &t = *whole_.proto.mutable_tensors(id);
+    const bool sharded = t.has_shard();
+    if (sharded) {
+      t.mutable_shape()->CopyFrom(t.shard().global_shape());
+      t.set_size_bytes(t.size_bytes() *
+                       static_cast<uint64_t>(plan_checks::meshAxisSize(
+                           plan.proto.mesh(), t.shard().axis())));
+      t.clear_shard();
+      whole_.descs[id].shape.assign(t.shape().begin(), t.shape().end());
     }
-  }
+    tensors_.push_back({id, imageBytes_, sharded});
+    t.set_offset(imageBytes_);
+    imageBytes_ = alignUp(imageBytes_ + t.size_bytes());
+  });
 }
 
 absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &group,

@@ -17,10 +17,11 @@ namespace braid {
 
 class WholeTensors {
 public:
-  // Nothing to do (empty()) when `plan` shards no checkpointed tensor.
+  // Whether `plan` shards a checkpointed tensor: only then is a
+  // WholeTensors needed.
+  static bool needed(const LoadedPlan &plan);
   explicit WholeTensors(const LoadedPlan &plan);
 
-  bool empty() const { return sharded_.empty(); }
   // `plan` with every checkpointed tensor whole, at its offset in an image
   // of imageBytes(): what the checkpoint files are written from and read
   // into.
@@ -45,7 +46,6 @@ private:
   const LoadedPlan &local_;
   LoadedPlan whole_;
   std::vector<Entry> tensors_;
-  std::vector<uint32_t> sharded_;
   uint64_t imageBytes_ = 0;
 };
 
