@@ -92,4 +92,22 @@ std::string rollCall(uint64_t seq, absl::Span<const MemberReadings> members) {
   return absl::StrJoin(clauses, "; ");
 }
 
+std::string peerCall(int64_t peer, const char *matching,
+                     const std::optional<MemberReadings> &readings) {
+  const std::string who = absl::StrCat("world rank ", peer, ", the peer,");
+  if (!readings)
+    return absl::StrCat(who, " has not made the matching ", matching,
+                        " (it died, hangs or is making a different call)");
+  if (!readings->first || !readings->second)
+    return absl::StrCat(who, " did not answer the watchdog's query (it died "
+                             "or is unreachable)");
+  if (readings->second->beats != readings->first->beats)
+    return absl::StrCat(who, " is waiting in another call: the ranks' "
+                             "programs disagree on the order of their "
+                             "transfers");
+  return absl::StrCat(who, " has not made the matching ", matching,
+                      " and is in no call (it is still computing, stopped, "
+                      "or died)");
+}
+
 } // namespace braid

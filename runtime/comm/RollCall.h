@@ -62,4 +62,12 @@ Attendance attendance(uint64_t seq, const MemberReadings &member);
 // "and N more". `members` holds every rank of the group but the caller.
 std::string rollCall(uint64_t seq, absl::Span<const MemberReadings> members);
 
+// For a send or recv that does not complete in time: what the peer's
+// readings say, e.g. "world rank 3, the peer, has not made the matching recv and
+// is in no call (it is still computing, stopped, or died)". `matching`
+// names the peer's call ("recv" for a stalled send). Without readings
+// (nullopt) the peer is named with the general reason.
+std::string peerCall(int64_t peer, const char *matching,
+                     const std::optional<MemberReadings> &readings);
+
 } // namespace braid

@@ -4,6 +4,8 @@
 //   braid-comm-check collectives TP DP   every collective on both axes
 //   braid-comm-check hang TIMEOUT_MS     rank 1 skips an all-reduce
 //   braid-comm-check stopped TIMEOUT_MS  rank 1 enters one, then stops
+//   braid-comm-check unmatched TIMEOUT_MS rank 0 receives what rank 1
+//                                        never sends
 //   braid-comm-check time CALLS COUNT    microseconds per all-reduce
 //   braid-comm-check race                a buffer written while it is
 //                                        all-reduced (ThreadSanitizer
@@ -157,6 +159,24 @@ int hang(int64_t timeoutMs) {
   waitOnRank0(*ranks, 1);
 }
 
+// Rank 0 receives from rank 1, which never sends: the watchdog names the
+// peer.
+int unmatched(int64_t timeoutMs) {
+  std::unique_ptr<Ranks> ranks =
+      joinDP(2, std::chrono::milliseconds(timeoutMs));
+  if (!ranks)
+    return 1;
+  if (ranks->rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return 0;
+  }
+  float x = 0;
+  absl::Status s = ranks->axis(MeshAxis::kDP).recv(&x, sizeof x, 1, 0);
+  std::fprintf(stderr, "braid-comm-check: %s\n", s.ToString().c_str());
+  std::fflush(stderr);
+  ranks->abortAll(3);
+}
+
 // Rank 1 enters an all-reduce too large for MPI to finish without it
 // (4 MiB), then stops (SIGSTOP) before rank 0 joins: rank 1 has reached the
 // collective, but no longer takes part in it. A first, small all-reduce
@@ -250,6 +270,9 @@ int main(int argc, char **argv) {
   if (argc == 3 && std::strcmp(argv[1], "stopped") == 0 &&
       absl::SimpleAtoi(argv[2], &a))
     return braid::stopped(a);
+  if (argc == 3 && std::strcmp(argv[1], "unmatched") == 0 &&
+      absl::SimpleAtoi(argv[2], &a))
+    return braid::unmatched(a);
   if (argc == 2 && std::strcmp(argv[1], "race") == 0)
     return braid::race();
   if (argc == 4 && std::strcmp(argv[1], "time") == 0 &&
@@ -258,6 +281,7 @@ int main(int argc, char **argv) {
     return braid::timeCalls(a, b);
   std::fprintf(stderr,
                "usage: braid-comm-check collectives TP DP | hang "
-               "TIMEOUT_MS | stopped TIMEOUT_MS | time CALLS COUNT | race\n");
+               "TIMEOUT_MS | stopped TIMEOUT_MS | unmatched TIMEOUT_MS | time "
+               "CALLS COUNT | race\n");
   return 2;
 }

@@ -40,6 +40,9 @@ struct Call {
   std::string what;
   size_t count = 0;
   std::optional<DType> dtype; // nullopt: count is in bytes
+  // A send or recv: the peer's rank in the group, and the call it makes.
+  int peer = -1;
+  const char *matching = nullptr;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -47,7 +50,8 @@ public:
   MpiCommunicator(const MpiApi &api, MPI_Comm comm, std::string name,
                   std::vector<int64_t> members,
                   std::chrono::milliseconds timeout)
-      : api_(api), comm_(comm), name_(std::move(name)), timeout_(timeout) {
+      : api_(api), comm_(comm), name_(std::move(name)), members_(members),
+        timeout_(timeout) {
     api_.commRank(comm_, &rank_);
     api_.commSize(comm_, &size_);
     if (size_ > 1)
@@ -133,7 +137,8 @@ public:
     if (absl::Status s = fitsInt(bytes, "send"); !s.ok())
       return s;
     return postAndWait(
-        Call{absl::StrCat("send to rank ", peer), bytes, std::nullopt},
+        Call{absl::StrCat("send to group rank ", peer), bytes, std::nullopt, peer,
+             "recv"},
         Touched{data, bytes, nullptr, 0}, [&](MPI_Request *request) {
           return api_.isend(data, static_cast<int>(bytes), api_.byte, peer, tag,
                             comm_, request);
@@ -144,7 +149,8 @@ public:
     if (absl::Status s = fitsInt(bytes, "recv"); !s.ok())
       return s;
     return postAndWait(
-        Call{absl::StrCat("recv from rank ", peer), bytes, std::nullopt},
+        Call{absl::StrCat("recv from group rank ", peer), bytes, std::nullopt, peer,
+             "send"},
         Touched{nullptr, 0, data, bytes}, [&](MPI_Request *request) {
           return api_.irecv(data, static_cast<int>(bytes), api_.byte, peer, tag,
                             comm_, request);
@@ -244,7 +250,7 @@ private:
       if (now >= deadline)
         return absl::DeadlineExceededError(
             absl::StrCat("the ", describe(call), " did not complete within ",
-                         timeout_.count() / 1000.0, " s: ", whoIsMissing(seq),
+                         timeout_.count() / 1000.0, " s: ", whoIsMissing(call, seq),
                          " (set the limit with --comm-timeout)"));
       // Spin briefly (MPI progresses inside MPI_Test), then back off, so
       // that a waiting stream leaves the core to the rank's compute.
@@ -255,21 +261,32 @@ private:
     }
   }
 
-  // The watchdog's roll call of the group for collective `seq`
-  // (RollCall.h), or the general reason where it cannot take one.
-  std::string whoIsMissing(uint64_t seq) const {
-    if (seq == 0 || !board_)
-      return "a rank of the group died, hangs or is making a different call";
+  // The watchdog's roll call of the group for collective `seq`, or of the
+  // peer for a send or recv (RollCall.h); the general reason where it
+  // cannot take one.
+  std::string whoIsMissing(const Call &call, uint64_t seq) const {
     // Long enough for a waiting rank, descheduled on a busy node, to poll
     // again between the readings; short beside the timeout.
     const auto gap = std::clamp(timeout_ / 10, std::chrono::milliseconds(50),
                                 std::chrono::milliseconds(1000));
+    if (call.peer >= 0) {
+      const int64_t peer = members_.at(call.peer);
+      std::optional<MemberReadings> readings;
+      if (board_)
+        for (MemberReadings &m : board_->readOthers(gap, 2 * gap))
+          if (m.rank == peer)
+            readings = std::move(m);
+      return peerCall(peer, call.matching, readings);
+    }
+    if (seq == 0 || !board_)
+      return "a rank of the group died, hangs or is making a different call";
     return rollCall(seq, board_->readOthers(gap, 2 * gap));
   }
 
   const MpiApi &api_;
   MPI_Comm comm_;
   std::string name_;
+  std::vector<int64_t> members_; // world ranks, in group order
   std::chrono::milliseconds timeout_;
   int rank_ = 0, size_ = 1;
   std::unique_ptr<ArrivalBoard> board_; // null: size 1, or no window

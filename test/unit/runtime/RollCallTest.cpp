@@ -113,5 +113,23 @@ TEST(RollCall, Ordinals) {
   EXPECT_EQ(said(1001), "1001st)");
 }
 
+// A send or recv that stalls: the peer is named with what its readings
+// say.
+TEST(RollCall, PeerOfASendOrRecv) {
+  EXPECT_EQ(peerCall(3, "recv", std::nullopt),
+            "world rank 3, the peer, has not made the matching recv (it died, "
+            "hangs or is making a different call)");
+  EXPECT_EQ(peerCall(3, "send", member(3, record(2, 2, 7), record(2, 2, 7))),
+            "world rank 3, the peer, has not made the matching send and is in "
+            "no call (it is still computing, stopped, or died)");
+  EXPECT_EQ(peerCall(3, "send", member(3, record(2, 2, 7), record(2, 2, 9))),
+            "world rank 3, the peer, is waiting in another call: the ranks' "
+            "programs disagree on the order of their transfers");
+  EXPECT_EQ(peerCall(3, "recv",
+                     MemberReadings{3, record(2, 2, 7), std::nullopt}),
+            "world rank 3, the peer, did not answer the watchdog's query (it "
+            "died or is unreachable)");
+}
+
 } // namespace
 } // namespace braid
