@@ -1,0 +1,87 @@
+// The pipeline simulator and the static check: one event-driven engine
+// that runs a Schedule over per-entry costs.
+//
+// The model of execution (what the step program does, and what the check
+// proves cannot deadlock):
+//   - each rank has one compute stream that runs its entries in order;
+//   - an entry that needs a tensor from another rank (F: the activations
+//     from the previous stage; B, BW: the gradient from the next stage; FB:
+//     both of its halves' inputs) receives it; the entry starts when the
+//     stream is free and every receive it needs has completed;
+//   - an entry that feeds another rank (F: to the next stage; B, BW: to
+//     the previous one) sends when it ends;
+//   - per ordered pair of ranks, sends leave in the order the sender ran
+//     its entries and receives are posted in the order the receiver runs
+//     its entries, a receive no earlier than when the entry before it
+//     starts (one entry of look-ahead); a transfer completes, after the
+//     transfer time, once its send and its receive are both at the head of
+//     their queues (rendezvous, as for large messages);
+//   - stages on the same rank (DualPipeV's turn at rank P - 1) hand over
+//     in memory, with no transfer;
+//   - W needs its own B on the same rank, and B, BW need their own F.
+// A state where no stream can move before every entry has run is a
+// deadlock.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "passes/pipeline/Schedule.h"
+
+namespace braid::pipeline {
+
+// Cost of each entry per stage, in any time unit (seconds from a profile,
+// or 1 for the closed forms). Index: stage in model order.
+struct StageCosts {
+  double f = 1;  // forward
+  double b = 1;  // input gradient (B)
+  double w = 1;  // weight gradient (W); BW costs b + w
+  double activationBytes = 0; // held per micro-batch from F until its
+                              // backward is done (W, or BW)
+};
+
+struct CostModel {
+  std::vector<StageCosts> stages; // one per stage; empty: all default
+  double transfer = 0; // time of one send between ranks
+  // Time of an overlapped FB pair, from its two halves' times f and bw
+  // (negative: f + bw, no overlap gain). E.g. 0.9 * (f + bw).
+  double fbShare = -1;
+
+  const StageCosts &stage(int64_t s) const;
+  double fbCost(double f, double bw) const;
+};
+
+struct Span {
+  Entry entry;
+  double start = 0, end = 0;
+};
+
+struct RankResult {
+  std::vector<Span> spans; // in run order
+  double busy = 0;         // sum of entry times
+  double bubble = 0;       // step time - busy
+  double bubbleRatio = 0;  // bubble / step time
+  // Micro-batch chunks whose forward has started and whose backward (W or
+  // BW) has not ended, at most, and the activation bytes they hold.
+  int64_t peakInFlight = 0;
+  double peakActivationBytes = 0;
+};
+
+struct Simulation {
+  double stepTime = 0; // the last entry's end, over all ranks
+  std::vector<RankResult> ranks;
+};
+
+// Runs `schedule`. An incomplete schedule (an F without its backward, a
+// backward twice, a W before its B) or one that deadlocks is an error
+// naming the rank, the micro-batch and the entry that cannot proceed.
+absl::StatusOr<Simulation> simulate(const Schedule &schedule,
+                                    const CostModel &costs);
+
+// The static check before a plan is written: simulate() with unit costs,
+// its result dropped.
+absl::Status checkSchedule(const Schedule &schedule);
+
+} // namespace braid::pipeline
