@@ -53,7 +53,11 @@ struct Entry {
   static Entry fb(int64_t mb, int64_t chunk, int64_t bMb, int64_t bChunk) {
     return {Kind::kFB, mb, chunk, bMb, bChunk};
   }
-  bool operator==(const Entry &) const = default;
+  bool operator==(const Entry &o) const {
+    return kind == o.kind && mb == o.mb && chunk == o.chunk && bMb == o.bMb &&
+           bChunk == o.bChunk;
+  }
+  bool operator!=(const Entry &o) const { return !(*this == o); }
 };
 
 // Where the stages sit: the stage of chunk c on rank r, and back.
