@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace braid::pipeline {
 
 enum class Family {
@@ -82,5 +84,15 @@ struct Schedule {
 // {"0": [{"kind": "F", "mb": 0, "chunk": 0}, ...], "1": [...]}, the
 // format of braidc --dump-schedule.
 std::string scheduleJson(const Schedule &schedule);
+
+// One rank's order as text, the form the IR carries (braid-schedule):
+// entries separated by spaces, each a kind and a micro-batch, with ".c"
+// for chunk c where a rank has more than one; a FB pair is its forward
+// and its backward joined by '+'. E.g. "F0 F1 BW0 F2 BW1 BW2", or with two
+// chunks "F0.0 F0.1 F3.0+BW0.1 B1.1 W1.1".
+std::string formatOrder(const std::vector<Entry> &order, bool withChunks);
+// The inverse of formatOrder (chunk 0 where a token has none), or an error
+// naming the token it cannot read.
+absl::StatusOr<std::vector<Entry>> parseOrder(const std::string &text);
 
 } // namespace braid::pipeline
