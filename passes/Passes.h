@@ -35,6 +35,11 @@ struct TrainingPipelineOptions
                      "(docs/fusion.md), or spec: the spec's compile.fusion "
                      "(none when it has none)"),
       llvm::cl::init("spec")};
+  Option<bool> stopAfterSchedule{
+      *this, "stop-after-schedule",
+      llvm::cl::desc("Stop after braid-schedule: the pipeline's partition "
+                     "and schedule, without lowering or planning"),
+      llvm::cl::init(false)};
   // A spec already loaded (braidc reads its SPEC once, so that a pipe can
   // be one); when set, `spec` only names it in diagnostics.
   std::shared_ptr<const spec::ModelSpec> loadedSpec;
@@ -44,9 +49,9 @@ struct TrainingPipelineOptions
 std::unique_ptr<mlir::Pass>
 createImportSpecPass(std::shared_ptr<const spec::ModelSpec> spec);
 
-// import -> autodiff -> graph fusions -> lower-to-sched -> sched fusions ->
-// plan-memory. Emission is left to the caller (braidc writes MLIR, a plan
-// or a binary). Fails, with a sentence in `error`, on a bad fusion list or,
+// import -> autodiff -> graph fusions -> partition -> schedule ->
+// lower-to-sched -> overlap -> sched fusions -> plan-memory. Emission is
+// left to the caller (braidc writes MLIR, a plan or a binary). Fails, with a sentence in `error`, on a bad fusion list or,
 // when the fusions come from the spec, a spec that does not load.
 mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
                                           const TrainingPipelineOptions &options,

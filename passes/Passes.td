@@ -124,6 +124,52 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::braid::BraidDialect"];
 }
 
+def PartitionPass : Pass<"braid-partition", "mlir::ModuleOp"> {
+  let summary = "Cut the layers into pipeline stages, padded with empty layers";
+  let description = [{
+    Where the module has `braid.pipeline` (pipeline_parallel above 1), cuts
+    the model's layers into the pipeline's stages in model order (P x V of
+    them, V chunks per rank; two per rank for DualPipeV) and records them
+    in `braid.partition`, one dictionary per stage (docs/pipeline.md):
+
+    ```mlir
+    module attributes {braid.partition = [{embedding, first = 0 : i64, layers = 3 : i64, padding = 1 : i64},
+        {first = 3 : i64, layers = 4 : i64, padding = 0 : i64}, ...,
+        {first = 11 : i64, layers = 3 : i64, loss, padding = 1 : i64} ], ...}
+    ```
+
+    With the spec's `pipeline_layout` the stages are the layout's.
+    Otherwise every stage has ceil(layers / stages) slots, and the empty
+    ones (padding, which runs nothing and holds no memory) go one at a time
+    to the stage that costs most, counting the embedding and the loss (its
+    LM head) at their forward FLOPs; a stage keeps one layer at least.
+    More stages than layers is an error. A module without
+    `braid.pipeline` is left as it is.
+  }];
+}
+
+def SchedulePass : Pass<"braid-schedule", "mlir::ModuleOp"> {
+  let summary = "Order each pipeline rank's F, B and W, and prove it cannot deadlock";
+  let description = [{
+    Where the module has `braid.pipeline`, writes each rank's order of
+    forwards (F), input gradients (B), weight gradients (W), whole
+    backwards (BW) and overlapped pairs (F+BW) for the step's micro-batches
+    in `braid.schedule`, from the family `braid.pipeline` names (GPipe,
+    1F1B, interleaved 1F1B, ZB-H1, DualPipeV; docs/pipeline.md):
+
+    ```mlir
+    module attributes {braid.schedule = {micro_batches = 3 : i64,
+        ranks = ["F0 F1 BW0 F2 BW1 BW2", "F0 BW0 F1 BW1 F2 BW2"] }, ...}
+    ```
+
+    A module that already has `braid.schedule` keeps its orders (to check
+    one written by hand). Either way the schedule is then run in the
+    pipeline's model of execution (passes/pipeline/Simulate.h): every
+    send must meet its receive and no rank may wait forever. A schedule
+    that fails is an error naming the rank, the micro-batch and the entry.
+  }];
+}
+
 def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
   let summary = "Turn the training step into the step program of a stage";
   let description = [{

@@ -49,6 +49,10 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createAutodiffPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kGraph, error)))
     return failure();
+  pm.addPass(createPartitionPass());
+  pm.addPass(createSchedulePass());
+  if (options.stopAfterSchedule)
+    return success();
   pm.addPass(createLowerToSchedPass());
   pm.addPass(createOverlapPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kSched, error)))
@@ -67,7 +71,7 @@ void registerAllBraidPasses() {
   registerPassPipeline(
       "braid-training-pipeline",
       "Compile a model spec to planned sched programs (import, autodiff, "
-      "fusion, lower-to-sched, overlap, plan-memory)",
+      "fusion, partition, schedule, lower-to-sched, overlap, plan-memory)",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         TrainingPipelineOptions options;

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include "compiler/spec/SpecPipeline.h"
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
 
@@ -340,6 +341,19 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                   MeshAttr::get(ctx_, parallel.tensor_parallel(),
                                 /*cp=*/1, parallel.pipeline_parallel(),
                                 parallel.data_parallel()));
+  if (parallel.pipeline_parallel() > 1) {
+    SmallVector<NamedAttribute> settings = {
+        b_.getNamedAttr("schedule",
+                        b_.getStringAttr(pipeline::familyName(pipelineFamily(
+                            parallel.pipeline_schedule())))),
+        b_.getNamedAttr("virtual_stages",
+                        b_.getI64IntegerAttr(parallel.virtual_stages()))};
+    if (!parallel.pipeline_layout().empty())
+      settings.push_back(b_.getNamedAttr(
+          "layout", b_.getStringAttr(parallel.pipeline_layout())));
+    module->setAttr(BraidDialect::kPipelineAttr,
+                    b_.getDictionaryAttr(settings));
+  }
   if (parallel.data_parallel() > 1 || parallel.zero_stage() > 0)
     module->setAttr(BraidDialect::kBucketMbAttr,
                     b_.getF64FloatAttr(parallel.bucket_mb()));

@@ -34,6 +34,12 @@ void fillParallel(spec::ParallelLayout &parallel) {
     parallel.set_data_parallel(1);
   if (parallel.comm_chunks() == 0)
     parallel.set_comm_chunks(1);
+  if (parallel.virtual_stages() == 0)
+    parallel.set_virtual_stages(1);
+  if (parallel.pipeline_schedule() == spec::SCHEDULE_UNSPECIFIED)
+    parallel.set_pipeline_schedule(parallel.virtual_stages() > 1
+                                       ? spec::INTERLEAVED
+                                       : spec::ONE_F_ONE_B);
 }
 
 void fillTraining(spec::Training &train, int64_t dataParallel) {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/spec/SpecErrors.h"
+#include "compiler/spec/SpecPipeline.h"
 
 namespace braid {
 namespace {
@@ -40,28 +41,27 @@ void checkName(const std::string &name, RuleSink &sink) {
 }
 
 void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
-  struct Degree {
-    const char *field;
-    int64_t value;
-  };
-  for (Degree d : {Degree{"tensor_parallel", p.tensor_parallel()},
-                   Degree{"pipeline_parallel", p.pipeline_parallel()}}) {
-    if (d.value == 1)
-      continue;
-    sink.report(absl::StrCat("parallel.", d.field),
-                absl::StrCat(d.value,
-                             " is not supported: this version compiles "
-                             "data parallel plans only; set ",
-                             d.field,
-                             " to 1 (tensor and pipeline layouts come "
-                             "later)"));
-  }
+  if (p.tensor_parallel() != 1)
+    sink.report("parallel.tensor_parallel",
+                absl::StrCat(p.tensor_parallel(),
+                             " is not supported: this version has no tensor "
+                             "parallel layout; set tensor_parallel to 1"));
   constexpr int64_t kMaxRanks = int64_t{1} << 24;
   if (p.data_parallel() < 1 || p.data_parallel() > kMaxRanks)
     sink.report("parallel.data_parallel",
                 absl::StrCat(p.data_parallel(),
                              " is not a number of ranks; set 1 to 2^24 "
                              "data-parallel ranks"));
+  if (p.pipeline_parallel() < 1 || p.pipeline_parallel() > kMaxRanks)
+    sink.report("parallel.pipeline_parallel",
+                absl::StrCat(p.pipeline_parallel(),
+                             " is not a number of pipeline stages; set 1 to "
+                             "2^24"));
+  if (p.virtual_stages() < 1 || p.virtual_stages() > 1024)
+    sink.report("parallel.virtual_stages",
+                absl::StrCat(p.virtual_stages(),
+                             " is not a number of model chunks per rank; set "
+                             "1 to 1024"));
   if (p.zero_stage() < 0 || p.zero_stage() > 3)
     sink.report("parallel.zero_stage",
                 absl::StrCat(p.zero_stage(),
@@ -98,6 +98,25 @@ void checkDataParallelBatch(const spec::ModelSpec &spec, RuleSink &sink) {
                            "number of whole micro-batches, so use ",
                            below > 0 ? absl::StrCat(below, " or ", below + unit)
                                      : absl::StrCat(unit)));
+}
+
+// The schedule family's needs (micro-batches, chunks) and the partition's
+// (stages against layers, the layout string), from the same code the
+// compiler runs (passes/pipeline).
+void checkPipeline(const spec::ModelSpec &spec, RuleSink &sink) {
+  absl::StatusOr<pipeline::Schedule> schedule = specSchedule(spec);
+  if (!schedule.ok()) {
+    sink.report("parallel.pipeline_schedule",
+                std::string(schedule.status().message()));
+    return;
+  }
+  absl::StatusOr<pipeline::Partition> partition =
+      specPartition(spec, schedule->placement, {});
+  if (!partition.ok())
+    sink.report(spec.parallel().pipeline_layout().empty()
+                    ? "parallel.pipeline_parallel"
+                    : "parallel.pipeline_layout",
+                std::string(partition.status().message()));
 }
 
 // Rules that involve both the model and the training settings.
@@ -164,6 +183,9 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
     checkSequence(spec, counting);
   if (spec.has_train())
     checkDataParallelBatch(spec, counting);
+  // The pipeline's rules need every count they divide to be valid.
+  if (counting.count() == 0)
+    checkPipeline(spec, counting);
   validateCompile(spec.compile(), counting);
   // Sizes are only meaningful once every one of them is valid.
   if (counting.count() == 0)

@@ -58,6 +58,13 @@ def Braid_Dialect : Dialect {
     // into (braid-overlap, braid-lower-to-sched): an i64 above 1; absent
     // for whole collectives.
     static constexpr ::llvm::StringLiteral kCommChunksAttr = "braid.comm_chunks";
+    // The pipeline (passes/PipelineAttrs.h), on the module where
+    // pipeline_parallel is above 1: the spec's settings (a dictionary set
+    // by braid-import), the stages' layers (braid-partition) and each
+    // rank's order (braid-schedule).
+    static constexpr ::llvm::StringLiteral kPipelineAttr = "braid.pipeline";
+    static constexpr ::llvm::StringLiteral kPartitionAttr = "braid.partition";
+    static constexpr ::llvm::StringLiteral kScheduleAttr = "braid.schedule";
     // The mark of a stage function: a StageAttr.
     static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
     // What an argument of a stage function is: a ParamAttr or an

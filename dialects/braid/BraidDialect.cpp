@@ -55,6 +55,15 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     if (!mb || !mb.getType().isF64() || !(mb.getValueAsDouble() >= 0))
       return wrongType("non-negative f64");
   }
+  if (name == kPipelineAttr || name == kPartitionAttr ||
+      name == kScheduleAttr) {
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError()
+             << "'" << name << "' belongs on the module, not on an op";
+    if (name == kPartitionAttr ? !isa<ArrayAttr>(value)
+                               : !isa<DictionaryAttr>(value))
+      return wrongType(name == kPartitionAttr ? "array" : "dictionary");
+  }
   if (name == kModelAttr || name == kTrainAttr || name == kMeshAttr) {
     if (!isa<ModuleOp>(op))
       return op->emitOpError()

@@ -40,8 +40,8 @@ std::vector<Entry> oneFOneBOrder(int64_t rank, int64_t ranks, int64_t mbs) {
 // micro-batch (k / (P V)) P + k % P of chunk (k % (P V)) / P, its
 // backwards visiting the chunks in reverse. Warm-up: 2 (P - r - 1) +
 // (V - 1) P forwards, or all of them when M = P.
-std::vector<Entry> interleavedOrder(int64_t rank, int64_t ranks,
-                                    int64_t chunks, int64_t mbs) {
+std::vector<Entry> interleavedOrder(int64_t rank, int64_t ranks, int64_t chunks,
+                                    int64_t mbs) {
   const int64_t total = mbs * chunks, group = ranks * chunks;
   auto entry = [&](int64_t k, bool forward) {
     int64_t chunk = (k % group) / ranks;
@@ -110,10 +110,10 @@ absl::StatusOr<Schedule> makeSchedule(Family family, int64_t ranks,
     break;
   default:
     if (chunks != 1)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "virtual_stages applies to INTERLEAVED only; ", name,
-          " runs one chunk per rank: remove virtual_stages or use "
-          "INTERLEAVED"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("virtual_stages applies to INTERLEAVED only; ", name,
+                       " runs one chunk per rank: remove virtual_stages or use "
+                       "INTERLEAVED"));
     break;
   }
   for (int64_t r = 0; r < ranks; ++r) {

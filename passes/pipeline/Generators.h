@@ -13,7 +13,7 @@ namespace braid::pipeline {
 // The schedule of `family`, or an error that says what to change (too few
 // micro-batches for the family, V where the family has no chunks, ...).
 // `chunks` is the spec's virtual_stages: 1 but for kInterleaved (>= 2);
-// kDualPipeV always has 2 and takes 1 or 2 here.
+// kDualPipeV always has 2 and takes 1 here (its V placement is implied).
 absl::StatusOr<Schedule> makeSchedule(Family family, int64_t ranks,
                                       int64_t chunks, int64_t microBatches);
 
@@ -21,8 +21,8 @@ absl::StatusOr<Schedule> makeSchedule(Family family, int64_t ranks,
 // makeSchedule).
 std::vector<Entry> gpipeOrder(int64_t rank, int64_t ranks, int64_t mbs);
 std::vector<Entry> oneFOneBOrder(int64_t rank, int64_t ranks, int64_t mbs);
-std::vector<Entry> interleavedOrder(int64_t rank, int64_t ranks,
-                                    int64_t chunks, int64_t mbs);
+std::vector<Entry> interleavedOrder(int64_t rank, int64_t ranks, int64_t chunks,
+                                    int64_t mbs);
 std::vector<Entry> zbH1Order(int64_t rank, int64_t ranks, int64_t mbs);
 std::vector<Entry> dualPipeVOrder(int64_t rank, int64_t ranks, int64_t mbs);
 

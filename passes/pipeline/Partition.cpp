@@ -1,6 +1,8 @@
 #include "passes/pipeline/Partition.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -69,36 +71,95 @@ std::vector<std::string> Partition::describe() const {
   return lines;
 }
 
+namespace {
+
+double stageCost(const StageLayers &s, const PartitionCosts &costs) {
+  return static_cast<double>(s.layers) * costs.layer +
+         (s.embedding ? costs.embedding : 0) + (s.loss ? costs.loss : 0);
+}
+
+// What each rank costs: the sum of its stages'.
+std::vector<double> rankCosts(const std::vector<StageLayers> &stages,
+                              const Placement &placement,
+                              const PartitionCosts &costs) {
+  std::vector<double> out(placement.ranks, 0);
+  for (size_t s = 0; s < stages.size(); ++s)
+    out[placement.rankOf(static_cast<int64_t>(s))] +=
+        stageCost(stages[s], costs);
+  return out;
+}
+
+double dearestRank(const std::vector<StageLayers> &stages,
+                   const Placement &placement, const PartitionCosts &costs) {
+  const std::vector<double> ranks = rankCosts(stages, placement, costs);
+  return *std::max_element(ranks.begin(), ranks.end());
+}
+
+// `layers` over stages of `slots` slots each: every stage starts full, and
+// each empty slot goes to the dearest rank (the sum of its stages: under
+// interleaving or DualPipeV's V a rank holds several), to its dearest
+// stage that still has a layer to give (the later on a tie; at least one
+// layer stays on every stage), which minimises the dearest rank for this
+// many slots.
+std::vector<StageLayers> fillSlots(int64_t layers, const Placement &placement,
+                                   int64_t slots, const PartitionCosts &costs) {
+  const int64_t stages = placement.stages();
+  std::vector<StageLayers> out(stages);
+  for (StageLayers &s : out)
+    s.layers = slots;
+  out.front().embedding = true;
+  out.back().loss = true;
+  for (int64_t empty = slots * stages - layers; empty > 0; --empty) {
+    const std::vector<double> ranks = rankCosts(out, placement, costs);
+    int64_t pick = -1;
+    for (int64_t s = stages - 1; s >= 0; --s) {
+      if (out[s].layers <= 1)
+        continue;
+      if (pick < 0) {
+        pick = s;
+        continue;
+      }
+      const double rank = ranks[placement.rankOf(s)];
+      const double picked = ranks[placement.rankOf(pick)];
+      if (rank > picked ||
+          (rank == picked &&
+           stageCost(out[s], costs) > stageCost(out[pick], costs)))
+        pick = s;
+    }
+    --out[pick].layers;
+    ++out[pick].padding;
+  }
+  return out;
+}
+
+} // namespace
+
 absl::StatusOr<Partition> partitionLayers(int64_t layers,
                                           const Placement &placement,
                                           const PartitionCosts &costs) {
   const int64_t stages = placement.stages();
   if (layers < stages)
     return tooFewLayers(layers, stages);
-  const int64_t slots = (layers + stages - 1) / stages;
+  // The fewest slots that hold the layers, or a few more where the
+  // embedding or the loss costs enough that their ranks should give
+  // layers away (more slots, more empty ones, on the other stages): the
+  // first slot count whose dearest rank is cheapest wins. Past
+  // (extra cost / layer cost) + 1 more slots nothing can improve.
+  const int64_t fewest = (layers + stages - 1) / stages;
+  const double extra = std::max(costs.embedding, costs.loss);
+  const int64_t more =
+      costs.layer > 0 ? static_cast<int64_t>(std::ceil(extra / costs.layer)) + 1
+                      : 0;
+  const int64_t most = std::min(fewest + more, layers - stages + 1);
   Partition p;
   p.placement = placement;
-  p.stages.resize(stages);
-  for (StageLayers &s : p.stages)
-    s.layers = slots;
-  p.stages.front().embedding = true;
-  p.stages.back().loss = true;
-  auto cost = [&](const StageLayers &s) {
-    return static_cast<double>(s.layers) * costs.layer +
-           (s.embedding ? costs.embedding : 0) + (s.loss ? costs.loss : 0);
-  };
-  // Greedy min-max: each empty slot lowers the dearest stage that still
-  // has a layer to give (at least one layer stays on every stage).
-  for (int64_t empty = slots * stages - layers; empty > 0; --empty) {
-    int64_t dearest = -1;
-    for (int64_t s = stages - 1; s >= 0; --s) {
-      if (p.stages[s].layers <= 1)
-        continue;
-      if (dearest < 0 || cost(p.stages[s]) > cost(p.stages[dearest]))
-        dearest = s;
-    }
-    --p.stages[dearest].layers;
-    ++p.stages[dearest].padding;
+  p.stages = fillSlots(layers, placement, fewest, costs);
+  for (int64_t slots = fewest + 1; slots <= most; ++slots) {
+    std::vector<StageLayers> candidate =
+        fillSlots(layers, placement, slots, costs);
+    if (dearestRank(candidate, placement, costs) <
+        dearestRank(p.stages, placement, costs))
+      p.stages = std::move(candidate);
   }
   numberLayers(p.stages);
   return p;
@@ -130,7 +191,8 @@ absl::StatusOr<Partition> parseLayout(const std::string &layout, int64_t layers,
     bool lossSeen = false, any = false;
     size_t i = 0;
     auto skipSpace = [&] {
-      while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])))
+      while (i < text.size() &&
+             std::isspace(static_cast<unsigned char>(text[i])))
         ++i;
     };
     for (skipSpace(); i < text.size(); skipSpace()) {
@@ -141,7 +203,8 @@ absl::StatusOr<Partition> parseLayout(const std::string &layout, int64_t layers,
         ++i;
         skipSpace();
         const size_t start = i;
-        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+        while (i < text.size() &&
+               std::isdigit(static_cast<unsigned char>(text[i])))
           ++i;
         if (!absl::SimpleAtoi(text.substr(start, i - start), &count) ||
             count < 0 || count > (int64_t{1} << 20))
@@ -188,10 +251,9 @@ absl::StatusOr<Partition> parseLayout(const std::string &layout, int64_t layers,
     return bad(absl::StrCat("its t's sum to ", plural(total, "layer"),
                             ", the model has ", layers));
   for (int64_t s = 0; s < stages; ++s)
-    if (p.stages[s].layers == 0 && !p.stages[s].embedding &&
-        !p.stages[s].loss)
-      return bad(absl::StrCat("stage ", s,
-                              " holds nothing; give it a layer (t)"));
+    if (p.stages[s].layers == 0 && !p.stages[s].embedding && !p.stages[s].loss)
+      return bad(
+          absl::StrCat("stage ", s, " holds nothing; give it a layer (t)"));
   numberLayers(p.stages);
   return p;
 }

@@ -46,10 +46,13 @@ struct PartitionCosts {
   double loss = 0;
 };
 
-// The automatic partition of `layers` over `placement`'s stages: each
-// stage has ceil(layers / stages) slots; the empty ones go, one at a time,
-// to the stage that costs most (the embedding and the loss counted), the
-// later stage on a tie. More stages than layers is an error.
+// The automatic partition of `layers` over `placement`'s stages, balanced
+// by cost: every stage has the same number of slots, ceil(layers /
+// stages) or more where the embedding's or the loss's cost is worth a
+// layer or more; the empty ones go, one at a time, to the rank that costs
+// most (the sum of its stages, the embedding and the loss counted), to its
+// dearest stage, the later stage on a tie, and every stage keeps a layer.
+// More stages than layers is an error.
 absl::StatusOr<Partition> partitionLayers(int64_t layers,
                                           const Placement &placement,
                                           const PartitionCosts &costs);

@@ -23,6 +23,14 @@ const char *familyName(Family family) {
   return "?";
 }
 
+std::optional<Family> familyNamed(const std::string &name) {
+  for (Family f : {Family::kGPipe, Family::kOneFOneB, Family::kInterleaved,
+                   Family::kZbH1, Family::kDualPipeV})
+    if (name == familyName(f))
+      return f;
+  return std::nullopt;
+}
+
 const char *kindName(Kind kind) {
   switch (kind) {
   case Kind::kF:
@@ -68,8 +76,8 @@ std::string scheduleJson(const Schedule &schedule) {
                       kindName(e.kind), "\", \"mb\": ", e.mb,
                       ", \"chunk\": ", e.chunk);
       if (e.kind == Kind::kFB)
-        absl::StrAppend(&out, ", \"b_mb\": ", e.bMb, ", \"b_chunk\": ",
-                        e.bChunk);
+        absl::StrAppend(&out, ", \"b_mb\": ", e.bMb,
+                        ", \"b_chunk\": ", e.bChunk);
       out += "}";
     }
     out += entries.empty() ? "]" : "\n  ]";
@@ -135,7 +143,8 @@ absl::StatusOr<std::vector<Entry>> parseOrder(const std::string &text) {
   for (const std::string &item : items) {
     auto bad = [&] {
       return absl::InvalidArgumentError(absl::StrCat(
-          "'", item, "' is not an entry; write F, B, W or BW with a "
+          "'", item,
+          "' is not an entry; write F, B, W or BW with a "
           "micro-batch and an optional .chunk (F3, BW2.1), or a forward and "
           "a backward joined by + (F4.0+BW1.1)"));
     };

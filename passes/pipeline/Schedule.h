@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,15 +19,16 @@
 namespace braid::pipeline {
 
 enum class Family {
-  kGPipe,      // all forwards, then all backwards
-  kOneFOneB,   // Megatron-Core's 1F1B
+  kGPipe,       // all forwards, then all backwards
+  kOneFOneB,    // Megatron-Core's 1F1B
   kInterleaved, // Megatron-Core's interleaved 1F1B (V chunks per rank)
-  kZbH1,       // zero bubble H1: backward split into B and W, W delayed
-  kDualPipeV,  // DeepSeek's DualPipeV: V placement, overlapped F&B pairs
+  kZbH1,        // zero bubble H1: backward split into B and W, W delayed
+  kDualPipeV,   // DeepSeek's DualPipeV: V placement, overlapped F&B pairs
 };
 
-// "GPIPE", "ONE_F_ONE_B", ... as the spec spells them.
+// "GPIPE", "ONE_F_ONE_B", ... as the spec spells them, and back.
 const char *familyName(Family family);
+std::optional<Family> familyNamed(const std::string &name);
 
 enum class Kind {
   kF,  // forward of one micro-batch through one chunk
@@ -64,8 +66,8 @@ struct Entry {
 
 // Where the stages sit: the stage of chunk c on rank r, and back.
 struct Placement {
-  int64_t ranks = 1;  // P
-  int64_t chunks = 1; // V: 1, or more for interleaved, 2 for DualPipeV
+  int64_t ranks = 1;   // P
+  int64_t chunks = 1;  // V: 1, or more for interleaved, 2 for DualPipeV
   bool vShape = false; // DualPipeV: rank r holds stages r and 2P - 1 - r
 
   int64_t stages() const { return ranks * chunks; }

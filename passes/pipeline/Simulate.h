@@ -10,12 +10,20 @@
 //     stream is free and every receive it needs has completed;
 //   - an entry that feeds another rank (F: to the next stage; B, BW: to
 //     the previous one) sends when it ends;
-//   - per ordered pair of ranks, sends leave in the order the sender ran
-//     its entries and receives are posted in the order the receiver runs
-//     its entries, a receive no earlier than when the entry before it
-//     starts (one entry of look-ahead); a transfer completes, after the
-//     transfer time, once its send and its receive are both at the head of
-//     their queues (rendezvous, as for large messages);
+//   - per ordered pair of ranks and per kind (activations, gradients),
+//     sends leave in the order the sender ran its entries and receives
+//     are posted in the order the receiver runs its entries, a receive no
+//     earlier than when the entry before it starts (one entry of
+//     look-ahead); a transfer completes, after the transfer time, once its
+//     send and its receive are both at the head of their queues
+//     (rendezvous, as for large messages), and that channel's next
+//     transfer starts after it. The two kinds' channels are independent
+//     (the step program tags them apart and posts them on streams of
+//     their own): DualPipeV needs it from P = 4 on, where rank 0 sends an
+//     activation that rank 1 receives only after a gradient it sends
+//     later;
+//   - within an FB, the forward half's receive and send come before the
+//     backward half's;
 //   - stages on the same rank (DualPipeV's turn at rank P - 1) hand over
 //     in memory, with no transfer;
 //   - W needs its own B on the same rank, and B, BW need their own F.
@@ -35,16 +43,16 @@ namespace braid::pipeline {
 // Cost of each entry per stage, in any time unit (seconds from a profile,
 // or 1 for the closed forms). Index: stage in model order.
 struct StageCosts {
-  double f = 1;  // forward
-  double b = 1;  // input gradient (B)
-  double w = 1;  // weight gradient (W); BW costs b + w
+  double f = 1;               // forward
+  double b = 1;               // input gradient (B)
+  double w = 1;               // weight gradient (W); BW costs b + w
   double activationBytes = 0; // held per micro-batch from F until its
                               // backward is done (W, or BW)
 };
 
 struct CostModel {
-  std::vector<StageCosts> stages; // one per stage; empty: all default
-  double transfer = 0; // time of one send between ranks
+  std::vector<StageCosts> stages; // one per stage, or empty: all default
+  double transfer = 0;            // time of one send between ranks
   // Time of an overlapped FB pair, from its two halves' times f and bw
   // (negative: f + bw, no overlap gain). E.g. 0.9 * (f + bw).
   double fbShare = -1;
@@ -75,8 +83,13 @@ struct Simulation {
 };
 
 // Runs `schedule`. An incomplete schedule (an F without its backward, a
-// backward twice, a W before its B) or one that deadlocks is an error
-// naming the rank, the micro-batch and the entry that cannot proceed.
+// backward twice or before its F, a W before its B, a B without a W) or
+// one that deadlocks is a FailedPrecondition error naming the rank, the
+// micro-batch, the chunk and the entry that cannot proceed; for a deadlock,
+// every stuck rank's entry and what it waits for. An entry outside the
+// schedule's micro-batches or chunks, orders for another number of ranks
+// than the placement's, or costs for another number of stages is an
+// InvalidArgument error. Linear in the number of entries.
 absl::StatusOr<Simulation> simulate(const Schedule &schedule,
                                     const CostModel &costs);
 

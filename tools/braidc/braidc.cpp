@@ -2,7 +2,9 @@
 //
 //   braidc SPEC [-o OUT] [--emit=plan|mlir|binary] [--plan-format=binary|text]
 //               [--report-memory] [--fusion=all|none|LIST]
-//               [--runtime=BRAID_RUN] [MLIR pass options]
+//               [--runtime=BRAID_RUN] [--dump-schedule=FILE] [--simulate]
+//               [--schedule-svg=FILE] [--sim-gflops=X] [--sim-link=L:B]
+//               [MLIR pass options]
 //
 // Runs the training pipeline (docs/passes.md) and writes the result. The
 // spec is read once, so SPEC may be a pipe (`braidc <(cat spec.pbtxt)`).
@@ -12,7 +14,9 @@
 // fusion and the report ends with the fused figures against the unfused
 // ones (docs/memory.md). A plan braid-run would refuse (a kernel beyond its
 // limits, an arena no process can map) is refused here, naming the spec
-// fields that size it.
+// fields that size it. With pipeline_parallel above 1 the pipeline's
+// schedule can be dumped, simulated and drawn (docs/pipeline.md); plans
+// are not yet written for such specs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,10 +47,12 @@
 #include "passes/MemoryComparison.h"
 #include "passes/Passes.h"
 #include "passes/fuse/FusionSet.h"
+#include "runtime/comm/EmulatedLink.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/FileIdentity.h"
 #include "runtime/plan/EmbeddedPlan.h"
 #include "runtime/plan/PlanLoader.h"
+#include "tools/braidc/PipelineOutputs.h"
 
 namespace cl = llvm::cl;
 
@@ -88,6 +94,35 @@ static cl::opt<std::string>
                          "(default: the braid-run beside braidc)"),
                 cl::value_desc("path"), cl::cat(braidcOptions));
 
+static cl::OptionCategory pipelineOptions(
+    "braidc pipeline options (pipeline_parallel above 1; docs/pipeline.md)");
+static cl::opt<std::string> dumpSchedule(
+    "dump-schedule",
+    cl::desc("Write each rank's order of F, B, W and FB entries as JSON "
+             "(- for stdout)"),
+    cl::value_desc("file"), cl::cat(pipelineOptions));
+static cl::opt<bool>
+    simulateSchedule("simulate",
+                     cl::desc("Print the simulated step time, bubble, "
+                              "in-flight micro-batches and activation "
+                              "memory per rank"),
+                     cl::init(false), cl::cat(pipelineOptions));
+static cl::opt<std::string>
+    scheduleSvg("schedule-svg",
+                cl::desc("Draw the simulated timeline, one row per rank, as "
+                         "SVG"),
+                cl::value_desc("file"), cl::cat(pipelineOptions));
+static cl::opt<double>
+    simGflops("sim-gflops",
+              cl::desc("The simulator's compute rate per rank in GFLOP/s "
+                       "(default 100)"),
+              cl::init(100), cl::cat(pipelineOptions));
+static cl::opt<std::string>
+    simLink("sim-link",
+            cl::desc("The simulator's link between stages: L us latency "
+                     "and B GB/s (default 25:2)"),
+            cl::value_desc("L:B"), cl::init("25:2"), cl::cat(pipelineOptions));
+
 enum class Emit { kPlan, kMLIR, kBinary };
 
 static int fail(const llvm::Twine &message) {
@@ -107,7 +142,7 @@ static void showUsefulMlirOptions() {
     if (it != all.end())
       it->second->addCategory(mlirOptions);
   }
-  cl::HideUnrelatedOptions({&braidcOptions, &mlirOptions});
+  cl::HideUnrelatedOptions({&braidcOptions, &pipelineOptions, &mlirOptions});
 }
 
 static std::string defaultOutput(const braid::spec::ModelSpec &spec,
@@ -240,6 +275,25 @@ int main(int argc, char **argv) {
         !s.ok())
       return fail(std::string(s.message()));
   }
+  braid::PipelineOutputs pipelineOutputs;
+  pipelineOutputs.scheduleJson = dumpSchedule;
+  pipelineOutputs.svg = scheduleSvg;
+  pipelineOutputs.simulate = simulateSchedule;
+  if (!(simGflops > 0 && simGflops < 1e12))
+    return fail("--sim-gflops must be a positive rate in GFLOP/s");
+  pipelineOutputs.rates.flopsPerSecond = simGflops * 1e9;
+  {
+    absl::StatusOr<braid::LinkModel> link = braid::parseLinkModel(simLink);
+    if (!link.ok())
+      return fail("--sim-link: " + std::string(link.status().message()));
+    pipelineOutputs.rates.linkLatency =
+        std::chrono::duration<double>(link->latency).count();
+    pipelineOutputs.rates.linkBytesPerSecond = link->bytesPerSecond;
+  }
+  const bool pipelined = spec->parallel().pipeline_parallel() > 1;
+  if (pipelineOutputs.any() && !pipelined)
+    return fail("--dump-schedule, --simulate and --schedule-svg need a "
+                "pipeline: set parallel.pipeline_parallel above 1");
   auto start = std::chrono::steady_clock::now();
 
   mlir::DialectRegistry registry;
@@ -260,6 +314,9 @@ int main(int argc, char **argv) {
   options.spec = specPath;
   options.loadedSpec = spec;
   options.reportMemory = reportMemory;
+  // Pipelines are partitioned and scheduled, not yet lowered: their
+  // outputs come from the schedule.
+  options.stopAfterSchedule = pipelined && pipelineOutputs.any();
   // The flag wins over the spec; neither means no fusion.
   const bool fusionFlag = fusion.getNumOccurrences() > 0;
   options.fusion = braid::effectiveFusionList(
@@ -270,6 +327,15 @@ int main(int argc, char **argv) {
                 pipelineError);
   if (mlir::failed(pm.run(*module)))
     return fail("compilation failed");
+  if (options.stopAfterSchedule) {
+    if (absl::Status s = braid::writePipelineOutputs(*module, pipelineOutputs);
+        !s.ok())
+      return fail(std::string(s.message()));
+    llvm::errs() << "braidc: no plan written: pipeline_parallel "
+                 << spec->parallel().pipeline_parallel()
+                 << " is partitioned and scheduled but not yet lowered\n";
+    return 0;
+  }
   // A fusion asked for by name that found nothing to fuse is most likely a
   // mistake about the model; "all" asks for whatever applies.
   if (!braid::namesEveryFusion(options.fusion))

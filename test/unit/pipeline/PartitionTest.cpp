@@ -33,7 +33,7 @@ std::vector<int64_t> paddings(const Partition &p) {
 
 TEST(Partition, EvenSplitHasNoPadding) {
   absl::StatusOr<Partition> p =
-      partitionLayers(8, interleaved(4, 1), PartitionCosts{1, 0.1, 0.5});
+      partitionLayers(8, interleaved(4, 1), PartitionCosts{1, 0.1, 0.4});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(layerCounts(*p), (std::vector<int64_t>{2, 2, 2, 2}));
   EXPECT_EQ(p->padding(), 0);
@@ -65,13 +65,24 @@ TEST(Partition, SixtyOneLayersOnSixteenStages) {
 }
 
 // A loss dearer than a layer empties more of the last stage, down to one
-// layer.
+// layer: 5 layers over 2 stages become 4 + 1, in slots of 4.
 TEST(Partition, DearLossUnloadsTheLastStage) {
   absl::StatusOr<Partition> p =
       partitionLayers(5, interleaved(2, 1), PartitionCosts{1, 0, 10});
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(layerCounts(*p), (std::vector<int64_t>{3, 2}));
-  EXPECT_EQ(paddings(*p), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(layerCounts(*p), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(paddings(*p), (std::vector<int64_t>{0, 3}));
+}
+
+// Even where the layers divide, a loss worth 2.5 layers moves layers off
+// the last stage, in more slots: 8 layers over 4 stages become 3 2 2 1
+// (dearest 3.5, against 4.5 for 2 2 2 2), in slots of 3.
+TEST(Partition, LossCostRebalancesAnEvenSplit) {
+  absl::StatusOr<Partition> p =
+      partitionLayers(8, interleaved(4, 1), PartitionCosts{1, 0, 2.5});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(layerCounts(*p), (std::vector<int64_t>{3, 2, 2, 1}));
+  EXPECT_EQ(paddings(*p), (std::vector<int64_t>{0, 1, 1, 2}));
 }
 
 TEST(Partition, DualPipeVStagesSitInAV) {
@@ -83,6 +94,23 @@ TEST(Partition, DualPipeVStagesSitInAV) {
   EXPECT_EQ(lines[1], "stage 1 (rank 1, chunk 0): layers 2-3");
   EXPECT_EQ(lines[2], "stage 2 (rank 1, chunk 1): layers 4-5");
   EXPECT_EQ(lines[3], "stage 3 (rank 0, chunk 1): layers 6-7, loss");
+}
+
+// Balance is per rank: under DualPipeV's V rank 0 holds the first stage
+// and the last, so the embedding and the loss both weigh on it, and its
+// two stages give layers away where a per-stage balance would leave them
+// full. 16 layers over 8 stages with a loss worth 2.5 layers.
+TEST(Partition, BalancesRanksNotStages) {
+  const Placement v{4, 2, true};
+  absl::StatusOr<Partition> p = partitionLayers(16, v, PartitionCosts{1, 0, 2.5});
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::vector<double> rank(4, 0);
+  for (int64_t s = 0; s < 8; ++s)
+    rank[v.rankOf(s)] += p->stages[s].layers + (p->stages[s].loss ? 2.5 : 0);
+  // Rank 0: 1 + (1 + 2.5); ranks 1 and 2: 3 + 2; rank 3: 2 + 2. An even
+  // 2 per stage would cost rank 0 6.5.
+  EXPECT_EQ(layerCounts(*p), (std::vector<int64_t>{1, 3, 3, 2, 2, 2, 2, 1}));
+  EXPECT_EQ(rank, (std::vector<double>{4.5, 5, 5, 4}));
 }
 
 TEST(Partition, MoreStagesThanLayersIsRefused) {

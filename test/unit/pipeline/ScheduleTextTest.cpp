@@ -2,9 +2,9 @@
 // (passes/pipeline/Schedule.h: formatOrder, parseOrder).
 #include <vector>
 
+#include "passes/pipeline/Schedule.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "passes/pipeline/Schedule.h"
 
 namespace braid::pipeline {
 namespace {
@@ -12,9 +12,9 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ScheduleText, RoundTrip) {
-  const std::vector<Entry> order = {Entry::f(0, 0),  Entry::f(0, 1),
+  const std::vector<Entry> order = {Entry::f(0, 0),        Entry::f(0, 1),
                                     Entry::fb(3, 0, 0, 1), Entry::b(1, 1),
-                                    Entry::w(1, 1),  Entry::bw(12, 0)};
+                                    Entry::w(1, 1),        Entry::bw(12, 0)};
   const std::string text = formatOrder(order, true);
   EXPECT_EQ(text, "F0.0 F0.1 F3.0+BW0.1 B1.1 W1.1 BW12.0");
   absl::StatusOr<std::vector<Entry>> back = parseOrder(text);

@@ -354,19 +354,19 @@ TEST(SpecRules, MissingMessages) {
             "least micro_batch_size, seq_len, steps and adamw { lr }");
 }
 
-TEST(SpecRules, OnlyDataParallelLayoutsCompile) {
+TEST(SpecRules, ParallelDegrees) {
   EXPECT_EQ(errorOf(std::string(kLlama) +
-                    "parallel { tensor_parallel: 2 pipeline_parallel: 4\n"
-                    "           data_parallel: -1 }\n"),
+                    "parallel { tensor_parallel: 2 pipeline_parallel: -4\n"
+                    "           data_parallel: -1 virtual_stages: 2000 }\n"),
             "t.pbtxt:20:12: parallel.tensor_parallel: 2 is not supported: "
-            "this version compiles data parallel plans only; set "
-            "tensor_parallel to 1 (tensor and pipeline layouts come later)\n"
-            "t.pbtxt:20:31: parallel.pipeline_parallel: 4 is not supported: "
-            "this version compiles data parallel plans only; set "
-            "pipeline_parallel to 1 (tensor and pipeline layouts come "
-            "later)\n"
+            "this version has no tensor parallel layout; set "
+            "tensor_parallel to 1\n"
+            "t.pbtxt:20:31: parallel.pipeline_parallel: -4 is not a number "
+            "of pipeline stages; set 1 to 2^24\n"
             "t.pbtxt:21:12: parallel.data_parallel: -1 is not a number of "
-            "ranks; set 1 to 2^24 data-parallel ranks");
+            "ranks; set 1 to 2^24 data-parallel ranks\n"
+            "t.pbtxt:21:30: parallel.virtual_stages: 2000 is not a number of "
+            "model chunks per rank; set 1 to 1024");
   EXPECT_EQ(errorOf(std::string(kLlama) +
                     "parallel { data_parallel: 2 zero_stage: 4 bucket_mb: -5 "
                     "comm_chunks: 4096 }\n"),
@@ -381,6 +381,44 @@ TEST(SpecRules, OnlyDataParallelLayoutsCompile) {
             "t.pbtxt:20:12: parallel.zero_stage: -1 is not a ZeRO stage; set "
             "0 (nothing sharded), 1 (optimizer state), 2 (and gradients) or "
             "3 (and parameters)");
+}
+
+// The schedule's and the partition's needs, each at the field to change.
+TEST(SpecRules, PipelineLayouts) {
+  const std::string batch8 =
+      edit(std::string(kLlama), "micro_batch_size: 2\n",
+           "micro_batch_size: 1\n  global_batch_size: 8\n");
+  EXPECT_EQ(errorOf(std::string(kLlama) + "parallel { pipeline_parallel: 4 }\n"),
+            "t.pbtxt:20:12: parallel.pipeline_parallel: the pipeline has 4 "
+            "stages but the model only 2 layers: every stage needs a layer "
+            "at least; lower pipeline_parallel or virtual_stages");
+  EXPECT_EQ(errorOf(batch8 + "parallel { pipeline_parallel: 2 "
+                             "pipeline_schedule: DUALPIPE_V virtual_stages: "
+                             "2 }\n"),
+            "t.pbtxt:21:33: parallel.pipeline_schedule: virtual_stages does "
+            "not combine with DUALPIPE_V: its V placement already gives "
+            "every rank two chunks (stages r and 2P-1-r); remove "
+            "virtual_stages");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { pipeline_parallel: 2 pipeline_schedule: "
+                    "DUALPIPE_V }\n"),
+            "t.pbtxt:20:33: parallel.pipeline_schedule: DUALPIPE_V needs at "
+            "least 2 x pipeline_parallel = 4 micro-batches; there are 1: "
+            "raise the global batch or lower the micro-batch size");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { pipeline_parallel: 2 pipeline_layout: "
+                    "\"E t | t t L\" }\n"),
+            "t.pbtxt:20:33: parallel.pipeline_layout: pipeline_layout \"E t "
+            "| t t L\": its t's sum to 3 layers, the model has 2");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { pipeline_parallel: 2 virtual_stages: 2 }\n"),
+            "t.pbtxt:20:1: parallel.pipeline_schedule: INTERLEAVED needs "
+            "the micro-batches to be a multiple of pipeline_parallel (2); "
+            "there are 1: make the global batch give 2 micro-batches");
+  EXPECT_EQ(errorOf(batch8 + "parallel { pipeline_parallel: 2 "
+                             "pipeline_schedule: ZB_H1 pipeline_layout: "
+                             "\"E t | t L\" }\n"),
+            "(loaded)");
 }
 
 } // namespace
