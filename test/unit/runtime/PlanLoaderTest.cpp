@@ -139,15 +139,15 @@ TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
 }
 
 TEST(PlanLoader, RefusesOtherFormatVersions) {
-  expectRefused([](plan::Plan &p) { p.set_format_version(6); },
-                "plan.format_version is 6 but this runtime reads version 5: "
+  expectRefused([](plan::Plan &p) { p.set_format_version(7); },
+                "plan.format_version is 7 but this runtime reads version 6: "
                 "the plan was written by a newer braidc");
-  // Version 4 had no norm epsilon, RoPE base or activation in ModelInfo.
-  expectRefused([](plan::Plan &p) { p.set_format_version(4); },
-                "plan.format_version is 4 but this runtime reads version 5: "
+  // Version 5 had no pipeline transfers and no stage plans.
+  expectRefused([](plan::Plan &p) { p.set_format_version(5); },
+                "plan.format_version is 5 but this runtime reads version 6: "
                 "the plan was written by an older braidc");
   expectRefused([](plan::Plan &p) { p.set_format_version(0); },
-                "plan.format_version is 0 but this runtime reads version 5: "
+                "plan.format_version is 0 but this runtime reads version 6: "
                 "the plan was written by an older braidc");
   // An empty byte string parses as an all-default plan: version 0.
   absl::Status s = loadPlan("", testKernelRegistry(), Device::kCPU).status();
