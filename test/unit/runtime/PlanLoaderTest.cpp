@@ -842,7 +842,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
 
   std::string path = test::scratchDir() + "/bad.plan";
   plan::Plan p = tinyModelPlan();
-  p.set_format_version(6);
+  p.set_format_version(7);
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   std::string bytes = sealPlan(p.SerializeAsString());
@@ -851,7 +851,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
   absl::Status s =
       loadPlanFile(path, testKernelRegistry(), Device::kCPU).status();
   EXPECT_NE(std::string(s.message())
-                .find("the plan file '" + path + "': plan.format_version is 6"),
+                .find("the plan file '" + path + "': plan.format_version is 7"),
             std::string::npos)
       << s;
   absl::Status dir =
