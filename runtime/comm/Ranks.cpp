@@ -93,9 +93,15 @@ void Ranks::attachDevice(
   deviceComms_ = std::move(comms);
 }
 
+void Ranks::attachDeviceGradientChannel(
+    std::unique_ptr<DeviceCommunicator> comm) {
+  deviceGradients_ = std::move(comm);
+}
+
 Ranks::~Ranks() {
   // Communicators go before the world that finalises MPI, the device's
   // (bootstrapped over the host's) first.
+  deviceGradients_.reset();
   for (auto &c : deviceComms_)
     c.reset();
   for (auto &c : comms_)

@@ -58,6 +58,17 @@ public:
   DeviceCommunicator *deviceAxis(MeshAxis axis) const {
     return deviceComms_[static_cast<int>(axis)].get();
   }
+  // The device communicator of pipeline channel `channel` (0 activations,
+  // 1 gradients; plan.proto PeerTransfer). A device communicator matches
+  // transfers by order alone, so the two channels, which must not wait on
+  // each other, each need one: channel 0 is deviceAxis(kPP), channel 1 one
+  // more over the same ranks, attached here. Null when none is.
+  void attachDeviceGradientChannel(std::unique_ptr<DeviceCommunicator> comm);
+  DeviceCommunicator *devicePipelineChannel(uint32_t channel) const {
+    return channel == 0 ? deviceAxis(MeshAxis::kPP)
+           : channel == 1 ? deviceGradients_.get()
+                          : nullptr;
+  }
   // From now on every axis's calls take at least the time `link` gives
   // them (EmulatedLink.h): for benchmarks of overlap on one machine.
   void emulateLink(const LinkModel &link);
@@ -74,6 +85,7 @@ private:
   std::unique_ptr<mpi::MpiWorld> world_;
   std::array<std::unique_ptr<Communicator>, kNumMeshAxes> comms_;
   std::array<std::unique_ptr<DeviceCommunicator>, kNumMeshAxes> deviceComms_;
+  std::unique_ptr<DeviceCommunicator> deviceGradients_;
 };
 
 } // namespace braid

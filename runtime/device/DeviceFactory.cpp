@@ -39,7 +39,9 @@ bool planNeedsCommunicators(const LoadedPlan &plan) {
     return true;
   for (const LoadedProgram &program : plan.programs)
     for (const LoadedInstruction &inst : program.instructions)
-      if (inst.kind == LoadedInstruction::Kind::kCollective)
+      if (inst.kind == LoadedInstruction::Kind::kCollective ||
+          inst.kind == LoadedInstruction::Kind::kSend ||
+          inst.kind == LoadedInstruction::Kind::kRecv)
         return true;
   return false;
 }
@@ -60,6 +62,18 @@ absl::Status attachDeviceCommunicators(const LoadedPlan &plan, Ranks &ranks,
                      "NCCL: ",
                      comms.status().message()));
   ranks.attachDevice(std::move(*comms));
+  // Ranks::devicePipelineChannel: the gradients' channel of a pipeline.
+  if (ranks.mesh().size(MeshAxis::kPP) > 1) {
+    auto gradients = nccl::createNcclCommunicator(
+        ranks.axis(MeshAxis::kPP), gpu->ordinal, timeout);
+    if (!gradients.ok())
+      return absl::Status(
+          gradients.status().code(),
+          absl::StrCat("this plan sends and receives along the pipeline, "
+                       "which on a GPU goes over NCCL: ",
+                       gradients.status().message()));
+    ranks.attachDeviceGradientChannel(std::move(*gradients));
+  }
   return absl::OkStatus();
 #else
   (void)ranks;

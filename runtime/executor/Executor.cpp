@@ -113,6 +113,13 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
         for (uint32_t id : inst.outputs)
           op.outs.push_back(view(id));
         break;
+      case LoadedInstruction::Kind::kSend:
+      case LoadedInstruction::Kind::kRecv:
+        op.peerOffset = inst.peerOffset;
+        op.channel = inst.channel;
+        (inst.kind == LoadedInstruction::Kind::kSend ? op.ins : op.outs)
+            .push_back(view(inst.tensor));
+        break;
       }
       if (std::find(program.streams.begin(), program.streams.end(),
                     op.stream) == program.streams.end())
@@ -159,6 +166,14 @@ absl::Status Executor::issue(const Program &program,
     case LoadedInstruction::Kind::kCollective:
       return target.collective(op.stream,
                                CollectiveCall{op.collective, op.axis, op.ins, op.outs});
+    case LoadedInstruction::Kind::kSend:
+      return target.transfer(op.stream,
+                             TransferCall{true, op.ins[0], op.peerOffset,
+                                          op.channel});
+    case LoadedInstruction::Kind::kRecv:
+      return target.transfer(op.stream,
+                             TransferCall{false, op.outs[0], op.peerOffset,
+                                          op.channel});
     case LoadedInstruction::Kind::kRepeat:
       return absl::OkStatus(); // forEachRun runs the body
     }

@@ -1,5 +1,5 @@
-// One collective instruction on a communicator (StreamTarget.h): the host's
-// and a device's read the plan's kinds alike.
+// One collective or transfer instruction on a communicator (StreamTarget.h):
+// the host's and a device's read the plan's kinds alike.
 #include "absl/strings/str_cat.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/DeviceCommunicator.h"
@@ -38,7 +38,32 @@ absl::StatusOr<TensorCall> tensorCall(const CollectiveCall &call, size_t i) {
   }
 }
 
+// The group rank of a transfer's peer.
+int transferPeer(int rank, int size, int32_t offset) {
+  return static_cast<int>(((int64_t{rank} + offset) % size + size) % size);
+}
+
+size_t transferBytes(const TransferCall &call) {
+  return static_cast<size_t>(call.tensor.desc->numel()) *
+         dtypeSize(call.tensor.desc->dtype);
+}
+
 } // namespace
+
+absl::Status runTransfer(Communicator &pp, const TransferCall &call) {
+  const int peer = transferPeer(pp.rank(), pp.size(), call.peerOffset);
+  const int tag = static_cast<int>(call.channel);
+  return call.send ? pp.send(call.tensor.data, transferBytes(call), peer, tag)
+                   : pp.recv(call.tensor.data, transferBytes(call), peer, tag);
+}
+
+absl::Status runTransfer(DeviceCommunicator &comm, const TransferCall &call,
+                         void *stream) {
+  const int peer = transferPeer(comm.rank(), comm.size(), call.peerOffset);
+  return call.send
+             ? comm.send(call.tensor.data, transferBytes(call), peer, stream)
+             : comm.recv(call.tensor.data, transferBytes(call), peer, stream);
+}
 
 absl::Status runCollective(Communicator &comm, const CollectiveCall &call) {
   for (size_t i = 0; i < call.tensors.size(); ++i) {

@@ -36,6 +36,16 @@ struct CollectiveCall {
   absl::Span<const TensorView> outputs;
 };
 
+// A send or receive along the pipeline axis (plan.proto PeerTransfer): the
+// whole of `tensor`, to or from the rank `peerOffset` away from this one in
+// its PP group (modulo the group's size), on `channel`.
+struct TransferCall {
+  bool send = true;
+  TensorView tensor;
+  int32_t peerOffset = 0;
+  uint32_t channel = 0;
+};
+
 // Runs `call` on `comm`, tensor by tensor, from the host thread: the CPU's
 // streams call it on their own threads.
 absl::Status runCollective(Communicator &comm, const CollectiveCall &call);
@@ -43,6 +53,16 @@ absl::Status runCollective(Communicator &comm, const CollectiveCall &call);
 // its tensors' calls in one group, launched together and watched as one.
 absl::Status runCollective(DeviceCommunicator &comm,
                            const CollectiveCall &call, void *stream);
+
+// Runs `call` on `pp`, the PP group's communicator, from the host thread:
+// the peer is group rank (rank + peerOffset) mod size, the tag the channel,
+// so each channel is matched in its own order. Blocks until done.
+absl::Status runTransfer(Communicator &pp, const TransferCall &call);
+// Enqueues `call` on `comm`, the device communicator of the call's channel
+// over the PP group (which matches by order, without tags: each channel
+// needs its own), on `stream`.
+absl::Status runTransfer(DeviceCommunicator &comm, const TransferCall &call,
+                         void *stream);
 
 class StreamTarget {
 public:
@@ -66,6 +86,9 @@ public:
   // Queues `call` on `stream`. Its tensors stay valid.
   virtual absl::Status collective(uint32_t stream,
                                   const CollectiveCall &call) = 0;
+  // Queues `call` on `stream`, which it holds until the transfer is done.
+  // Its tensor stays valid.
+  virtual absl::Status transfer(uint32_t stream, const TransferCall &call) = 0;
 };
 
 } // namespace braid

@@ -99,13 +99,19 @@ std::string instructionName(const LoadedInstruction &inst) {
     return "readback";
   case LoadedInstruction::Kind::kCollective:
     return "collective";
+  case LoadedInstruction::Kind::kSend:
+    return "send";
+  case LoadedInstruction::Kind::kRecv:
+    return "recv";
   default:
     return "instruction";
   }
 }
 
-// A persistent tensor that two streams use, one of them writing it, needs
-// an order between those uses: the one that events give (rule 31).
+// A tensor that two streams use, one of them writing it, needs an order
+// between those uses: the one that events give (rule 31). An activation is
+// held to it too: a receive or a gather writes it on a communication
+// stream, and its readers on another stream must wait for that.
 absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded,
                                 const Lifetimes &life) {
   if (plan.num_streams() < 2)
@@ -122,8 +128,7 @@ absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded
     for (int64_t i = 0; i < static_cast<int64_t>(insts.size()); ++i) {
       const LoadedInstruction &inst = insts[i];
       auto add = [&](uint32_t id, bool writes) {
-        if (plan.tensors(id).kind() != plan::ACTIVATION)
-          uses[id].push_back({i, inst.stream, writes});
+        uses[id].push_back({i, inst.stream, writes});
       };
       // An all-reduce names its tensors as inputs and outputs both.
       for (uint32_t id : inst.inputs)

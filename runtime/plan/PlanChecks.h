@@ -23,8 +23,15 @@ int64_t meshAxisSize(const plan::Mesh &mesh, plan::MeshAxis axis);
 // InvalidArgument with `message`: how every rule refuses a plan.
 absl::Status refuse(std::string message);
 
-// format_version, num_streams, num_events, model and train settings.
-absl::Status checkHeader(const plan::Plan &plan);
+// What a plan is to the rules: a whole plan, or the effective plan of one
+// pipeline rank (StagePlan.h), which holds only its stages of the model and
+// so may lack an input role (the tokens are the first stage's, the labels
+// the loss stage's) or the loss readbacks.
+enum class PlanScope { kWhole, kStage };
+
+// format_version, mesh, model, and with `streams` num_streams and
+// num_events (a pipeline's outer plan has neither: its stage plans do).
+absl::Status checkHeader(const plan::Plan &plan, bool streams = true);
 absl::Status checkTrainConfig(const plan::Plan &plan);
 
 // Tensor table: ids, names, dtypes, shapes, sizes, offsets. Fills
@@ -33,13 +40,26 @@ absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded);
 
 // Inputs, loss and grad-norm tensors, parameter infos. Fills loaded.tokens,
 // labels, positions and parameters.
-absl::Status checkRoles(const plan::Plan &plan, LoadedPlan &loaded);
+absl::Status checkRoles(const plan::Plan &plan, PlanScope scope,
+                        LoadedPlan &loaded);
 
 // Programs and instructions: kernels, operands, streams, events. Fills
 // loaded.programs.
 absl::Status checkPrograms(const plan::Plan &plan,
                            const KernelRegistry &registry, Device device,
-                           LoadedPlan &loaded);
+                           PlanScope scope, LoadedPlan &loaded);
+
+// Sends and receives within one plan: those of one channel with one peer,
+// in one direction, are ordered by streams and events (they are matched
+// with the peer's in program order, so they must be posted in it).
+absl::Status checkTransferOrder(const plan::Plan &plan,
+                                const LoadedPlan &loaded);
+
+// What the stages of a validated pipeline plan must agree on: each
+// parameter (and tied alias) in one stage plan only, the losses read back
+// by exactly one (which sets pipeline.lossStage), and every send met by a
+// receive of the same dtype and size, in order, on its channel.
+absl::Status checkPipeline(LoadedPlan &pipeline);
 
 // The instructions of `program` as ordering sees them (StreamOrder.h).
 std::vector<OrderStep> orderSteps(const LoadedProgram &program);

@@ -20,7 +20,8 @@ bool positiveFinite(double v) { return std::isfinite(v) && v > 0; }
 bool nonNegativeFinite(double v) { return std::isfinite(v) && v >= 0; }
 
 // A mesh of at most 2^24 ranks, every axis at least 1. This runtime trains
-// data parallel only: the other axes must be 1.
+// data and pipeline parallel plans: tensor and context parallelism must be
+// 1.
 absl::Status checkMesh(const plan::Mesh &mesh) {
   constexpr int64_t kMaxRanks = int64_t{1} << 24;
   struct Axis {
@@ -41,11 +42,12 @@ absl::Status checkMesh(const plan::Mesh &mesh) {
       return refuse("plan.mesh has more than 2^24 ranks");
   }
   for (const Axis &a : axes)
-    if (a.size != 1 && std::string_view(a.name) != "dp")
+    if (a.size != 1 && std::string_view(a.name) != "dp" &&
+        std::string_view(a.name) != "pp")
       return refuse(absl::StrCat(
           "plan.mesh.", a.name, " is ", a.size,
-          ": this runtime trains data parallel plans only (tp, cp and pp "
-          "of 1)"));
+          ": this runtime trains data and pipeline parallel plans only (tp "
+          "and cp of 1)"));
   return absl::OkStatus();
 }
 
@@ -118,7 +120,7 @@ absl::Status checkModel(const plan::ModelInfo &model) {
 
 } // namespace
 
-absl::Status checkHeader(const plan::Plan &plan) {
+absl::Status checkHeader(const plan::Plan &plan, bool streams) {
   if (plan.format_version() != kPlanFormatVersion) {
     if (plan.format_version() > kPlanFormatVersion)
       return refuse(absl::StrCat(
@@ -131,6 +133,11 @@ absl::Status checkHeader(const plan::Plan &plan) {
         " but this runtime reads version ", kPlanFormatVersion,
         ": the plan was written by an older braidc (or is not a plan); "
         "recompile the spec"));
+  }
+  if (!streams) {
+    if (absl::Status s = checkMesh(plan.mesh()); !s.ok())
+      return s;
+    return checkModel(plan.model());
   }
   if (plan.num_streams() == 0)
     return refuse("plan.num_streams is 0: a plan needs at least one stream");

@@ -33,14 +33,17 @@ struct LoadedInstruction {
     kStage,
     kReadback,
     kRepeat,
-    kCollective
+    kCollective,
+    kSend,
+    kRecv
   };
   Kind kind = Kind::kLaunch;
   uint32_t stream = 0;
   // kLaunch: the micro-batch the kernel computes; kStage: the micro-batch
   // whose staged values it copies.
   int64_t microBatch = 0;
-  // kStage: the INPUT tensor; kReadback: the SCALAR tensor.
+  // kStage: the INPUT tensor; kReadback: the SCALAR tensor; kSend / kRecv:
+  // the tensor sent (also the one input) or received (the one output).
   uint32_t tensor = 0;
   // kReadback: the host slot.
   uint32_t slot = 0;
@@ -52,6 +55,11 @@ struct LoadedInstruction {
   // writes `outputs` (an all-reduce's are its inputs, summed in place).
   plan::CollectiveKind collective = plan::COLLECTIVE_UNSPECIFIED;
   plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
+  // kSend / kRecv: the peer along the PP axis, as an offset from this
+  // rank's PP coordinate (modulo the PP size; never 0), and the channel
+  // (0 activations, 1 gradients).
+  int32_t peerOffset = 0;
+  uint32_t channel = 0;
   // kLaunch: the kernel entry (owned by the registry), operand ids and the
   // parsed parameters.
   const KernelDef *kernel = nullptr;
@@ -74,15 +82,24 @@ struct LoadedProgram {
 
 // A validated plan. Holds pointers into the KernelRegistry it was loaded
 // with, which must outlive it.
+//
+// A pipeline plan (mesh.pp above 1) is a header and one plan per pipeline
+// rank: `stages[k]` is the effective plan of PP coordinate k
+// (effectiveStagePlan in StagePlan.h: the stage plan with the header copied
+// in), loaded and validated like any plan, and what that rank trains. The
+// pipeline's own `proto` then holds the header only, and its other fields
+// are empty.
 struct LoadedPlan {
   plan::Plan proto;
   Device device = Device::kCPU;
   // descs[id]: shape and dtype of tensor `id`.
   std::vector<TensorDesc> descs;
   std::vector<LoadedProgram> programs;
-  // Ids of the INPUT tensors by role.
-  uint32_t tokens = 0;
-  uint32_t labels = 0;
+  // Ids of the INPUT tensors by role. A whole plan has tokens and labels; a
+  // stage plan has those its stages read (the first stage the tokens, the
+  // loss stage the labels), possibly none.
+  std::optional<uint32_t> tokens;
+  std::optional<uint32_t> labels;
   std::optional<uint32_t> positions;
   // Ids of the PARAMETER tensors, in plan order.
   std::vector<uint32_t> parameters;
@@ -99,11 +116,25 @@ struct LoadedPlan {
   std::optional<uint32_t> findTensor(std::string_view name) const;
 
   absl::flat_hash_map<std::string, uint32_t> tensorsByName;
+
+  // A pipeline plan's stages, by PP coordinate; empty for any other plan
+  // (and in each stage).
+  std::vector<LoadedPlan> stages;
+  // The PP coordinate whose plan reads back the losses (the stage plan with
+  // loss_readbacks: the rank holding the loss stage); 0 for a plan that is
+  // no pipeline.
+  int64_t lossStage = 0;
+  bool pipeline() const { return !stages.empty(); }
 };
 
 // Parses a binary plan and validates it for `device` against the kernels of
 // `registry`. Returns InvalidArgument with a sentence naming the first
 // problem found (field path, tensor or instruction, and what to change).
+// A pipeline plan is validated whole: its header, then every stage's
+// effective plan against every rule (a problem in a stage is named as
+// plan.stage_plans[k]...), then what the stages must agree on (each
+// parameter in one stage, the losses read back by one, every send met by
+// a receive of the same size).
 absl::StatusOr<LoadedPlan>
 loadPlan(std::string_view bytes, const KernelRegistry &registry, Device device);
 

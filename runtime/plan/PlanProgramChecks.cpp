@@ -258,6 +258,51 @@ absl::Status resolveCollective(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
+// A send or receive along the pipeline axis (plan.proto PeerTransfer): a
+// tensor of a dtype the communicators move, a peer that is another rank of
+// this rank's pipeline, and one of the two channels. A send reads its
+// tensor and a receive writes it, which the stream-order rules follow.
+absl::Status resolveTransfer(const plan::Plan &plan,
+                             const plan::PeerTransfer &transfer, bool send,
+                             const std::string &where,
+                             LoadedInstruction &out) {
+  const char *what = send ? "a send" : "a receive";
+  if (transfer.tensor() >= static_cast<uint32_t>(plan.tensors_size()))
+    return refuse(absl::StrCat(where, ": ", send ? "sends" : "receives",
+                               " tensor ", transfer.tensor(),
+                               " but the plan has ", plan.tensors_size(),
+                               " tensors"));
+  const plan::Tensor &t = plan.tensors(transfer.tensor());
+  if (t.dtype() != plan::F32 && t.dtype() != plan::BF16 &&
+      t.dtype() != plan::I32)
+    return refuse(absl::StrCat(where, ": ", tensorRef(plan, transfer.tensor()),
+                               " is ", planDTypeName(t.dtype()), "; ", what,
+                               " moves f32, bf16 or i32 tensors"));
+  const int64_t pp = plan.mesh().pp();
+  const int64_t offset = transfer.peer_offset();
+  if (pp == 1)
+    return refuse(absl::StrCat(
+        where, ": ", what,
+        " exchanges with another pipeline rank, but plan.mesh.pp is 1: only "
+        "pipeline plans transfer"));
+  if (offset == 0 || offset >= pp || -offset >= pp)
+    return refuse(absl::StrCat(
+        where, ": peer_offset is ", offset,
+        "; it must name another pipeline rank: nonzero and less than "
+        "plan.mesh.pp = ",
+        pp, " in magnitude (+1 the next rank, -1 the previous)"));
+  if (transfer.channel() > 1)
+    return refuse(absl::StrCat(where, ": channel is ", transfer.channel(),
+                               "; ", what,
+                               " goes on channel 0 (activations) or 1 "
+                               "(gradients)"));
+  out.tensor = transfer.tensor();
+  out.peerOffset = static_cast<int32_t>(offset);
+  out.channel = transfer.channel();
+  (send ? out.inputs : out.outputs).push_back(transfer.tensor());
+  return absl::OkStatus();
+}
+
 absl::Status resolveProgram(const plan::Plan &plan, int index,
                             const KernelRegistry &registry, Device device,
                             const LoadedPlan &loaded, LoadedProgram &out) {
@@ -290,7 +335,9 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
     if (inBody && (inst.op_case() == plan::Instruction::kRecord ||
                    inst.op_case() == plan::Instruction::kWait ||
                    inst.op_case() == plan::Instruction::kRepeat ||
-                   inst.op_case() == plan::Instruction::kCollective))
+                   inst.op_case() == plan::Instruction::kCollective ||
+                   inst.op_case() == plan::Instruction::kSend ||
+                   inst.op_case() == plan::Instruction::kRecv))
       return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
                                         "stages and readbacks only"));
     switch (inst.op_case()) {
@@ -365,6 +412,18 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
           !s.ok())
         return s;
       break;
+    case plan::Instruction::kSend:
+    case plan::Instruction::kRecv: {
+      const bool send = inst.op_case() == plan::Instruction::kSend;
+      where = absl::StrCat(where, send ? " (send)" : " (recv)");
+      loadedInst.kind = send ? LoadedInstruction::Kind::kSend
+                             : LoadedInstruction::Kind::kRecv;
+      if (absl::Status s = resolveTransfer(
+              plan, send ? inst.send() : inst.recv(), send, where, loadedInst);
+          !s.ok())
+        return s;
+      break;
+    }
     case plan::Instruction::kRecord:
     case plan::Instruction::kWait: {
       const bool record = inst.op_case() == plan::Instruction::kRecord;
@@ -382,7 +441,7 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
     default:
       return refuse(absl::StrCat(
           where, ": the instruction has no operation (launch, record, wait, "
-                 "stage, readback, repeat or collective)"));
+                 "stage, readback, repeat, collective, send or recv)"));
     }
     out.instructions.push_back(std::move(loadedInst));
   }
@@ -479,7 +538,8 @@ absl::Status checkStaging(const plan::Plan &plan, const LoadedProgram &step) {
 
 // Each slot is filled once, and the plan's readback fields name slots
 // holding the scalars they say.
-absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step) {
+absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step,
+                            PlanScope scope) {
   if (plan.num_readbacks() > kMaxReadbacks)
     return refuse(absl::StrCat("plan.num_readbacks is ", plan.num_readbacks(),
                                "; a plan has at most ", kMaxReadbacks));
@@ -503,11 +563,19 @@ absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step) {
       return refuse(absl::StrCat("readback slot ", slot, " of ",
                                  plan.num_readbacks(),
                                  " is never filled by the STEP program"));
-  if (plan.loss_readbacks_size() != plan.train().num_micro_batches())
+  // A pipeline rank that computes no loss reads none back (the pipeline's
+  // checks require one rank that does).
+  const bool noLosses =
+      scope == PlanScope::kStage && plan.loss_readbacks_size() == 0;
+  if (plan.loss_readbacks_size() != plan.train().num_micro_batches() &&
+      !noLosses)
     return refuse(absl::StrCat(
         "plan.loss_readbacks has ", plan.loss_readbacks_size(),
         " slots but a step has plan.train.num_micro_batches = ",
-        plan.train().num_micro_batches(), ": one loss per micro-batch"));
+        plan.train().num_micro_batches(), ": one loss per micro-batch",
+        scope == PlanScope::kStage
+            ? " (or none, on a pipeline rank that computes no loss)"
+            : ""));
   std::vector<std::pair<std::string, uint32_t>> fields;
   for (int m = 0; m < plan.loss_readbacks_size(); ++m)
     fields.push_back({absl::StrCat("loss_readbacks[", m, "]"),
@@ -540,7 +608,7 @@ absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step) {
 
 absl::Status checkPrograms(const plan::Plan &plan,
                            const KernelRegistry &registry, Device device,
-                           LoadedPlan &loaded) {
+                           PlanScope scope, LoadedPlan &loaded) {
   absl::flat_hash_set<std::string> names;
   const LoadedProgram *step = nullptr;
   const LoadedProgram *init = nullptr;
@@ -577,7 +645,7 @@ absl::Status checkPrograms(const plan::Plan &plan,
     return s;
   if (absl::Status s = checkStaging(plan, *step); !s.ok())
     return s;
-  if (absl::Status s = checkReadbacks(plan, *step); !s.ok())
+  if (absl::Status s = checkReadbacks(plan, *step, scope); !s.ok())
     return s;
   // The weight copies start as zeros: INIT must fill them before the
   // first step reads them.

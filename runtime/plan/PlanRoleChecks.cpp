@@ -21,7 +21,8 @@ bool sameShape(const plan::Tensor &a, const plan::Tensor &b) {
 }
 
 
-absl::Status checkInputs(const plan::Plan &plan, LoadedPlan &loaded) {
+absl::Status checkInputs(const plan::Plan &plan, PlanScope scope,
+                         LoadedPlan &loaded) {
   const int64_t rows = plan.train().micro_batch_size();
   const int64_t cols = plan.train().seq_len();
   std::optional<uint32_t> byRole[4];
@@ -53,13 +54,15 @@ absl::Status checkInputs(const plan::Plan &plan, LoadedPlan &loaded) {
           planDTypeName(t.dtype()), " ", shapeString(t), ": it must be i32 [",
           rows, ", ", cols, "] (plan.train micro_batch_size, seq_len)"));
   }
+  // A pipeline rank reads the inputs its stages need: the first stage the
+  // tokens, the loss stage the labels, a middle one perhaps none.
   for (plan::InputRole role : {plan::TOKENS, plan::LABELS}) {
-    if (!byRole[role])
+    if (!byRole[role] && scope == PlanScope::kWhole)
       return refuse(absl::StrCat("the plan has no INPUT tensor with role ",
                                  inputRoleName(role), ": one is required"));
   }
-  loaded.tokens = *byRole[plan::TOKENS];
-  loaded.labels = *byRole[plan::LABELS];
+  loaded.tokens = byRole[plan::TOKENS];
+  loaded.labels = byRole[plan::LABELS];
   loaded.positions = byRole[plan::POSITIONS];
   return absl::OkStatus();
 }
@@ -243,8 +246,9 @@ absl::Status checkParameters(const plan::Plan &plan, LoadedPlan &loaded) {
 
 } // namespace
 
-absl::Status checkRoles(const plan::Plan &plan, LoadedPlan &loaded) {
-  if (absl::Status s = checkInputs(plan, loaded); !s.ok())
+absl::Status checkRoles(const plan::Plan &plan, PlanScope scope,
+                        LoadedPlan &loaded) {
+  if (absl::Status s = checkInputs(plan, scope, loaded); !s.ok())
     return s;
   // The scalars each step's programs write and the runtime reads back; each
   // is a tensor of its own.

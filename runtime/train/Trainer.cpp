@@ -125,20 +125,33 @@ StepValues Trainer::values(int64_t step) const {
 
 absl::Status Trainer::fillInputs(int64_t microBatch, int64_t firstSample) {
   const plan::TrainConfig &t = plan_.proto.train();
-  absl::StatusOr<absl::Span<uint8_t>> tokens =
-      device_->stageInput(plan_.tokens, microBatch);
-  if (!tokens.ok())
-    return tokens.status();
-  absl::StatusOr<absl::Span<uint8_t>> labels =
-      device_->stageInput(plan_.labels, microBatch);
-  if (!labels.ok())
-    return labels.status();
-  if (absl::Status s =
-          data_.fill(firstSample, t.micro_batch_size(),
-                     reinterpret_cast<int32_t *>(tokens->data()),
-                     reinterpret_cast<int32_t *>(labels->data()));
-      !s.ok())
-    return s;
+  // A pipeline rank stages the inputs its plan has: the first stage's the
+  // tokens, the loss stage's the labels. The other of the pair, when one
+  // is missing, is read into scratch memory.
+  auto staged = [&](const std::optional<uint32_t> &id)
+      -> absl::StatusOr<int32_t *> {
+    if (!id) {
+      unstaged_.resize(static_cast<size_t>(t.micro_batch_size() * t.seq_len()));
+      return unstaged_.data();
+    }
+    absl::StatusOr<absl::Span<uint8_t>> span =
+        device_->stageInput(*id, microBatch);
+    if (!span.ok())
+      return span.status();
+    return reinterpret_cast<int32_t *>(span->data());
+  };
+  if (plan_.tokens || plan_.labels) {
+    absl::StatusOr<int32_t *> tokens = staged(plan_.tokens);
+    if (!tokens.ok())
+      return tokens.status();
+    absl::StatusOr<int32_t *> labels = staged(plan_.labels);
+    if (!labels.ok())
+      return labels.status();
+    if (absl::Status s =
+            data_.fill(firstSample, t.micro_batch_size(), *tokens, *labels);
+        !s.ok())
+      return s;
+  }
   if (plan_.positions) {
     absl::StatusOr<absl::Span<uint8_t>> staged =
         device_->stageInput(*plan_.positions, microBatch);

@@ -184,6 +184,8 @@ private:
   // Checkpoints of sharded tensors go through whole ones; null when the
   // plan shards none.
   std::unique_ptr<WholeTensors> whole_;
+  // fillInputs' scratch for the data a pipeline rank does not stage.
+  std::vector<int32_t> unstaged_;
 };
 
 } // namespace braid

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -34,6 +35,28 @@ void markAccess(const Touched &t) {
   tsanRead(t.read, t.readBytes);
   tsanWrite(t.written, t.writtenBytes);
 }
+
+// ThreadSanitizer sees the bytes MPI copies into a buffer (it intercepts
+// memcpy) as written by whichever thread progressed MPI at that moment,
+// which need not be the thread whose call it is: a pipeline's sends and
+// receives wait on two streams' threads at once, and either may deliver
+// the other's message. MPI's own locks, which order that copy before the
+// owner sees the call complete, are invisible to it. In a TSAN build every
+// MPI call of a communicator's wait is therefore made under one mutex,
+// which it does see; elsewhere this is no lock at all.
+class MpiCallOrder {
+public:
+#if BRAID_TSAN
+  MpiCallOrder() : lock_(mutex()) {}
+
+private:
+  static std::mutex &mutex() {
+    static std::mutex m;
+    return m;
+  }
+  std::lock_guard<std::mutex> lock_;
+#endif
+};
 
 // One call, for messages: "all-reduce of 4096 f32".
 struct Call {
@@ -222,7 +245,12 @@ private:
                            Post &&post, uint64_t seq = 0) {
     markAccess(touched);
     MPI_Request request;
-    if (absl::Status s = check(post(&request), call); !s.ok())
+    int posted;
+    {
+      MpiCallOrder order;
+      posted = post(&request);
+    }
+    if (absl::Status s = check(posted, call); !s.ok())
       return s;
     if (absl::Status s = complete(request, call, seq); !s.ok())
       return s;
@@ -238,9 +266,12 @@ private:
     const auto deadline = start + timeout_;
     for (int polls = 0;; ++polls) {
       int done = 0;
-      if (absl::Status s =
-              check(api_.test(&request, &done, MPI_STATUS_IGNORE), call);
-          !s.ok())
+      int tested;
+      {
+        MpiCallOrder order;
+        tested = api_.test(&request, &done, MPI_STATUS_IGNORE);
+      }
+      if (absl::Status s = check(tested, call); !s.ok())
         return s;
       if (done)
         return absl::OkStatus();

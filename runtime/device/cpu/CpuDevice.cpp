@@ -73,7 +73,14 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
       executor_->program(kind);
   if (!program.ok())
     return program.status();
-  streams_.begin(ctx, profile_);
+  // CpuStreams.h: a transfer on stream 0 must not hold the issue of the
+  // other streams' work.
+  bool inlineStream0 = true;
+  for (const Executor::Op &op : (*program)->ops)
+    if (op.stream == 0 && (op.kind == LoadedInstruction::Kind::kSend ||
+                           op.kind == LoadedInstruction::Kind::kRecv))
+      inlineStream0 = false;
+  streams_.begin(ctx, profile_, inlineStream0);
   absl::Status s = executor_->issue(**program, streams_);
   absl::Status ran = streams_.finish();
   if (s.ok())

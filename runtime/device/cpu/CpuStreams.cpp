@@ -11,14 +11,18 @@ CpuStreams::CpuStreams(uint32_t numStreams, uint32_t numEvents,
     : ranks_(ranks), events_(numEvents),
       workers_(numStreams > 0 ? numStreams - 1 : 0) {}
 
-void CpuStreams::begin(const KernelContext &ctx, KernelProfile *profile) {
+void CpuStreams::begin(const KernelContext &ctx, KernelProfile *profile,
+                       bool inlineStream0) {
   ctx_ = ctx;
   profile_ = profile;
+  inline0_ = inlineStream0;
   events_.reset();
   error_ = absl::OkStatus();
 }
 
 absl::Status CpuStreams::finish() {
+  if (worker0_)
+    worker0_->drain();
   for (std::unique_ptr<StreamWorker> &w : workers_)
     if (w)
       w->drain();
@@ -38,11 +42,12 @@ bool CpuStreams::failed() {
 }
 
 template <typename Work> void CpuStreams::on(uint32_t stream, Work &&work) {
-  if (stream == 0) {
+  if (stream == 0 && inline0_) {
     work();
     return;
   }
-  std::unique_ptr<StreamWorker> &worker = workers_[stream - 1];
+  std::unique_ptr<StreamWorker> &worker =
+      stream == 0 ? worker0_ : workers_[stream - 1];
   if (!worker)
     worker = std::make_unique<StreamWorker>();
   worker->post(std::forward<Work>(work));
@@ -51,11 +56,15 @@ template <typename Work> void CpuStreams::on(uint32_t stream, Work &&work) {
 absl::Status CpuStreams::launch(uint32_t stream, const KernelDef &kernel,
                                 const KernelArgs &args) {
   if (stream == 0 && profile_ != nullptr) {
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    kernel.run(args);
-    profile_->add(kernel.name,
-                  std::chrono::duration<double>(Clock::now() - start).count());
+    // One thread runs stream 0, whichever it is, so only it adds.
+    on(0, [&kernel, args, profile = profile_] {
+      using Clock = std::chrono::steady_clock;
+      const auto start = Clock::now();
+      kernel.run(args);
+      profile->add(kernel.name, std::chrono::duration<double>(Clock::now() -
+                                                              start)
+                                    .count());
+    });
     return absl::OkStatus();
   }
   on(stream, [&kernel, args] { kernel.run(args); });
@@ -93,6 +102,27 @@ absl::Status CpuStreams::collective(uint32_t stream,
     Communicator &comm =
         ranks_->axis(static_cast<MeshAxis>(static_cast<int>(call.axis) - 1));
     if (absl::Status s = runCollective(comm, call); !s.ok())
+      fail(std::move(s));
+  });
+  return absl::OkStatus();
+}
+
+} // namespace braid
+
+namespace braid {
+
+absl::Status CpuStreams::transfer(uint32_t stream, const TransferCall &call) {
+  if (ranks_ == nullptr)
+    return absl::FailedPreconditionError(
+        "the plan sends and receives along the pipeline, but this device was "
+        "made without the run's ranks");
+  on(stream, [this, call] {
+    // As after a failed collective: the peer is gone or stuck, and each
+    // later transfer would wait out the watchdog for it again.
+    if (failed())
+      return;
+    if (absl::Status s = runTransfer(ranks_->axis(MeshAxis::kPP), call);
+        !s.ok())
       fail(std::move(s));
   });
   return absl::OkStatus();

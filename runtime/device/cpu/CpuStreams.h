@@ -8,6 +8,12 @@
 // loader's timeline rules), so that record is already done on stream 0 or
 // queued on its worker ahead of anything issued later. By induction over
 // program order, every wait is eventually released.
+//
+// A send or receive waits for another rank, which may first need what this
+// rank issues later in program order on another stream: run on the calling
+// thread, it would hold that back. A program that transfers on stream 0
+// therefore runs stream 0 on a worker too (begin's `inlineStream0`), and
+// every stream then moves on its own, as a GPU's do.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +35,15 @@ public:
   CpuStreams(uint32_t numStreams, uint32_t numEvents, const Ranks *ranks);
 
   // Before issuing a program: the context of its launches (on every
-  // stream), and the profile that times stream 0's launches (null: none).
-  // Resets the events.
-  void begin(const KernelContext &ctx, KernelProfile *profile);
+  // stream), the profile that times stream 0's launches (null: none), and
+  // whether stream 0 runs on the calling thread (false: on a worker, for
+  // programs that transfer on it). Resets the events.
+  void begin(const KernelContext &ctx, KernelProfile *profile,
+             bool inlineStream0 = true);
   // After issuing: returns once every stream has run all its work, with
-  // the first error a collective met (later work still ran, except the
-  // collectives, which are skipped after a failure).
+  // the first error a collective or a transfer met (later work still ran,
+  // except the collectives and transfers, which are skipped after a
+  // failure).
   absl::Status finish();
 
   const KernelContext &context(uint32_t) override { return ctx_; }
@@ -46,6 +55,7 @@ public:
   absl::Status wait(uint32_t stream, const EventSignal &signal) override;
   absl::Status collective(uint32_t stream,
                           const CollectiveCall &call) override;
+  absl::Status transfer(uint32_t stream, const TransferCall &call) override;
 
 private:
   // Runs `work` now on stream 0, or queues it on its worker.
@@ -63,6 +73,9 @@ private:
   EventTimeline events_;
   // workers_[s - 1] runs stream s; started when first used.
   std::vector<std::unique_ptr<StreamWorker>> workers_;
+  // Stream 0 when it does not run on the calling thread.
+  bool inline0_ = true;
+  std::unique_ptr<StreamWorker> worker0_;
 };
 
 } // namespace braid

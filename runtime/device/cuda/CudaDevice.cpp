@@ -88,12 +88,18 @@ absl::Status CudaDevice::init(const CudaGpu &gpu) {
   for (CudaEvent &e : drained_)
     if (absl::Status s = newEvent(e); !s.ok())
       return s;
-  if (ranks_ != nullptr)
+  if (ranks_ != nullptr) {
     for (MeshAxis a : kMeshAxes)
       if (DeviceCommunicator *c = ranks_->deviceAxis(a)) {
         comms_[static_cast<int>(a)] = c;
+        watched_.push_back(c);
         communicates_ = true;
       }
+    for (uint32_t channel : {0u, 1u})
+      channels_[channel] = ranks_->devicePipelineChannel(channel);
+    if (channels_[1] != nullptr)
+      watched_.push_back(channels_[1]);
+  }
 
   const auto *stepValues =
       reinterpret_cast<const StepValues *>(at(stepValuesOffset_));
@@ -172,10 +178,9 @@ absl::Status CudaDevice::hostWait(cudaEvent_t event, std::string_view what) {
     const auto now = Clock::now();
     if (now - polled >= kPollEvery) {
       polled = now;
-      for (DeviceCommunicator *c : comms_)
-        if (c != nullptr)
-          if (absl::Status s = c->poll(); !s.ok())
-            return s;
+      for (DeviceCommunicator *c : watched_)
+        if (absl::Status s = c->poll(); !s.ok())
+          return s;
     }
     // Spin briefly, then back off and leave the core to the other ranks'
     // host threads, as the MPI communicator's wait does.

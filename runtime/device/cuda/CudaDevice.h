@@ -23,11 +23,12 @@
 // again.
 //
 // Collectives go on the instruction's stream through the NCCL communicator
-// of their axis (Ranks::deviceAxis). A program that runs collectives is
-// never captured: the watchdog finds a hung call by the events enqueued
-// around it from the host, which a graph replay does not enqueue, so a
-// replayed step could only be reported hung as a whole. While collectives
-// may be in flight, every wait of the host for the device polls the
+// of their axis (Ranks::deviceAxis), a pipeline's sends and receives
+// through that of their channel (Ranks::devicePipelineChannel). A program
+// that runs either is never captured: the watchdog finds a hung call by the
+// events enqueued around it from the host, which a graph replay does not
+// enqueue, so a replayed step could only be reported hung as a whole. While
+// such calls may be in flight, every wait of the host for the device polls the
 // communicators' watchdogs instead of blocking, so that a hang ends in an
 // error naming the call rather than in a wait for ever.
 //

@@ -121,6 +121,11 @@ private:
   // device communicators the collectives go through (null: none).
   const Ranks *ranks_;
   std::array<DeviceCommunicator *, kNumMeshAxes> comms_{};
+  // By channel, the communicators a pipeline's transfers go through
+  // (Ranks::devicePipelineChannel; null: none).
+  std::array<DeviceCommunicator *, 2> channels_{};
+  // Every communicator above, once: the ones the watchdog polls.
+  std::vector<DeviceCommunicator *> watched_;
   bool communicates_ = false;
   ThreadPool hostPool_;
   DeviceInfo info_;

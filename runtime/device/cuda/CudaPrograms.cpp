@@ -15,9 +15,11 @@ namespace braid::cuda_device {
 
 namespace {
 
-bool runsCollectives(const Executor::Program &program) {
+bool communicates(const Executor::Program &program) {
   for (const Executor::Op &op : program.ops)
-    if (op.kind == LoadedInstruction::Kind::kCollective)
+    if (op.kind == LoadedInstruction::Kind::kCollective ||
+        op.kind == LoadedInstruction::Kind::kSend ||
+        op.kind == LoadedInstruction::Kind::kRecv)
       return true;
   return false;
 }
@@ -39,12 +41,12 @@ absl::Status CudaDevice::bindPrograms() {
     program.bound = &bound;
     program.policy = GraphPolicy(cudaGraphs_);
     // CudaDevice.h: the watchdog needs the events the host enqueues around
-    // each collective, which a replay would not.
-    if (runsCollectives(bound))
+    // each collective and transfer, which a replay would not.
+    if (communicates(bound))
       program.policy.refuse(absl::StrCat(
           "program \"", bound.name,
-          "\" runs collectives, whose watchdog needs them enqueued from the "
-          "host"));
+          "\" runs collectives or transfers, whose watchdog needs them "
+          "enqueued from the host"));
     for (uint32_t i = 0; i < bound.numSignals; ++i) {
       cudaEvent_t e = nullptr;
       BRAID_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -132,6 +134,19 @@ public:
     return runCollective(*comm, call, device_.stream(s));
   }
 
+  absl::Status transfer(uint32_t s, const TransferCall &call) override {
+    DeviceCommunicator *comm =
+        call.channel < 2 ? device_.channels_[call.channel] : nullptr;
+    if (comm == nullptr)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "program \"", program_.bound->name, "\" ",
+          call.send ? "sends" : "receives", " on pipeline channel ",
+          call.channel,
+          ", but this device was made without its device communicator "
+          "(attachDeviceCommunicators)"));
+    return runTransfer(*comm, call, device_.stream(s));
+  }
+
 private:
   CudaDevice &device_;
   Program &program_;
@@ -185,10 +200,9 @@ absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
   Program *program = &programs_[*bound - executor_->programs().data()];
   if (absl::Status s = copyIn(values); !s.ok())
     return s;
-  for (DeviceCommunicator *c : comms_)
-    if (c != nullptr)
-      c->setOrigin(absl::StrCat("step ", values.step, ", program \"",
-                                program->bound->name, "\""));
+  for (DeviceCommunicator *c : watched_)
+    c->setOrigin(absl::StrCat("step ", values.step, ", program \"",
+                              program->bound->name, "\""));
 
   // Kernels read the per-run values from gpu->stepValues; the host copies
   // below serve kernels that only size their launches from them.

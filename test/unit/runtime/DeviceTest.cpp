@@ -60,17 +60,18 @@ TEST(CpuDevice, StagesEveryMicroBatchRunsTheStepAndReadsBack) {
   CpuDevice &d = **device;
   const int64_t numMicro = plan.proto.train().num_micro_batches();
   ASSERT_GE(numMicro, 2);
-  const plan::Tensor &tokens = plan.proto.tensors(plan.tokens);
+  ASSERT_TRUE(plan.tokens && plan.labels);
+  const plan::Tensor &tokens = plan.proto.tensors(*plan.tokens);
   // Micro-batch m's tokens and labels are all m + 1.
   for (int64_t m = 0; m < numMicro; ++m)
-    for (uint32_t id : {plan.tokens, plan.labels}) {
+    for (uint32_t id : {*plan.tokens, *plan.labels}) {
       absl::StatusOr<absl::Span<uint8_t>> staged = d.stageInput(id, m);
       ASSERT_TRUE(staged.ok()) << staged.status();
       EXPECT_EQ(staged->size(), tokens.size_bytes());
       auto *ids = reinterpret_cast<int32_t *>(staged->data());
       std::fill(ids, ids + staged->size() / 4, static_cast<int32_t>(m + 1));
     }
-  EXPECT_EQ(d.stageInput(plan.tokens, numMicro).status().code(),
+  EXPECT_EQ(d.stageInput(*plan.tokens, numMicro).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(d.stageInput(plan.proto.loss_tensor(), 0).status().code(),
             absl::StatusCode::kInvalidArgument);

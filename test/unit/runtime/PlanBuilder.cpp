@@ -192,8 +192,43 @@ void PlanBuilder::endMicroBatch() {
   microBatch_ = 0;
 }
 
-void PlanBuilder::finishStep() {
-  const uint32_t m = static_cast<uint32_t>(train().num_micro_batches());
+void PlanBuilder::collective(uint32_t stream, plan::CollectiveKind kind,
+                             plan::MeshAxis axis, std::vector<uint32_t> tensors,
+                             std::vector<uint32_t> outputs) {
+  plan::Instruction *inst = program("step")->add_instructions();
+  inst->set_stream(stream);
+  plan::Collective *c = inst->mutable_collective();
+  c->set_kind(kind);
+  c->set_axis(axis);
+  for (uint32_t id : tensors)
+    c->add_tensors(id);
+  for (uint32_t id : outputs)
+    c->add_outputs(id);
+}
+
+void PlanBuilder::transfer(bool send, uint32_t stream, uint32_t tensor,
+                           int32_t peerOffset, uint32_t channel) {
+  plan::Instruction *inst = program("step")->add_instructions();
+  inst->set_stream(stream);
+  plan::PeerTransfer *t = send ? inst->mutable_send() : inst->mutable_recv();
+  t->set_tensor(tensor);
+  t->set_peer_offset(peerOffset);
+  t->set_channel(channel);
+}
+
+void PlanBuilder::send(uint32_t stream, uint32_t tensor, int32_t peerOffset,
+                       uint32_t channel) {
+  transfer(true, stream, tensor, peerOffset, channel);
+}
+
+void PlanBuilder::recv(uint32_t stream, uint32_t tensor, int32_t peerOffset,
+                       uint32_t channel) {
+  transfer(false, stream, tensor, peerOffset, channel);
+}
+
+void PlanBuilder::finishStep(bool losses) {
+  const uint32_t m =
+      losses ? static_cast<uint32_t>(train().num_micro_batches()) : 0;
   readback(0, plan_.grad_norm_tensor(), m);
   plan_.set_grad_norm_readback(m);
   readback(0, plan_.step_skipped_tensor(), m + 1);
@@ -286,5 +321,24 @@ plan::Plan PlanBuilder::build() {
 }
 
 std::string PlanBuilder::bytes() { return build().SerializeAsString(); }
+
+plan::Plan pipelinePlan(std::vector<plan::Plan> stages) {
+  plan::Plan outer;
+  outer.set_format_version(stages[0].format_version());
+  outer.set_name(stages[0].name());
+  *outer.mutable_model() = stages[0].model();
+  *outer.mutable_train() = stages[0].train();
+  *outer.mutable_mesh() = stages[0].mesh();
+  outer.mutable_mesh()->set_pp(static_cast<int64_t>(stages.size()));
+  for (plan::Plan &stage : stages) {
+    stage.clear_format_version();
+    stage.clear_name();
+    stage.clear_model();
+    stage.clear_train();
+    stage.clear_mesh();
+    *outer.add_stage_plans() = std::move(stage);
+  }
+  return outer;
+}
 
 } // namespace braid::test

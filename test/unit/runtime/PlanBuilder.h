@@ -55,6 +55,17 @@ public:
             uint64_t value);
   void stage(uint32_t stream, uint32_t tensor, uint32_t microBatch);
   void readback(uint32_t stream, uint32_t tensor, uint32_t slot);
+  // A collective in "step" over `axis`: an all-reduce (no outputs) or a
+  // reduce-scatter or all-gather from `tensors` into `outputs`.
+  void collective(uint32_t stream, plan::CollectiveKind kind,
+                  plan::MeshAxis axis, std::vector<uint32_t> tensors,
+                  std::vector<uint32_t> outputs = {});
+  // A send or receive in "step" of `tensor` with the pipeline rank
+  // `peerOffset` away, on `channel`.
+  void send(uint32_t stream, uint32_t tensor, int32_t peerOffset,
+            uint32_t channel);
+  void recv(uint32_t stream, uint32_t tensor, int32_t peerOffset,
+            uint32_t channel);
 
   // A Repeat of `count` iterations in "step" around what is added until
   // endRepeat(); its body is written as micro-batch 0, whose loss slot
@@ -67,9 +78,12 @@ public:
   void beginMicroBatch(uint32_t m);
   // Reads the loss back into slot m (plan.loss_readbacks[m]).
   void endMicroBatch();
+  // The launches that follow compute micro-batch `m` (nothing is staged).
+  void computeMicroBatch(uint32_t m) { microBatch_ = m; }
   // After the optimizer: reads back the norm and the skipped flag into the
-  // slots after the losses and sets plan.num_readbacks.
-  void finishStep();
+  // slots after the losses (the first slots, without `losses`: a pipeline
+  // rank that computes no loss) and sets plan.num_readbacks.
+  void finishStep(bool losses = true);
   // A STEP program that only stages, reads back and runs `kernel` (no
   // operands) once per micro-batch: the smallest valid one.
   void minimalStep(const std::string &kernel = "test.touch");
@@ -81,11 +95,18 @@ public:
 
 private:
   plan::Program *program(const std::string &name);
+  void transfer(bool send, uint32_t stream, uint32_t tensor,
+                int32_t peerOffset, uint32_t channel);
 
   plan::Plan plan_;
   uint64_t next_ = 0;
   uint32_t microBatch_ = 0;
   int repeatAt_ = -1;
 };
+
+// A pipeline plan of the effective plans `stages` (each built whole, with
+// the same header): the outer plan takes stages[0]'s header with mesh.pp
+// the number of stages, and each stage plan is its plan less the header.
+plan::Plan pipelinePlan(std::vector<plan::Plan> stages);
 
 } // namespace braid::test
