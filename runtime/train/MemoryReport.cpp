@@ -6,9 +6,16 @@
 namespace braid {
 
 std::string formatMemoryReport(const plan::MemoryReport &m,
-                               const std::string &precision) {
+                               const std::string &precision,
+                               int64_t pipelineRank) {
   const bool bf16 = precision == "bf16";
-  return absl::StrCat("memory per rank", bf16 ? " (bf16)" : "",
+  std::string notes;
+  if (pipelineRank >= 0)
+    notes = absl::StrCat("pipeline rank ", pipelineRank);
+  if (bf16)
+    notes = notes.empty() ? "bf16" : absl::StrCat(notes, ", bf16");
+  return absl::StrCat("memory per rank",
+                      notes.empty() ? "" : absl::StrCat(" (", notes, ")"),
                       ": parameters ", humanBytes(m.parameter_bytes()),
                       bf16 || m.weight_copy_bytes() > 0
                           ? absl::StrCat(" | weight copies ",

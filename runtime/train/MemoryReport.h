@@ -1,6 +1,7 @@
 // The plan's memory report, as braid-run prints it at start-up.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "runtime/plan/plan.pb.h"
@@ -14,7 +15,10 @@ namespace braid {
 // so and adds its weight copies:
 // "memory per rank (bf16): parameters 1.06 MiB | weight copies 543 KiB |
 // gradients ...".
+// A pipeline rank's report (`pipelineRank` its PP coordinate, -1 for none)
+// is its own stage's: "memory per rank (pipeline rank 1): ...".
 std::string formatMemoryReport(const plan::MemoryReport &memory,
-                               const std::string &precision = "fp32");
+                               const std::string &precision = "fp32",
+                               int64_t pipelineRank = -1);
 
 } // namespace braid

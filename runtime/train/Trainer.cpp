@@ -60,11 +60,26 @@ Trainer::create(LoadedPlan plan, TokenData data,
     return absl::InvalidArgumentError(absl::StrCat(
         "the plan is compiled for ", planRanks, " ranks but the run has ",
         runRanks));
+  // A pipeline rank trains the plan of its PP coordinate; the others'
+  // stay known only as far as checkpoints need them (WholeTensors).
+  std::vector<LoadedPlan> stages;
+  int64_t stage = 0, lossStage = 0;
+  if (plan.pipeline()) {
+    stage = options.ranks->coords()[static_cast<int>(MeshAxis::kPP)];
+    lossStage = plan.lossStage;
+    stages = std::move(plan.stages);
+    plan = std::move(stages[stage]);
+  }
   std::unique_ptr<Trainer> trainer(
       new Trainer(std::move(plan), std::move(*loader), options, total));
   trainer->ranks_ = options.ranks;
-  if (WholeTensors::needed(trainer->plan_))
-    trainer->whole_ = std::make_unique<WholeTensors>(trainer->plan_);
+  trainer->ppSize_ = std::max<int64_t>(1, static_cast<int64_t>(stages.size()));
+  trainer->ppRank_ = stage;
+  trainer->lossStage_ = lossStage;
+  if (!stages.empty() || WholeTensors::needed(trainer->plan_))
+    trainer->whole_ =
+        std::make_unique<WholeTensors>(trainer->plan_, stages, stage);
+  stages.clear();
   if (options.ranks) {
     trainer->dpSize_ = options.ranks->dpSize();
     trainer->dpRank_ = options.ranks->dpRank();
@@ -188,10 +203,23 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
     return slots.status();
   const plan::Plan &p = plan_.proto;
   // Every rank's losses, in global micro-batch order, summed as one rank
-  // would sum them.
+  // would sum them. In a pipeline only the rank of the loss stage has
+  // them; it gives them to the others of its PP group first.
   std::vector<float> local;
   for (uint32_t slot : p.loss_readbacks())
     local.push_back((*slots)[slot]);
+  if (ppSize_ > 1) {
+    local.resize(static_cast<size_t>(M));
+    if (absl::Status s = ranks_->axis(MeshAxis::kPP).broadcast(
+            local.data(), local.size() * sizeof(float),
+            static_cast<int>(lossStage_));
+        !s.ok())
+      return absl::Status(s.code(),
+                          absl::StrCat("step ", result.step,
+                                       ", passing the losses on from pipeline "
+                                       "rank ",
+                                       lossStage_, ": ", s.message()));
+  }
   std::vector<float> losses(local.size() * dpSize_);
   if (dpSize_ == 1) {
     losses = local;
@@ -222,14 +250,18 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
 absl::StatusOr<int> Trainer::agreeOnStop(int localSignal) {
   if (worldSize() == 1)
     return localSignal;
-  // {ranks stopping, sum of their signals}, over every rank (this runtime's
-  // ranks are all data parallel).
+  // {ranks stopping, sum of their signals}, over every rank: summed along
+  // each axis in turn, which sums over the whole mesh.
   int32_t votes[2] = {localSignal != 0 ? 1 : 0, localSignal};
-  if (absl::Status s =
-          ranks_->axis(MeshAxis::kDP).allReduceSum(votes, 2, DType::kI32);
-      !s.ok())
-    return absl::Status(s.code(), absl::StrCat("agreeing on a stop after step ",
-                                               stepsDone_, ": ", s.message()));
+  for (MeshAxis axis : kMeshAxes) {
+    if (ranks_->mesh().size(axis) == 1)
+      continue;
+    if (absl::Status s = ranks_->axis(axis).allReduceSum(votes, 2, DType::kI32);
+        !s.ok())
+      return absl::Status(s.code(),
+                          absl::StrCat("agreeing on a stop after step ",
+                                       stepsDone_, ": ", s.message()));
+  }
   if (votes[0] == 0)
     return 0;
   return localSignal != 0 ? localSignal : votes[1] / votes[0];
@@ -355,7 +387,13 @@ Trainer::saveCheckpoint(const std::string &rootDir,
       return image.status();
     SelfCommunicator self("dp group 0 (rank 0)");
     Communicator &dp = ranks_ ? ranks_->axis(MeshAxis::kDP) : self;
-    if (absl::Status s = whole_->gather(*device_, dp, image->data()); !s.ok())
+    // The writer is world rank 0: the other stages' tensors go to PP rank 0
+    // of its DP replica only.
+    Communicator *pp = ppSize_ > 1 && dpRank_ == 0
+                           ? &ranks_->axis(MeshAxis::kPP)
+                           : nullptr;
+    if (absl::Status s = whole_->gather(*device_, dp, pp, image->data());
+        !s.ok())
       return s;
     if (rootDir.empty())
       return std::string();

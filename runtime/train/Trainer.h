@@ -14,6 +14,11 @@
 // masters to their weight copies) has it run once after the parameters
 // are initialised, and again after every resume.
 //
+// A pipeline rank runs its stage's plan with the same inputs (it stages
+// those its plan has), and the losses it reports are the loss stage's,
+// passed on over the PP group; the gradient norm and the skipped flag its
+// own plan reads back are already the whole pipeline's.
+//
 // Every byte goes through the DeviceBackend (runtime/device), so the same
 // code trains on the CPU and on a GPU; the plan's device (LoadedPlan::device)
 // chooses which.
@@ -78,7 +83,9 @@ public:
   // programs), initialises the parameters (docs/numerics.md) and runs the
   // INIT program when the plan has one. The plan's kernel registry must
   // outlive the trainer. Fails when the device or the arena is unavailable
-  // or the data is too short for one window.
+  // or the data is too short for one window. A pipeline plan trains the
+  // stage of this rank's PP coordinate (options.ranks, which a pipeline
+  // always has), and plan() is then that stage's effective plan.
   static absl::StatusOr<std::unique_ptr<Trainer>>
   create(LoadedPlan plan, TokenData data, const TrainerOptions &options);
 
@@ -96,6 +103,10 @@ public:
   const std::string &lastCheckpoint() const { return lastCheckpoint_; }
   // The ranks of the run (1 without a launcher).
   int64_t worldSize() const { return ranks_ ? ranks_->worldSize() : 1; }
+  // The pipeline's ranks and this rank's PP coordinate, whose stage plan
+  // plan() is (1 and 0 for a plan that is no pipeline).
+  int64_t pipelineSize() const { return ppSize_; }
+  int64_t pipelineRank() const { return ppRank_; }
   // Tokens trained per optimizer step, over every rank: B * M * DP * S.
   int64_t tokensPerStep() const;
   // The learning rate of step `step` (1-based).
@@ -181,8 +192,11 @@ private:
   const Ranks *ranks_ = nullptr;
   // The data-parallel size and this rank's place in it.
   int64_t dpSize_ = 1, dpRank_ = 0;
-  // Checkpoints of sharded tensors go through whole ones; null when the
-  // plan shards none.
+  // The pipeline's size, this rank's place in it, and the PP coordinate
+  // whose plan reads the losses back.
+  int64_t ppSize_ = 1, ppRank_ = 0, lossStage_ = 0;
+  // Checkpoints of sharded tensors, and a pipeline's, go through an image
+  // of the whole model's tensors; null when neither.
   std::unique_ptr<WholeTensors> whole_;
   // fillInputs' scratch for the data a pipeline rank does not stage.
   std::vector<int32_t> unstaged_;

@@ -68,16 +68,25 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
                             humanBytes(device.memoryBytes),
                             device.cudaGraphs ? "on" : "off")
           : absl::StrFormat("%d threads", trainer.numThreads());
+  // A pipeline rank reports its own stage's plan, and says which it is.
+  const std::string stage =
+      trainer.pipelineSize() > 1
+          ? absl::StrFormat(" (pipeline rank %d of %d)",
+                            trainer.pipelineRank(), trainer.pipelineSize())
+          : std::string();
   std::string text = absl::StrFormat(
-      "plan %s: %s, %s parameters, %d stream%s | batch %d x %d micro-batches "
-      "x %d tokens | %s\n",
-      plan.name(), plan.model().family(),
+      "plan %s%s: %s, %s parameters, %d stream%s | batch %d x %d "
+      "micro-batches x %d tokens | %s\n",
+      plan.name(), stage, plan.model().family(),
       humanCount(static_cast<double>(plan.model().num_parameters())),
       plan.num_streams(), plan.num_streams() == 1 ? "" : "s",
       t.micro_batch_size(), t.num_micro_batches(), t.seq_len(), where);
   absl::StrAppend(&text,
                   formatMemoryReport(plan.memory(),
-                                     precisionName(plan.train().precision())),
+                                     precisionName(plan.train().precision()),
+                                     trainer.pipelineSize() > 1
+                                         ? trainer.pipelineRank()
+                                         : -1),
                   absl::StrFormat(", %d bytes allocated\n",
                                   trainer.device().arenaBytes()));
   absl::StrAppend(

@@ -1,5 +1,6 @@
 #include "runtime/train/WholeTensors.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/plan/PlanChecks.h"
@@ -7,6 +8,12 @@
 
 namespace braid {
 namespace {
+
+// The tag of the checkpoint's transfers over the PP group, apart from the
+// pipeline's channels (0 and 1) for clarity in a trace.
+constexpr int kCheckpointTag = 2;
+// A transfer's bytes are an int for MPI; larger tensors go in pieces.
+constexpr uint64_t kPieceBytes = uint64_t{1} << 30;
 
 uint64_t alignUp(uint64_t v) {
   return (v + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
@@ -31,29 +38,64 @@ bool WholeTensors::needed(const LoadedPlan &plan) {
   return sharded;
 }
 
-WholeTensors::WholeTensors(const LoadedPlan &plan)
-    : local_(plan), whole_(plan) {
-  forEachStored(plan, [&](uint32_t id) {
-    plan::Tensor &t = *whole_.proto.mutable_tensors(id);
-    const bool sharded = t.has_shard();
-    if (sharded) {
-      t.mutable_shape()->CopyFrom(t.shard().global_shape());
-      t.set_size_bytes(t.size_bytes() *
-                       static_cast<uint64_t>(plan_checks::meshAxisSize(
-                           plan.proto.mesh(), t.shard().axis())));
-      t.clear_shard();
-      whole_.descs[id].shape.assign(t.shape().begin(), t.shape().end());
+WholeTensors::WholeTensors(const LoadedPlan &local,
+                           const std::vector<LoadedPlan> &stages,
+                           int64_t stage)
+    : local_(local), stage_(stage),
+      numStages_(std::max<int64_t>(1, static_cast<int64_t>(stages.size()))) {
+  plan::Plan &header = whole_.proto;
+  header.set_format_version(local.proto.format_version());
+  header.set_name(local.proto.name());
+  *header.mutable_model() = local.proto.model();
+  *header.mutable_train() = local.proto.train();
+  *header.mutable_mesh() = local.proto.mesh();
+  whole_.device = local.device;
+  whole_.bf16 = local.bf16;
+  for (int64_t k = 0; k < numStages_; ++k) {
+    const LoadedPlan &plan = k == stage_ ? local : stages[k];
+    for (uint32_t param : plan.parameters) {
+      // The parameter and its moments, renumbered in the image's plan.
+      const uint32_t first = static_cast<uint32_t>(header.tensors_size());
+      const plan::ParameterInfo &info = plan.proto.tensors(param).param();
+      const uint32_t ids[] = {param, info.exp_avg(), info.exp_avg_sq()};
+      for (uint32_t id : ids) {
+        plan::Tensor &t = *header.add_tensors();
+        t = plan.proto.tensors(id);
+        t.set_id(static_cast<uint32_t>(header.tensors_size() - 1));
+        const bool sharded = t.has_shard();
+        if (sharded) {
+          t.mutable_shape()->CopyFrom(t.shard().global_shape());
+          t.set_size_bytes(t.size_bytes() *
+                           static_cast<uint64_t>(plan_checks::meshAxisSize(
+                               plan.proto.mesh(), t.shard().axis())));
+          t.clear_shard();
+        }
+        tensors_.push_back({k, id, imageBytes_, t.size_bytes(), sharded});
+        t.set_offset(imageBytes_);
+        imageBytes_ = alignUp(imageBytes_ + t.size_bytes());
+        TensorDesc desc = plan.descs[id];
+        desc.shape.assign(t.shape().begin(), t.shape().end());
+        whole_.descs.push_back(std::move(desc));
+        whole_.tensorsByName.emplace(t.name(), t.id());
+      }
+      plan::ParameterInfo &moved =
+          *header.mutable_tensors(first)->mutable_param();
+      moved.set_exp_avg(first + 1);
+      moved.set_exp_avg_sq(first + 2);
+      // The image has no gradients or copies: nothing may name them.
+      moved.set_grad(0);
+      moved.set_compute_copy(0);
+      whole_.parameters.push_back(first);
     }
-    tensors_.push_back({id, imageBytes_, sharded});
-    t.set_offset(imageBytes_);
-    imageBytes_ = alignUp(imageBytes_ + t.size_bytes());
-  });
+  }
 }
 
-absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &group,
-                                  uint8_t *image) const {
+absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &dp,
+                                  Communicator *pp, uint8_t *image) const {
   std::vector<uint8_t> part;
   for (const Entry &e : tensors_) {
+    if (e.stage != stage_)
+      continue;
     const plan::Tensor &t = local_.proto.tensors(e.id);
     uint8_t *out = image + e.wholeOffset;
     if (!e.sharded) {
@@ -66,11 +108,29 @@ absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &group,
     if (absl::Status s = device.read(t.offset(), part.data(), part.size());
         !s.ok())
       return s;
-    if (absl::Status s = group.allGather(part.data(), out,
-                                         local_.descs[e.id].numel(),
-                                         local_.descs[e.id].dtype);
+    if (absl::Status s = dp.allGather(part.data(), out,
+                                      local_.descs[e.id].numel(),
+                                      local_.descs[e.id].dtype);
         !s.ok())
       return s;
+  }
+  if (pp == nullptr || numStages_ == 1)
+    return absl::OkStatus();
+  // Stage after stage, each tensor in the image's order: the order in which
+  // rank 0 receives is the order in which each rank sends.
+  for (const Entry &e : tensors_) {
+    if (e.stage == 0 || (pp->rank() != 0 && e.stage != pp->rank()))
+      continue;
+    for (uint64_t at = 0; at < e.wholeBytes; at += kPieceBytes) {
+      uint8_t *bytes = image + e.wholeOffset + at;
+      const size_t n = std::min(kPieceBytes, e.wholeBytes - at);
+      absl::Status s =
+          pp->rank() == 0
+              ? pp->recv(bytes, n, static_cast<int>(e.stage), kCheckpointTag)
+              : pp->send(bytes, n, 0, kCheckpointTag);
+      if (!s.ok())
+        return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -78,6 +138,8 @@ absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &group,
 absl::Status WholeTensors::scatter(const uint8_t *image, int64_t index,
                                    DeviceBackend &device) const {
   for (const Entry &e : tensors_) {
+    if (e.stage != stage_)
+      continue;
     const plan::Tensor &t = local_.proto.tensors(e.id);
     const uint8_t *in = image + e.wholeOffset +
                         (e.sharded ? static_cast<uint64_t>(index) *

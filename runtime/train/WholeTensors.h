@@ -1,8 +1,10 @@
-// Checkpoints of a plan that shards its parameters and moments (ZeRO): the
-// files hold whole tensors, as every layout's do, so that any layout can
-// resume from any other. Saving gathers each rank's shards into a host
-// image of the whole tensors; resuming reads the whole tensors and keeps
-// this rank's rows.
+// Checkpoints of a plan that shards its parameters and moments (ZeRO) or is
+// one rank of a pipeline: the files hold the whole model's tensors, whole,
+// as every layout's do, so that any layout can resume from any other.
+// Saving assembles them in a host image: each rank's shards gathered over
+// its DP group, and every pipeline rank's tensors sent to PP rank 0 (the
+// writer, world rank 0, is at DP and PP coordinate 0). Resuming reads the
+// whole tensors and keeps this rank's: its stage's, and of those its rows.
 #pragma once
 
 #include <cstdint>
@@ -17,33 +19,48 @@ namespace braid {
 
 class WholeTensors {
 public:
-  // Whether `plan` shards a checkpointed tensor: only then is a
-  // WholeTensors needed.
+  // Whether `plan` shards a checkpointed tensor: only then does a plan that
+  // is no pipeline stage need a WholeTensors.
   static bool needed(const LoadedPlan &plan);
-  explicit WholeTensors(const LoadedPlan &plan);
+  // The checkpointed tensors (parameters and their moments) of `local`, the
+  // plan this rank runs, which must outlive this. A pipeline rank also
+  // passes its PP coordinate `stage` and every stage's plan (`stages`, whose
+  // entry `stage` is not read: `local` stands for it); the image then holds
+  // every stage's tensors, stage after stage.
+  explicit WholeTensors(const LoadedPlan &local,
+                        const std::vector<LoadedPlan> &stages = {},
+                        int64_t stage = 0);
 
-  // `plan` with every checkpointed tensor whole, at its offset in an image
-  // of imageBytes(): what the checkpoint files are written from and read
-  // into.
+  // The checkpointed tensors of the whole model, each whole, at its offset
+  // in an image of imageBytes(), with the run's header: what the
+  // checkpoint files are written from and read into. Holds nothing else
+  // (no programs, inputs or gradients).
   const LoadedPlan &plan() const { return whole_; }
   uint64_t imageBytes() const { return imageBytes_; }
 
-  // Fills `image` from the device: each rank's shard, gathered over `group`
-  // (every rank of the group calls it), or the tensor as it is.
-  absl::Status gather(DeviceBackend &device, Communicator &group,
-                      uint8_t *image) const;
-  // Writes this rank's part (shard `index` of the group's) of each tensor of
-  // `image` to the device.
+  // Fills `image` with this rank's tensors from the device, each shard
+  // gathered over `dp` (every rank of the DP group calls it). With `pp`,
+  // the PP group's communicator, every rank of the group then calls it
+  // too: PP rank 0 receives every other stage's tensors into its image,
+  // and the others send theirs. Without it only this rank's are filled.
+  absl::Status gather(DeviceBackend &device, Communicator &dp,
+                      Communicator *pp, uint8_t *image) const;
+  // Writes this rank's tensors of `image` to the device: of a sharded one,
+  // shard `index` of its DP group's.
   absl::Status scatter(const uint8_t *image, int64_t index,
                        DeviceBackend &device) const;
 
 private:
   struct Entry {
-    uint32_t id;          // in the run's plan
+    int64_t stage;        // the PP coordinate whose plan holds it
+    uint32_t id;          // in that stage's plan
     uint64_t wholeOffset; // in the image
+    uint64_t wholeBytes;
     bool sharded;
   };
   const LoadedPlan &local_;
+  int64_t stage_;
+  int64_t numStages_;
   LoadedPlan whole_;
   std::vector<Entry> tensors_;
   uint64_t imageBytes_ = 0;

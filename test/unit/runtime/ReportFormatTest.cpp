@@ -87,6 +87,13 @@ TEST(MemoryReport, HumanUnits) {
             "memory per rank: parameters 1.00 MiB | gradients 1.00 MiB | "
             "optimizer state 2.00 MiB | inputs 4.00 KiB | activations peak "
             "3.50 MiB (saved 512 B) | arena 8.00 MiB");
+  // A pipeline rank's report is its own stage's, and says so.
+  EXPECT_EQ(formatMemoryReport(m, "fp32", 1).rfind(
+                "memory per rank (pipeline rank 1): parameters 1.00 MiB", 0),
+            0u);
+  EXPECT_EQ(formatMemoryReport(m, "bf16", 0).rfind(
+                "memory per rank (pipeline rank 0, bf16): parameters", 0),
+            0u);
 }
 
 } // namespace
