@@ -231,9 +231,19 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
+    // A lowered pipeline plans each pipeline rank's module on its own: each
+    // rank has its own arena.
+    SmallVector<ModuleOp> stages(getOperation().getOps<ModuleOp>());
+    if (stages.empty())
+      stages.push_back(getOperation());
+    for (ModuleOp module : stages)
+      if (failed(planModule(module)))
+        return signalPassFailure();
+  }
+
+  LogicalResult planModule(ModuleOp module) {
     if (failed(checkAddressable(module)))
-      return signalPassFailure();
+      return failure();
     MemoryTotals totals;
     std::vector<LayerBytes> perLayer;
     int64_t transientBase = alignUp(placeGlobals(module, totals));
@@ -282,7 +292,11 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
 
     if (report) {
       auto &os = llvm::errs();
-      os << "memory report (rank 0)\n";
+      if (auto rank = module->getAttrOfType<IntegerAttr>(
+              BraidDialect::kPipelineRankAttr))
+        os << "memory report (pipeline rank " << rank.getInt() << ")\n";
+      else
+        os << "memory report (rank 0)\n";
       auto line = [&](StringRef what, int64_t bytes) {
         os << llvm::format("  %-22s %14lld bytes  %12s\n", what.str().c_str(),
                            static_cast<long long>(bytes),
@@ -319,6 +333,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         }
       }
     }
+    return success();
   }
 };
 

@@ -245,7 +245,7 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
   out->set_name(program.getSymName().str());
   out->set_kind(step ? plan::STEP : plan::INIT);
   llvm::DenseMap<Value, uint32_t> ids;
-  int64_t launchIndex = 0, collectiveIndex = 0;
+  int64_t launchIndex = 0, collectiveIndex = 0, transferIndex = 0;
 
   auto idOf = [&](Value v, StringRef kernel, int64_t index,
                   size_t resultIndex) -> FailureOr<uint32_t> {
@@ -375,6 +375,23 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
         c->add_outputs(*id);
       }
       ++collectiveIndex;
+    } else if (isa<sched::SendOp, sched::RecvOp>(op)) {
+      auto send = dyn_cast<sched::SendOp>(op);
+      auto recv = dyn_cast<sched::RecvOp>(op);
+      const uint32_t stream = send ? send.getStream() : recv.getStream();
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(stream);
+      maxStream_ = std::max(maxStream_, stream);
+      FailureOr<uint32_t> id =
+          idOf(send ? send.getBuffer() : recv.getBuffer(),
+               send ? "send" : "recv", transferIndex++, 0);
+      if (failed(id))
+        return failure();
+      plan::PeerTransfer *t =
+          send ? inst->mutable_send() : inst->mutable_recv();
+      t->set_tensor(*id);
+      t->set_peer_offset(send ? send.getPeerOffset() : recv.getPeerOffset());
+      t->set_channel(send ? send.getChannel() : recv.getChannel());
     } else if (auto rec = dyn_cast<sched::EventRecordOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(rec.getStream());
@@ -510,7 +527,41 @@ FailureOr<plan::Plan> Emitter::run() {
 } // namespace
 
 FailureOr<plan::Plan> emitPlan(ModuleOp module) {
-  return Emitter(module).run();
+  SmallVector<ModuleOp> stages(module.getOps<ModuleOp>());
+  if (stages.empty())
+    return Emitter(module).run();
+  // A pipeline (braid-lower-pipeline): one nested module per pipeline
+  // rank, in order, each emitted as a whole plan; the outer plan keeps
+  // their common header and nothing else.
+  plan::Plan outer;
+  for (auto [k, stage] : llvm::enumerate(stages)) {
+    auto rank = stage->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
+    if (!rank || rank.getInt() != static_cast<int64_t>(k))
+      return stage.emitOpError()
+             << "is nested module " << k << " but is not marked "
+             << BraidDialect::kPipelineRankAttr << " = " << k;
+    FailureOr<plan::Plan> p = Emitter(stage).run();
+    if (failed(p))
+      return failure();
+    if (k == 0) {
+      outer.set_format_version(p->format_version());
+      outer.set_name(p->name());
+      *outer.mutable_model() = p->model();
+      *outer.mutable_train() = p->train();
+      *outer.mutable_mesh() = p->mesh();
+    }
+    p->clear_format_version();
+    p->clear_name();
+    p->clear_model();
+    p->clear_train();
+    p->clear_mesh();
+    *outer.add_stage_plans() = std::move(*p);
+  }
+  if (outer.mesh().pp() != static_cast<int64_t>(stages.size()))
+    return module.emitError() << "has " << stages.size()
+                              << " pipeline ranks' modules, its mesh "
+                              << outer.mesh().pp();
+  return outer;
 }
 
 std::string planFileBytes(const plan::Plan &plan, bool text) {

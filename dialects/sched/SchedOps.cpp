@@ -124,6 +124,22 @@ LogicalResult StageOp::verify() {
   return success();
 }
 
+// A pipeline transfer goes to another rank on one of the two channels.
+template <typename Op> static LogicalResult verifyTransfer(Op op) {
+  if (static_cast<int32_t>(op.getStream()) < 0)
+    return op.emitOpError("stream must be non-negative");
+  if (op.getPeerOffset() == 0)
+    return op.emitOpError("peer_offset must name another pipeline rank, "
+                          "not 0");
+  if (op.getChannel() > 1)
+    return op.emitOpError("channel must be 0 (activations) or 1 "
+                          "(gradients)");
+  return success();
+}
+
+LogicalResult SendOp::verify() { return verifyTransfer(*this); }
+LogicalResult RecvOp::verify() { return verifyTransfer(*this); }
+
 LogicalResult ReadbackOp::verify() {
   if (static_cast<int32_t>(getStream()) < 0 ||
       static_cast<int32_t>(getSlot()) < 0)
