@@ -11,22 +11,30 @@
 // from its neighbours on streams of their own:
 //
 //   stream 0          the compute stream: entries in the schedule's order
-//   streams 1, 2, ... one per (peer, channel, direction) the rank uses
+//   then, after the streams the one-rank step uses (its data-parallel
+//   reduction's), one per (peer, channel, direction) the rank uses, and
+//   the second compute stream of FB pairs
 //
-// Event 1 is stream 0's progress: it records at the start of every entry
-// and after every entry that sends. A receive for entry k waits for the
+// The first event the one-rank step leaves free is stream 0's progress:
+// it records at the start of every entry and after every entry that
+// sends. A receive for entry k waits for the
 // start of entry k - 1 (one entry of look-ahead, as the schedule's check
 // assumes) and stream 0 waits for it before entry k; a send waits for the
-// end of the entry that wrote its buffer. Each transfer stream t records
-// event t + 1 after each transfer, which is what stream 0 waits for.
+// end of the entry that wrote its buffer. Each transfer stream records an
+// event of its own after each transfer, which is what stream 0 waits for.
 // Stream 0 waits for a micro-batch's activation sends before that
 // micro-batch's backward on the stage (their buffers are then free; the
 // peer has received them, since its gradient has come back), and for the
 // gradient sends at the end, before the optimizer.
 //
+// An FB pair's backward half runs on a second compute stream beside its
+// forward half on stream 0 (see the loop in buildRank).
+//
 // After the micro-batches the loss sum is all-reduced over the pipeline
 // (only the loss stage adds to it), and the gradient norm is the norm of
-// every rank's norm of its own gradients, gathered over the pipeline.
+// every rank's norm of its own gradients, gathered over the pipeline. The
+// one-rank step's data-parallel reduction keeps, on each rank, the part
+// over that rank's gradients.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -83,7 +91,9 @@ struct StreamKey {
 };
 
 constexpr uint32_t kCompute = 0;
-constexpr uint32_t kProgress = 1; // stream 0's event
+// The key of the second compute stream, which runs an FB pair's backward
+// half (DualPipeV).
+constexpr StreamKey kOverlapStream{0, 2, false};
 
 class PipelineLowering {
 public:
@@ -120,8 +130,10 @@ private:
     int64_t progress = 0;                    // event 1's last value
     // (stage, mb) -> the clones of the body's values for it.
     std::map<std::pair<int64_t, int64_t>, IRMapping> maps;
-    // Receives posted for an entry: (wait stream, value).
-    std::map<size_t, SmallVector<std::pair<uint32_t, int64_t>>> recvWaits;
+    // Receives posted for an entry: (transfer stream, value, for its
+    // backward half).
+    std::map<size_t, SmallVector<std::tuple<uint32_t, int64_t, bool>>>
+        recvWaits;
     // (stage, mb) -> activation sends stream 0 waits for before its B.
     std::map<std::pair<int64_t, int64_t>,
              SmallVector<std::pair<uint32_t, int64_t>>>
@@ -129,13 +141,13 @@ private:
   };
   uint32_t streamFor(RankState &st, StreamKey key) {
     auto [it, inserted] = st.streams.try_emplace(
-        key, static_cast<uint32_t>(st.streams.size() + 1));
+        key, firstFreeStream_ + static_cast<uint32_t>(st.streams.size()));
     return it->second;
   }
   SmallVector<Piece> piecesOf(int64_t rank, const pipeline::Entry &e) const;
   void postReceives(RankState &st, size_t entry, int64_t waitValue);
-  void emitPiece(RankState &st, const Piece &piece);
-  void postSends(RankState &st, const Piece &piece);
+  void emitPiece(RankState &st, const Piece &piece, uint32_t stream);
+  void postSends(RankState &st, const Piece &piece, uint32_t stream);
   Value cloneValue(RankState &st, IRMapping &map, Value v, int64_t stage,
                    int64_t mb);
   void record(uint32_t event, int64_t value, uint32_t stream) {
@@ -167,6 +179,14 @@ private:
   llvm::StringMap<int64_t> owner_;
   sched::GlobalOp lossSum_;
   bool failed_ = false;
+  // The first stream and event the one-rank programs leave free: the
+  // transfer streams start there, stream 0's progress is that event, and
+  // transfer stream t's is progress + 1 + (t - first free stream).
+  uint32_t firstFreeStream_ = 1, firstFreeEvent_ = 1;
+  uint32_t progressEvent() const { return firstFreeEvent_; }
+  uint32_t eventOf(uint32_t stream) const {
+    return firstFreeEvent_ + 1 + (stream - firstFreeStream_);
+  }
 };
 
 std::optional<int64_t> PipelineLowering::stageOfLayer(LayerAttr layer) const {
@@ -205,11 +225,27 @@ LogicalResult PipelineLowering::findPrograms() {
       repeat_ = r;
       continue;
     }
-    if (isa<sched::EventRecordOp, sched::EventWaitOp, sched::CollectiveOp>(
-            op))
-      return op.emitOpError("in a step to be pipelined: pipelines with "
-                            "data-parallel reductions come later");
     (repeat ? epilogue_ : prologue_).push_back(&op);
+  }
+  if (repeat_)
+    for (Operation &op : repeat_.getBody().front())
+      if (isa<sched::EventRecordOp, sched::EventWaitOp, sched::CollectiveOp>(
+              op))
+        return op.emitOpError("in the micro-batch of a step to be "
+                              "pipelined: ZeRO stages 2 and 3 do not combine "
+                              "with pipeline_parallel yet");
+  // The transfers' streams and events come after those the one-rank
+  // programs use (the data-parallel reduction's).
+  for (sched::ProgramOp program : {step_, init_}) {
+    if (!program)
+      continue;
+    program.walk([&](Operation *op) {
+      if (auto r = dyn_cast<sched::EventRecordOp>(op))
+        firstFreeEvent_ = std::max<uint32_t>(firstFreeEvent_, r.getEvent() + 1);
+      if (auto stream = op->getAttrOfType<IntegerAttr>("stream"))
+        firstFreeStream_ =
+            std::max<uint32_t>(firstFreeStream_, stream.getInt() + 1);
+    });
   }
   if (!repeat_ || repeat_.getCount() != schedule_.microBatches)
     return step_.emitOpError()
@@ -291,6 +327,10 @@ LogicalResult PipelineLowering::findOwners() {
         if (!get)
           continue;
         sched::GlobalOp g = globals.lookup(get.getGlobal());
+        // What the micro-batch reads may be a parameter's copy (a bf16
+        // weight copy, ZeRO's gathered whole weight): the parameter's.
+        while (g && g.getOf())
+          g = globals.lookup(g.getOfAttr().getValue());
         if (!g || g.getKind() != sched::GlobalKind::Parameter)
           continue;
         auto [it, inserted] = owner_.try_emplace(g.getSymName(), rank);
@@ -386,25 +426,26 @@ void PipelineLowering::postReceives(RankState &st, size_t entry,
       const int64_t offset = rankOf(c.from) - st.rank;
       const uint32_t stream = streamFor(st, {offset, channel, false});
       if (waitValue > 0)
-        wait(kProgress, waitValue, stream);
+        wait(progressEvent(), waitValue, stream);
       Value buf = sched::AllocOp::create(
           b_, loc(), cast<MemRefType>(c.buffer.getType()), IntegerAttr());
       sched::RecvOp::create(b_, loc(), buf, b_.getSI32IntegerAttr(offset),
                             b_.getI32IntegerAttr(channel),
                             b_.getI32IntegerAttr(stream));
       const int64_t value = ++st.streamValue[stream];
-      record(stream + 1, value, stream);
+      record(eventOf(stream), value, stream);
       st.maps[{piece.stage, piece.mb}].map(c.buffer, buf);
-      st.recvWaits[entry].push_back({stream, value});
+      st.recvWaits[entry].push_back({stream, value, piece.part != Part::kF});
     }
   }
 }
 
-void PipelineLowering::emitPiece(RankState &st, const Piece &piece) {
+void PipelineLowering::emitPiece(RankState &st, const Piece &piece,
+                                 uint32_t onStream) {
   IRMapping &map = st.maps[{piece.stage, piece.mb}];
   if (piece.part == Part::kB)
     for (auto [stream, value] : st.activationSends[{piece.stage, piece.mb}])
-      wait(stream + 1, value, kCompute);
+      wait(eventOf(stream), value, onStream);
   llvm::StringSet<> staged;
   for (Operation *op : pieces_[{piece.stage, piece.part}]) {
     for (Value in : op->getOperands()) {
@@ -416,12 +457,13 @@ void PipelineLowering::emitPiece(RankState &st, const Piece &piece) {
           staged.insert(get.getGlobal()).second)
         sched::StageOp::create(b_, loc(), copy,
                                b_.getI32IntegerAttr(piece.mb),
-                               b_.getI32IntegerAttr(kCompute));
+                               b_.getI32IntegerAttr(onStream));
     }
     if (auto launch = dyn_cast<sched::LaunchOp>(op))
       for (Value out : launch.getOuts())
         cloneValue(st, map, out, piece.stage, piece.mb);
     Operation *copy = b_.clone(*op, map);
+    copy->setAttr("stream", b_.getI32IntegerAttr(onStream));
     if (auto l = dyn_cast<sched::LaunchOp>(copy))
       l.setMicroBatchAttr(b_.getI32IntegerAttr(
           l.getMicroBatch().value_or(0) + static_cast<int32_t>(piece.mb)));
@@ -431,28 +473,39 @@ void PipelineLowering::emitPiece(RankState &st, const Piece &piece) {
   }
 }
 
-void PipelineLowering::postSends(RankState &st, const Piece &piece) {
+void PipelineLowering::postSends(RankState &st, const Piece &piece,
+                                 uint32_t onStream) {
   if (piece.part == Part::kW)
     return;
   bool recorded = false;
+  // What the sends wait for: the computing stream's event, once the piece
+  // has written their buffers.
+  uint32_t event = progressEvent();
+  int64_t done = 0;
   for (const Crossing &c : crossings_) {
     if (c.from != piece.stage || rankOf(c.to) == st.rank ||
         (c.writtenIn == Part::kF) != (piece.part == Part::kF))
       continue;
     if (!recorded) {
-      record(kProgress, ++st.progress, kCompute);
+      if (onStream == kCompute) {
+        done = ++st.progress;
+      } else {
+        event = eventOf(onStream);
+        done = ++st.streamValue[onStream];
+      }
+      record(event, done, onStream);
       recorded = true;
     }
     const uint32_t channel = c.writtenIn == Part::kF ? 0 : 1;
     const int64_t offset = rankOf(c.to) - st.rank;
     const uint32_t stream = streamFor(st, {offset, channel, true});
-    wait(kProgress, st.progress, stream);
+    wait(event, done, stream);
     Value buf = st.maps[{piece.stage, piece.mb}].lookup(c.buffer);
     sched::SendOp::create(b_, loc(), buf, b_.getSI32IntegerAttr(offset),
                           b_.getI32IntegerAttr(channel),
                           b_.getI32IntegerAttr(stream));
     const int64_t value = ++st.streamValue[stream];
-    record(stream + 1, value, stream);
+    record(eventOf(stream), value, stream);
     if (channel == 0)
       st.activationSends[{piece.stage, piece.mb}].push_back({stream, value});
   }
@@ -469,8 +522,27 @@ LogicalResult PipelineLowering::copyFiltered(ArrayRef<Operation *> ops,
         b_.clone(*op, map);
       continue;
     }
-    if (isa<sched::AllocOp>(op)) {
+    if (isa<sched::AllocOp, sched::EventRecordOp, sched::EventWaitOp>(op)) {
       b_.clone(*op, map);
+      continue;
+    }
+    if (auto coll = dyn_cast<sched::CollectiveOp>(op)) {
+      // A data-parallel collective over every gradient: this rank's part.
+      SmallVector<Value> buffers, outputs;
+      const bool paired = !coll.getOutputs().empty();
+      for (auto [i, v] : llvm::enumerate(coll.getBuffers())) {
+        Value mine = map.lookupOrNull(v);
+        if (!mine)
+          continue;
+        buffers.push_back(mine);
+        if (paired)
+          outputs.push_back(map.lookupOrDefault(coll.getOutputs()[i]));
+      }
+      if (buffers.empty())
+        continue;
+      sched::CollectiveOp::create(b_, coll.getLoc(), coll.getKindAttr(),
+                                  coll.getAxisAttr(), buffers, outputs,
+                                  coll.getStreamAttr());
       continue;
     }
     size_t mine = 0, theirs = 0;
@@ -563,20 +635,35 @@ void PipelineLowering::buildRank(int64_t rank) {
   const std::vector<pipeline::Entry> &order = schedule_.ranks[rank];
   postReceives(st, 0, 0);
   for (size_t k = 0; k < order.size(); ++k) {
-    record(kProgress, ++st.progress, kCompute);
+    record(progressEvent(), ++st.progress, kCompute);
     postReceives(st, k + 1, st.progress);
-    for (auto [stream, value] : st.recvWaits[k])
-      wait(stream + 1, value, kCompute);
+    // An FB pair's backward half runs on a second compute stream, beside
+    // its forward half on stream 0: it starts once everything before the
+    // entry has run, and stream 0 waits for it before the next entry.
+    const bool pair = order[k].kind == pipeline::Kind::kFB;
+    const uint32_t side = pair ? streamFor(st, kOverlapStream) : kCompute;
+    if (pair)
+      wait(progressEvent(), st.progress, side);
+    for (auto [stream, value, backward] : st.recvWaits[k])
+      wait(eventOf(stream), value, backward ? side : kCompute);
+    auto streamOf = [&](const Piece &piece) {
+      return piece.part == Part::kF ? kCompute : side;
+    };
     for (const Piece &piece : piecesOf(rank, order[k]))
-      emitPiece(st, piece);
+      emitPiece(st, piece, streamOf(piece));
     for (const Piece &piece : piecesOf(rank, order[k]))
-      postSends(st, piece);
+      postSends(st, piece, streamOf(piece));
+    if (pair) {
+      const int64_t joined = ++st.streamValue[side];
+      record(eventOf(side), joined, side);
+      wait(eventOf(side), joined, kCompute);
+    }
   }
   // Every transfer is done before the optimizer: the gradient sends' buffers
   // are free, and nothing of the step is left in flight.
   for (auto &[key, stream] : st.streams)
     if (int64_t last = st.streamValue[stream])
-      wait(stream + 1, last, kCompute);
+      wait(eventOf(stream), last, kCompute);
   // Only the loss stage adds to the loss sum; every rank's optimizer checks
   // the whole sum.
   Value lossSum = sched::GetGlobalOp::create(

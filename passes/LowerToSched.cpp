@@ -157,12 +157,6 @@ LogicalResult Lowering::checkSignature() {
            << "; a step has 1 to " << kMaxMicroBatches << " micro-batches";
   numMicroBatches_ = static_cast<int32_t>(numMicro);
   if (auto mesh = module_->getAttrOfType<MeshAttr>(BraidDialect::kMeshAttr)) {
-    if (mesh.getPp() != 1 && mesh.getDp() != 1)
-      return module_.emitError()
-             << "pipeline_parallel " << mesh.getPp() << " with data_parallel "
-             << mesh.getDp()
-             << ": pipelines with data-parallel reductions come later; set "
-                "one of them to 1";
     if (mesh.getTp() != 1 || mesh.getCp() != 1)
       return module_.emitError()
              << "braid-lower-to-sched lowers data parallel meshes only, not "
