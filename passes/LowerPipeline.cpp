@@ -706,6 +706,15 @@ struct LowerPipelinePass
               .message()));
       return signalPassFailure();
     }
+    if (auto zero = module->getAttrOfType<IntegerAttr>(
+            BraidDialect::kZeroStageAttr);
+        zero && zero.getInt() >= 2) {
+      module.emitError() << "ZeRO stage " << zero.getInt()
+                         << " does not combine with a pipeline yet: it "
+                            "reduces inside the micro-batches; use ZeRO 0 "
+                            "or 1";
+      return signalPassFailure();
+    }
     if (failed(PipelineLowering(module, std::move(*partition),
                                 std::move(*schedule))
                    .run()))
