@@ -43,11 +43,11 @@
 #include <optional>
 #include <set>
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 
 #include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedOps.h"
@@ -127,7 +127,7 @@ private:
     int64_t rank = 0;
     std::map<StreamKey, uint32_t> streams;
     std::map<uint32_t, int64_t> streamValue; // last event value per stream
-    int64_t progress = 0;                    // event 1's last value
+    int64_t progress = 0; // stream 0's progress event's last value
     // (stage, mb) -> the clones of the body's values for it.
     std::map<std::pair<int64_t, int64_t>, IRMapping> maps;
     // Receives posted for an entry: (transfer stream, value, for its
@@ -197,8 +197,7 @@ std::optional<int64_t> PipelineLowering::stageOfLayer(LayerAttr layer) const {
     return last;
   for (int64_t s = 0; s <= last; ++s) {
     const pipeline::StageLayers &st = partition_.stages[s];
-    if (layer.getIndex() >= st.first &&
-        layer.getIndex() < st.first + st.layers)
+    if (layer.getIndex() >= st.first && layer.getIndex() < st.first + st.layers)
       return s;
   }
   return std::nullopt;
@@ -248,9 +247,8 @@ LogicalResult PipelineLowering::findPrograms() {
     });
   }
   if (!repeat_ || repeat_.getCount() != schedule_.microBatches)
-    return step_.emitOpError()
-           << "needs one sched.repeat of the schedule's "
-           << schedule_.microBatches << " micro-batches";
+    return step_.emitOpError() << "needs one sched.repeat of the schedule's "
+                               << schedule_.microBatches << " micro-batches";
   return success();
 }
 
@@ -302,8 +300,7 @@ LogicalResult PipelineLowering::classifyBody() {
         if (part == Part::kW ||
             reader != (part == Part::kF ? from + 1 : from - 1))
           return op->emitOpError()
-                 << "reads a tensor of stage " << from << " in stage "
-                 << reader
+                 << "reads a tensor of stage " << from << " in stage " << reader
                  << ": pipeline stages exchange activations with the next "
                     "stage and gradients with the previous one only";
         if (seen.insert({from, reader, in.getDefiningOp()}).second)
@@ -336,9 +333,8 @@ LogicalResult PipelineLowering::findOwners() {
         auto [it, inserted] = owner_.try_emplace(g.getSymName(), rank);
         if (!inserted && it->second != rank)
           return op->emitOpError()
-                 << "reads parameter " << g.getSymName()
-                 << " on pipeline rank " << rank << ", which rank "
-                 << it->second
+                 << "reads parameter " << g.getSymName() << " on pipeline rank "
+                 << rank << ", which rank " << it->second
                  << " holds too: a pipeline keeps each parameter on one rank "
                     "(tied embeddings do not combine with pipeline_parallel "
                     "yet)";
@@ -455,8 +451,7 @@ void PipelineLowering::emitPiece(RankState &st, const Piece &piece,
       auto get = in.getDefiningOp<sched::GetGlobalOp>();
       if (get && inputs_.contains(get.getGlobal()) &&
           staged.insert(get.getGlobal()).second)
-        sched::StageOp::create(b_, loc(), copy,
-                               b_.getI32IntegerAttr(piece.mb),
+        sched::StageOp::create(b_, loc(), copy, b_.getI32IntegerAttr(piece.mb),
                                b_.getI32IntegerAttr(onStream));
     }
     if (auto launch = dyn_cast<sched::LaunchOp>(op))
@@ -465,8 +460,8 @@ void PipelineLowering::emitPiece(RankState &st, const Piece &piece,
     Operation *copy = b_.clone(*op, map);
     copy->setAttr("stream", b_.getI32IntegerAttr(onStream));
     if (auto l = dyn_cast<sched::LaunchOp>(copy))
-      l.setMicroBatchAttr(b_.getI32IntegerAttr(
-          l.getMicroBatch().value_or(0) + static_cast<int32_t>(piece.mb)));
+      l.setMicroBatchAttr(b_.getI32IntegerAttr(l.getMicroBatch().value_or(0) +
+                                               static_cast<int32_t>(piece.mb)));
     else if (auto rb = dyn_cast<sched::ReadbackOp>(copy))
       rb.setSlotAttr(
           b_.getI32IntegerAttr(rb.getSlot() + static_cast<int32_t>(piece.mb)));
@@ -577,8 +572,8 @@ LogicalResult PipelineLowering::splitGradNorm(sched::LaunchOp norm,
     return norm.emitOpError("writes no gradient-norm scalar of this rank");
   Type f32 = b_.getF32Type();
   const int64_t ranks = partition_.placement.ranks;
-  Value mine =
-      sched::AllocOp::create(b_, loc(), MemRefType::get({1}, f32), IntegerAttr());
+  Value mine = sched::AllocOp::create(b_, loc(), MemRefType::get({1}, f32),
+                                      IntegerAttr());
   auto part = cast<sched::LaunchOp>(b_.clone(*norm, map));
   part.getInsMutable().assign(grads);
   part.getOutsMutable().assign(mine);
@@ -600,8 +595,9 @@ void PipelineLowering::buildRank(int64_t rank) {
   b_.setInsertionPointToEnd(module_.getBody());
   auto sub = ModuleOp::create(b_, loc(), ("pp" + std::to_string(rank)));
   for (StringRef attr :
-       {StringRef(BraidDialect::kModelAttr), StringRef(BraidDialect::kTrainAttr),
-        StringRef(BraidDialect::kMeshAttr), StringRef("braid.name")})
+       {StringRef(BraidDialect::kModelAttr),
+        StringRef(BraidDialect::kTrainAttr), StringRef(BraidDialect::kMeshAttr),
+        StringRef("braid.name")})
     if (Attribute a = module_->getAttr(attr))
       sub->setAttr(attr, a);
   sub->setAttr(BraidDialect::kPipelineRankAttr, b_.getI64IntegerAttr(rank));
@@ -686,14 +682,14 @@ LogicalResult PipelineLowering::run() {
   if (failed_)
     return failure();
   // The one-rank globals and programs now live in the ranks' modules.
-  for (Operation &op : llvm::make_early_inc_range(module_.getBody()->getOperations()))
+  for (Operation &op :
+       llvm::make_early_inc_range(module_.getBody()->getOperations()))
     if (!isa<ModuleOp>(op))
       op.erase();
   return success();
 }
 
-struct LowerPipelinePass
-    : impl::LowerPipelinePassBase<LowerPipelinePass> {
+struct LowerPipelinePass : impl::LowerPipelinePassBase<LowerPipelinePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (!module->hasAttr(BraidDialect::kScheduleAttr))
@@ -701,13 +697,13 @@ struct LowerPipelinePass
     absl::StatusOr<pipeline::Partition> partition = readPartition(module);
     absl::StatusOr<pipeline::Schedule> schedule = readSchedule(module);
     if (!partition.ok() || !schedule.ok()) {
-      module.emitError(std::string(
-          (!partition.ok() ? partition.status() : schedule.status())
-              .message()));
+      module.emitError(
+          std::string((!partition.ok() ? partition.status() : schedule.status())
+                          .message()));
       return signalPassFailure();
     }
-    if (auto zero = module->getAttrOfType<IntegerAttr>(
-            BraidDialect::kZeroStageAttr);
+    if (auto zero =
+            module->getAttrOfType<IntegerAttr>(BraidDialect::kZeroStageAttr);
         zero && zero.getInt() >= 2) {
       module.emitError() << "ZeRO stage " << zero.getInt()
                          << " does not combine with a pipeline yet: it "

@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
-#include "mlir/IR/BuiltinAttributes.h"
 
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedOps.h"
@@ -63,13 +63,11 @@ private:
     for (int64_t d : type.getShape())
       t->add_shape(d);
     Type e = type.getElementType();
-    t->set_dtype(e.isF32()    ? plan::F32
-                 : e.isBF16() ? plan::BF16
-                              : plan::I32);
+    t->set_dtype(e.isF32() ? plan::F32 : e.isBF16() ? plan::BF16 : plan::I32);
     t->set_kind(kind);
     t->set_offset(static_cast<uint64_t>(offset.value_or(0)));
-    int64_t bytes = type.getNumElements() *
-                    ((type.getElementTypeBitWidth() + 7) / 8);
+    int64_t bytes =
+        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
     t->set_size_bytes(static_cast<uint64_t>(bytes));
     return t;
   }
@@ -126,8 +124,8 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   if (sched::ShardAttr shard = global.getShardAttr()) {
     if (shard.getDim() >= static_cast<unsigned>(t->shape_size()))
       return global.emitOpError()
-             << "is sharded along dimension " << shard.getDim()
-             << " but has " << t->shape_size() << " dimensions";
+             << "is sharded along dimension " << shard.getDim() << " but has "
+             << t->shape_size() << " dimensions";
     plan::Shard *s = t->mutable_shard();
     // Both enums list the axes in the same order, after UNSPECIFIED.
     s->set_axis(
@@ -136,10 +134,10 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
     const plan::Mesh &mesh = plan_.mesh();
     const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp()};
     for (int d = 0; d < t->shape_size(); ++d)
-      s->add_global_shape(
-          t->shape(d) * (d == static_cast<int>(shard.getDim())
-                             ? sizes[static_cast<int>(shard.getAxis())]
-                             : 1));
+      s->add_global_shape(t->shape(d) *
+                          (d == static_cast<int>(shard.getDim())
+                               ? sizes[static_cast<int>(shard.getAxis())]
+                               : 1));
   }
   // The verifier gives inputs and scalars a role of their kind, and
   // parameters their info.
@@ -260,10 +258,10 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
       return it->second;
     if (!alloc.getOffset())
       return alloc.emitOpError("has no offset: run braid-plan-memory first");
-    std::string name = (program.getSymName() + "/" + kernel + "#" +
-                        std::to_string(index) + ".out" +
-                        std::to_string(resultIndex))
-                           .str();
+    std::string name =
+        (program.getSymName() + "/" + kernel + "#" + std::to_string(index) +
+         ".out" + std::to_string(resultIndex))
+            .str();
     plan::Tensor *t =
         newTensor(name, alloc.getType(), alloc.getOffset(), plan::ACTIVATION);
     ids[v] = t->id();
@@ -280,8 +278,9 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
     const int length = out->instructions_size() - open->first - 1;
     if (length == 0)
       return open->second.emitOpError("repeats nothing the runtime runs");
-    out->mutable_instructions(open->first)->mutable_repeat()->set_length(
-        length);
+    out->mutable_instructions(open->first)
+        ->mutable_repeat()
+        ->set_length(length);
     open.reset();
     return success();
   };
@@ -382,9 +381,8 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(stream);
       maxStream_ = std::max(maxStream_, stream);
-      FailureOr<uint32_t> id =
-          idOf(send ? send.getBuffer() : recv.getBuffer(),
-               send ? "send" : "recv", transferIndex++, 0);
+      FailureOr<uint32_t> id = idOf(send ? send.getBuffer() : recv.getBuffer(),
+                                    send ? "send" : "recv", transferIndex++, 0);
       if (failed(id))
         return failure();
       plan::PeerTransfer *t =
@@ -535,7 +533,8 @@ FailureOr<plan::Plan> emitPlan(ModuleOp module) {
   // their common header and nothing else.
   plan::Plan outer;
   for (auto [k, stage] : llvm::enumerate(stages)) {
-    auto rank = stage->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
+    auto rank =
+        stage->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
     if (!rank || rank.getInt() != static_cast<int64_t>(k))
       return stage.emitOpError()
              << "is nested module " << k << " but is not marked "
@@ -558,9 +557,9 @@ FailureOr<plan::Plan> emitPlan(ModuleOp module) {
     *outer.add_stage_plans() = std::move(*p);
   }
   if (outer.mesh().pp() != static_cast<int64_t>(stages.size()))
-    return module.emitError() << "has " << stages.size()
-                              << " pipeline ranks' modules, its mesh "
-                              << outer.mesh().pp();
+    return module.emitError()
+           << "has " << stages.size() << " pipeline ranks' modules, its mesh "
+           << outer.mesh().pp();
   return outer;
 }
 

@@ -1,8 +1,8 @@
 //===- SchedOps.cpp - sched dialect ops -----------------------------------===//
 #include "dialects/sched/SchedOps.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "runtime/plan/StreamOrder.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace braid::sched;
@@ -20,8 +20,7 @@ static ParseResult parseKeyword(OpAsmParser &parser, EnumAttrT &attr) {
 }
 
 template <typename EnumAttrT>
-static void printKeyword(OpAsmPrinter &printer, Operation *,
-                         EnumAttrT attr) {
+static void printKeyword(OpAsmPrinter &printer, Operation *, EnumAttrT attr) {
   printer << stringifyEnum(attr.getValue());
 }
 
@@ -40,12 +39,12 @@ static ArrayRef<Role> rolesOf(GlobalKind kind) {
 LogicalResult GlobalOp::verify() {
   GlobalKind kind = getKind();
   // "a gradient", "an input": for messages.
-  std::string a = (Twine(kind == GlobalKind::OptimizerState ||
-                                 kind == GlobalKind::Input
-                             ? "an "
-                             : "a ") +
-                   stringifyGlobalKind(kind))
-                      .str();
+  std::string a =
+      (Twine(kind == GlobalKind::OptimizerState || kind == GlobalKind::Input
+                 ? "an "
+                 : "a ") +
+       stringifyGlobalKind(kind))
+          .str();
   const bool isParameter = kind == GlobalKind::Parameter;
   const bool belongs = kind == GlobalKind::Gradient ||
                        kind == GlobalKind::OptimizerState ||
@@ -207,8 +206,8 @@ LogicalResult CollectiveOp::verify() {
   return success();
 }
 
-static LogicalResult verifyEventOp(Operation *op, int32_t event,
-                                   int64_t value, int32_t stream) {
+static LogicalResult verifyEventOp(Operation *op, int32_t event, int64_t value,
+                                   int32_t stream) {
   if (event < 0 || stream < 0)
     return op->emitOpError("event and stream must be non-negative");
   if (value < 1)
