@@ -157,13 +157,6 @@ LogicalResult Lowering::checkSignature() {
            << "; a step has 1 to " << kMaxMicroBatches << " micro-batches";
   numMicroBatches_ = static_cast<int32_t>(numMicro);
   if (auto mesh = module_->getAttrOfType<MeshAttr>(BraidDialect::kMeshAttr)) {
-    if (mesh.getPp() != 1)
-      return module_.emitError()
-             << "pipeline_parallel " << mesh.getPp()
-             << ": this version partitions and schedules pipelines (braidc "
-                "--dump-schedule, --simulate, --schedule-svg) but does not "
-                "yet lower them into plans; compile plans at "
-                "pipeline_parallel 1";
     if (mesh.getTp() != 1 || mesh.getCp() != 1)
       return module_.emitError()
              << "braid-lower-to-sched lowers data parallel meshes only, not "

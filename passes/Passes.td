@@ -262,6 +262,45 @@ def LowerToSchedPass : Pass<"braid-lower-to-sched", "mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def LowerPipelinePass : Pass<"braid-lower-pipeline", "mlir::ModuleOp"> {
+  let summary = "Split the step into one program per pipeline rank, in the schedule's order";
+  let description = [{
+    Where the module has `braid.partition` and `braid.schedule`, turns
+    braid-lower-to-sched's step (one `sched.repeat` of the whole model's
+    micro-batch) into one nested module per pipeline rank, marked
+    `braid.pipeline_rank`, holding the globals the rank owns (its stages'
+    parameters, gradients and moments) and the shared inputs and scalars,
+    its init program and its step program. The step states each entry of
+    the rank's order (braid.schedule): the F, B or W launches of that
+    micro-batch through that stage, the inputs staged again before each
+    piece that reads them, and the activations and gradients its
+    neighbours exchange as `sched.send` / `sched.recv` on streams of their
+    own (docs/pipeline.md, "The step program"):
+
+    ```mlir
+    module @pp1 attributes {braid.pipeline_rank = 1 : i64, ...} {
+      sched.program @step step {
+        %h = sched.alloc : memref<1x16x64xf32>
+        sched.recv %h from -1 channel 0 on 1 : memref<1x16x64xf32>
+        sched.event.record 2 value 1 on 1
+        sched.event.record 1 value 1 on 0
+        sched.event.wait 2 value 1 on 0
+        sched.launch "rms_norm" on 0 micro_batch 0 ins(%h, ...) ...
+        ...
+        sched.send %g to -1 channel 1 on 2 : memref<1x16x64xf32>
+        ...
+        sched.collective all_reduce_sum pp(%loss_sum : memref<f32>) on 0
+        ...
+      }
+    }
+    ```
+
+    After the micro-batches the loss sum is all-reduced over the pipeline,
+    and the gradient norm is the norm of the ranks' norms, gathered over
+    it. A module without `braid.schedule` is left as it is.
+  }];
+}
+
 def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
   let summary = "Reduce gradient buckets while the last micro-batch's backward runs";
   let description = [{

@@ -54,6 +54,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   if (options.stopAfterSchedule)
     return success();
   pm.addPass(createLowerToSchedPass());
+  pm.addPass(createLowerPipelinePass());
   pm.addPass(createOverlapPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kSched, error)))
     return failure();

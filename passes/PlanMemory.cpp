@@ -15,12 +15,12 @@
 #include <algorithm>
 #include <numeric>
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/SymbolTable.h"
 
 #include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedOps.h"
@@ -231,9 +231,19 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
+    // A lowered pipeline plans each pipeline rank's module on its own: each
+    // rank has its own arena.
+    SmallVector<ModuleOp> stages(getOperation().getOps<ModuleOp>());
+    if (stages.empty())
+      stages.push_back(getOperation());
+    for (ModuleOp module : stages)
+      if (failed(planModule(module)))
+        return signalPassFailure();
+  }
+
+  LogicalResult planModule(ModuleOp module) {
     if (failed(checkAddressable(module)))
-      return signalPassFailure();
+      return failure();
     MemoryTotals totals;
     std::vector<LayerBytes> perLayer;
     int64_t transientBase = alignUp(placeGlobals(module, totals));
@@ -246,8 +256,8 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       totals.activationPeak = std::max(totals.activationPeak, peak);
       if (program.getKind() == sched::ProgramKind::Step) {
         totals.savedActivations = savedAcrossBoundary(ranges, launches);
-        perLayer = activationsPerLayer(ranges, launches,
-                                       backwardBoundary(launches));
+        perLayer =
+            activationsPerLayer(ranges, launches, backwardBoundary(launches));
       }
     }
     totals.arena = transientBase + totals.activationPeak;
@@ -282,7 +292,11 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
 
     if (report) {
       auto &os = llvm::errs();
-      os << "memory report (rank 0)\n";
+      if (auto rank = module->getAttrOfType<IntegerAttr>(
+              BraidDialect::kPipelineRankAttr))
+        os << "memory report (pipeline rank " << rank.getInt() << ")\n";
+      else
+        os << "memory report (rank 0)\n";
       auto line = [&](StringRef what, int64_t bytes) {
         os << llvm::format("  %-22s %14lld bytes  %12s\n", what.str().c_str(),
                            static_cast<long long>(bytes),
@@ -300,9 +314,8 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       // Transient bytes per layer and micro-batch, runs of equal layers on
       // one line: what fusion and recompute change.
       if (!perLayer.empty()) {
-        os << llvm::format("  %-22s %14s %14s %14s\n",
-                           "activations per layer", "forward", "saved",
-                           "backward");
+        os << llvm::format("  %-22s %14s %14s %14s\n", "activations per layer",
+                           "forward", "saved", "backward");
         for (size_t i = 0; i < perLayer.size();) {
           size_t j = i;
           while (j + 1 < perLayer.size() && perLayer[j + 1] == perLayer[i])
@@ -310,8 +323,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
           std::string label =
               i == j ? "layer " + std::to_string(i)
                      : "layers " + std::to_string(i) + "-" + std::to_string(j);
-          os << llvm::format("    %-20s %14lld %14lld %14lld\n",
-                             label.c_str(),
+          os << llvm::format("    %-20s %14lld %14lld %14lld\n", label.c_str(),
                              static_cast<long long>(perLayer[i].forward),
                              static_cast<long long>(perLayer[i].saved),
                              static_cast<long long>(perLayer[i].backward));
@@ -319,6 +331,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         }
       }
     }
+    return success();
   }
 };
 

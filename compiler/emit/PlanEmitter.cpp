@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
-#include "mlir/IR/BuiltinAttributes.h"
 
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedOps.h"
@@ -63,13 +63,11 @@ private:
     for (int64_t d : type.getShape())
       t->add_shape(d);
     Type e = type.getElementType();
-    t->set_dtype(e.isF32()    ? plan::F32
-                 : e.isBF16() ? plan::BF16
-                              : plan::I32);
+    t->set_dtype(e.isF32() ? plan::F32 : e.isBF16() ? plan::BF16 : plan::I32);
     t->set_kind(kind);
     t->set_offset(static_cast<uint64_t>(offset.value_or(0)));
-    int64_t bytes = type.getNumElements() *
-                    ((type.getElementTypeBitWidth() + 7) / 8);
+    int64_t bytes =
+        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
     t->set_size_bytes(static_cast<uint64_t>(bytes));
     return t;
   }
@@ -126,8 +124,8 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   if (sched::ShardAttr shard = global.getShardAttr()) {
     if (shard.getDim() >= static_cast<unsigned>(t->shape_size()))
       return global.emitOpError()
-             << "is sharded along dimension " << shard.getDim()
-             << " but has " << t->shape_size() << " dimensions";
+             << "is sharded along dimension " << shard.getDim() << " but has "
+             << t->shape_size() << " dimensions";
     plan::Shard *s = t->mutable_shard();
     // Both enums list the axes in the same order, after UNSPECIFIED.
     s->set_axis(
@@ -136,10 +134,10 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
     const plan::Mesh &mesh = plan_.mesh();
     const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp()};
     for (int d = 0; d < t->shape_size(); ++d)
-      s->add_global_shape(
-          t->shape(d) * (d == static_cast<int>(shard.getDim())
-                             ? sizes[static_cast<int>(shard.getAxis())]
-                             : 1));
+      s->add_global_shape(t->shape(d) *
+                          (d == static_cast<int>(shard.getDim())
+                               ? sizes[static_cast<int>(shard.getAxis())]
+                               : 1));
   }
   // The verifier gives inputs and scalars a role of their kind, and
   // parameters their info.
@@ -245,7 +243,7 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
   out->set_name(program.getSymName().str());
   out->set_kind(step ? plan::STEP : plan::INIT);
   llvm::DenseMap<Value, uint32_t> ids;
-  int64_t launchIndex = 0, collectiveIndex = 0;
+  int64_t launchIndex = 0, collectiveIndex = 0, transferIndex = 0;
 
   auto idOf = [&](Value v, StringRef kernel, int64_t index,
                   size_t resultIndex) -> FailureOr<uint32_t> {
@@ -260,10 +258,10 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
       return it->second;
     if (!alloc.getOffset())
       return alloc.emitOpError("has no offset: run braid-plan-memory first");
-    std::string name = (program.getSymName() + "/" + kernel + "#" +
-                        std::to_string(index) + ".out" +
-                        std::to_string(resultIndex))
-                           .str();
+    std::string name =
+        (program.getSymName() + "/" + kernel + "#" + std::to_string(index) +
+         ".out" + std::to_string(resultIndex))
+            .str();
     plan::Tensor *t =
         newTensor(name, alloc.getType(), alloc.getOffset(), plan::ACTIVATION);
     ids[v] = t->id();
@@ -280,8 +278,9 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
     const int length = out->instructions_size() - open->first - 1;
     if (length == 0)
       return open->second.emitOpError("repeats nothing the runtime runs");
-    out->mutable_instructions(open->first)->mutable_repeat()->set_length(
-        length);
+    out->mutable_instructions(open->first)
+        ->mutable_repeat()
+        ->set_length(length);
     open.reset();
     return success();
   };
@@ -375,6 +374,22 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
         c->add_outputs(*id);
       }
       ++collectiveIndex;
+    } else if (isa<sched::SendOp, sched::RecvOp>(op)) {
+      auto send = dyn_cast<sched::SendOp>(op);
+      auto recv = dyn_cast<sched::RecvOp>(op);
+      const uint32_t stream = send ? send.getStream() : recv.getStream();
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(stream);
+      maxStream_ = std::max(maxStream_, stream);
+      FailureOr<uint32_t> id = idOf(send ? send.getBuffer() : recv.getBuffer(),
+                                    send ? "send" : "recv", transferIndex++, 0);
+      if (failed(id))
+        return failure();
+      plan::PeerTransfer *t =
+          send ? inst->mutable_send() : inst->mutable_recv();
+      t->set_tensor(*id);
+      t->set_peer_offset(send ? send.getPeerOffset() : recv.getPeerOffset());
+      t->set_channel(send ? send.getChannel() : recv.getChannel());
     } else if (auto rec = dyn_cast<sched::EventRecordOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(rec.getStream());
@@ -510,7 +525,42 @@ FailureOr<plan::Plan> Emitter::run() {
 } // namespace
 
 FailureOr<plan::Plan> emitPlan(ModuleOp module) {
-  return Emitter(module).run();
+  SmallVector<ModuleOp> stages(module.getOps<ModuleOp>());
+  if (stages.empty())
+    return Emitter(module).run();
+  // A pipeline (braid-lower-pipeline): one nested module per pipeline
+  // rank, in order, each emitted as a whole plan; the outer plan keeps
+  // their common header and nothing else.
+  plan::Plan outer;
+  for (auto [k, stage] : llvm::enumerate(stages)) {
+    auto rank =
+        stage->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
+    if (!rank || rank.getInt() != static_cast<int64_t>(k))
+      return stage.emitOpError()
+             << "is nested module " << k << " but is not marked "
+             << BraidDialect::kPipelineRankAttr << " = " << k;
+    FailureOr<plan::Plan> p = Emitter(stage).run();
+    if (failed(p))
+      return failure();
+    if (k == 0) {
+      outer.set_format_version(p->format_version());
+      outer.set_name(p->name());
+      *outer.mutable_model() = p->model();
+      *outer.mutable_train() = p->train();
+      *outer.mutable_mesh() = p->mesh();
+    }
+    p->clear_format_version();
+    p->clear_name();
+    p->clear_model();
+    p->clear_train();
+    p->clear_mesh();
+    *outer.add_stage_plans() = std::move(*p);
+  }
+  if (outer.mesh().pp() != static_cast<int64_t>(stages.size()))
+    return module.emitError()
+           << "has " << stages.size() << " pipeline ranks' modules, its mesh "
+           << outer.mesh().pp();
+  return outer;
 }
 
 std::string planFileBytes(const plan::Plan &plan, bool text) {

@@ -104,6 +104,18 @@ void checkDataParallelBatch(const spec::ModelSpec &spec, RuleSink &sink) {
 // (stages against layers, the layout string), from the same code the
 // compiler runs (passes/pipeline).
 void checkPipeline(const spec::ModelSpec &spec, RuleSink &sink) {
+  const spec::ParallelLayout &p = spec.parallel();
+  if (p.pipeline_parallel() > 1 && p.zero_stage() >= 2)
+    sink.report("parallel.zero_stage",
+                absl::StrCat(p.zero_stage(),
+                             " does not combine with pipeline_parallel yet: "
+                             "ZeRO stages 2 and 3 reduce inside the "
+                             "micro-batches; use zero_stage 0 or 1"));
+  if (p.pipeline_parallel() > 1 && spec.model().tie_embeddings())
+    sink.report("model.tie_embeddings",
+                "does not combine with pipeline_parallel yet: the embedding "
+                "and the LM head would share one parameter across pipeline "
+                "ranks; set tie_embeddings: false or pipeline_parallel: 1");
   absl::StatusOr<pipeline::Schedule> schedule = specSchedule(spec);
   if (!schedule.ok()) {
     sink.report("parallel.pipeline_schedule",

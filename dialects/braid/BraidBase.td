@@ -65,6 +65,10 @@ def Braid_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPipelineAttr = "braid.pipeline";
     static constexpr ::llvm::StringLiteral kPartitionAttr = "braid.partition";
     static constexpr ::llvm::StringLiteral kScheduleAttr = "braid.schedule";
+    // On each nested module of a lowered pipeline (braid-lower-pipeline):
+    // the pipeline rank (PP coordinate) whose globals and programs it
+    // holds, an i64.
+    static constexpr ::llvm::StringLiteral kPipelineRankAttr = "braid.pipeline_rank";
     // The mark of a stage function: a StageAttr.
     static constexpr ::llvm::StringLiteral kStageAttr = "braid.stage";
     // What an argument of a stage function is: a ParamAttr or an

@@ -64,6 +64,10 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                : !isa<DictionaryAttr>(value))
       return wrongType(name == kPartitionAttr ? "array" : "dictionary");
   }
+  if (name == kPipelineRankAttr &&
+      (!isa<ModuleOp>(op) || !isa<IntegerAttr>(value)))
+    return op->emitOpError()
+           << "'" << name << "' is an integer on a nested module";
   if (name == kModelAttr || name == kTrainAttr || name == kMeshAttr) {
     if (!isa<ModuleOp>(op))
       return op->emitOpError()

@@ -1,8 +1,8 @@
 //===- SchedOps.cpp - sched dialect ops -----------------------------------===//
 #include "dialects/sched/SchedOps.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "runtime/plan/StreamOrder.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace braid::sched;
@@ -20,8 +20,7 @@ static ParseResult parseKeyword(OpAsmParser &parser, EnumAttrT &attr) {
 }
 
 template <typename EnumAttrT>
-static void printKeyword(OpAsmPrinter &printer, Operation *,
-                         EnumAttrT attr) {
+static void printKeyword(OpAsmPrinter &printer, Operation *, EnumAttrT attr) {
   printer << stringifyEnum(attr.getValue());
 }
 
@@ -40,12 +39,12 @@ static ArrayRef<Role> rolesOf(GlobalKind kind) {
 LogicalResult GlobalOp::verify() {
   GlobalKind kind = getKind();
   // "a gradient", "an input": for messages.
-  std::string a = (Twine(kind == GlobalKind::OptimizerState ||
-                                 kind == GlobalKind::Input
-                             ? "an "
-                             : "a ") +
-                   stringifyGlobalKind(kind))
-                      .str();
+  std::string a =
+      (Twine(kind == GlobalKind::OptimizerState || kind == GlobalKind::Input
+                 ? "an "
+                 : "a ") +
+       stringifyGlobalKind(kind))
+          .str();
   const bool isParameter = kind == GlobalKind::Parameter;
   const bool belongs = kind == GlobalKind::Gradient ||
                        kind == GlobalKind::OptimizerState ||
@@ -124,6 +123,22 @@ LogicalResult StageOp::verify() {
   return success();
 }
 
+// A pipeline transfer goes to another rank on one of the two channels.
+template <typename Op> static LogicalResult verifyTransfer(Op op) {
+  if (static_cast<int32_t>(op.getStream()) < 0)
+    return op.emitOpError("stream must be non-negative");
+  if (op.getPeerOffset() == 0)
+    return op.emitOpError("peer_offset must name another pipeline rank, "
+                          "not 0");
+  if (op.getChannel() > 1)
+    return op.emitOpError("channel must be 0 (activations) or 1 "
+                          "(gradients)");
+  return success();
+}
+
+LogicalResult SendOp::verify() { return verifyTransfer(*this); }
+LogicalResult RecvOp::verify() { return verifyTransfer(*this); }
+
 LogicalResult ReadbackOp::verify() {
   if (static_cast<int32_t>(getStream()) < 0 ||
       static_cast<int32_t>(getSlot()) < 0)
@@ -191,8 +206,8 @@ LogicalResult CollectiveOp::verify() {
   return success();
 }
 
-static LogicalResult verifyEventOp(Operation *op, int32_t event,
-                                   int64_t value, int32_t stream) {
+static LogicalResult verifyEventOp(Operation *op, int32_t event, int64_t value,
+                                   int32_t stream) {
   if (event < 0 || stream < 0)
     return op->emitOpError("event and stream must be non-negative");
   if (value < 1)

@@ -239,6 +239,49 @@ def Sched_CollectiveOp : Sched_Op<"collective", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Sched_SendOp : Sched_Op<"send"> {
+  let summary = "Send a buffer to a pipeline peer";
+  let description = [{
+    Sends `buffer` to the rank `peer_offset` places along the pipeline
+    axis (modulo its size: +1 the next pipeline rank, -1 the previous) on
+    `channel` (0 activations, 1 gradients), blocking `stream` until the
+    peer has received it. Sends and receives of one channel between two
+    ranks meet in program order; braid-schedule's check proves that the
+    schedule they follow cannot deadlock.
+
+    ```mlir
+    sched.send %h to 1 channel 0 on 2 : memref<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Sched_Buffer:$buffer, SI32Attr:$peer_offset,
+                       I32Attr:$channel, I32Attr:$stream);
+  let assemblyFormat = [{
+    $buffer `to` $peer_offset `channel` $channel `on` $stream attr-dict `:`
+    type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_RecvOp : Sched_Op<"recv"> {
+  let summary = "Receive a buffer from a pipeline peer";
+  let description = [{
+    Receives into `buffer` what the rank `peer_offset` places along the
+    pipeline axis sends on `channel`, blocking `stream` until it has
+    arrived (see `sched.send`).
+
+    ```mlir
+    sched.recv %h from -1 channel 0 on 1 : memref<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Sched_Buffer:$buffer, SI32Attr:$peer_offset,
+                       I32Attr:$channel, I32Attr:$stream);
+  let assemblyFormat = [{
+    $buffer `from` $peer_offset `channel` $channel `on` $stream attr-dict `:`
+    type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
 def Sched_EventRecordOp : Sched_Op<"event.record"> {
   let summary = "Set an event's timeline to a value when the stream gets here";
   let description = [{

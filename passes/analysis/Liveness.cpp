@@ -47,6 +47,12 @@ computeLiveRanges(sched::ProgramOp program,
     } else if (auto coll = dyn_cast<sched::CollectiveOp>(op)) {
       step.stream = coll.getStream();
       ordered.push_back(op);
+    } else if (auto send = dyn_cast<sched::SendOp>(op)) {
+      step.stream = send.getStream();
+      ordered.push_back(op);
+    } else if (auto recv = dyn_cast<sched::RecvOp>(op)) {
+      step.stream = recv.getStream();
+      ordered.push_back(op);
     } else if (auto record = dyn_cast<sched::EventRecordOp>(op)) {
       step = {record.getStream(), OrderStep::Kind::kRecord,
               record.getEvent(), record.getValue()};

@@ -9,7 +9,8 @@
 namespace braid {
 
 // A transient buffer's live range, in program order counting the ops that
-// touch buffers on a stream (sched.launch and sched.collective) only: from
+// touch buffers on a stream (sched.launch, sched.collective, sched.send and
+// sched.recv) only: from
 // its first use to the last such op that is not ordered after all of its
 // uses (runtime/plan/StreamOrder.h). On one stream that is its last use;
 // across streams, only events order them, never position. A buffer made
@@ -26,8 +27,8 @@ struct LiveRange {
   }
 };
 
-// Live ranges of every sched.alloc of `program` that some launch or
-// collective uses; unused allocs are skipped. `uses` receives those ops in
+// Live ranges of every sched.alloc of `program` that some launch,
+// collective or transfer uses; unused allocs are skipped. `uses` receives those ops in
 // order. A wait waits for the records of its event before it in program
 // order.
 std::vector<LiveRange>

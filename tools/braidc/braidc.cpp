@@ -331,9 +331,6 @@ int main(int argc, char **argv) {
     if (absl::Status s = braid::writePipelineOutputs(*module, pipelineOutputs);
         !s.ok())
       return fail(std::string(s.message()));
-    llvm::errs() << "braidc: no plan written: pipeline_parallel "
-                 << spec->parallel().pipeline_parallel()
-                 << " is partitioned and scheduled but not yet lowered\n";
     return 0;
   }
   // A fusion asked for by name that found nothing to fuse is most likely a
@@ -363,6 +360,12 @@ int main(int argc, char **argv) {
     return writeFile(output, text);
   }
 
+  if (pipelined)
+    return fail("pipeline_parallel " +
+                std::to_string(spec->parallel().pipeline_parallel()) +
+                ": the pipeline is lowered (--emit=mlir shows each rank's "
+                "step) but braid-run does not run pipeline plans yet; "
+                "compile plans at pipeline_parallel 1");
   mlir::FailureOr<braid::plan::Plan> plan = braid::emitPlan(*module);
   if (mlir::failed(plan))
     return fail("plan emission failed");

@@ -419,6 +419,18 @@ TEST(SpecRules, PipelineLayouts) {
                              "pipeline_schedule: ZB_H1 pipeline_layout: "
                              "\"E t | t L\" }\n"),
             "(loaded)");
+  EXPECT_EQ(errorOf(batch8 + "parallel { pipeline_parallel: 2 "
+                             "data_parallel: 2 zero_stage: 2 }\n"),
+            "t.pbtxt:21:50: parallel.zero_stage: 2 does not combine with "
+            "pipeline_parallel yet: ZeRO stages 2 and 3 reduce inside the "
+            "micro-batches; use zero_stage 0 or 1");
+  EXPECT_EQ(errorOf(edit(batch8, "naming: HF_LLAMA\n",
+                         "naming: HF_LLAMA\n  tie_embeddings: true\n") +
+                    "parallel { pipeline_parallel: 2 }\n"),
+            "t.pbtxt:13:3: model.tie_embeddings: does not combine with "
+            "pipeline_parallel yet: the embedding and the LM head would "
+            "share one parameter across pipeline ranks; set "
+            "tie_embeddings: false or pipeline_parallel: 1");
 }
 
 } // namespace
