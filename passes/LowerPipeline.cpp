@@ -672,6 +672,15 @@ void PipelineLowering::buildRank(int64_t rank) {
       ValueRange{}, b_.getI32IntegerAttr(kCompute));
   if (failed(copyFiltered(epilogue_, rank, outside)))
     failed_ = true;
+  // A rank without the loss stage reads back no losses: its other slots
+  // (the gradient norm, the skipped flag) move down over theirs, so that
+  // every slot it has is filled.
+  const int64_t lossRank = rankOf(static_cast<int64_t>(partition_.stages.size()) - 1);
+  if (rank != lossRank)
+    step.walk([&](sched::ReadbackOp rb) {
+      rb.setSlotAttr(b_.getI32IntegerAttr(
+          rb.getSlot() - static_cast<int32_t>(schedule_.microBatches)));
+    });
 }
 
 LogicalResult PipelineLowering::run() {

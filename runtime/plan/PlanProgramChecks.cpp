@@ -505,26 +505,28 @@ absl::Status checkRepeatBodies(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
-// Every micro-batch stages every INPUT tensor exactly once.
+// Every micro-batch stages every INPUT tensor the program reads. A
+// pipeline stage may stage one again: its pieces of a micro-batch run apart
+// (a forward, much later a weight gradient), with other micro-batches
+// staged between them.
 absl::Status checkStaging(const plan::Plan &plan, const LoadedProgram &step) {
   const int64_t numMicro = plan.train().num_micro_batches();
-  absl::flat_hash_map<std::pair<uint32_t, int64_t>, int> staged;
-  absl::Status twice = forEachRun(
+  absl::flat_hash_set<std::pair<uint32_t, int64_t>> staged;
+  absl::flat_hash_set<uint32_t> read;
+  absl::Status walked = forEachRun(
       step.instructions,
       [&](const LoadedInstruction &inst, int64_t it) -> absl::Status {
-        if (inst.kind != LoadedInstruction::Kind::kStage)
-          return absl::OkStatus();
-        const int64_t m = inst.microBatch + it;
-        if (++staged[{inst.tensor, m}] > 1)
-          return refuse(absl::StrCat("the STEP program stages ",
-                                     tensorRef(plan, inst.tensor),
-                                     " for micro-batch ", m, " twice"));
+        for (uint32_t id : inst.inputs)
+          read.insert(id);
+        if (inst.kind == LoadedInstruction::Kind::kStage)
+          staged.insert({inst.tensor, inst.microBatch + it});
         return absl::OkStatus();
       });
-  if (!twice.ok())
-    return twice;
+  if (!walked.ok())
+    return walked;
   for (int id = 0; id < plan.tensors_size(); ++id) {
-    if (plan.tensors(id).kind() != plan::INPUT)
+    if (plan.tensors(id).kind() != plan::INPUT ||
+        !read.contains(static_cast<uint32_t>(id)))
       continue;
     for (int64_t m = 0; m < numMicro; ++m)
       if (!staged.contains({static_cast<uint32_t>(id), m}))

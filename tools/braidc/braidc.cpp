@@ -15,11 +15,12 @@
 // ones (docs/memory.md). A plan braid-run would refuse (a kernel beyond its
 // limits, an arena no process can map) is refused here, naming the spec
 // fields that size it. With pipeline_parallel above 1 the pipeline's
-// schedule can be dumped, simulated and drawn (docs/pipeline.md); plans
-// are not yet written for such specs.
+// schedule can be dumped, simulated and drawn (docs/pipeline.md), and the
+// plan holds one stage plan per pipeline rank.
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <memory>
@@ -314,8 +315,8 @@ int main(int argc, char **argv) {
   options.spec = specPath;
   options.loadedSpec = spec;
   options.reportMemory = reportMemory;
-  // Pipelines are partitioned and scheduled, not yet lowered: their
-  // outputs come from the schedule.
+  // The pipeline's outputs come from its schedule: braidc stops there and
+  // writes them instead of a plan.
   options.stopAfterSchedule = pipelined && pipelineOutputs.any();
   // The flag wins over the spec; neither means no fusion.
   const bool fusionFlag = fusion.getNumOccurrences() > 0;
@@ -360,12 +361,6 @@ int main(int argc, char **argv) {
     return writeFile(output, text);
   }
 
-  if (pipelined)
-    return fail("pipeline_parallel " +
-                std::to_string(spec->parallel().pipeline_parallel()) +
-                ": the pipeline is lowered (--emit=mlir shows each rank's "
-                "step) but braid-run does not run pipeline plans yet; "
-                "compile plans at pipeline_parallel 1");
   mlir::FailureOr<braid::plan::Plan> plan = braid::emitPlan(*module);
   if (mlir::failed(plan))
     return fail("plan emission failed");
@@ -390,14 +385,28 @@ int main(int argc, char **argv) {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
-  size_t launches = 0;
-  for (const auto &program : plan->programs())
-    launches += program.instructions_size();
-  const auto &mem = plan->memory();
+  // A pipeline plan's figures are its stage plans': the sums, and the
+  // largest arena a rank maps.
+  size_t launches = 0, tensors = 0;
+  uint64_t arena = 0;
+  auto count = [&](const braid::plan::Plan &p) {
+    for (const auto &program : p.programs())
+      launches += program.instructions_size();
+    tensors += p.tensors_size();
+    arena = std::max<uint64_t>(arena, p.memory().arena_bytes());
+  };
+  count(*plan);
+  for (const auto &stage : plan->stage_plans())
+    count(stage);
+  const std::string ranks =
+      plan->stage_plans_size() > 0
+          ? " over " + std::to_string(plan->stage_plans_size()) +
+                " pipeline ranks, arena up to"
+          : ", arena";
   llvm::errs() << llvm::format(
-      "braidc: wrote %s (%d tensors, %zu instructions, arena %.3f GiB) in "
+      "braidc: wrote %s (%zu tensors, %zu instructions%s %.3f GiB) in "
       "%.2f s\n",
-      output.c_str(), plan->tensors_size(), launches,
-      static_cast<double>(mem.arena_bytes()) / (1ull << 30), seconds);
+      output.c_str(), tensors, launches, ranks.c_str(),
+      static_cast<double>(arena) / (1ull << 30), seconds);
   return 0;
 }
