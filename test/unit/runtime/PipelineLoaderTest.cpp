@@ -16,8 +16,8 @@ namespace braid {
 namespace {
 
 using test::testKernelRegistry;
-using test::tinyPipelinePlan;
 using test::TinyPipelineOptions;
+using test::tinyPipelinePlan;
 
 absl::StatusOr<LoadedPlan> load(const plan::Plan &p) {
   return loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
@@ -154,10 +154,10 @@ TEST(PipelineLoader, StageMessagesNameTheStagesFields) {
                          1),
             "plan.stage_plans[1].programs[0] (step) instruction 3: stages "
             "micro-batch 2 but a step has plan.train.num_micro_batches = 2");
-  EXPECT_EQ(stageMessage("plan.tensors[4] (x) and plan.tensors[5] (y) share",
-                         0),
-            "plan.stage_plans[0].tensors[4] (x) and "
-            "plan.stage_plans[0].tensors[5] (y) share");
+  EXPECT_EQ(
+      stageMessage("plan.tensors[4] (x) and plan.tensors[5] (y) share", 0),
+      "plan.stage_plans[0].tensors[4] (x) and "
+      "plan.stage_plans[0].tensors[5] (y) share");
   EXPECT_EQ(stageMessage("the plan has no STEP program: it is required", 3),
             "plan.stage_plans[3]: the plan has no STEP program: it is "
             "required");
@@ -339,20 +339,21 @@ TEST(PipelineLoader, AReceivedActivationIsOrderedBeforeItsReaders) {
   // Without the loss stage's first wait, its compute may read the
   // embeddings while the receive still writes them.
   const plan::Plan good = tinyPipelinePlan();
-  const int wait = nth(good, 1, [](const plan::Instruction &i) {
-    return i.has_wait();
-  });
+  const int wait =
+      nth(good, 1, [](const plan::Instruction &i) { return i.has_wait(); });
   expectRefused(
       [&](plan::Plan &p) {
-        auto *insts =
-            p.mutable_stage_plans(1)->mutable_programs(0)->mutable_instructions();
+        auto *insts = p.mutable_stage_plans(1)
+                          ->mutable_programs(0)
+                          ->mutable_instructions();
         insts->erase(insts->begin() + wait);
       },
       "(recv, stream 2) and ");
   expectRefused(
       [&](plan::Plan &p) {
-        auto *insts =
-            p.mutable_stage_plans(1)->mutable_programs(0)->mutable_instructions();
+        auto *insts = p.mutable_stage_plans(1)
+                          ->mutable_programs(0)
+                          ->mutable_instructions();
         insts->erase(insts->begin() + wait);
       },
       "both use plan.stage_plans[1].tensors[" +
@@ -403,15 +404,17 @@ TEST(PipelineLoader, StagesAgreeOnParametersLossesAndTransfers) {
   expectRefused(
       [](plan::Plan &p) {
         const int recv = nth(p, 1, isRecv);
-        instruction(p, 1, recv).mutable_recv()->set_tensor(
-            tensorNamed(p.stage_plans(1), "rstd.0"));
+        instruction(p, 1, recv)
+            .mutable_recv()
+            ->set_tensor(tensorNamed(p.stage_plans(1), "rstd.0"));
       },
       "sends 256 f32 (plan.stage_plans[0].tensors[");
   expectRefused(
       [](plan::Plan &p) {
         const int recv = nth(p, 1, isRecv);
-        instruction(p, 1, recv).mutable_recv()->set_tensor(
-            tensorNamed(p.stage_plans(1), "rstd.0"));
+        instruction(p, 1, recv)
+            .mutable_recv()
+            ->set_tensor(tensorNamed(p.stage_plans(1), "rstd.0"));
       },
       "), pipeline rank 0's 1st send to rank 1 on channel 0, but the receive "
       "it meets, plan.stage_plans[1].programs[0] (step) instruction");
@@ -419,8 +422,9 @@ TEST(PipelineLoader, StagesAgreeOnParametersLossesAndTransfers) {
   expectRefused(
       [](plan::Plan &p) {
         const int last = nth(p, 1, isSend, 1);
-        auto *insts =
-            p.mutable_stage_plans(1)->mutable_programs(0)->mutable_instructions();
+        auto *insts = p.mutable_stage_plans(1)
+                          ->mutable_programs(0)
+                          ->mutable_instructions();
         insts->erase(insts->begin() + last);
       },
       "pipeline rank 1's STEP program sends 1 tensors to rank 0 on channel 1 "
