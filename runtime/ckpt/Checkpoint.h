@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "runtime/ckpt/RunIdentity.h"
 #include "runtime/ckpt/ShardIndex.h"
@@ -99,8 +100,12 @@ public:
   const std::vector<IdentityChange> &changes() const { return changes_; }
   // Writes the saved parameters and optimizer moments into their tensors
   // in `arena`, undoing the transposition of transposed parameters. Fails,
-  // naming the file, when a file shrank since it was read.
-  absl::Status copyInto(const LoadedPlan &plan, uint8_t *arena) const;
+  // naming the file, when a file shrank since it was read. With `only`,
+  // just the plan's tensors it holds (a pipeline rank's image of the whole
+  // model needs its own stage's alone).
+  absl::Status
+  copyInto(const LoadedPlan &plan, uint8_t *arena,
+           const absl::flat_hash_set<uint32_t> *only = nullptr) const;
 
 private:
   friend absl::StatusOr<LoadedCheckpoint>

@@ -119,12 +119,14 @@ absl::Status match(const TensorSet &set, const ParsedFiles &parsed,
 absl::Status copyIn(const ParsedFiles &parsed,
                     const std::vector<ckpt::StoredTensor> &stored,
                     const std::vector<Found> &found, const LoadedPlan &plan,
-                    uint8_t *arena) {
+                    uint8_t *arena, const absl::flat_hash_set<uint32_t> *only) {
   for (size_t i = 0; i < stored.size(); ++i) {
     const plan::Tensor &t = plan.proto.tensors(stored[i].planTensor);
     // A tied alias holds the same values as its parameter; the parameter's
     // own entry is the one read.
     if (stored[i].alias)
+      continue;
+    if (only != nullptr && !only->contains(stored[i].planTensor))
       continue;
     const SafetensorsFile &file = parsed.files[found[i].file];
     auto *dst = reinterpret_cast<float *>(arena + t.offset());
@@ -617,14 +619,15 @@ readCheckpoint(const std::string &dir, const LoadedPlan &plan,
   return loaded;
 }
 
-absl::Status LoadedCheckpoint::copyInto(const LoadedPlan &plan,
-                                        uint8_t *arena) const {
+absl::Status
+LoadedCheckpoint::copyInto(const LoadedPlan &plan, uint8_t *arena,
+                           const absl::flat_hash_set<uint32_t> *only) const {
   if (absl::Status s = copyIn(impl_->parsed, impl_->modelStored,
-                              impl_->modelFound, plan, arena);
+                              impl_->modelFound, plan, arena, only);
       !s.ok())
     return s;
   return copyIn(impl_->parsed, impl_->optimizerStored, impl_->optimizerFound,
-                plan, arena);
+                plan, arena, only);
 }
 
 } // namespace braid

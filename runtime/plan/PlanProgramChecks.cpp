@@ -505,31 +505,52 @@ absl::Status checkRepeatBodies(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
-// Every micro-batch stages every INPUT tensor the program reads. A
-// pipeline stage may stage one again: its pieces of a micro-batch run apart
-// (a forward, much later a weight gradient), with other micro-batches
-// staged between them.
-absl::Status checkStaging(const plan::Plan &plan, const LoadedProgram &step) {
+// Every micro-batch stages every INPUT tensor exactly once. A pipeline
+// rank's schedule may hold several micro-batches in flight, and a backward
+// that reads an input (the embedding's, the tokens) stages it again: in a
+// stage plan, at least once. (Staging copies the same values each time.)
+// A stage plan may also hold an INPUT its stages never read, which it then
+// never stages: the loaded plan forgets its role, so nothing is staged for
+// it.
+absl::Status checkStaging(const plan::Plan &plan, const LoadedProgram &step,
+                          PlanScope scope, LoadedPlan &loaded) {
   const int64_t numMicro = plan.train().num_micro_batches();
-  absl::flat_hash_set<std::pair<uint32_t, int64_t>> staged;
-  absl::flat_hash_set<uint32_t> read;
-  absl::Status walked = forEachRun(
+  absl::flat_hash_map<std::pair<uint32_t, int64_t>, int> staged;
+  absl::Status twice = forEachRun(
       step.instructions,
       [&](const LoadedInstruction &inst, int64_t it) -> absl::Status {
-        for (uint32_t id : inst.inputs)
-          read.insert(id);
-        if (inst.kind == LoadedInstruction::Kind::kStage)
-          staged.insert({inst.tensor, inst.microBatch + it});
+        if (inst.kind != LoadedInstruction::Kind::kStage)
+          return absl::OkStatus();
+        const int64_t m = inst.microBatch + it;
+        if (++staged[{inst.tensor, m}] > 1 && scope == PlanScope::kWhole)
+          return refuse(absl::StrCat("the STEP program stages ",
+                                     tensorRef(plan, inst.tensor),
+                                     " for micro-batch ", m, " twice"));
         return absl::OkStatus();
       });
-  if (!walked.ok())
-    return walked;
+  if (!twice.ok())
+    return twice;
+  absl::flat_hash_set<uint32_t> used;
+  for (const LoadedProgram &program : loaded.programs)
+    for (const LoadedInstruction &inst : program.instructions)
+      for (const auto *ids : {&inst.inputs, &inst.outputs})
+        used.insert(ids->begin(), ids->end());
   for (int id = 0; id < plan.tensors_size(); ++id) {
-    if (plan.tensors(id).kind() != plan::INPUT ||
-        !read.contains(static_cast<uint32_t>(id)))
+    if (plan.tensors(id).kind() != plan::INPUT)
       continue;
+    const uint32_t input = static_cast<uint32_t>(id);
+    bool any = false;
+    for (int64_t m = 0; m < numMicro && !any; ++m)
+      any = staged.contains({input, m});
+    if (!any && !used.contains(input) && scope == PlanScope::kStage) {
+      for (std::optional<uint32_t> *role :
+           {&loaded.tokens, &loaded.labels, &loaded.positions})
+        if (*role == input)
+          role->reset();
+      continue;
+    }
     for (int64_t m = 0; m < numMicro; ++m)
-      if (!staged.contains({static_cast<uint32_t>(id), m}))
+      if (!staged.contains({input, m}))
         return refuse(absl::StrCat(
             "the STEP program never stages ", tensorRef(plan, id),
             " for micro-batch ", m, ": every micro-batch reads its own "
@@ -539,7 +560,9 @@ absl::Status checkStaging(const plan::Plan &plan, const LoadedProgram &step) {
 }
 
 // Each slot is filled once, and the plan's readback fields name slots
-// holding the scalars they say.
+// holding the scalars they say. A stage plan may leave a slot no field
+// names unfilled (a pipeline rank that computes no loss keeps the slots the
+// loss stage's rank fills, which nothing reads).
 absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step,
                             PlanScope scope) {
   if (plan.num_readbacks() > kMaxReadbacks)
@@ -561,7 +584,7 @@ absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step,
   if (!twice.ok())
     return twice;
   for (uint32_t slot = 0; slot < plan.num_readbacks(); ++slot)
-    if (tensorOfSlot[slot] < 0)
+    if (tensorOfSlot[slot] < 0 && scope == PlanScope::kWhole)
       return refuse(absl::StrCat("readback slot ", slot, " of ",
                                  plan.num_readbacks(),
                                  " is never filled by the STEP program"));
@@ -597,6 +620,9 @@ absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step,
     if (!used.insert(slot).second)
       return refuse(absl::StrCat("plan.", field, " is slot ", slot,
                                  ", which another readback field names too"));
+    if (tensorOfSlot[slot] < 0)
+      return refuse(absl::StrCat("plan.", field, " is slot ", slot,
+                                 ", which the STEP program never fills"));
     if (tensorOfSlot[slot] != want)
       return refuse(absl::StrCat(
           "plan.", field, " is slot ", slot, ", but the STEP program reads ",
@@ -645,7 +671,7 @@ absl::Status checkPrograms(const plan::Plan &plan,
     return refuse("the plan has no STEP program: it is required");
   if (absl::Status s = checkRepeatBodies(plan, *step); !s.ok())
     return s;
-  if (absl::Status s = checkStaging(plan, *step); !s.ok())
+  if (absl::Status s = checkStaging(plan, *step, scope, loaded); !s.ok())
     return s;
   if (absl::Status s = checkReadbacks(plan, *step, scope); !s.ok())
     return s;

@@ -55,8 +55,8 @@ struct Leg {
 std::string legRef(const LoadedPlan &pipeline, const Leg &leg) {
   const LoadedPlan &stage = pipeline.stages[leg.stage];
   return absl::StrCat(
-      programRef(absl::StrCat("plan.stage_plans[", leg.stage, "]"),
-                 leg.program, stage.programs[leg.program]),
+      programRef(absl::StrCat("plan.stage_plans[", leg.stage, "]"), leg.program,
+                 stage.programs[leg.program]),
       " instruction ", leg.instruction);
 }
 
@@ -115,23 +115,22 @@ absl::Status matchTransfers(const LoadedPlan &pipeline,
           a.descs[out[n].tensor].numel() == b.descs[in[n].tensor].numel())
         continue;
       return refuse(absl::StrCat(
-          legRef(pipeline, out[n]), " sends ", moved(a, out[n].tensor),
-          " (", stageTensorRef(pipeline, from, out[n].tensor),
-          "), pipeline rank ", from,
-          "'s ", ordinal(n + 1), " send to rank ", to, " on channel ", channel,
-          ", but the receive it meets, ", legRef(pipeline, in[n]), ", takes ",
-          moved(b, in[n].tensor), " (",
+          legRef(pipeline, out[n]), " sends ", moved(a, out[n].tensor), " (",
+          stageTensorRef(pipeline, from, out[n].tensor), "), pipeline rank ",
+          from, "'s ", ordinal(n + 1), " send to rank ", to, " on channel ",
+          channel, ", but the receive it meets, ", legRef(pipeline, in[n]),
+          ", takes ", moved(b, in[n].tensor), " (",
           stageTensorRef(pipeline, to, in[n].tensor),
           "): a send and its receive move the same number of elements of one "
           "dtype"));
     }
     if (out.size() != in.size()) {
-      const Leg &extra = out.size() > in.size() ? out[in.size()]
-                                                : in[out.size()];
+      const Leg &extra =
+          out.size() > in.size() ? out[in.size()] : in[out.size()];
       return refuse(absl::StrCat(
-          "pipeline rank ", from, "'s ", program, " program sends ",
-          out.size(), " tensors to rank ", to, " on channel ", channel,
-          " but rank ", to, "'s receives ", in.size(), " from rank ", from,
+          "pipeline rank ", from, "'s ", program, " program sends ", out.size(),
+          " tensors to rank ", to, " on channel ", channel, " but rank ", to,
+          "'s receives ", in.size(), " from rank ", from,
           " there: ", legRef(pipeline, extra),
           " meets no transfer of its peer, and would wait for ever"));
     }
@@ -199,8 +198,9 @@ absl::Status checkPipeline(LoadedPlan &pipeline) {
         if (!inserted && it->second != k)
           return refuse(absl::StrCat(
               stageTensorRef(pipeline, k, id),
-              name == t.name() ? " is" : absl::StrCat(", under its tied alias \"",
-                                                      absl::CEscape(name), "\", is"),
+              name == t.name() ? " is"
+                               : absl::StrCat(", under its tied alias \"",
+                                              absl::CEscape(name), "\", is"),
               " a parameter of plan.stage_plans[", it->second,
               "] too: each parameter belongs to one pipeline rank, which "
               "trains and saves it"));
@@ -218,7 +218,8 @@ absl::Status checkPipeline(LoadedPlan &pipeline) {
   if (withLosses.size() > 1)
     return refuse(absl::StrCat(
         "plan.stage_plans[", withLosses[0], "] and plan.stage_plans[",
-        withLosses[1], "] both read losses back: only the plan of the "
+        withLosses[1],
+        "] both read losses back: only the plan of the "
         "pipeline rank that computes the loss has loss_readbacks"));
   pipeline.lossStage = withLosses[0];
   for (plan::ProgramKind kind : {plan::STEP, plan::INIT})

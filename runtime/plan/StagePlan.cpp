@@ -19,9 +19,8 @@ void copyHeader(const plan::Plan &from, plan::Plan &to) {
 
 // Fields of the header, which a stage's message names as the outer plan's.
 bool namesHeader(std::string_view rest) {
-  for (std::string_view field :
-       {"format_version", "name", "model.", "train.", "mesh.", "mesh ",
-        "stage_plans"})
+  for (std::string_view field : {"format_version", "name", "model.", "train.",
+                                 "mesh.", "mesh ", "stage_plans"})
     if (rest.substr(0, field.size()) == field)
       return true;
   return rest == "mesh" || rest == "model" || rest == "train";

@@ -459,7 +459,11 @@ Trainer::resume(const std::string &dir,
     absl::StatusOr<ArenaImage> image = ArenaImage::create(whole_->imageBytes());
     if (!image.ok())
       return image.status();
-    if (absl::Status s = ckpt->copyInto(stored, image->data()); !s.ok())
+    // Only this rank's tensors: a pipeline rank's image has room for the
+    // whole model, but touches only the pages of its own stage.
+    if (absl::Status s =
+            ckpt->copyInto(stored, image->data(), &whole_->mine());
+        !s.ok())
       return s;
     if (absl::Status s = whole_->scatter(image->data(), dpRank_, *device_);
         !s.ok())

@@ -71,6 +71,8 @@ WholeTensors::WholeTensors(const LoadedPlan &local,
           t.clear_shard();
         }
         tensors_.push_back({k, id, imageBytes_, t.size_bytes(), sharded});
+        if (k == stage_)
+          mine_.insert(t.id());
         t.set_offset(imageBytes_);
         imageBytes_ = alignUp(imageBytes_ + t.size_bytes());
         TensorDesc desc = plan.descs[id];

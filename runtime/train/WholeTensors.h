@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/device/DeviceBackend.h"
@@ -37,6 +38,9 @@ public:
   // (no programs, inputs or gradients).
   const LoadedPlan &plan() const { return whole_; }
   uint64_t imageBytes() const { return imageBytes_; }
+  // The ids in plan() of this rank's stage's tensors: the only ones a
+  // resume needs in its image (scatter reads no others).
+  const absl::flat_hash_set<uint32_t> &mine() const { return mine_; }
 
   // Fills `image` with this rank's tensors from the device, each shard
   // gathered over `dp` (every rank of the DP group calls it). With `pp`,
@@ -63,6 +67,7 @@ private:
   int64_t numStages_;
   LoadedPlan whole_;
   std::vector<Entry> tensors_;
+  absl::flat_hash_set<uint32_t> mine_;
   uint64_t imageBytes_ = 0;
 };
 

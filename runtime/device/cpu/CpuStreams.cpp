@@ -107,10 +107,6 @@ absl::Status CpuStreams::collective(uint32_t stream,
   return absl::OkStatus();
 }
 
-} // namespace braid
-
-namespace braid {
-
 absl::Status CpuStreams::transfer(uint32_t stream, const TransferCall &call) {
   if (ranks_ == nullptr)
     return absl::FailedPreconditionError(

@@ -16,8 +16,8 @@ namespace braid {
 namespace {
 
 using test::testKernelRegistry;
-using test::tinyPipelinePlan;
 using test::TinyPipelineOptions;
+using test::tinyPipelinePlan;
 
 absl::StatusOr<LoadedPlan> load(const plan::Plan &p) {
   return loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
@@ -154,10 +154,10 @@ TEST(PipelineLoader, StageMessagesNameTheStagesFields) {
                          1),
             "plan.stage_plans[1].programs[0] (step) instruction 3: stages "
             "micro-batch 2 but a step has plan.train.num_micro_batches = 2");
-  EXPECT_EQ(stageMessage("plan.tensors[4] (x) and plan.tensors[5] (y) share",
-                         0),
-            "plan.stage_plans[0].tensors[4] (x) and "
-            "plan.stage_plans[0].tensors[5] (y) share");
+  EXPECT_EQ(
+      stageMessage("plan.tensors[4] (x) and plan.tensors[5] (y) share", 0),
+      "plan.stage_plans[0].tensors[4] (x) and "
+      "plan.stage_plans[0].tensors[5] (y) share");
   EXPECT_EQ(stageMessage("the plan has no STEP program: it is required", 3),
             "plan.stage_plans[3]: the plan has no STEP program: it is "
             "required");
@@ -223,6 +223,60 @@ TEST(PipelineLoader, EachStageMeetsEveryRuleOfAPlan) {
       "on a pipeline rank that computes no loss)");
 }
 
+TEST(PipelineLoader, AStageMayRestageIgnoreInputsAndLeaveSlots) {
+  plan::Plan p = tinyPipelinePlan();
+  // The loss stage stages micro-batch 0's labels again before its
+  // backward; the embedding stage holds labels it never reads; and it
+  // keeps a first slot for losses it never reads back.
+  plan::Plan &loss = *p.mutable_stage_plans(1);
+  plan::Program &step = *loss.mutable_programs(0);
+  const int ce = [&] {
+    for (int i = 0; i < step.instructions_size(); ++i)
+      if (step.instructions(i).launch().kernel() == "cross_entropy_grad_input")
+        return i;
+    return 0;
+  }();
+  plan::Instruction again;
+  again.mutable_stage()->set_tensor(tensorNamed(loss, "labels"));
+  step.mutable_instructions()->Add(std::move(again));
+  for (int i = step.instructions_size() - 1; i > ce; --i)
+    step.mutable_instructions()->SwapElements(i, i - 1);
+  plan::Plan &embed = *p.mutable_stage_plans(0);
+  plan::Tensor &labels = *embed.add_tensors();
+  labels = loss.tensors(tensorNamed(loss, "labels"));
+  labels.set_id(static_cast<uint32_t>(embed.tensors_size() - 1));
+  labels.set_offset(embed.memory().arena_bytes());
+  embed.mutable_memory()->set_arena_bytes(embed.memory().arena_bytes() + 64);
+  for (plan::Instruction &inst :
+       *embed.mutable_programs(0)->mutable_instructions())
+    if (inst.has_readback())
+      inst.mutable_readback()->set_slot(inst.readback().slot() + 1);
+  embed.set_grad_norm_readback(embed.grad_norm_readback() + 1);
+  embed.set_step_skipped_readback(embed.step_skipped_readback() + 1);
+  embed.set_num_readbacks(embed.num_readbacks() + 1);
+  absl::StatusOr<LoadedPlan> loaded = load(p);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->stages[0].tokens.has_value());
+  EXPECT_FALSE(loaded->stages[0].labels.has_value());
+  // A slot a field names must be filled, though.
+  p.mutable_stage_plans(0)->set_grad_norm_readback(0);
+  absl::Status s = load(p).status();
+  EXPECT_NE(std::string(s.message())
+                .find("plan.stage_plans[0].grad_norm_readback is slot 0, "
+                      "which the STEP program never fills"),
+            std::string::npos)
+      << s;
+  // A whole plan stages each input once, and fills every slot.
+  plan::Plan whole = test::tinyModelPlan();
+  plan::Instruction *twice =
+      whole.mutable_programs(0)->mutable_instructions()->Add();
+  twice->mutable_stage()->set_tensor(tensorNamed(whole, "labels"));
+  s = load(whole).status();
+  EXPECT_NE(std::string(s.message()).find("for micro-batch 0 twice"),
+            std::string::npos)
+      << s;
+}
+
 TEST(PipelineLoader, ChecksEachSendAndReceive) {
   const int send = nth(tinyPipelinePlan(), 0, isSend);
   const std::string at = "plan.stage_plans[0].programs[0] (step) instruction " +
@@ -285,20 +339,21 @@ TEST(PipelineLoader, AReceivedActivationIsOrderedBeforeItsReaders) {
   // Without the loss stage's first wait, its compute may read the
   // embeddings while the receive still writes them.
   const plan::Plan good = tinyPipelinePlan();
-  const int wait = nth(good, 1, [](const plan::Instruction &i) {
-    return i.has_wait();
-  });
+  const int wait =
+      nth(good, 1, [](const plan::Instruction &i) { return i.has_wait(); });
   expectRefused(
       [&](plan::Plan &p) {
-        auto *insts =
-            p.mutable_stage_plans(1)->mutable_programs(0)->mutable_instructions();
+        auto *insts = p.mutable_stage_plans(1)
+                          ->mutable_programs(0)
+                          ->mutable_instructions();
         insts->erase(insts->begin() + wait);
       },
       "(recv, stream 2) and ");
   expectRefused(
       [&](plan::Plan &p) {
-        auto *insts =
-            p.mutable_stage_plans(1)->mutable_programs(0)->mutable_instructions();
+        auto *insts = p.mutable_stage_plans(1)
+                          ->mutable_programs(0)
+                          ->mutable_instructions();
         insts->erase(insts->begin() + wait);
       },
       "both use plan.stage_plans[1].tensors[" +
@@ -349,15 +404,17 @@ TEST(PipelineLoader, StagesAgreeOnParametersLossesAndTransfers) {
   expectRefused(
       [](plan::Plan &p) {
         const int recv = nth(p, 1, isRecv);
-        instruction(p, 1, recv).mutable_recv()->set_tensor(
-            tensorNamed(p.stage_plans(1), "rstd.0"));
+        instruction(p, 1, recv)
+            .mutable_recv()
+            ->set_tensor(tensorNamed(p.stage_plans(1), "rstd.0"));
       },
       "sends 256 f32 (plan.stage_plans[0].tensors[");
   expectRefused(
       [](plan::Plan &p) {
         const int recv = nth(p, 1, isRecv);
-        instruction(p, 1, recv).mutable_recv()->set_tensor(
-            tensorNamed(p.stage_plans(1), "rstd.0"));
+        instruction(p, 1, recv)
+            .mutable_recv()
+            ->set_tensor(tensorNamed(p.stage_plans(1), "rstd.0"));
       },
       "), pipeline rank 0's 1st send to rank 1 on channel 0, but the receive "
       "it meets, plan.stage_plans[1].programs[0] (step) instruction");
@@ -365,8 +422,9 @@ TEST(PipelineLoader, StagesAgreeOnParametersLossesAndTransfers) {
   expectRefused(
       [](plan::Plan &p) {
         const int last = nth(p, 1, isSend, 1);
-        auto *insts =
-            p.mutable_stage_plans(1)->mutable_programs(0)->mutable_instructions();
+        auto *insts = p.mutable_stage_plans(1)
+                          ->mutable_programs(0)
+                          ->mutable_instructions();
         insts->erase(insts->begin() + last);
       },
       "pipeline rank 1's STEP program sends 1 tensors to rank 0 on channel 1 "

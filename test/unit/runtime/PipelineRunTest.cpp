@@ -183,8 +183,7 @@ TEST(PipelineRun, ATransferReachesThePeerAtItsOffsetOnItsChannel) {
   for (const TransferCall &call : calls) {
     ASSERT_TRUE(runTransfer(host, call).ok());
     ASSERT_TRUE(
-        runTransfer(device, call, reinterpret_cast<void *>(uintptr_t{7}))
-            .ok());
+        runTransfer(device, call, reinterpret_cast<void *>(uintptr_t{7})).ok());
   }
   // Rank 1 of 3: +1 is rank 2, -1 rank 0, +2 wraps around to rank 0.
   EXPECT_EQ(host.calls, (std::vector<std::string>{

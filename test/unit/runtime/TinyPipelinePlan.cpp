@@ -120,8 +120,8 @@ plan::Plan embeddingStage(const TinyPipelineOptions &o) {
     b.send(st.sends, x, +1, 0);
     b.recv(st.recvs, dx, +1, 1);
     st.handOff(st.recvs, 0, 1, st.received);
-    b.launch(st.step, 0, "embedding_grad_weight", {dx, tokens},
-             {b.grad(embed)}, {intAttr("accumulate", 1)});
+    b.launch(st.step, 0, "embedding_grad_weight", {dx, tokens}, {b.grad(embed)},
+             {intAttr("accumulate", 1)});
   }
   st.optimizer({embed});
   b.finishStep(/*losses=*/false);
@@ -168,8 +168,8 @@ plan::Plan lossStage(const TinyPipelineOptions &o) {
     b.launch(st.step, 0, "linear_grad_weight", {dlogits, h}, {b.grad(head)},
              {intAttr("accumulate", 1)});
     b.launch(st.step, 0, "linear_grad_input", {dlogits, head}, {dh});
-    b.launch(st.step, 0, "rms_norm_grad_weight", {dh, x, rstd},
-             {b.grad(norm)}, {intAttr("accumulate", 1)});
+    b.launch(st.step, 0, "rms_norm_grad_weight", {dh, x, rstd}, {b.grad(norm)},
+             {intAttr("accumulate", 1)});
     b.launch(st.step, 0, "rms_norm_grad_input", {dh, x, norm, rstd}, {dx});
     st.handOff(0, st.sends, 1, st.sent);
     b.send(st.sends, dx, -1, 1);
