@@ -25,6 +25,7 @@
 #include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedOps.h"
 #include "passes/MemoryComparison.h"
+#include "passes/PipelineAttrs.h"
 #include "passes/analysis/FirstFit.h"
 #include "passes/analysis/Liveness.h"
 
@@ -293,10 +294,24 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     if (report) {
       auto &os = llvm::errs();
       if (auto rank = module->getAttrOfType<IntegerAttr>(
-              BraidDialect::kPipelineRankAttr))
+              BraidDialect::kPipelineRankAttr)) {
         os << "memory report (pipeline rank " << rank.getInt() << ")\n";
-      else
+        // The rank's stages, and where the empty layers went: they hold
+        // no memory, so the figures below are the real layers'.
+        if (auto parent = module->getParentOfType<ModuleOp>()) {
+          absl::StatusOr<pipeline::Partition> partition =
+              readPartition(parent);
+          if (partition.ok()) {
+            const std::vector<std::string> lines = partition->describe();
+            for (size_t s = 0; s < lines.size(); ++s)
+              if (partition->placement.rankOf(static_cast<int64_t>(s)) ==
+                  rank.getInt())
+                os << "  " << lines[s] << "\n";
+          }
+        }
+      } else {
         os << "memory report (rank 0)\n";
+      }
       auto line = [&](StringRef what, int64_t bytes) {
         os << llvm::format("  %-22s %14lld bytes  %12s\n", what.str().c_str(),
                            static_cast<long long>(bytes),
@@ -323,6 +338,14 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
           std::string label =
               i == j ? "layer " + std::to_string(i)
                      : "layers " + std::to_string(i) + "-" + std::to_string(j);
+          // A pipeline rank lists the layers it holds only.
+          const bool held = perLayer[i].forward != 0 ||
+                            perLayer[i].saved != 0 ||
+                            perLayer[i].backward != 0;
+          if (!held && module->hasAttr(BraidDialect::kPipelineRankAttr)) {
+            i = j + 1;
+            continue;
+          }
           os << llvm::format("    %-20s %14lld %14lld %14lld\n", label.c_str(),
                              static_cast<long long>(perLayer[i].forward),
                              static_cast<long long>(perLayer[i].saved),
