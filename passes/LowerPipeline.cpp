@@ -530,8 +530,14 @@ LogicalResult PipelineLowering::copyFiltered(ArrayRef<Operation *> ops,
         if (!mine)
           continue;
         buffers.push_back(mine);
-        if (paired)
-          outputs.push_back(map.lookupOrDefault(coll.getOutputs()[i]));
+        if (!paired)
+          continue;
+        Value out = map.lookupOrNull(coll.getOutputs()[i]);
+        if (!out)
+          return coll.emitOpError()
+                 << "pairs buffer " << i << " of pipeline rank " << rank
+                 << " with an output of another rank";
+        outputs.push_back(out);
       }
       if (buffers.empty())
         continue;

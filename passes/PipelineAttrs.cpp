@@ -21,6 +21,18 @@ int64_t intOf(DictionaryAttr d, llvm::StringRef key, int64_t otherwise) {
   return value ? value.getInt() : otherwise;
 }
 
+// The settings of a module that must have a pipeline.
+absl::StatusOr<PipelineSettings> requirePipeline(ModuleOp module) {
+  absl::StatusOr<std::optional<PipelineSettings>> settings =
+      readPipelineSettings(module);
+  if (!settings.ok())
+    return settings.status();
+  if (!*settings)
+    return absl::FailedPreconditionError(
+        "the module has one pipeline stage (no braid.pipeline)");
+  return **settings;
+}
+
 } // namespace
 
 absl::StatusOr<std::optional<PipelineSettings>>
@@ -73,19 +85,15 @@ void writePartition(ModuleOp module, const pipeline::Partition &p) {
 }
 
 absl::StatusOr<pipeline::Partition> readPartition(ModuleOp module) {
-  absl::StatusOr<std::optional<PipelineSettings>> settings =
-      readPipelineSettings(module);
+  absl::StatusOr<PipelineSettings> settings = requirePipeline(module);
   if (!settings.ok())
     return settings.status();
-  if (!*settings)
-    return absl::FailedPreconditionError(
-        "the module has one pipeline stage (no braid.pipeline)");
   auto array = module->getAttrOfType<ArrayAttr>(BraidDialect::kPartitionAttr);
   if (!array)
     return malformed(BraidDialect::kPartitionAttr,
                      "is missing: run braid-partition first");
   pipeline::Partition p;
-  p.placement = (*settings)->placement;
+  p.placement = settings->placement;
   for (Attribute a : array) {
     auto d = dyn_cast<DictionaryAttr>(a);
     if (!d)
@@ -121,21 +129,17 @@ void writeSchedule(ModuleOp module, const pipeline::Schedule &s) {
 }
 
 absl::StatusOr<pipeline::Schedule> readSchedule(ModuleOp module) {
-  absl::StatusOr<std::optional<PipelineSettings>> settings =
-      readPipelineSettings(module);
+  absl::StatusOr<PipelineSettings> settings = requirePipeline(module);
   if (!settings.ok())
     return settings.status();
-  if (!*settings)
-    return absl::FailedPreconditionError(
-        "the module has one pipeline stage (no braid.pipeline)");
   auto dict =
       module->getAttrOfType<DictionaryAttr>(BraidDialect::kScheduleAttr);
   if (!dict)
     return malformed(BraidDialect::kScheduleAttr,
                      "is missing: run braid-schedule first");
   pipeline::Schedule s;
-  s.family = (*settings)->family;
-  s.placement = (*settings)->placement;
+  s.family = settings->family;
+  s.placement = settings->placement;
   s.microBatches = intOf(dict, "micro_batches", 0);
   auto ranks = dict.getAs<ArrayAttr>("ranks");
   if (!ranks || static_cast<int64_t>(ranks.size()) != s.placement.ranks)

@@ -16,16 +16,14 @@ namespace {
 
 using namespace mlir;
 
-// The settings, or null after the error (a module without a pipeline has
-// no settings and no error).
-std::optional<PipelineSettings> settingsOrFail(Pass &pass, ModuleOp module,
-                                               bool &failed) {
+// The module's pipeline settings (nullopt: one stage), or failure after
+// saying why.
+FailureOr<std::optional<PipelineSettings>> settingsOf(ModuleOp module) {
   absl::StatusOr<std::optional<PipelineSettings>> settings =
       readPipelineSettings(module);
-  failed = !settings.ok();
-  if (failed) {
+  if (!settings.ok()) {
     module.emitError(std::string(settings.status().message()));
-    return std::nullopt;
+    return failure();
   }
   return *settings;
 }
@@ -33,26 +31,20 @@ std::optional<PipelineSettings> settingsOrFail(Pass &pass, ModuleOp module,
 struct PartitionPass : impl::PartitionPassBase<PartitionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    bool failed = false;
-    std::optional<PipelineSettings> settings =
-        settingsOrFail(*this, module, failed);
-    if (failed)
+    FailureOr<std::optional<PipelineSettings>> found = settingsOf(module);
+    if (failed(found))
       return signalPassFailure();
-    if (!settings)
+    if (!*found)
       return;
+    const PipelineSettings &settings = **found;
     auto model = module->getAttrOfType<ModelAttr>(BraidDialect::kModelAttr);
     if (!model) {
       module.emitError("braid-partition needs the module's braid.model");
       return signalPassFailure();
     }
-    const int64_t layers = model.getNumLayers();
-    absl::StatusOr<pipeline::Partition> partition =
-        settings->layout.empty()
-            ? pipeline::partitionLayers(
-                  layers, settings->placement,
-                  pipeline::partitionCosts(modelShape(module)))
-            : pipeline::parseLayout(settings->layout, layers,
-                                    settings->placement);
+    absl::StatusOr<pipeline::Partition> partition = pipeline::makePartition(
+        model.getNumLayers(), settings.placement, settings.layout,
+        pipeline::partitionCosts(modelShape(module)));
     if (!partition.ok()) {
       module.emitError(std::string(partition.status().message()));
       return signalPassFailure();
@@ -64,13 +56,12 @@ struct PartitionPass : impl::PartitionPassBase<PartitionPass> {
 struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    bool failed = false;
-    std::optional<PipelineSettings> settings =
-        settingsOrFail(*this, module, failed);
-    if (failed)
+    FailureOr<std::optional<PipelineSettings>> found = settingsOf(module);
+    if (failed(found))
       return signalPassFailure();
-    if (!settings)
+    if (!*found)
       return;
+    const PipelineSettings &settings = **found;
     if (!module->hasAttr(BraidDialect::kScheduleAttr)) {
       auto train = module->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
       if (!train) {
@@ -78,7 +69,7 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
         return signalPassFailure();
       }
       absl::StatusOr<pipeline::Schedule> made = pipeline::makeSchedule(
-          settings->family, settings->placement.ranks, settings->virtualStages,
+          settings.family, settings.placement.ranks, settings.virtualStages,
           train.getNumMicroBatches());
       if (!made.ok()) {
         module.emitError(std::string(made.status().message()));

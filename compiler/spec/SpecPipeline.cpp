@@ -34,10 +34,8 @@ absl::StatusOr<pipeline::Schedule> specSchedule(const spec::ModelSpec &spec) {
 absl::StatusOr<pipeline::Partition>
 specPartition(const spec::ModelSpec &spec, const pipeline::Placement &placement,
               const pipeline::PartitionCosts &costs) {
-  const std::string &layout = spec.parallel().pipeline_layout();
-  const int64_t layers = spec.model().num_layers();
-  return layout.empty() ? pipeline::partitionLayers(layers, placement, costs)
-                        : pipeline::parseLayout(layout, layers, placement);
+  return pipeline::makePartition(spec.model().num_layers(), placement,
+                                 spec.parallel().pipeline_layout(), costs);
 }
 
 } // namespace braid

@@ -258,4 +258,12 @@ absl::StatusOr<Partition> parseLayout(const std::string &layout, int64_t layers,
   return p;
 }
 
+absl::StatusOr<Partition> makePartition(int64_t layers,
+                                        const Placement &placement,
+                                        const std::string &layout,
+                                        const PartitionCosts &costs) {
+  return layout.empty() ? partitionLayers(layers, placement, costs)
+                        : parseLayout(layout, layers, placement);
+}
+
 } // namespace braid::pipeline

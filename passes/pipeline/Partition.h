@@ -67,4 +67,11 @@ absl::StatusOr<Partition> partitionLayers(int64_t layers,
 absl::StatusOr<Partition> parseLayout(const std::string &layout, int64_t layers,
                                       const Placement &placement);
 
+// The partition the spec asks for: its `layout` (pipeline_layout) where
+// it gives one, otherwise the automatic one balanced by `costs`.
+absl::StatusOr<Partition> makePartition(int64_t layers,
+                                        const Placement &placement,
+                                        const std::string &layout,
+                                        const PartitionCosts &costs);
+
 } // namespace braid::pipeline

@@ -244,6 +244,18 @@ void PlanBuilder::minimalStep(const std::string &kernel) {
   finishStep();
 }
 
+void PlanBuilder::adamw(uint32_t param, uint32_t gradNorm, uint32_t skipped) {
+  const plan::TrainConfig &t = plan_.train();
+  const plan::Tensor &pt = plan_.tensors(param);
+  launch("step", 0, "adamw", {grad(param), gradNorm, skipped},
+         {param, pt.param().exp_avg(), pt.param().exp_avg_sq()},
+         {floatAttr("beta1", t.beta1()), floatAttr("beta2", t.beta2()),
+          floatAttr("eps", t.eps()),
+          floatAttr("weight_decay",
+                    pt.shape_size() == 2 ? t.weight_decay() : 0.0),
+          floatAttr("grad_clip", t.grad_clip())});
+}
+
 void PlanBuilder::launch(const std::string &programName, uint32_t stream,
                          const std::string &kernel, std::vector<uint32_t> ins,
                          std::vector<uint32_t> outs,

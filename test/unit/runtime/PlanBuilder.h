@@ -48,6 +48,10 @@ public:
   void launch(const std::string &program, uint32_t stream,
               const std::string &kernel, std::vector<uint32_t> ins,
               std::vector<uint32_t> outs, std::vector<plan::Attr> attrs = {});
+  // AdamW on parameter `param` in "step", on stream 0, with the plan's
+  // settings (weight decay on matrices only), reading the gradient norm and
+  // the skipped flag.
+  void adamw(uint32_t param, uint32_t gradNorm, uint32_t skipped);
   // Event `event` reaches `value` / waits until it has.
   void record(const std::string &program, uint32_t stream, uint32_t event,
               uint64_t value);

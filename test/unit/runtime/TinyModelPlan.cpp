@@ -109,16 +109,8 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   b.launch(step, 0, "grad_norm", {b.grad(embed), b.grad(norm), b.grad(head)},
            {gradNorm});
   b.launch(step, 0, "step_guard", {lossSum, gradNorm}, {skipped});
-  for (uint32_t p : {embed, norm, head}) {
-    const plan::Tensor &pt = b.plan().tensors(p);
-    b.launch(step, 0, "adamw", {b.grad(p), gradNorm, skipped},
-             {p, pt.param().exp_avg(), pt.param().exp_avg_sq()},
-             {floatAttr("beta1", t.beta1()), floatAttr("beta2", t.beta2()),
-              floatAttr("eps", t.eps()),
-              floatAttr("weight_decay",
-                        pt.shape_size() == 2 ? t.weight_decay() : 0.0),
-              floatAttr("grad_clip", t.grad_clip())});
-  }
+  for (uint32_t p : {embed, norm, head})
+    b.adamw(p, gradNorm, skipped);
   if (o.weightCopies) {
     t.set_precision(plan::TrainConfig::BF16);
     for (uint32_t p : {embed, head}) {

@@ -71,17 +71,8 @@ struct Stage {
     if (o.dataParallel > 1)
       b.collective(0, plan::ALL_REDUCE_SUM, plan::DP, {lossSum});
     b.launch(step, 0, "step_guard", {lossSum, norm}, {skipped});
-    const plan::TrainConfig &t = b.plan().train();
-    for (uint32_t p : params) {
-      const plan::Tensor &pt = b.plan().tensors(p);
-      b.launch(step, 0, "adamw", {b.grad(p), norm, skipped},
-               {p, pt.param().exp_avg(), pt.param().exp_avg_sq()},
-               {floatAttr("beta1", t.beta1()), floatAttr("beta2", t.beta2()),
-                floatAttr("eps", t.eps()),
-                floatAttr("weight_decay",
-                          pt.shape_size() == 2 ? t.weight_decay() : 0.0),
-                floatAttr("grad_clip", t.grad_clip())});
-    }
+    for (uint32_t p : params)
+      b.adamw(p, norm, skipped);
   }
   void scalars() {
     b.plan().set_loss_tensor(b.tensor("loss", {}, plan::F32, plan::SCALAR));
