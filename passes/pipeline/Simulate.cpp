@@ -1,5 +1,8 @@
 // The pipeline simulator: the execution model of Simulate.h as a max-plus
-// computation over the schedule's entries.
+// computation over the schedule's entries, for ranks that each have their
+// own compute (CostModel::cores = 0). The engine's checks, its nodes and
+// channels, its deadlock report and its results serve the shared-cores mode
+// too (SharedCores.cpp), which times the same nodes on one clock.
 //
 // Which transfer meets which is decided by the orders alone (the heads of
 // each rank pair's send and receive queues), not by the times, so the engine
@@ -16,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "passes/pipeline/SimulateEngine.h"
 
 namespace braid::pipeline {
 
@@ -28,57 +32,8 @@ double CostModel::fbCost(double f, double bw) const {
   return fbShare < 0 ? f + bw : fbShare * (f + bw);
 }
 
+namespace detail {
 namespace {
-
-constexpr double kUnknown = -1;
-
-// A tensor that crosses from one stage to the next: the activations of `mb`
-// into stage `to` (from to - 1), or the gradient into `to` (from to + 1).
-struct Tensor {
-  bool gradient = false;
-  int64_t mb = 0;
-  int64_t to = 0;
-  bool operator==(const Tensor &o) const {
-    return gradient == o.gradient && mb == o.mb && to == o.to;
-  }
-};
-
-// What an entry waits for from another entry: a tensor through a channel,
-// or in memory from an entry of its own rank.
-struct Input {
-  Tensor tensor;
-  int64_t producer = -1; // node
-  int64_t channel = -1;  // -1: in memory
-  double ready = kUnknown;
-};
-
-// One entry of the schedule. Nodes are numbered rank by rank, in each
-// rank's order, so the entry before node n on its rank is node n - 1.
-struct Node {
-  const Entry *entry = nullptr;
-  int64_t rank = 0, pos = 0;
-  // The stage of the forward half (F, FB), of the backward half (B, BW,
-  // FB), and of a W; -1 where the entry has no such part.
-  int64_t fStage = -1, bStage = -1, wStage = -1;
-  double cost = 0;
-  Input inputs[2];
-  int numInputs = 0;
-  int pending = 0; // inputs whose time is not known yet
-  double start = kUnknown, end = kUnknown;
-};
-
-// An ordered pair of ranks: its sends in the sender's order, its receives
-// in the receiver's, each queue consumed from its head.
-struct Channel {
-  struct Item {
-    int64_t node;
-    Tensor tensor;
-    int slot = 0; // receives: which input of the node
-  };
-  std::vector<Item> sends, recvs;
-  size_t sendHead = 0, recvHead = 0;
-  double last = 0; // end of the channel's previous transfer
-};
 
 std::string describe(const Entry &e) {
   if (e.kind == Kind::kFB)
@@ -92,53 +47,12 @@ std::string describeTensor(const Tensor &t) {
                       " of mb ", t.mb);
 }
 
-class Engine {
-public:
-  Engine(const Schedule &schedule, const CostModel &costs)
-      : schedule_(schedule), costs_(costs), place_(schedule.placement),
-        mbs_(schedule.microBatches) {}
+} // namespace
 
-  absl::StatusOr<Simulation> run();
-
-private:
-  absl::Status checkShape() const;
-  absl::Status buildNodes();
-  absl::Status checkComplete() const;
-  void buildTransfers();
-  void addInput(int64_t consumer, Tensor tensor, int64_t producer);
-  int64_t channel(int64_t from, int64_t to, bool gradient);
-  void advanceRank(int64_t rank);
-  void advanceChannel(int64_t c);
-  void wake(int64_t rank);
-  std::string whyStuck(int64_t rank) const;
-  std::string whyWaiting(const Node &node, const Input &input) const;
-  Simulation results() const;
-
-  int64_t slot(int64_t stage, int64_t mb) const { return stage * mbs_ + mb; }
-  std::string at(int64_t node) const {
-    return absl::StrCat(describe(*nodes_[node].entry), " at entry ",
-                        nodes_[node].pos);
-  }
-
-  const Schedule &schedule_;
-  const CostModel &costs_;
-  const Placement &place_;
-  const int64_t mbs_;
-
-  std::vector<Node> nodes_;
-  std::vector<int64_t> firstNode_; // per rank, and one past the last
-  // Per (stage, mb): the node of its forward, its backward (B, BW or FB)
-  // and its W; -1 where there is none.
-  std::vector<int64_t> forward_, backward_, weight_;
-  std::vector<Channel> channels_;
-  // Per rank: (2 x receiver + 1 for gradients, channel).
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> peers_;
-
-  std::vector<int64_t> next_; // per rank: its first entry not yet run
-  std::vector<double> free_;  // per rank: when its stream is free
-  std::vector<int64_t> work_; // ranks to try
-  std::vector<bool> queued_;
-};
+std::string Engine::at(int64_t node) const {
+  return absl::StrCat(describe(*nodes_[node].entry), " at entry ",
+                      nodes_[node].pos);
+}
 
 absl::Status Engine::checkShape() const {
   if (place_.ranks < 1 || place_.chunks < 1 ||
@@ -167,6 +81,9 @@ absl::Status Engine::checkShape() const {
     return absl::InvalidArgumentError(
         "the cost model has a negative (or NaN) cost, transfer time, FB "
         "share or activation size");
+  if (costs_.cores < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the cost model shares ", costs_.cores, " cores between the ranks"));
   return absl::OkStatus();
 }
 
@@ -473,7 +390,10 @@ Simulation Engine::results() const {
     for (int64_t id = firstNode_[r]; id < firstNode_[r + 1]; ++id) {
       const Node &n = nodes_[id];
       out.spans.push_back({*n.entry, n.start, n.end});
-      out.busy += n.cost;
+      // On shared cores an entry runs longer than its cost when the cores
+      // are oversubscribed, an FB shorter where its halves overlap: its
+      // span is what the rank is busy.
+      out.busy += costs_.cores > 0 ? n.end - n.start : n.cost;
       // A forward holds its activations from its start; a W, BW or an FB's
       // backward half lets them go at its end.
       if (n.fStage >= 0) {
@@ -498,6 +418,17 @@ Simulation Engine::results() const {
   return sim;
 }
 
+void Engine::runOwnCores() {
+  for (int64_t r = 0; r < place_.ranks; ++r)
+    wake(r);
+  while (!work_.empty()) {
+    const int64_t rank = work_.back();
+    work_.pop_back();
+    queued_[rank] = false;
+    advanceRank(rank);
+  }
+}
+
 absl::StatusOr<Simulation> Engine::run() {
   if (absl::Status s = checkShape(); !s.ok())
     return s;
@@ -512,14 +443,10 @@ absl::StatusOr<Simulation> Engine::run() {
   queued_.assign(place_.ranks, false);
   for (int64_t c = 0; c < static_cast<int64_t>(channels_.size()); ++c)
     advanceChannel(c);
-  for (int64_t r = 0; r < place_.ranks; ++r)
-    wake(r);
-  while (!work_.empty()) {
-    const int64_t rank = work_.back();
-    work_.pop_back();
-    queued_[rank] = false;
-    advanceRank(rank);
-  }
+  if (costs_.cores > 0)
+    runSharedCores();
+  else
+    runOwnCores();
 
   std::vector<std::string> stuck;
   for (int64_t r = 0; r < place_.ranks; ++r)
@@ -531,11 +458,11 @@ absl::StatusOr<Simulation> Engine::run() {
   return results();
 }
 
-} // namespace
+} // namespace detail
 
 absl::StatusOr<Simulation> simulate(const Schedule &schedule,
                                     const CostModel &costs) {
-  return Engine(schedule, costs).run();
+  return detail::Engine(schedule, costs).run();
 }
 
 absl::Status checkSchedule(const Schedule &schedule) {

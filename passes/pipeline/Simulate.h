@@ -29,6 +29,20 @@
 //   - W needs its own B on the same rank, and B, BW need their own F.
 // A state where no stream can move before every entry has run is a
 // deadlock.
+//
+// Where the ranks' compute is: by default every rank has its own, and an
+// entry runs for its cost. With CostModel::cores > 0 the ranks share that
+// many cores (P ranks of one thread each, oversubscribed on fewer cores) by
+// processor sharing: an entry's compute is an activity of its cost, in
+// seconds on a core of its own, and while k activities run machine-wide
+// each one progresses at min(1, cores / k) of a core. An FB is two
+// activities, its forward half (f of its forward stage) and its backward
+// half (b + w of its backward stage), that start together when the entry
+// starts; the entry ends when both have, so an FB that has the cores to
+// itself takes max(f, b + w) and fbShare plays no part. Transfers use no
+// core. Order, receives, channels and deadlocks are as above: which
+// entries run and which transfer meets which do not depend on the costs,
+// so a schedule deadlocks, and says why, the same in both modes.
 #pragma once
 
 #include <cstdint>
@@ -54,8 +68,12 @@ struct CostModel {
   std::vector<StageCosts> stages; // one per stage, or empty: all default
   double transfer = 0;            // time of one send between ranks
   // Time of an overlapped FB pair, from its two halves' times f and bw
-  // (negative: f + bw, no overlap gain). E.g. 0.9 * (f + bw).
+  // (negative: f + bw, no overlap gain). E.g. 0.9 * (f + bw). Unused where
+  // the ranks share cores: an FB's halves share them as two activities.
   double fbShare = -1;
+  // Cores the ranks share, by processor sharing (above); 0: every rank
+  // computes on a core of its own.
+  int64_t cores = 0;
 
   const StageCosts &stage(int64_t s) const;
   double fbCost(double f, double bw) const;
@@ -68,7 +86,7 @@ struct Span {
 
 struct RankResult {
   std::vector<Span> spans; // in run order
-  double busy = 0;         // sum of entry times
+  double busy = 0;         // sum of entry times (end - start)
   double bubble = 0;       // step time - busy
   double bubbleRatio = 0;  // bubble / step time
   // Micro-batch chunks whose forward has started and whose backward (W or
@@ -88,13 +106,15 @@ struct Simulation {
 // micro-batch, the chunk and the entry that cannot proceed; for a deadlock,
 // every stuck rank's entry and what it waits for. An entry outside the
 // schedule's micro-batches or chunks, orders for another number of ranks
-// than the placement's, or costs for another number of stages is an
-// InvalidArgument error. Linear in the number of entries.
+// than the placement's, costs for another number of stages, a negative
+// cost or a negative number of cores is an InvalidArgument error. Linear
+// in the number of entries; on shared cores, in the number of entries
+// times the number of ranks.
 absl::StatusOr<Simulation> simulate(const Schedule &schedule,
                                     const CostModel &costs);
 
-// The static check before a plan is written: simulate() with unit costs,
-// its result dropped.
+// The static check before a plan is written: simulate() with unit costs
+// and a core per rank, its result dropped.
 absl::Status checkSchedule(const Schedule &schedule);
 
 } // namespace braid::pipeline
