@@ -30,6 +30,10 @@
 // An FB pair's backward half runs on a second compute stream beside its
 // forward half on stream 0 (see the loop in buildRank).
 //
+// Each piece (one part of one micro-batch through one stage) is bracketed
+// by a begin and an end sched.mark on the stream that runs it, which a
+// traced run timestamps (braid-run --trace).
+//
 // After the micro-batches the loss sum is all-reduced over the pipeline
 // (only the loss stage adds to it), and the gradient norm is the norm of
 // every rank's norm of its own gradients, gathered over the pipeline. The
@@ -148,6 +152,8 @@ private:
   void postReceives(RankState &st, size_t entry, int64_t waitValue);
   void emitPiece(RankState &st, const Piece &piece, uint32_t stream);
   void postSends(RankState &st, const Piece &piece, uint32_t stream);
+  // Brackets a piece with sched.mark: where it begins (or ends) on `stream`.
+  void mark(const Piece &piece, uint32_t stream, bool end);
   Value cloneValue(RankState &st, IRMapping &map, Value v, int64_t stage,
                    int64_t mb);
   void record(uint32_t event, int64_t value, uint32_t stream) {
@@ -442,6 +448,7 @@ void PipelineLowering::emitPiece(RankState &st, const Piece &piece,
   if (piece.part == Part::kB)
     for (auto [stream, value] : st.activationSends[{piece.stage, piece.mb}])
       wait(eventOf(stream), value, onStream);
+  mark(piece, onStream, /*end=*/false);
   llvm::StringSet<> staged;
   for (Operation *op : pieces_[{piece.stage, piece.part}]) {
     for (Value in : op->getOperands()) {
@@ -466,6 +473,16 @@ void PipelineLowering::emitPiece(RankState &st, const Piece &piece,
       rb.setSlotAttr(
           b_.getI32IntegerAttr(rb.getSlot() + static_cast<int32_t>(piece.mb)));
   }
+  mark(piece, onStream, /*end=*/true);
+}
+
+void PipelineLowering::mark(const Piece &piece, uint32_t stream, bool end) {
+  static constexpr const char *kParts[] = {"F", "B", "W"};
+  sched::MarkOp::create(
+      b_, loc(), b_.getStringAttr(kParts[static_cast<int>(piece.part)]),
+      b_.getI32IntegerAttr(static_cast<int32_t>(piece.stage)),
+      b_.getI32IntegerAttr(static_cast<int32_t>(piece.mb)),
+      end ? b_.getUnitAttr() : UnitAttr(), b_.getI32IntegerAttr(stream));
 }
 
 void PipelineLowering::postSends(RankState &st, const Piece &piece,

@@ -390,6 +390,17 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
       t->set_tensor(*id);
       t->set_peer_offset(send ? send.getPeerOffset() : recv.getPeerOffset());
       t->set_channel(send ? send.getChannel() : recv.getChannel());
+    } else if (auto mark = dyn_cast<sched::MarkOp>(op)) {
+      plan::Instruction *inst = out->add_instructions();
+      inst->set_stream(mark.getStream());
+      maxStream_ = std::max(maxStream_, mark.getStream());
+      plan::Mark *m = inst->mutable_mark();
+      m->set_part(mark.getPart() == "F"   ? plan::PART_F
+                  : mark.getPart() == "B" ? plan::PART_B
+                                          : plan::PART_W);
+      m->set_stage(mark.getStage());
+      m->set_micro_batch(mark.getMicroBatch());
+      m->set_end(mark.getEnd());
     } else if (auto rec = dyn_cast<sched::EventRecordOp>(op)) {
       plan::Instruction *inst = out->add_instructions();
       inst->set_stream(rec.getStream());

@@ -139,6 +139,17 @@ template <typename Op> static LogicalResult verifyTransfer(Op op) {
 LogicalResult SendOp::verify() { return verifyTransfer(*this); }
 LogicalResult RecvOp::verify() { return verifyTransfer(*this); }
 
+LogicalResult MarkOp::verify() {
+  if (getPart() != "F" && getPart() != "B" && getPart() != "W")
+    return emitOpError() << "part must be \"F\", \"B\" or \"W\", not \""
+                         << getPart() << "\"";
+  if (static_cast<int32_t>(getStream()) < 0 ||
+      static_cast<int32_t>(getStage()) < 0 ||
+      static_cast<int32_t>(getMicroBatch()) < 0)
+    return emitOpError("stage, micro-batch and stream must be non-negative");
+  return success();
+}
+
 LogicalResult ReadbackOp::verify() {
   if (static_cast<int32_t>(getStream()) < 0 ||
       static_cast<int32_t>(getSlot()) < 0)

@@ -282,6 +282,30 @@ def Sched_RecvOp : Sched_Op<"recv"> {
   let hasVerifier = 1;
 }
 
+def Sched_MarkOp : Sched_Op<"mark"> {
+  let summary = "Bracket one part of a micro-batch's work through a stage";
+  let description = [{
+    Marks where the forward (`"F"`), input gradient (`"B"`) or weight
+    gradient (`"W"`) of micro-batch `micro_batch` through stage `stage`
+    (in model order) begins on `stream`, or, with `end`, where it ends.
+    braid-lower-pipeline brackets each part of its schedule's entries so;
+    a traced run (braid-run --trace) timestamps the marks as their stream
+    reaches them, and does nothing with them otherwise.
+
+    ```mlir
+    sched.mark "F" stage 1 mb 3 on 0
+    sched.mark end "F" stage 1 mb 3 on 0
+    ```
+  }];
+  let arguments = (ins StrAttr:$part, I32Attr:$stage, I32Attr:$micro_batch,
+                       UnitAttr:$end, I32Attr:$stream);
+  let assemblyFormat = [{
+    (`end` $end^)? $part `stage` $stage `mb` $micro_batch `on` $stream
+    attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Sched_EventRecordOp : Sched_Op<"event.record"> {
   let summary = "Set an event's timeline to a value when the stream gets here";
   let description = [{

@@ -24,6 +24,7 @@
 #include "kernels/registry/Kernel.h"
 #include "runtime/plan/plan.pb.h"
 #include "runtime/profile/KernelProfile.h"
+#include "runtime/profile/ScheduleTrace.h"
 
 namespace braid {
 
@@ -98,6 +99,9 @@ public:
   // While set, the time of every kernel launch on stream 0 is added to
   // `profile` (null to stop). On a GPU, profiled runs are eager.
   virtual void setProfile(KernelProfile *profile) = 0;
+  // While set, the STEP program's marks are timed into `trace` (null to
+  // stop; ScheduleTrace.h). On a GPU, traced runs are eager.
+  virtual void setTrace(ScheduleTrace *trace) = 0;
 
   virtual DeviceStats stats() const = 0;
 

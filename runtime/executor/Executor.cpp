@@ -120,6 +120,9 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
         (inst.kind == LoadedInstruction::Kind::kSend ? op.ins : op.outs)
             .push_back(view(inst.tensor));
         break;
+      case LoadedInstruction::Kind::kMark:
+        op.mark = MarkCall{inst.part, inst.stage, inst.microBatch, inst.end};
+        break;
       }
       if (std::find(program.streams.begin(), program.streams.end(),
                     op.stream) == program.streams.end())
@@ -174,6 +177,8 @@ absl::Status Executor::issue(const Program &program,
       return target.transfer(op.stream,
                              TransferCall{false, op.outs[0], op.peerOffset,
                                           op.channel});
+    case LoadedInstruction::Kind::kMark:
+      return target.mark(op.stream, op.mark);
     case LoadedInstruction::Kind::kRepeat:
       return absl::OkStatus(); // forEachRun runs the body
     }

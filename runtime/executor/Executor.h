@@ -61,6 +61,8 @@ public:
     // along PP and the channel.
     int32_t peerOffset = 0;
     uint32_t channel = 0;
+    // kMark.
+    MarkCall mark;
   };
   struct Program {
     std::string name;

@@ -13,6 +13,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/DeviceCommunicator.h"
 #include "runtime/plan/plan.pb.h"
+#include "runtime/profile/ScheduleTrace.h"
 
 namespace braid {
 
@@ -89,6 +90,9 @@ public:
   // Queues `call` on `stream`, which it holds until the transfer is done.
   // Its tensor stays valid.
   virtual absl::Status transfer(uint32_t stream, const TransferCall &call) = 0;
+  // Once `stream` gets here, the attached schedule trace (if any) learns
+  // of `call` (ScheduleTrace.h); nothing otherwise.
+  virtual absl::Status mark(uint32_t stream, const MarkCall &call) = 0;
 };
 
 } // namespace braid

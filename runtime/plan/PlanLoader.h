@@ -35,12 +35,13 @@ struct LoadedInstruction {
     kRepeat,
     kCollective,
     kSend,
-    kRecv
+    kRecv,
+    kMark
   };
   Kind kind = Kind::kLaunch;
   uint32_t stream = 0;
   // kLaunch: the micro-batch the kernel computes; kStage: the micro-batch
-  // whose staged values it copies.
+  // whose staged values it copies; kMark: the micro-batch it brackets.
   int64_t microBatch = 0;
   // kStage: the INPUT tensor; kReadback: the SCALAR tensor; kSend / kRecv:
   // the tensor sent (also the one input) or received (the one output).
@@ -72,6 +73,13 @@ struct LoadedInstruction {
   // earlier in program order, on the one stream that records the event.
   uint32_t event = 0;
   uint64_t value = 0;
+  // kMark: which part of which stage's work begins (or, `end`, ends) here
+  // (plan.proto Mark). The loader has checked that on each stream begins
+  // and ends alternate, each end naming its begin's part, stage and
+  // micro-batch.
+  plan::SchedulePart part = plan::PART_UNSPECIFIED;
+  uint32_t stage = 0;
+  bool end = false;
 };
 
 struct LoadedProgram {

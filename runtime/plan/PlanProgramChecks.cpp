@@ -2,12 +2,14 @@
 // and resolved into LoadedInstructions.
 #include <algorithm>
 #include <initializer_list>
+#include <map>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+
 #include "runtime/plan/PlanChecks.h"
 #include "runtime/plan/RepeatWalk.h"
 
@@ -303,6 +305,53 @@ absl::Status resolveTransfer(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
+// A Mark (plan.proto): in a STEP program, outside Repeat bodies (checked
+// by the caller), of a known part and a micro-batch of the step, and on its
+// stream the end of the one begun before it, or a begin after an end.
+absl::Status resolveMark(const plan::Plan &plan, const plan::Program &program,
+                         const plan::Mark &mark, const std::string &where,
+                         std::map<uint32_t, std::string> &openMarks,
+                         LoadedInstruction &out) {
+  out.kind = LoadedInstruction::Kind::kMark;
+  out.part = mark.part();
+  out.stage = mark.stage();
+  out.microBatch = mark.micro_batch();
+  out.end = mark.end();
+  if (program.kind() != plan::STEP)
+    return refuse(absl::StrCat(where, ": only the STEP program marks its "
+                                      "schedule"));
+  if (mark.part() != plan::PART_F && mark.part() != plan::PART_B &&
+      mark.part() != plan::PART_W)
+    return refuse(absl::StrCat(where, ": the mark's part is ",
+                               plan::SchedulePart_Name(mark.part()),
+                               "; it must be PART_F, PART_B or PART_W"));
+  if (int64_t{mark.micro_batch()} >= plan.train().num_micro_batches())
+    return refuse(absl::StrCat(
+        where, ": marks micro-batch ", mark.micro_batch(),
+        " but a step has plan.train.num_micro_batches = ",
+        plan.train().num_micro_batches()));
+  const std::string what =
+      absl::StrCat(plan::SchedulePart_Name(mark.part()).substr(5), " of stage ",
+                   mark.stage(), " micro-batch ", mark.micro_batch());
+  auto open = openMarks.find(out.stream);
+  if (!mark.end()) {
+    if (open != openMarks.end())
+      return refuse(absl::StrCat(where, ": begins the mark of ", what,
+                                 " inside the mark of ", open->second,
+                                 " on the same stream"));
+    openMarks[out.stream] = what;
+    return absl::OkStatus();
+  }
+  if (open == openMarks.end() || open->second != what)
+    return refuse(absl::StrCat(
+        where, ": ends the mark of ", what, " on stream ", out.stream, ", ",
+        open == openMarks.end() ? std::string("where none was begun")
+                                : absl::StrCat("where ", open->second,
+                                               " was begun")));
+  openMarks.erase(open);
+  return absl::OkStatus();
+}
+
 absl::Status resolveProgram(const plan::Plan &plan, int index,
                             const KernelRegistry &registry, Device device,
                             const LoadedPlan &loaded, LoadedProgram &out) {
@@ -312,6 +361,8 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
   std::string programRef = absl::StrCat("plan.programs[", index, "] (",
                                         absl::CEscape(program.name()), ")");
   out.instructions.reserve(program.instructions_size());
+  // Per stream, the mark begun and not yet ended.
+  std::map<uint32_t, std::string> openMarks;
   // The Repeat body being read: its last instruction, its stream and the
   // iterations after the first.
   int bodyEnd = -1;
@@ -337,7 +388,8 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
                    inst.op_case() == plan::Instruction::kRepeat ||
                    inst.op_case() == plan::Instruction::kCollective ||
                    inst.op_case() == plan::Instruction::kSend ||
-                   inst.op_case() == plan::Instruction::kRecv))
+                   inst.op_case() == plan::Instruction::kRecv ||
+                   inst.op_case() == plan::Instruction::kMark))
       return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
                                         "stages and readbacks only"));
     switch (inst.op_case()) {
@@ -424,6 +476,12 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
         return s;
       break;
     }
+    case plan::Instruction::kMark:
+      if (absl::Status s = resolveMark(plan, program, inst.mark(), where,
+                                       openMarks, loadedInst);
+          !s.ok())
+        return s;
+      break;
     case plan::Instruction::kRecord:
     case plan::Instruction::kWait: {
       const bool record = inst.op_case() == plan::Instruction::kRecord;
@@ -441,10 +499,14 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
     default:
       return refuse(absl::StrCat(
           where, ": the instruction has no operation (launch, record, wait, "
-                 "stage, readback, repeat, collective, send or recv)"));
+                 "stage, readback, repeat, collective, send, recv or "
+                 "mark)"));
     }
     out.instructions.push_back(std::move(loadedInst));
   }
+  for (const auto &[stream, open] : openMarks)
+    return refuse(absl::StrCat(programRef, ": the mark of ", open,
+                               " on stream ", stream, " has no end"));
   int64_t bad = 0;
   if (std::optional<std::string> why = checkEvents(orderSteps(out), &bad))
     return refuse(absl::StrCat(programRef, " instruction ", bad, ": ", *why));

@@ -120,6 +120,8 @@ public:
 
   // Times every kernel launch into `profile` from now on (null to stop).
   void setProfile(KernelProfile *profile) { device_->setProfile(profile); }
+  // Times the step program's marks into `trace` from now on (null to stop).
+  void setTrace(ScheduleTrace *trace) { device_->setTrace(trace); }
 
   // The next optimizer step: stages every micro-batch's inputs, runs the
   // plan's STEP program once (forward and backward of each micro-batch,

@@ -8,10 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/io/AtomicFile.h"
 #include "runtime/profile/KernelProfile.h"
+#include "runtime/profile/ScheduleTrace.h"
 #include "absl/strings/str_format.h"
 #include "runtime/train/HumanUnits.h"
 #include "runtime/train/MemoryReport.h"
@@ -152,6 +155,36 @@ absl::StatusOr<File> openLog(const std::string &path, int64_t stepsDone) {
   return log;
 }
 
+// Writes this rank's trace, and says where (rank 0 speaks for the run).
+absl::Status writeTrace(const ScheduleTrace &trace, const Trainer &trainer,
+                        const RunOptions &options) {
+  const std::string path = traceFileName(options.traceDir, options.rank);
+  if (absl::Status s = writeFileAtomically(
+          path, trace.chromeJson(options.rank,
+                                 static_cast<int>(trainer.worldSize())));
+      !s.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trace: ", s.message()));
+  if (trace.unpaired() > 0)
+    return absl::InternalError(absl::StrCat(
+        "--trace: ", trace.unpaired(), " marks of the step program did not "
+        "pair up; the trace in '", path, "' is incomplete"));
+  if (options.quiet)
+    return absl::OkStatus();
+  const size_t spans = trace.spans().size();
+  std::fprintf(options.out, "schedule trace: %zu steps, %zu spans in %s%s\n",
+               trace.steps().size(), spans,
+               trainer.worldSize() > 1
+                   ? absl::StrCat(options.traceDir, "/rank-N.json (one per "
+                                                    "rank)")
+                         .c_str()
+                   : path.c_str(),
+               spans == 0 ? "; the plan marks no schedule (pipeline plans "
+                            "do), so the trace holds the steps only"
+                          : "");
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
@@ -185,6 +218,18 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     log = std::move(*opened);
   }
 
+  std::optional<ScheduleTrace> trace;
+  if (!options.traceDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.traceDir, ec);
+    if (!std::filesystem::is_directory(options.traceDir))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--trace '", options.traceDir, "' is not a directory and cannot "
+          "be created", ec ? absl::StrCat(": ", ec.message()) : ""));
+    trace.emplace();
+    trainer.setTrace(&*trace);
+  }
+
   const double flopsPerToken = trainer.plan().proto.model().flops_per_token();
   const int64_t firstStep = trainer.stepsDone();
   KernelProfile profile;
@@ -201,11 +246,15 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
       return agreed.status();
     if ((stop = *agreed) != 0)
       break;
+    if (trace)
+      trace->beginStep(trainer.stepsDone() + 1);
     const Clock::time_point t0 = Clock::now();
     absl::StatusOr<StepResult> r = trainer.trainStep();
     if (!r.ok())
       return r.status();
     const Clock::time_point t1 = Clock::now();
+    if (trace)
+      trace->endStep();
     const double stepSeconds = std::chrono::duration<double>(t1 - t0).count();
     const double runSeconds =
         std::chrono::duration<double>(t1 - runStart).count();
@@ -271,6 +320,11 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     std::fprintf(options.out, "kernel profile over %lld steps:\n%s",
                  static_cast<long long>(trainer.stepsDone() - firstStep),
                  profile.format(trainer.stepsDone() - firstStep).c_str());
+  }
+  if (trace) {
+    trainer.setTrace(nullptr);
+    if (absl::Status s = writeTrace(*trace, trainer, options); !s.ok())
+      return s;
   }
   if (trainer.deviceInfo().kind == Device::kCUDA && !options.quiet) {
     const DeviceStats stats = trainer.device().stats();

@@ -39,6 +39,11 @@ struct RunOptions {
   bool reportStop = true;
   // Print the time spent in each kernel at the end of the run.
   bool profile = false;
+  // Time every mark of the step programs (the pipeline's schedule) and
+  // write this rank's trace to traceDir/rank-<rank>.json at the end
+  // (ScheduleTrace.h); empty: no trace.
+  std::string traceDir;
+  int rank = 0;
   // Peak GFLOP/s for MFU; 0: measure sgemm at start-up.
   double peakGflops = 0;
   FILE *out = stdout;

@@ -13,10 +13,13 @@
 // CHECK: sched.program @step step
 // Entry 0, F0: the embedding reads the tokens staged for micro-batch 0,
 // the layer's output goes to rank 1 once stream 0 has written it.
+// Each part is bracketed by marks on the stream that runs it.
 // CHECK: sched.event.record 1 value 1 on 0
+// CHECK-NEXT: sched.mark "F" stage 0 mb 0 on 0
 // CHECK: sched.stage %{{.*}} micro_batch 0 on 0
 // CHECK: sched.launch "embedding" on 0 micro_batch 0
-// CHECK: sched.event.record 1 value 2 on 0
+// CHECK: sched.mark end "F" stage 0 mb 0 on 0
+// CHECK-NEXT: sched.event.record 1 value 2 on 0
 // CHECK-NEXT: sched.event.wait 1 value 2 on 1
 // CHECK-NEXT: sched.send %{{.*}} to 1 channel 0 on 1
 // CHECK-NEXT: sched.event.record 2 value 1 on 1
@@ -32,7 +35,11 @@
 // CHECK: sched.event.record 1 value 5 on 0
 // CHECK-NEXT: sched.event.wait 3 value 1 on 0
 // CHECK-NEXT: sched.event.wait 2 value 1 on 0
+// CHECK-NEXT: sched.mark "B" stage 0 mb 0 on 0
+// CHECK: sched.mark end "B" stage 0 mb 0 on 0
+// CHECK-NEXT: sched.mark "W" stage 0 mb 0 on 0
 // CHECK: sched.launch "embedding_grad_weight" on 0 micro_batch 0
+// CHECK-NEXT: sched.mark end "W" stage 0 mb 0 on 0
 // After the micro-batches: the loss sum over the pipeline, the norm of the
 // ranks' gradient norms.
 // CHECK: sched.collective all_reduce_sum pp(

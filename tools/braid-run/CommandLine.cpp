@@ -168,6 +168,9 @@ void addFlags(CLI::App &app, CommandLine &cl) {
   });
   app.add_flag("--quiet", cl.quiet);
   app.add_flag("--profile", cl.profile);
+  addValueFlag(app, "--trace", [&](Text flag, Text v) {
+    cl.traceDir = path(flag, v, "a directory");
+  });
   app.add_flag("-h,--help", cl.help);
 }
 
@@ -325,6 +328,9 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "                       L us latency and B GB/s (e.g. 25:2)\n"
       "  --quiet              no start-up report or progress lines\n"
       "  --profile            print the time spent in each kernel at the end\n"
+      "  --trace DIR          time each part of the pipeline schedule and\n"
+      "                       write DIR/rank-N.json per rank (Chrome trace\n"
+      "                       format; braidc --sim-profile reads it)\n"
       "  --help               this text\n"
       "\n"
       "Exit status: 0 done, 1 error, 2 bad command line, 128+N stopped by\n"

@@ -42,6 +42,8 @@ struct CommandLine {
   std::optional<LinkModel> emulateLink;
   bool quiet = false;
   bool profile = false;
+  // Time the schedule's marks into DIR/rank-N.json (ScheduleTrace.h).
+  std::string traceDir;
 };
 
 // Parses argv[1..]. `embeddedPlan` says whether this executable carries its

@@ -181,6 +181,8 @@ int runRank(const CommandLine &given, LoadedPlan plan, const Ranks &ranks) {
   options.skipNonfinite = cl.skipNonfinite;
   options.quiet = cl.quiet;
   options.profile = cl.profile;
+  options.traceDir = cl.traceDir;
+  options.rank = static_cast<int>(ranks.rank());
   options.peakGflops = cl.peakGflops;
   options.reportStop = ranks.rank() == 0;
   // Rank 0 saves for every rank.

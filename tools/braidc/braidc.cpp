@@ -4,6 +4,7 @@
 //               [--report-memory] [--fusion=all|none|LIST]
 //               [--runtime=BRAID_RUN] [--dump-schedule=FILE] [--simulate]
 //               [--schedule-svg=FILE] [--sim-gflops=X] [--sim-link=L:B]
+//               [--sim-profile=DIR] [--sim-cores=N]
 //               [MLIR pass options]
 //
 // Runs the training pipeline (docs/passes.md) and writes the result. The
@@ -123,6 +124,17 @@ static cl::opt<std::string>
             cl::desc("The simulator's link between stages: L us latency "
                      "and B GB/s (default 25:2)"),
             cl::value_desc("L:B"), cl::init("25:2"), cl::cat(pipelineOptions));
+static cl::opt<std::string>
+    simProfile("sim-profile",
+               cl::desc("Take each stage's F, B and W costs from the traces "
+                        "braid-run --trace wrote in DIR, and compare the "
+                        "simulation with the measured run"),
+               cl::value_desc("DIR"), cl::cat(pipelineOptions));
+static cl::opt<int>
+    simCores("sim-cores",
+             cl::desc("The ranks share this many cores (0, the default: "
+                      "each rank has its own)"),
+             cl::init(0), cl::cat(pipelineOptions));
 
 enum class Emit { kPlan, kMLIR, kBinary };
 
@@ -283,6 +295,11 @@ int main(int argc, char **argv) {
   if (!(simGflops > 0 && simGflops < 1e12))
     return fail("--sim-gflops must be a positive rate in GFLOP/s");
   pipelineOutputs.rates.flopsPerSecond = simGflops * 1e9;
+  pipelineOutputs.profileDir = simProfile;
+  if (simCores < 0 || simCores > 1 << 20)
+    return fail("--sim-cores must be a number of cores, 0 (each rank its "
+                "own) or more");
+  pipelineOutputs.cores = simCores;
   {
     absl::StatusOr<braid::LinkModel> link = braid::parseLinkModel(simLink);
     if (!link.ok())
@@ -291,6 +308,10 @@ int main(int argc, char **argv) {
         std::chrono::duration<double>(link->latency).count();
     pipelineOutputs.rates.linkBytesPerSecond = link->bytesPerSecond;
   }
+  if ((!simProfile.empty() || simCores != 0) && !simulateSchedule &&
+      scheduleSvg.empty())
+    return fail("--sim-profile and --sim-cores shape the simulation: give "
+                "them with --simulate or --schedule-svg");
   const bool pipelined = spec->parallel().pipeline_parallel() > 1;
   if (pipelineOutputs.any() && !pipelined)
     return fail("--dump-schedule, --simulate and --schedule-svg need a "

@@ -264,6 +264,7 @@ private:
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     const auto deadline = start + timeout_;
+    std::chrono::microseconds pause(50);
     for (int polls = 0;; ++polls) {
       int done = 0;
       int tested;
@@ -283,12 +284,17 @@ private:
             absl::StrCat("the ", describe(call), " did not complete within ",
                          timeout_.count() / 1000.0, " s: ", whoIsMissing(call, seq),
                          " (set the limit with --comm-timeout)"));
-      // Spin briefly (MPI progresses inside MPI_Test), then back off, so
-      // that a waiting stream leaves the core to the rank's compute.
-      if (now - start < std::chrono::microseconds(100))
+      // Spin briefly (MPI progresses inside MPI_Test), then back off, from
+      // 50 us between polls to 400 us, so that a waiting stream leaves the
+      // core to the rank's compute: a pipeline's receives are posted an
+      // entry ahead and may wait for milliseconds, and polling them every
+      // 50 us took several per cent of the cores of a 2-core machine.
+      if (now - start < std::chrono::microseconds(100)) {
         std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      } else {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(2 * pause, std::chrono::microseconds(400));
+      }
     }
   }
 

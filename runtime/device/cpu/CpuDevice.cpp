@@ -80,7 +80,8 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
     if (op.stream == 0 && (op.kind == LoadedInstruction::Kind::kSend ||
                            op.kind == LoadedInstruction::Kind::kRecv))
       inlineStream0 = false;
-  streams_.begin(ctx, profile_, inlineStream0);
+  streams_.begin(ctx, profile_, kind == plan::STEP ? trace_ : nullptr,
+                 inlineStream0);
   absl::Status s = executor_->issue(**program, streams_);
   absl::Status ran = streams_.finish();
   if (s.ok())

@@ -43,6 +43,7 @@ public:
   absl::Status run(plan::ProgramKind kind, const StepValues &values) override;
   absl::StatusOr<std::vector<float>> readbacks() override;
   void setProfile(KernelProfile *profile) override { profile_ = profile; }
+  void setTrace(ScheduleTrace *trace) override { trace_ = trace; }
   DeviceStats stats() const override { return stats_; }
   ThreadPool &hostPool() override { return pool_; }
 
@@ -58,6 +59,7 @@ private:
   std::unique_ptr<Executor> executor_;
   CpuStreams streams_;
   KernelProfile *profile_ = nullptr;
+  ScheduleTrace *trace_ = nullptr;
   DeviceStats stats_;
 };
 

@@ -12,9 +12,10 @@ CpuStreams::CpuStreams(uint32_t numStreams, uint32_t numEvents,
       workers_(numStreams > 0 ? numStreams - 1 : 0) {}
 
 void CpuStreams::begin(const KernelContext &ctx, KernelProfile *profile,
-                       bool inlineStream0) {
+                       ScheduleTrace *trace, bool inlineStream0) {
   ctx_ = ctx;
   profile_ = profile;
+  trace_ = trace;
   inline0_ = inlineStream0;
   events_.reset();
   error_ = absl::OkStatus();
@@ -120,6 +121,15 @@ absl::Status CpuStreams::transfer(uint32_t stream, const TransferCall &call) {
     if (absl::Status s = runTransfer(ranks_->axis(MeshAxis::kPP), call);
         !s.ok())
       fail(std::move(s));
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuStreams::mark(uint32_t stream, const MarkCall &call) {
+  if (trace_ == nullptr)
+    return absl::OkStatus();
+  on(stream, [trace = trace_, stream, call] {
+    trace->mark(stream, call, ScheduleTrace::Clock::now(), threadCpuSeconds());
   });
   return absl::OkStatus();
 }

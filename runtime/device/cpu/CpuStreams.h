@@ -35,11 +35,12 @@ public:
   CpuStreams(uint32_t numStreams, uint32_t numEvents, const Ranks *ranks);
 
   // Before issuing a program: the context of its launches (on every
-  // stream), the profile that times stream 0's launches (null: none), and
-  // whether stream 0 runs on the calling thread (false: on a worker, for
-  // programs that transfer on it). Resets the events.
+  // stream), the profile that times stream 0's launches (null: none), the
+  // trace that times its marks on every stream (null: none), and whether
+  // stream 0 runs on the calling thread (false: on a worker, for programs
+  // that transfer on it). Resets the events.
   void begin(const KernelContext &ctx, KernelProfile *profile,
-             bool inlineStream0 = true);
+             ScheduleTrace *trace = nullptr, bool inlineStream0 = true);
   // After issuing: returns once every stream has run all its work, with
   // the first error a collective or a transfer met (later work still ran,
   // except the collectives and transfers, which are skipped after a
@@ -56,6 +57,7 @@ public:
   absl::Status collective(uint32_t stream,
                           const CollectiveCall &call) override;
   absl::Status transfer(uint32_t stream, const TransferCall &call) override;
+  absl::Status mark(uint32_t stream, const MarkCall &call) override;
 
 private:
   // Runs `work` now on stream 0, or queues it on its worker.
@@ -70,6 +72,7 @@ private:
   std::mutex errorMutex_;
   absl::Status error_;
   KernelProfile *profile_ = nullptr;
+  ScheduleTrace *trace_ = nullptr;
   EventTimeline events_;
   // workers_[s - 1] runs stream s; started when first used.
   std::vector<std::unique_ptr<StreamWorker>> workers_;

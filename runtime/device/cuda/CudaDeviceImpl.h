@@ -77,6 +77,7 @@ public:
   absl::Status run(plan::ProgramKind kind, const StepValues &values) override;
   absl::StatusOr<std::vector<float>> readbacks() override;
   void setProfile(KernelProfile *profile) override { profile_ = profile; }
+  void setTrace(ScheduleTrace *trace) override { trace_ = trace; }
   DeviceStats stats() const override { return stats_; }
   ThreadPool &hostPool() override { return hostPool_; }
 
@@ -90,14 +91,26 @@ private:
     CudaGraphExec graph;
   };
   class Streams;
+  // A mark a traced run recorded: its event is markEvents_[its index].
+  struct TimedMark {
+    MarkCall call;
+    uint32_t stream = 0;
+  };
 
   uint8_t *at(uint64_t offset) const {
     return static_cast<uint8_t *>(memory_.get()) + offset;
   }
   cudaStream_t stream(uint32_t s) const { return streams_[s].get(); }
   absl::Status bindPrograms();
+  // `trace` (null: none) times the program's marks; the run then waits for
+  // the program before it returns.
   absl::Status enqueue(Program &program, const KernelContext *contexts,
-                       bool profiling);
+                       bool profiling, ScheduleTrace *trace = nullptr);
+  // Waits for the run, then adds to `trace` the span of each pair of marks
+  // (in issue order) timed from the origin the host saw at `origin`.
+  absl::Status timeMarks(const std::vector<TimedMark> &marked,
+                         ScheduleTrace::Clock::time_point origin,
+                         ScheduleTrace &trace);
   // Captures the program into a graph and launches it. On failure nothing
   // of the program has run and no stream is left capturing, unless the
   // returned status says otherwise (`recoverable` false).
@@ -159,6 +172,10 @@ private:
   // Profiling: one start/stop pair per timed launch of a run.
   std::vector<std::pair<CudaEvent, CudaEvent>> timers_;
   KernelProfile *profile_ = nullptr;
+  // Tracing: one event per mark of a run, and the run's origin.
+  std::vector<CudaEvent> markEvents_;
+  CudaEvent markOrigin_;
+  ScheduleTrace *trace_ = nullptr;
   DeviceStats stats_;
 };
 

@@ -1,7 +1,9 @@
 // The CUDA device's programs (CudaDeviceImpl.h): the executor's target on
 // CUDA streams (with kernel timing while profiling), and capturing and
 // replaying a program as a CUDA graph.
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,16 +62,19 @@ absl::Status CudaDevice::bindPrograms() {
 // this one host thread. A record is a CUDA event of its signal slot; a wait
 // waits for that event, which was recorded before (the executor issues in
 // program order, and a wait's record comes earlier). While profiling,
-// stream 0's launches are bracketed by timing events.
+// stream 0's launches are bracketed by timing events; while tracing, each
+// mark records an event of its own on its stream.
 class CudaDevice::Streams final : public StreamTarget {
 public:
   Streams(CudaDevice &device, Program &program, const KernelContext *contexts,
-          bool profiling)
+          bool profiling, bool tracing)
       : device_(device), program_(program), contexts_(contexts),
-        profiling_(profiling) {}
+        profiling_(profiling), tracing_(tracing) {}
 
   // The kernels timed, in launch order.
   const std::vector<const KernelDef *> &timed() const { return timed_; }
+  // The marks timed, in issue order (mark k's event is markEvents_[k]).
+  const std::vector<TimedMark> &marked() const { return marked_; }
 
   const KernelContext &context(uint32_t stream) override {
     return contexts_[stream];
@@ -147,28 +152,60 @@ public:
     return runTransfer(*comm, call, device_.stream(s));
   }
 
+  absl::Status mark(uint32_t s, const MarkCall &call) override {
+    if (!tracing_)
+      return absl::OkStatus();
+    auto &events = device_.markEvents_;
+    if (marked_.size() == events.size()) {
+      cudaEvent_t e = nullptr;
+      BRAID_CUDA_TRY(cudaEventCreate(&e));
+      events.emplace_back(e);
+    }
+    BRAID_CUDA_TRY(
+        cudaEventRecord(events[marked_.size()].get(), device_.stream(s)));
+    marked_.push_back({call, s});
+    return absl::OkStatus();
+  }
+
 private:
   CudaDevice &device_;
   Program &program_;
   const KernelContext *contexts_;
   const bool profiling_;
+  const bool tracing_;
   std::vector<const KernelDef *> timed_;
+  std::vector<TimedMark> marked_;
 };
 
 // Fork from stream 0, the program's instructions, join back into stream 0.
 // Eager or under capture alike: nothing here may synchronise with the host.
 absl::Status CudaDevice::enqueue(Program &program,
                                  const KernelContext *contexts,
-                                 bool profiling) {
+                                 bool profiling, ScheduleTrace *trace) {
   const std::vector<uint32_t> &streams = program.bound->streams;
   // Kernel launches report errors only through cudaGetLastError: start from
   // a clean slate, so that the check below sees this program's launches.
   (void)cudaGetLastError();
+  // A traced run's marks are timed from an origin whose host time is known:
+  // the host waits for it before it issues the program.
+  ScheduleTrace::Clock::time_point origin;
+  if (trace != nullptr) {
+    if (!markOrigin_) {
+      cudaEvent_t e = nullptr;
+      BRAID_CUDA_TRY(cudaEventCreate(&e));
+      markOrigin_ = CudaEvent(e);
+    }
+    BRAID_CUDA_TRY(cudaEventRecord(markOrigin_.get(), stream(0)));
+    if (absl::Status s = hostWait(markOrigin_.get(), "the trace's origin");
+        !s.ok())
+      return s;
+    origin = ScheduleTrace::Clock::now();
+  }
   BRAID_CUDA_TRY(cudaEventRecord(fork_.get(), stream(0)));
   for (uint32_t s : streams)
     if (s != 0)
       BRAID_CUDA_TRY(cudaStreamWaitEvent(stream(s), fork_.get(), 0));
-  Streams target(*this, program, contexts, profiling);
+  Streams target(*this, program, contexts, profiling, trace != nullptr);
   if (absl::Status s = executor_->issue(*program.bound, target); !s.ok())
     return s;
   for (uint32_t s : streams) {
@@ -189,6 +226,45 @@ absl::Status CudaDevice::enqueue(Program &program,
                                           timers_[k].second.get()));
       profile_->add(timed[k]->name, ms / 1000.0);
     }
+  }
+  if (trace != nullptr && !target.marked().empty())
+    return timeMarks(target.marked(), origin, *trace);
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::timeMarks(const std::vector<TimedMark> &marked,
+                                   ScheduleTrace::Clock::time_point origin,
+                                   ScheduleTrace &trace) {
+  if (absl::Status s = hostWaitStream(0); !s.ok())
+    return s;
+  const double originSeconds =
+      std::chrono::duration<double>(origin.time_since_epoch()).count();
+  // Pairs each stream's begin with its end (the loader checked that they
+  // alternate).
+  std::map<uint32_t, std::pair<MarkCall, double>> open;
+  for (size_t k = 0; k < marked.size(); ++k) {
+    float ms = 0;
+    BRAID_CUDA_TRY(cudaEventElapsedTime(&ms, markOrigin_.get(),
+                                        markEvents_[k].get()));
+    const double at = originSeconds + ms / 1000.0;
+    const TimedMark &m = marked[k];
+    if (!m.call.end) {
+      open[m.stream] = {m.call, at};
+      continue;
+    }
+    auto begun = open.find(m.stream);
+    if (begun == open.end())
+      continue;
+    ScheduleTrace::Span span;
+    span.stream = m.stream;
+    span.part = m.call.part;
+    span.stage = m.call.stage;
+    span.microBatch = m.call.microBatch;
+    span.begin = begun->second.second;
+    span.end = at;
+    span.cpu = at - span.begin;
+    trace.addSpan(span);
+    open.erase(begun);
   }
   return absl::OkStatus();
 }
@@ -218,11 +294,13 @@ absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
   // The arena is allocated once, so every graph stays valid: epoch 0.
   constexpr uint64_t kEpoch = 0;
   const bool profiling = profile_ != nullptr;
-  GraphPolicy::Action action = program->policy.next(kEpoch, profiling);
+  ScheduleTrace *trace = kind == plan::STEP ? trace_ : nullptr;
+  GraphPolicy::Action action =
+      program->policy.next(kEpoch, profiling || trace != nullptr);
   absl::Status status;
   switch (action) {
   case GraphPolicy::Action::kEager:
-    status = enqueue(*program, contexts.data(), profiling);
+    status = enqueue(*program, contexts.data(), profiling, trace);
     if (status.ok())
       ++stats_.eagerRuns;
     break;

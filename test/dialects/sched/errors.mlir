@@ -358,3 +358,11 @@ sched.program @p step {
   // expected-error @+1 {{'sched.stage' op stages into a global (an input), not a transient buffer}}
   sched.stage %x micro_batch 0 on 0 : memref<2xi32>
 }
+
+// -----
+
+// mark: of F, B or W.
+sched.program @p step {
+  // expected-error @+1 {{'sched.mark' op part must be "F", "B" or "W", not "BW"}}
+  sched.mark "BW" stage 0 mb 0 on 0
+}

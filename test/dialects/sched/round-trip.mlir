@@ -112,6 +112,15 @@ sched.program @optimizer step {
   sched.event.wait 3 value 2 on 2
 }
 
+// Marks bracket one part of a micro-batch's work through a stage.
+// CHECK-LABEL: sched.program @marked step {
+// CHECK-NEXT: sched.mark "W" stage 3 mb 5 on 2
+// CHECK-NEXT: sched.mark end "W" stage 3 mb 5 on 2
+sched.program @marked step {
+  sched.mark "W" stage 3 mb 5 on 2
+  sched.mark end "W" stage 3 mb 5 on 2
+}
+
 // A program may be empty.
 // CHECK-LABEL: sched.program @empty step {
 // CHECK-NEXT: }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/logging.h"
 #include "runtime/plan/PlanLoader.h"
 #include "test/unit/runtime/TestKernels.h"
@@ -138,17 +139,90 @@ TEST(PlanLoader, RefusesInvalidUtf8Quietly) {
       << s;
 }
 
+// Appends to the step program a mark of `part` of stage 1, micro-batch
+// `mb`, on stream 0.
+void addMark(plan::Plan &p, plan::SchedulePart part, bool end,
+             uint32_t mb = 0, const std::string &name = "step") {
+  plan::Instruction *inst = program(p, name).add_instructions();
+  inst->mutable_mark()->set_part(part);
+  inst->mutable_mark()->set_stage(1);
+  inst->mutable_mark()->set_micro_batch(mb);
+  inst->mutable_mark()->set_end(end);
+}
+
+TEST(PlanLoader, AcceptsPairedMarksAndResolvesThem) {
+  plan::Plan p = tinyModelPlan();
+  addMark(p, plan::PART_B, false, 1);
+  addMark(p, plan::PART_B, true, 1);
+  absl::StatusOr<LoadedPlan> loaded =
+      loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  for (const LoadedProgram &prog : loaded->programs) {
+    if (prog.kind != plan::STEP)
+      continue;
+    const LoadedInstruction &end = prog.instructions.back();
+    const LoadedInstruction &begin =
+        prog.instructions[prog.instructions.size() - 2];
+    EXPECT_EQ(begin.kind, LoadedInstruction::Kind::kMark);
+    EXPECT_FALSE(begin.end);
+    EXPECT_TRUE(end.end);
+    EXPECT_EQ(end.part, plan::PART_B);
+    EXPECT_EQ(end.stage, 1u);
+    EXPECT_EQ(end.microBatch, 1);
+  }
+}
+
+TEST(PlanLoader, RefusesMarksThatDoNotPair) {
+  expectRefused([](plan::Plan &p) { addMark(p, plan::PART_F, false); },
+                "the mark of F of stage 1 micro-batch 0 on stream 0 has no "
+                "end");
+  expectRefused([](plan::Plan &p) { addMark(p, plan::PART_F, true); },
+                "ends the mark of F of stage 1 micro-batch 0 on stream 0, "
+                "where none was begun");
+  expectRefused(
+      [](plan::Plan &p) {
+        addMark(p, plan::PART_F, false);
+        addMark(p, plan::PART_W, true);
+      },
+      "ends the mark of W of stage 1 micro-batch 0 on stream 0, where F of "
+      "stage 1 micro-batch 0 was begun");
+  expectRefused(
+      [](plan::Plan &p) {
+        addMark(p, plan::PART_F, false);
+        addMark(p, plan::PART_F, false, 1);
+      },
+      "begins the mark of F of stage 1 micro-batch 1 inside the mark of F "
+      "of stage 1 micro-batch 0 on the same stream");
+  expectRefused(
+      [](plan::Plan &p) { addMark(p, plan::PART_UNSPECIFIED, false); },
+      "the mark's part is PART_UNSPECIFIED; it must be PART_F, PART_B or "
+      "PART_W");
+  expectRefused([](plan::Plan &p) { addMark(p, plan::PART_F, false, 99); },
+                "marks micro-batch 99 but a step has "
+                "plan.train.num_micro_batches = ");
+  test::TinyModelOptions bf16;
+  bf16.weightCopies = true;
+  expectRefused(
+      [](plan::Plan &p) { addMark(p, plan::PART_F, false, 0, "init"); },
+      "only the STEP program marks its schedule", bf16);
+}
+
 TEST(PlanLoader, RefusesOtherFormatVersions) {
-  expectRefused([](plan::Plan &p) { p.set_format_version(7); },
-                "plan.format_version is 7 but this runtime reads version 6: "
-                "the plan was written by a newer braidc");
-  // Version 5 had no pipeline transfers and no stage plans.
+  const uint32_t v = kPlanFormatVersion;
+  auto refusal = [&](uint32_t given, const char *who) {
+    return absl::StrCat("plan.format_version is ", given,
+                        " but this runtime reads version ", v,
+                        ": the plan was written by ", who, " braidc");
+  };
+  expectRefused([&](plan::Plan &p) { p.set_format_version(v + 1); },
+                refusal(v + 1, "a newer"));
+  // Version 6 had no schedule marks; version 5 no pipeline transfers.
+  expectRefused([&](plan::Plan &p) { p.set_format_version(v - 1); },
+                refusal(v - 1, "an older"));
   expectRefused([](plan::Plan &p) { p.set_format_version(5); },
-                "plan.format_version is 5 but this runtime reads version 6: "
-                "the plan was written by an older braidc");
+                refusal(5, "an older"));
   expectRefused([](plan::Plan &p) { p.set_format_version(0); },
-                "plan.format_version is 0 but this runtime reads version 6: "
-                "the plan was written by an older braidc");
+                refusal(0, "an older"));
   // An empty byte string parses as an all-default plan: version 0.
   absl::Status s = loadPlan("", testKernelRegistry(), Device::kCPU).status();
   EXPECT_NE(std::string(s.message()).find("format_version is 0"),
@@ -842,7 +916,7 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
 
   std::string path = test::scratchDir() + "/bad.plan";
   plan::Plan p = tinyModelPlan();
-  p.set_format_version(7);
+  p.set_format_version(kPlanFormatVersion + 1);
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   std::string bytes = sealPlan(p.SerializeAsString());
@@ -851,7 +925,9 @@ TEST(PlanLoader, LoadPlanFileNamesThePath) {
   absl::Status s =
       loadPlanFile(path, testKernelRegistry(), Device::kCPU).status();
   EXPECT_NE(std::string(s.message())
-                .find("the plan file '" + path + "': plan.format_version is 7"),
+                .find(absl::StrCat("the plan file '", path,
+                                   "': plan.format_version is ",
+                                   kPlanFormatVersion + 1)),
             std::string::npos)
       << s;
   absl::Status dir =
