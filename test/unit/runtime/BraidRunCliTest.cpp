@@ -136,7 +136,7 @@ TEST(BraidRunCli, HelpDescribesEveryFlag) {
         "--shuffle", "--log FILE", "--save-dir DIR", "--save-interval N",
         "--save-shard-size S", "--resume DIR", "--allow-change LIST",
         "--skip-nonfinite N", "--threads N", "--device", "--cuda-graphs on|off",
-        "--peak-gflops X", "--quiet", "--profile", "--help"})
+        "--peak-gflops X", "--quiet", "--profile", "--trace DIR", "--help"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   EXPECT_NE(r.output.find(" PLAN --data FILE"), std::string::npos);
 }

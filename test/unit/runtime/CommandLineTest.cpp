@@ -47,7 +47,8 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
       "--allow-change",  "lr",      "--skip-nonfinite", "2",
       "--threads",       "3",       "--device",         "cuda",
       "--cuda-graphs",   "off",     "--peak-gflops",    "12.5",
-      "--comm-timeout",  "2.5",     "--emulate-link",   "25:2"};
+      "--comm-timeout",  "2.5",     "--emulate-link",   "25:2",
+      "--trace",         "tr"};
   std::vector<std::string> joined;
   for (size_t i = 0; i < spaced.size(); i += 2)
     joined.push_back(spaced[i] + "=" + spaced[i + 1]);
@@ -60,6 +61,7 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
     EXPECT_EQ(cl.steps, 30);
     EXPECT_EQ(cl.stopAfter, 10);
     EXPECT_EQ(cl.logPath, "l.jsonl");
+    EXPECT_EQ(cl.traceDir, "tr");
     EXPECT_EQ(cl.saveDir, "ck");
     EXPECT_EQ(cl.saveInterval, 5);
     EXPECT_EQ(cl.resumeDir, "ck");
@@ -101,6 +103,8 @@ TEST(CommandLine, AValueIsTakenAsGiven) {
   EXPECT_EQ(parsed({"p.plan", "--data=a=b"}).dataPath, "a=b");
   EXPECT_EQ(refusal({"p.plan", "--data", "d", "--log=", "--quiet"}),
             "--log needs a file, not an empty string");
+  EXPECT_EQ(refusal({"p.plan", "--data", "d", "--trace="}),
+            "--trace needs a directory, not an empty string");
   // Numbers are decimal, and one past the range is refused, not clamped.
   EXPECT_EQ(parsed({"p.plan", "--data", "d", "--steps", "010"}).steps, 10);
   EXPECT_EQ(
