@@ -179,7 +179,8 @@ absl::StatusOr<RankTrace> parseScheduleTrace(const std::string &json,
   RankTrace trace;
   int64_t rank = 0, world = 0;
   if (!count(other->find("rank"), &rank) ||
-      !count(other->find("world"), &world) || world < 1 || rank >= world)
+      !count(other->find("world"), &world) || world < 1 ||
+      world > (int64_t{1} << 24) || rank >= world)
     return bad(name, "has no valid otherData.rank and otherData.world");
   trace.rank = static_cast<int>(rank);
   trace.worldSize = static_cast<int>(world);

@@ -346,7 +346,7 @@ TEST(ScheduleTraceFile, ParseErrorsNameTheFileAndTheProblem) {
 // A world too large for RankTrace::worldSize (an int) is accepted, and
 // read back as a world of 0 ranks (2^32) or a negative one (2^31): the
 // parser checks otherData.world against 2^40, not INT_MAX.
-TEST(ScheduleTraceFile, DISABLED_RefusesAWorldTooLargeForAnInt) {
+TEST(ScheduleTraceFile, RefusesAWorldBeyondAnyMesh) {
   for (const char *world : {"4294967296", "2147483648"}) {
     const std::string json = replaced(sampleJson(0, 2), "\"world\":2}",
                                       absl::StrCat("\"world\":", world, "}"));
