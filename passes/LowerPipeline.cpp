@@ -668,10 +668,22 @@ void PipelineLowering::buildRank(int64_t rank) {
     auto streamOf = [&](const Piece &piece) {
       return piece.part == Part::kF ? kCompute : side;
     };
-    for (const Piece &piece : piecesOf(rank, order[k]))
-      emitPiece(st, piece, streamOf(piece));
-    for (const Piece &piece : piecesOf(rank, order[k]))
-      postSends(st, piece, streamOf(piece));
+    // A pair's backward half, with its sends, is stated first: a host that
+    // runs stream 0 as it issues (the CPU's) has then handed it to its
+    // stream before it computes the forward half, and its gradient send
+    // does not wait for the forward half to end. The halves share no
+    // buffer and their sends travel on different channels, so the order
+    // changes nothing else.
+    for (bool backwardHalf : {true, false}) {
+      if (backwardHalf && !pair)
+        continue;
+      for (const Piece &piece : piecesOf(rank, order[k]))
+        if (!pair || (piece.part != Part::kF) == backwardHalf)
+          emitPiece(st, piece, streamOf(piece));
+      for (const Piece &piece : piecesOf(rank, order[k]))
+        if (!pair || (piece.part != Part::kF) == backwardHalf)
+          postSends(st, piece, streamOf(piece));
+    }
     if (pair) {
       const int64_t joined = ++st.streamValue[side];
       record(eventOf(side), joined, side);

@@ -16,8 +16,12 @@
 #   - the step the same measured costs give with a core per rank, which
 #     shows what sharing the cores costs each schedule.
 #
-#   test/bench/run_pipeline_bench.sh [--steps N] [--link L:B] [--pp "2 4"]
-#                                    [--out DIR]
+# The families run in turn, --rounds times (default 3), so that a slower
+# spell of a shared machine falls on all of them; each figure is from the
+# round whose measured step is the family's median.
+#
+#   test/bench/run_pipeline_bench.sh [--steps N] [--rounds R] [--link L:B]
+#                                    [--pp "2 4"] [--out DIR]
 #
 # Needs a build with MPI (scripts/build.sh; Open MPI from install-deps.sh).
 # Run it on a quiet machine: a build beside it distorts every figure.
@@ -25,16 +29,18 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${BRAID_BUILD_DIR:-$root/build}"
 steps=20
+rounds=3
 link="25:2"
 pps="2 4"
 out="$build/bench/pipeline"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --link) link="$2"; shift 2 ;;
     --pp) pps="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "run_pipeline_bench.sh: unknown option '$1' (use --steps N, --link L:B, --pp LIST, --out DIR)" >&2; exit 2 ;;
+    *) echo "run_pipeline_bench.sh: unknown option '$1' (use --steps N, --rounds R, --link L:B, --pp LIST, --out DIR)" >&2; exit 2 ;;
   esac
 done
 command -v mpirun >/dev/null || {
@@ -42,6 +48,7 @@ command -v mpirun >/dev/null || {
 [ -x "$build/bin/braidc" ] && [ -x "$build/bin/braid-run" ] || {
   echo "run_pipeline_bench.sh: no $build/bin/braidc; build first (scripts/build.sh)" >&2; exit 1; }
 [ "$steps" -ge 3 ] || { echo "run_pipeline_bench.sh: --steps needs 3 or more" >&2; exit 2; }
+[ "$rounds" -ge 1 ] || { echo "run_pipeline_bench.sh: --rounds needs 1 or more" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
 cores=$(nproc)
@@ -56,51 +63,68 @@ spec() {
       "$root/models/llama-tiny.pbtxt"
 }
 
+families="ONE_F_ONE_B INTERLEAVED ZB_H1 DUALPIPE_V"
+name_of() { echo "pp$1-$(echo "$2" | tr 'A-Z_' 'a-z-')"; }
 for pp in $pps; do
-  for sched in ONE_F_ONE_B INTERLEAVED ZB_H1 DUALPIPE_V; do
+  for sched in $families; do
     vpp=1
     [ "$sched" = INTERLEAVED ] && vpp=2
-    name="pp$pp-$(echo "$sched" | tr 'A-Z_' 'a-z-')"
-    echo "run_pipeline_bench.sh: $name ($steps steps on $pp ranks)" >&2
+    name=$(name_of "$pp" "$sched")
     spec "$sched" "$vpp" > "$out/$name.pbtxt"
-    "$build/bin/braidc" "$out/$name.pbtxt" -o "$out/$name.plan" >/dev/null
-    rm -rf "$out/$name.trace"
-    mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np "$pp" \
-      "$build/bin/braid-run" "$out/$name.plan" --data "$data" \
-      --steps "$steps" --threads 1 --quiet --emulate-link "$link" \
-      --trace "$out/$name.trace"
-    "$build/bin/braidc" "$out/$name.pbtxt" --simulate --sim-link "$link" \
-      --sim-profile "$out/$name.trace" --sim-cores "$cores" \
-      > "$out/$name.sim.txt"
-    # The same measured costs with a core per rank: what the schedule
-    # would do on a machine that does not share cores.
-    "$build/bin/braidc" "$out/$name.pbtxt" --simulate --sim-link "$link" \
-      --sim-profile "$out/$name.trace" > "$out/$name.own-cores.txt"
-    printf '%s\t%s\t%s\t%s\n' "$pp" "$sched" "$out/$name.sim.txt" \
-      "$out/$name.own-cores.txt" >> "$out/results.tsv"
+    "$build/bin/braidc" "$out/$name.pbtxt" -o "$out/$name.plan" >/dev/null 2>&1
+  done
+done
+for round in $(seq "$rounds"); do
+  for pp in $pps; do
+    for sched in $families; do
+      name=$(name_of "$pp" "$sched")
+      run="$out/$name.r$round"
+      echo "run_pipeline_bench.sh: round $round: $name ($steps steps on $pp ranks)" >&2
+      rm -rf "$run.trace"
+      mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np "$pp" \
+        "$build/bin/braid-run" "$out/$name.plan" --data "$data" \
+        --steps "$steps" --threads 1 --quiet --emulate-link "$link" \
+        --trace "$run.trace"
+      "$build/bin/braidc" "$out/$name.pbtxt" --simulate --sim-link "$link" \
+        --sim-profile "$run.trace" --sim-cores "$cores" > "$run.sim.txt"
+      # The same measured costs with a core per rank: what the schedule
+      # would do on a machine that does not share cores.
+      "$build/bin/braidc" "$out/$name.pbtxt" --simulate --sim-link "$link" \
+        --sim-profile "$run.trace" > "$run.own-cores.txt"
+      printf '%s\t%s\t%s\t%s\n' "$pp" "$sched" "$run.sim.txt" \
+        "$run.own-cores.txt" >> "$out/results.tsv"
+    done
   done
 done
 
-python3 - "$out/results.tsv" "$link" "$cores" "$steps" <<'PY'
-import re, sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-print(f"pipeline benchmark: llama-tiny, 8 layers, m = 2p, link {sys.argv[2]} "
-      f"(L us : GB/s), {sys.argv[3]} cores, {sys.argv[4]} steps (the first left out)")
-print(f"{'PP':>2}  {'schedule':<12} {'measured':>9} {'simulated':>9} {'error':>7}"
-      f"  {'bubble meas.':>12} {'sim.':>6}  {'vs 1F1B':>7}  {'own cores':>9}")
-base = {}
+python3 - "$out/results.tsv" "$link" "$cores" "$steps" "$rounds" <<'PY'
+import re, statistics, sys
 def simulated(text):
     return float(re.search(r"step time ([\d.]+) ms \(simulated\)", text).group(1))
-for pp, sched, path, own in rows:
+def figures(path, own):
     text = open(path).read()
     m = re.search(r"step time ([\d.]+) ms \(simulated\), ([\d.]+) ms measured", text)
-    sim, meas = float(m.group(1)), float(m.group(2))
     ranks = re.findall(r"^\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)%.*\s([\d.]+)%$", text, re.M)
-    simb = sum(float(a) for a, _ in ranks) / len(ranks)
-    measb = sum(float(b) for _, b in ranks) / len(ranks)
+    return {"sim": float(m.group(1)), "meas": float(m.group(2)),
+            "simb": sum(float(a) for a, _ in ranks) / len(ranks),
+            "measb": sum(float(b) for _, b in ranks) / len(ranks),
+            "own": simulated(open(own).read())}
+runs = {}
+for pp, sched, path, own in (l.rstrip("\n").split("\t") for l in open(sys.argv[1])):
+    runs.setdefault((pp, sched), []).append(figures(path, own))
+print(f"pipeline benchmark: llama-tiny, 8 layers, m = 2p, link {sys.argv[2]} "
+      f"(L us : GB/s), {sys.argv[3]} cores, {sys.argv[4]} steps (the first left "
+      f"out), the median of {sys.argv[5]} rounds")
+print(f"{'PP':>2}  {'schedule':<12} {'measured':>9} {'simulated':>9} {'error':>7}"
+      f"  {'bubble meas.':>12} {'sim.':>6}  {'vs 1F1B':>7}  {'own cores':>9}  rounds measured")
+base = {}
+for (pp, sched), rs in runs.items():
+    mid = sorted(rs, key=lambda r: r["meas"])[(len(rs) - 1) // 2]
     if sched == "ONE_F_ONE_B":
-        base[pp] = meas
-    ratio = meas / base[pp] if pp in base else float("nan")
-    print(f"{pp:>2}  {sched:<12} {meas:7.1f}ms {sim:7.1f}ms {100*(sim/meas-1):+6.1f}%"
-          f"  {measb:11.1f}% {simb:5.1f}%  {ratio:6.2f}x  {simulated(open(own).read()):7.1f}ms")
+        base[pp] = mid["meas"]
+    ratio = mid["meas"] / base[pp] if pp in base else float("nan")
+    spread = " ".join(f"{r['meas']:.1f}" for r in rs)
+    print(f"{pp:>2}  {sched:<12} {mid['meas']:7.1f}ms {mid['sim']:7.1f}ms "
+          f"{100*(mid['sim']/mid['meas']-1):+6.1f}%  {mid['measb']:11.1f}% "
+          f"{mid['simb']:5.1f}%  {ratio:6.2f}x  {mid['own']:7.1f}ms  {spread}")
 PY
