@@ -178,7 +178,9 @@ private:
 };
 
 // Fork from stream 0, the program's instructions, join back into stream 0.
-// Eager or under capture alike: nothing here may synchronise with the host.
+// Eager or under capture alike: nothing here may synchronise with the host,
+// except in a traced run (always eager), which waits for its origin first
+// and for the program at the end.
 absl::Status CudaDevice::enqueue(Program &program,
                                  const KernelContext *contexts,
                                  bool profiling, ScheduleTrace *trace) {
