@@ -15,6 +15,7 @@
 #include "passes/pipeline/Simulate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -74,7 +75,8 @@ absl::Status Engine::checkShape() const {
                      " stages, the schedule ", place_.stages()));
   // Times start at 0 and only grow; a negative cost would break that.
   auto bad = [](double v) { return !(v >= 0); };
-  bool negative = bad(costs_.transfer) || bad(costs_.fbCost(1, 1));
+  bool negative = bad(costs_.transfer) || bad(costs_.fbCost(1, 1)) ||
+                  std::isnan(costs_.gradientTransfer);
   for (const StageCosts &c : costs_.stages)
     negative |= bad(c.f) || bad(c.b) || bad(c.w) || bad(c.activationBytes);
   if (negative)
@@ -292,7 +294,10 @@ void Engine::advanceChannel(int64_t c) {
     const double posted = consumer.pos == 0 ? 0 : nodes_[recv.node - 1].start;
     if (producer.end == kUnknown || posted == kUnknown)
       return;
-    ch.last = std::max({producer.end, posted, ch.last}) + costs_.transfer;
+    ch.last = std::max({producer.end, posted, ch.last}) +
+              (send.tensor.gradient && costs_.gradientTransfer >= 0
+                   ? costs_.gradientTransfer
+                   : costs_.transfer);
     consumer.inputs[recv.slot].ready = ch.last;
     ++ch.sendHead;
     ++ch.recvHead;

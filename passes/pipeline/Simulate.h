@@ -67,6 +67,8 @@ struct StageCosts {
 struct CostModel {
   std::vector<StageCosts> stages; // one per stage, or empty: all default
   double transfer = 0;            // time of one send between ranks
+  // Of a gradient's send, where it differs (negative: `transfer`).
+  double gradientTransfer = -1;
   // Time of an overlapped FB pair, from its two halves' times f and bw
   // (negative: f + bw, no overlap gain). E.g. 0.9 * (f + bw). Unused where
   // the ranks share cores: an FB's halves share them as two activities.

@@ -45,26 +45,40 @@ double unionLength(std::vector<std::pair<double, double>> spans) {
   return open ? total + (to - from) : total;
 }
 
-// The hand-overs of TraceSummary::handoffSeconds, in the steps `steps`.
+// The hand-overs of TraceSummary::handoffSeconds (`gradients` false) or
+// gradientHandoffSeconds (true), in the steps `steps`.
 std::vector<double> handoffSamples(const std::vector<RankTrace> &ranks,
-                                   const std::set<int64_t> &steps) {
-  // Each forward's rank and span, by (step, stage, micro-batch).
-  std::map<std::tuple<int64_t, uint32_t, int64_t>,
-           std::pair<size_t, const ScheduleTrace::Span *>>
-      forwards;
+                                   const std::set<int64_t> &steps,
+                                   bool gradients) {
+  // Each part's rank and span, by (part, step, stage, micro-batch).
+  using Key = std::tuple<int, int64_t, uint32_t, int64_t>;
+  std::map<Key, std::pair<size_t, const ScheduleTrace::Span *>> parts;
   for (size_t r = 0; r < ranks.size(); ++r)
     for (const ScheduleTrace::Span &s : ranks[r].spans)
-      if (s.part == plan::PART_F && steps.count(s.step))
-        forwards[{s.step, s.stage, s.microBatch}] = {r, &s};
+      if (steps.count(s.step))
+        parts[{static_cast<int>(s.part), s.step, s.stage, s.microBatch}] = {
+            r, &s};
+  const int kind = gradients ? plan::PART_B : plan::PART_F;
   std::vector<double> out;
-  for (const auto &[key, here] : forwards) {
-    const auto &[step, stage, mb] = key;
-    if (stage == 0)
+  for (const auto &[key, here] : parts) {
+    const auto &[part, step, stage, mb] = key;
+    if (part != kind || (!gradients && stage == 0))
       continue;
-    auto from = forwards.find({step, stage - 1, mb});
-    if (from == forwards.end() || from->second.first == here.first)
-      continue; // the first stage, or a hand-over in memory
-    const double sent = from->second.second->end;
+    const uint32_t fromStage = gradients ? stage + 1 : stage - 1;
+    auto from = parts.find({kind, step, fromStage, mb});
+    if (from == parts.end() || from->second.first == here.first)
+      continue; // the first (or last) stage, or a hand-over in memory
+    double sent = from->second.second->end;
+    // A whole backward (BW) sends once its W is done: a W of the same
+    // stage and micro-batch that follows the B on its stream at once.
+    if (gradients) {
+      auto w = parts.find({plan::PART_W, step, fromStage, mb});
+      if (w != parts.end() && w->second.first == from->second.first &&
+          w->second.second->stream == from->second.second->stream &&
+          w->second.second->begin >= sent &&
+          w->second.second->begin - sent < 50e-6)
+        sent = w->second.second->end;
+    }
     const double started = here.second->begin;
     if (started < sent)
       continue;
@@ -153,9 +167,12 @@ absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks
     if (hosts > 0)
       hostSteps.push_back(host / hosts);
   }
-  std::vector<double> handoffs = handoffSamples(ranks, stepsSeen);
+  std::vector<double> handoffs = handoffSamples(ranks, stepsSeen, false);
   out.handoffSamples = static_cast<int64_t>(handoffs.size());
   out.handoffSeconds = mean(handoffs);
+  handoffs = handoffSamples(ranks, stepsSeen, true);
+  out.gradientHandoffSamples = static_cast<int64_t>(handoffs.size());
+  out.gradientHandoffSeconds = mean(handoffs);
   out.scheduleSeconds = median(windows);
   out.stepSeconds = median(hostSteps);
   out.stages.resize(numStages);

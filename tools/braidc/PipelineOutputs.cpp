@@ -59,11 +59,17 @@ std::string report(const pipeline::Schedule &s, const pipeline::Partition &p,
                                     "over %d traced steps in %s",
                                     measured->steps, outputs.profileDir));
   if (measured != nullptr && measured->handoffSamples > 0)
-    absl::StrAppend(&out, absl::StrFormat(
-                              ", transfers of %.4g us (the mean of %d "
-                              "measured hand-overs)",
-                              measured->handoffSeconds * 1e6,
-                              measured->handoffSamples));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat(", transfers of %.4g us (the mean of %d measured "
+                        "hand-overs of activations)",
+                        measured->handoffSeconds * 1e6,
+                        measured->handoffSamples),
+        measured->gradientHandoffSamples > 0
+            ? absl::StrFormat(" and %.4g us (of %d of gradients)",
+                              measured->gradientHandoffSeconds * 1e6,
+                              measured->gradientHandoffSamples)
+            : std::string());
   else
     absl::StrAppend(&out,
                     absl::StrFormat(", link %.4g us + %.4g GB/s per transfer",
@@ -161,6 +167,8 @@ absl::Status writePipelineOutputs(mlir::ModuleOp module,
     measured = std::move(*read);
     if (measured->handoffSamples > 0)
       costs.transfer = measured->handoffSeconds;
+    if (measured->gradientHandoffSamples > 0)
+      costs.gradientTransfer = measured->gradientHandoffSeconds;
     for (size_t i = 0; i < costs.stages.size(); ++i) {
       costs.stages[i].f = measured->stages[i].f.cpu;
       costs.stages[i].b = measured->stages[i].b.cpu;

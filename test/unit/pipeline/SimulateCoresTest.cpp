@@ -173,6 +173,24 @@ TEST(SimulateCoresTest, TransfersTakeNoCore) {
   expectSpan(sim, 0, 3, 10, 12);
 }
 
+// Gradients may take longer than activations (a measured profile): GPipe
+// on 2 ranks, M = 1, unit costs: F 0 [0, 1], 0.5 to rank 1, F [1.5, 2.5],
+// BW [2.5, 4.5], 2 back to rank 0, BW [6.5, 8.5]; a core per rank or one
+// shared, the step is the same (never two entries at once).
+TEST(SimulateCoresTest, GradientsHaveTheirOwnTransferTime) {
+  for (int64_t cores : {0, 1}) {
+    CostModel costs = onCores(cores);
+    costs.transfer = 0.5;
+    costs.gradientTransfer = 2;
+    const Simulation sim = run(make(Family::kGPipe, 2, 1, 1), costs);
+    EXPECT_NEAR(sim.stepTime, 8.5, kEps) << cores << " cores";
+    expectSpan(sim, 1, 0, 1.5, 2.5);
+    expectSpan(sim, 0, 1, 6.5, 8.5);
+    costs.gradientTransfer = -1; // the activations' time
+    EXPECT_NEAR(run(make(Family::kGPipe, 2, 1, 1), costs).stepTime, 7, kEps);
+  }
+}
+
 // 1F1B on 4 ranks and 2 cores, M = 4, F = 1, BW = 2, no transfer time.
 // The fill runs 1, 2, 3 then 4 forwards at once: F 0 of rank 0 over
 // [0, 1], the next wave over [1, 2], three at 2/3 over [2, 3.5], four at

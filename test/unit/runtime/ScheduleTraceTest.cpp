@@ -626,12 +626,26 @@ TEST(TraceSummary, HandOversAreBetweenRanks) {
   EXPECT_DOUBLE_EQ(apart->busySeconds[1], 2.0);
   EXPECT_DOUBLE_EQ(apart->bubbleRatio[0], 0.6);
   EXPECT_DOUBLE_EQ(apart->bubbleRatio[1], 0.6);
+  // Stage 1's W follows its B at once (a whole backward): its gradient
+  // leaves at the W's end, 3.5, and stage 0's B starts at 4.
+  EXPECT_EQ(apart->gradientHandoffSamples, 1);
+  EXPECT_DOUBLE_EQ(apart->gradientHandoffSeconds, 0.5);
+  // A W that comes later is an entry of its own: the gradient left at the
+  // B's end, 3.
+  std::vector<RankTrace> split = handOverTraces(2, 1);
+  split[1].spans[2].begin = 3.25;
+  split[1].spans[2].end = 3.75;
+  absl::StatusOr<TraceSummary> zb = summarizeTraces(split, 2);
+  ASSERT_TRUE(zb.ok()) << zb.status();
+  EXPECT_EQ(zb->gradientHandoffSamples, 1);
+  EXPECT_DOUBLE_EQ(zb->gradientHandoffSeconds, 1.0);
 
   // Both stages on one rank: the hand-over is in memory, not a sample.
   absl::StatusOr<TraceSummary> together =
       summarizeTraces(handOverTraces(1, 0), 2);
   ASSERT_TRUE(together.ok()) << together.status();
   EXPECT_EQ(together->handoffSamples, 0);
+  EXPECT_EQ(together->gradientHandoffSamples, 0);
   EXPECT_DOUBLE_EQ(together->handoffSeconds, 0.0);
   EXPECT_DOUBLE_EQ(together->busySeconds[0], 4.0);
   EXPECT_DOUBLE_EQ(together->bubbleRatio[0], 0.2);
