@@ -20,7 +20,9 @@ double seconds(ScheduleTrace::Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-const char *partName(plan::SchedulePart part) {
+} // namespace
+
+const char *schedulePartName(plan::SchedulePart part) {
   switch (part) {
   case plan::PART_F:
     return "F";
@@ -32,8 +34,6 @@ const char *partName(plan::SchedulePart part) {
     return "?";
   }
 }
-
-} // namespace
 
 double threadCpuSeconds() {
   timespec ts{};
@@ -129,7 +129,7 @@ std::string ScheduleTrace::chromeJson(int rank, int worldSize) const {
         "{\"name\":\"%s\",\"cat\":\"schedule\",\"ph\":\"X\",\"pid\":%d,"
         "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%d,"
         "\"stage\":%d,\"mb\":%d,\"cpu_us\":%.3f}}",
-        partName(s.part), rank, s.stream + 1, s.begin * 1e6,
+        schedulePartName(s.part), rank, s.stream + 1, s.begin * 1e6,
         (s.end - s.begin) * 1e6, s.step, s.stage, s.microBatch, s.cpu * 1e6));
   absl::StrAppend(&out,
                   absl::StrFormat("\n],\"displayTimeUnit\":\"ms\",\"otherData\":"
@@ -210,10 +210,9 @@ absl::StatusOr<RankTrace> parseScheduleTrace(const std::string &json,
     const JsonValue *n = e.find("name");
     const std::string part =
         n && n->type == JsonValue::Type::kString ? n->text : "";
-    span.part = part == "F"   ? plan::PART_F
-                : part == "B" ? plan::PART_B
-                : part == "W" ? plan::PART_W
-                              : plan::PART_UNSPECIFIED;
+    for (plan::SchedulePart p : {plan::PART_F, plan::PART_B, plan::PART_W})
+      if (part == schedulePartName(p))
+        span.part = p;
     int64_t stage = 0, mb = 0, tid = 0;
     double cpu = 0;
     if (span.part == plan::PART_UNSPECIFIED || !count(e.find("tid"), &tid) ||

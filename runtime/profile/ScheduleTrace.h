@@ -28,6 +28,9 @@ struct MarkCall {
   bool end = false;
 };
 
+// "F", "B" or "W" (a trace event's name); "?" for PART_UNSPECIFIED.
+const char *schedulePartName(plan::SchedulePart part);
+
 // The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID).
 double threadCpuSeconds();
 

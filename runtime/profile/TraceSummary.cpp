@@ -96,10 +96,6 @@ std::vector<double> handoffSamples(const std::vector<RankTrace> &ranks,
   return out;
 }
 
-const char *partName(plan::SchedulePart part) {
-  return part == plan::PART_F ? "F" : part == plan::PART_B ? "B" : "W";
-}
-
 } // namespace
 
 absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks,
@@ -181,7 +177,7 @@ absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks
       auto it = samples.find({stage, static_cast<int>(part)});
       if (it == samples.end())
         return absl::InvalidArgumentError(absl::StrCat(
-            "the traces have no ", partName(part), " of stage ", stage,
+            "the traces have no ", schedulePartName(part), " of stage ", stage,
             " in the steps after the first: was it traced from this spec's "
             "plan?"));
       PartCost &cost = part == plan::PART_F   ? out.stages[stage].f

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/profile/KernelProfile.h"
@@ -235,6 +236,11 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
   KernelProfile profile;
   if (options.profile)
     trainer.setProfile(&profile);
+  // However the run ends, the device keeps no pointer to them.
+  absl::Cleanup detach = [&trainer] {
+    trainer.setProfile(nullptr);
+    trainer.setTrace(nullptr);
+  };
   const Clock::time_point runStart = Clock::now();
   bool savedLast = false;
   int64_t skippedHere = 0;

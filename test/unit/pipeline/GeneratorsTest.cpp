@@ -14,9 +14,12 @@
 #include "absl/strings/str_join.h"
 #include "passes/pipeline/Generators.h"
 #include "passes/pipeline/Simulate.h"
+#include "test/unit/pipeline/ScheduleTestUtil.h"
 
 namespace braid::pipeline {
 namespace {
+
+using test_util::make;
 
 // "F0.1" is the forward of micro-batch 0 through chunk 1; "FB3.0/1.1" the
 // forward of micro-batch 3, chunk 0, overlapped with the backward of
@@ -30,12 +33,6 @@ std::string orderString(const std::vector<Entry> &order) {
     words.push_back(word);
   }
   return absl::StrJoin(words, " ");
-}
-
-Schedule make(Family family, int64_t ranks, int64_t chunks, int64_t mbs) {
-  absl::StatusOr<Schedule> s = makeSchedule(family, ranks, chunks, mbs);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *std::move(s) : Schedule{};
 }
 
 // Every (micro-batch, chunk) of every rank has one forward and one

@@ -15,28 +15,20 @@
 
 #include "passes/pipeline/Generators.h"
 #include "passes/pipeline/Simulate.h"
+#include "test/unit/pipeline/ScheduleTestUtil.h"
 
 namespace braid::pipeline {
 namespace {
 
-constexpr double kEps = 1e-9;
+using test_util::make;
+using test_util::run;
 
-Schedule make(Family family, int64_t p, int64_t v, int64_t m) {
-  absl::StatusOr<Schedule> s = makeSchedule(family, p, v, m);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *s : Schedule{};
-}
+constexpr double kEps = 1e-9;
 
 CostModel onCores(int64_t cores) {
   CostModel c;
   c.cores = cores;
   return c;
-}
-
-Simulation run(const Schedule &s, const CostModel &c) {
-  absl::StatusOr<Simulation> sim = simulate(s, c);
-  EXPECT_TRUE(sim.ok()) << sim.status();
-  return sim.ok() ? *sim : Simulation{};
 }
 
 // The sum of every entry's cost: an FB's two halves, f + b + w.

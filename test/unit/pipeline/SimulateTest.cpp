@@ -13,29 +13,21 @@
 
 #include "passes/pipeline/Generators.h"
 #include "passes/pipeline/Simulate.h"
+#include "test/unit/pipeline/ScheduleTestUtil.h"
 
 namespace braid::pipeline {
 namespace {
 
-constexpr double kEps = 1e-9;
+using test_util::make;
+using test_util::run;
 
-Schedule make(Family family, int64_t p, int64_t v, int64_t m) {
-  absl::StatusOr<Schedule> s = makeSchedule(family, p, v, m);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *s : Schedule{};
-}
+constexpr double kEps = 1e-9;
 
 // Every stage costs the same: f, b, w per chunk.
 CostModel uniform(const Schedule &s, double f, double b, double w) {
   CostModel c;
   c.stages.assign(s.placement.stages(), StageCosts{f, b, w, 0});
   return c;
-}
-
-Simulation run(const Schedule &s, const CostModel &c) {
-  absl::StatusOr<Simulation> sim = simulate(s, c);
-  EXPECT_TRUE(sim.ok()) << sim.status();
-  return sim.ok() ? *sim : Simulation{};
 }
 
 // Whether `text` holds each of `parts`, saying which one it lacks.

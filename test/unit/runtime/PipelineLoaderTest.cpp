@@ -400,22 +400,17 @@ TEST(PipelineLoader, StagesAgreeOnParametersLossesAndTransfers) {
         p.mutable_stage_plans(1)->mutable_tensors(0)->set_name("other.weight");
       },
       "no stage plan reads the losses back");
-  // The received embeddings of micro-batch 0 have the wrong size.
+  // The received embeddings of micro-batch 0 have the wrong size: the
+  // refusal names the send and the receive it meets.
+  auto wrongSize = [](plan::Plan &p) {
+    const int recv = nth(p, 1, isRecv);
+    instruction(p, 1, recv)
+        .mutable_recv()
+        ->set_tensor(tensorNamed(p.stage_plans(1), "rstd.0"));
+  };
+  expectRefused(wrongSize, "sends 256 f32 (plan.stage_plans[0].tensors[");
   expectRefused(
-      [](plan::Plan &p) {
-        const int recv = nth(p, 1, isRecv);
-        instruction(p, 1, recv)
-            .mutable_recv()
-            ->set_tensor(tensorNamed(p.stage_plans(1), "rstd.0"));
-      },
-      "sends 256 f32 (plan.stage_plans[0].tensors[");
-  expectRefused(
-      [](plan::Plan &p) {
-        const int recv = nth(p, 1, isRecv);
-        instruction(p, 1, recv)
-            .mutable_recv()
-            ->set_tensor(tensorNamed(p.stage_plans(1), "rstd.0"));
-      },
+      wrongSize,
       "), pipeline rank 0's 1st send to rank 1 on channel 0, but the receive "
       "it meets, plan.stage_plans[1].programs[0] (step) instruction");
   // Rank 1 sends one gradient fewer than rank 0 receives.

@@ -157,9 +157,11 @@ TEST(PlanLoader, AcceptsPairedMarksAndResolvesThem) {
   absl::StatusOr<LoadedPlan> loaded =
       loadPlan(p.SerializeAsString(), testKernelRegistry(), Device::kCPU);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
+  int steps = 0;
   for (const LoadedProgram &prog : loaded->programs) {
     if (prog.kind != plan::STEP)
       continue;
+    ++steps;
     const LoadedInstruction &end = prog.instructions.back();
     const LoadedInstruction &begin =
         prog.instructions[prog.instructions.size() - 2];
@@ -170,6 +172,7 @@ TEST(PlanLoader, AcceptsPairedMarksAndResolvesThem) {
     EXPECT_EQ(end.stage, 1u);
     EXPECT_EQ(end.microBatch, 1);
   }
+  EXPECT_EQ(steps, 1);
 }
 
 TEST(PlanLoader, RefusesMarksThatDoNotPair) {
