@@ -101,6 +101,12 @@ struct StepValues {
   // 1-based number of the AdamW update this step makes: `step` less the
   // earlier steps that were skipped as non-finite (AdamW's bias correction).
   int64_t update = 1;
+  // This rank's coordinate along the tensor-parallel axis and the axis's
+  // size: a kernel whose operands are one TP rank's part of a whole tensor
+  // (a vocabulary shard, a slice of the heads) offsets its ids and random
+  // draws by them (docs/parallel.md, "Tensor parallel").
+  int64_t tpRank = 0;
+  int64_t tpSize = 1;
 };
 
 // What CUDA kernels need from the runtime. Opaque pointers keep this header
@@ -120,6 +126,8 @@ struct KernelContext {
   double lr = 0;           // learning rate of this step (optimizer kernels)
   uint64_t seed = 0;       // the spec's seed (dropout masks)
   int64_t update = 1;      // StepValues::update
+  int64_t tpRank = 0;      // StepValues::tpRank
+  int64_t tpSize = 1;      // StepValues::tpSize
   ThreadPool *pool = nullptr;          // CPU kernels
   const GpuContext *gpu = nullptr;     // CUDA kernels
 };

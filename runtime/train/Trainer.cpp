@@ -135,6 +135,10 @@ StepValues Trainer::values(int64_t step) const {
   v.update = step - skippedSteps_;
   v.lr = schedule_.at(step);
   v.seed = plan_.proto.train().seed();
+  if (ranks_) {
+    v.tpRank = ranks_->coords()[static_cast<int>(MeshAxis::kTP)];
+    v.tpSize = ranks_->mesh().size(MeshAxis::kTP);
+  }
   return v;
 }
 

@@ -68,6 +68,8 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   ctx.update = values.update;
   ctx.lr = values.lr;
   ctx.seed = values.seed;
+  ctx.tpRank = values.tpRank;
+  ctx.tpSize = values.tpSize;
   ctx.pool = &pool_;
   absl::StatusOr<const Executor::Program *> program =
       executor_->program(kind);

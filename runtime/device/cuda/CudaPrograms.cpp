@@ -290,6 +290,8 @@ absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
     contexts[s].update = values.update;
     contexts[s].lr = values.lr;
     contexts[s].seed = values.seed;
+    contexts[s].tpRank = values.tpRank;
+    contexts[s].tpSize = values.tpSize;
     contexts[s].gpu = &gpuContexts_[s];
   }
 
