@@ -157,11 +157,13 @@ LogicalResult Lowering::checkSignature() {
            << "; a step has 1 to " << kMaxMicroBatches << " micro-batches";
   numMicroBatches_ = static_cast<int32_t>(numMicro);
   if (auto mesh = module_->getAttrOfType<MeshAttr>(BraidDialect::kMeshAttr)) {
-    if (mesh.getTp() != 1 || mesh.getCp() != 1)
+    if (mesh.getCp() != 1)
       return module_.emitError()
-             << "braid-lower-to-sched lowers data parallel meshes only, not "
+             << "braid-lower-to-sched lowers tensor and data parallel "
+                "meshes only, not "
              << mesh;
     dataParallel_ = mesh.getDp();
+    tensorParallel_ = mesh.getTp();
   }
   if (auto chunks =
           module_->getAttrOfType<IntegerAttr>(BraidDialect::kCommChunksAttr))
@@ -200,6 +202,17 @@ LogicalResult Lowering::checkSignature() {
                          p.getWeightDecay() && type.getRank() == 2,
                          schedInitKind(p.getInit()), p.getInitStd(),
                          p.getCheckpointTransposed()});
+      auto tp = func_.getArgAttrOfType<TpLayoutAttr>(i, BraidDialect::kTpAttr);
+      if (tp && tp.isSplit()) {
+        if (sharded())
+          return func_.emitOpError()
+                 << "ZeRO does not yet shard tensor-parallel parameters ('"
+                 << p.getName() << "'); set zero_stage 0 or tensor_parallel 1";
+        params_.back().tpShard = sched::ShardAttr::get(
+            b_.getContext(), sched::MeshAxis::Tp,
+            static_cast<unsigned>(tp.getDim()),
+            static_cast<unsigned>(tp.getBlocks()));
+      }
     } else if (auto r = func_.getArgAttrOfType<InputRoleAttr>(
                    i, BraidDialect::kInputAttr)) {
       inputRole_[arg] = schedRole(r.getValue());
@@ -274,26 +287,26 @@ LogicalResult Lowering::createGlobals() {
     if (!info)
       return failure();
     global(p.name, sched::GlobalKind::Parameter, p.arg.getType(), {},
-           std::nullopt, info, sharded());
+           std::nullopt, info, sharded(), p.tpShard);
   }
   for (auto &p : params_)
     global(p.name + ".grad", sched::GlobalKind::Gradient, p.arg.getType(),
-           p.name, std::nullopt, {}, sharded());
+           p.name, std::nullopt, {}, sharded(), p.tpShard);
   if (zeroStage_ == 1)
     for (auto &p : params_)
       global(p.name + ".grad.full", sched::GlobalKind::Gradient,
              p.arg.getType(), p.name);
   for (auto &p : params_) {
     global(p.name + ".exp_avg", sched::GlobalKind::OptimizerState,
-           p.arg.getType(), p.name, std::nullopt, {}, sharded());
+           p.arg.getType(), p.name, std::nullopt, {}, sharded(), p.tpShard);
     global(p.name + ".exp_avg_sq", sched::GlobalKind::OptimizerState,
-           p.arg.getType(), p.name, std::nullopt, {}, sharded());
+           p.arg.getType(), p.name, std::nullopt, {}, sharded(), p.tpShard);
   }
   // Stage 3 keeps its bf16 copies as shards too.
   for (auto &p : params_)
     if (!p.copy.empty())
       global(p.copy, sched::GlobalKind::WeightCopy, p.copyType, p.name,
-             std::nullopt, {}, zeroStage_ == 3);
+             std::nullopt, {}, zeroStage_ == 3, p.tpShard);
   for (BlockArgument arg : func_.getArguments())
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       global(sched::stringifyRole(it->second), sched::GlobalKind::Input,
@@ -430,6 +443,11 @@ LogicalResult Lowering::lowerMicroBatch() {
     }
     if (op.getName().getDialectNamespace() != "braid")
       return op.emitOpError("braid-lower-to-sched cannot lower this op");
+    if (isa<CommAllReduceOp, CommAllGatherOp>(op)) {
+      if (failed(lowerComm(op, buffers)))
+        return failure();
+      continue;
+    }
     if (!layerMark(&op) || !phaseMark(&op))
       return op.emitOpError()
              << "has no " << (layerMark(&op) ? "braid.phase" : "braid.layer")
@@ -500,6 +518,17 @@ LogicalResult Lowering::lowerMicroBatch() {
 
 
 
+// A TP step's micro-batches hold collectives, which a sched.repeat body does
+// not: they are stated one by one.
+void Lowering::unrollMicroBatches(sched::RepeatOp repeat) {
+  b_.setInsertionPointAfter(repeat);
+  for (int32_t m = 0; m < numMicroBatches_; ++m) {
+    IRMapping map;
+    cloneIteration(b_, repeat, m, map);
+  }
+  repeat.erase();
+}
+
 // Clipping, the guard, AdamW and the weight copies' refresh; the norm and
 // the skipped flag are read back after the losses.
 void Lowering::lowerOptimizer() {
@@ -567,6 +596,8 @@ LogicalResult Lowering::run() {
   if (failed(lowerMicroBatch()))
     return failure();
   b_.setInsertionPointAfter(repeat);
+  if (tensorParallel_ > 1)
+    unrollMicroBatches(repeat);
   if (zeroStage_ >= 2)
     unrollAndReduceMicroBatches(repeat);
   else if (dataParallel_ > 1 || sharded())

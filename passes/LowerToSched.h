@@ -53,6 +53,7 @@ private:
   void resetAccumulators();
   LogicalResult lowerMicroBatch();
   void lowerGradientReduction();
+  void unrollMicroBatches(sched::RepeatOp repeat);
   void unrollAndReduceMicroBatches(sched::RepeatOp repeat);
   void lowerOptimizer();
   Value lowerGradNorm(Location loc, ArrayRef<Value> grads);
@@ -63,14 +64,17 @@ private:
   // phase (forward or backward) in this micro-batch.
   Value gatherBuffer(Location loc, size_t i, Operation *user);
   void insertGathers(ArrayRef<Operation *> microBatch, const IRMapping &map);
-  sched::CollectiveOp collective(Location loc, sched::CollectiveKind kind,
-                                 ValueRange ins, ValueRange outs) {
+  sched::CollectiveOp
+  collective(Location loc, sched::CollectiveKind kind, ValueRange ins,
+             ValueRange outs, sched::MeshAxis axis = sched::MeshAxis::Dp) {
     MLIRContext *ctx = b_.getContext();
     return sched::CollectiveOp::create(
         b_, loc, sched::CollectiveKindAttr::get(ctx, kind),
-        sched::MeshAxisAttr::get(ctx, sched::MeshAxis::Dp), ins, outs,
+        sched::MeshAxisAttr::get(ctx, axis), ins, outs,
         b_.getI32IntegerAttr(stream_));
   }
+  // braid-shard's collectives, on the stream of the launches around them.
+  LogicalResult lowerComm(Operation &op, DenseMap<Value, Value> &buffers);
   bool sharded() const { return zeroStage_ >= 1; }
   // The communication stream: the one after the compute and optimizer
   // streams.
@@ -114,11 +118,13 @@ private:
   }
   void refreshWeightCopies(Location loc);
 
-  // A global; `shard` makes it this rank's DP shard of `tensorType`.
+  // A global; `shard` makes it this rank's DP shard of `tensorType`;
+  // `tpShard` says which TP part `tensorType` (already this rank's) is.
   sched::GlobalOp global(StringRef sym, sched::GlobalKind kind,
                          Type tensorType, StringRef of = {},
                          std::optional<sched::Role> role = std::nullopt,
-                         sched::ParamInfoAttr info = {}, bool shard = false) {
+                         sched::ParamInfoAttr info = {}, bool shard = false,
+                         sched::ShardAttr tpShard = {}) {
     MLIRContext *ctx = b_.getContext();
     auto g = sched::GlobalOp::create(
         b_, module_.getLoc(), b_.getStringAttr(sym),
@@ -127,8 +133,7 @@ private:
         role ? sched::RoleAttr::get(ctx, *role) : sched::RoleAttr(),
         TypeAttr::get(shard ? shardBuffer(tensorType) : bufferType(tensorType)),
         IntegerAttr(), info,
-        shard ? sched::ShardAttr::get(ctx, sched::MeshAxis::Dp, 0)
-              : sched::ShardAttr());
+        shard ? sched::ShardAttr::get(ctx, sched::MeshAxis::Dp, 0) : tpShard);
     globals_[sym] = g;
     return g;
   }
@@ -164,6 +169,8 @@ private:
     // empty when compute reads the parameter itself.
     std::string copy = {};
     Type copyType = {};
+    // The TP part this rank holds (braid-shard); null when whole.
+    sched::ShardAttr tpShard = {};
   };
 
   ModuleOp module_;
@@ -179,8 +186,9 @@ private:
   DenseMap<Operation *, size_t> copyCasts_;
   TrainAttr train_;
   int32_t numMicroBatches_ = 1;
-  // braid.mesh's DP size; 1 when the module has no mesh (one rank).
+  // braid.mesh's DP and TP sizes; 1 when the module has no mesh (one rank).
   int64_t dataParallel_ = 1;
+  int64_t tensorParallel_ = 1;
   // braid.zero_stage; 0 when the module has none.
   int64_t zeroStage_ = 0;
   // Stage 2: the transient whole gradients of the micro-batch being

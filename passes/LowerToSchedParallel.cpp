@@ -133,8 +133,68 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
 // The norm of the whole gradient. Sharded, each rank's shards give its part
 // of the norm; gathered, the parts' norm is the whole one, and every rank
 // computes the same value from the same parts.
+// The sum braid-shard asks for is made in place when nothing else reads the
+// partial value, and in a fresh buffer otherwise (the residual stream keeps
+// its partial sums while a norm reads the whole).
+LogicalResult Lowering::lowerComm(Operation &op,
+                                  DenseMap<Value, Value> &buffers) {
+  Value in = buffers.lookup(op.getOperand(0));
+  if (!in)
+    return op.emitOpError("operand has no buffer");
+  Location loc = op.getLoc();
+  Value out;
+  sched::CollectiveOp c;
+  if (isa<CommAllGatherOp>(op)) {
+    out = sched::AllocOp::create(b_, loc, bufferType(op.getResult(0).getType()),
+                                 IntegerAttr());
+    c = collective(loc, sched::CollectiveKind::AllGather, {in}, {out},
+                   sched::MeshAxis::Tp);
+  } else {
+    out = in;
+    if (!op.getOperand(0).hasOneUse()) {
+      out = sched::AllocOp::create(
+          b_, loc, bufferType(op.getResult(0).getType()), IntegerAttr());
+      auto zero = b_.getDictionaryAttr(
+          {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
+      copyMarks(&op, launch(loc, "fill", {}, {out}, zero));
+      copyMarks(&op, launch(loc, "accumulate", {in}, {out}, DictionaryAttr()));
+    }
+    c = collective(loc, sched::CollectiveKind::AllReduceSum, {out}, {},
+                   sched::MeshAxis::Tp);
+  }
+  copyMarks(&op, c);
+  buffers[op.getResult(0)] = out;
+  return success();
+}
+
+// With TP, a split parameter's gradient is one rank's part: the parts' norms
+// are gathered over the group and joined with the replicated parameters'
+// norm, which every rank holds whole.
 Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
   Value norm = getGlobal("grad_norm");
+  if (tensorParallel_ > 1) {
+    SmallVector<Value> split, whole;
+    for (auto [p, g] : llvm::zip(params_, grads))
+      (p.tpShard ? split : whole).push_back(g);
+    Type f32 = b_.getF32Type();
+    Value mine = sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32),
+                                        IntegerAttr());
+    optimizerLaunch(loc, "grad_norm", split, {mine}, DictionaryAttr());
+    Value all = sched::AllocOp::create(
+        b_, loc, MemRefType::get({tensorParallel_}, f32), IntegerAttr());
+    setPhaseMark(collective(loc, sched::CollectiveKind::AllGather, {mine},
+                            {all}, sched::MeshAxis::Tp),
+                 Phase::Optimizer);
+    SmallVector<Value> parts = {all};
+    if (!whole.empty()) {
+      Value rest = sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32),
+                                          IntegerAttr());
+      optimizerLaunch(loc, "grad_norm", whole, {rest}, DictionaryAttr());
+      parts.push_back(rest);
+    }
+    optimizerLaunch(loc, "grad_norm", parts, {norm}, DictionaryAttr());
+    return norm;
+  }
   if (!sharded()) {
     optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
     return norm;

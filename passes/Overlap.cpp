@@ -82,9 +82,20 @@ struct Reductions {
   int32_t comm = 0;
 };
 
+// The collectives of the gradient reduction: not braid-shard's sums over
+// the TP group, which stay where the micro-batch has them.
+SmallVector<sched::CollectiveOp> reductionCollectives(Block &body) {
+  SmallVector<sched::CollectiveOp> out;
+  for (auto c : body.getOps<sched::CollectiveOp>())
+    if (c.getAxis() != sched::MeshAxis::Tp)
+      out.push_back(c);
+  return out;
+}
+
 FailureOr<std::optional<Reductions>> findReductions(sched::ProgramOp step) {
   Block &body = step.getBody().front();
-  if (body.getOps<sched::CollectiveOp>().empty())
+  SmallVector<sched::CollectiveOp> collectives = reductionCollectives(body);
+  if (collectives.empty())
     return std::optional<Reductions>();
   Reductions r;
   auto unknown = [&](Operation *at, const Twine &why) {
@@ -133,10 +144,9 @@ FailureOr<std::optional<Reductions>> findReductions(sched::ProgramOp step) {
     ++expected;
   }
   if (r.handOvers.empty())
-    return unknown((*body.getOps<sched::CollectiveOp>().begin()).getOperation(),
-                   "no hand-over by event 1 before it");
+    return unknown(collectives.front(), "no hand-over by event 1 before it");
   // Gathers of weights (ZeRO 3) have their own events.
-  for (auto c : body.getOps<sched::CollectiveOp>())
+  for (auto c : collectives)
     if (!claimed.contains(c) && c.getStream() == r.comm &&
         c.getKind() != sched::CollectiveKind::AllGather)
       return unknown(c, "a collective on the communication stream outside "

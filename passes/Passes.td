@@ -124,6 +124,34 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::braid::BraidDialect"];
 }
 
+def ShardPass : Pass<"braid-shard", "mlir::ModuleOp"> {
+  let summary = "Lay the step out over the tensor-parallel ranks";
+  let description = [{
+    Where braid.mesh has tp > 1, propagates a layout (replicated, split
+    along one dimension, or partial: a whole-shaped part of a sum) through
+    the differentiated step in program order, Megatron-LM's way: a linear
+    over a replicated input is column-parallel, one over a split input
+    row-parallel; the token embedding and the LM head are split along the
+    vocabulary; norms and residual adds read replicated values. A partial
+    value that an op reads whole is summed by a `braid.comm.all_reduce`
+    right after it is made; the cross-entropy over vocabulary-split logits
+    becomes `braid.cross_entropy_stats`, an all-gather of three numbers per
+    token and `braid.cross_entropy_combine`. Types become each rank's own,
+    and every op and parameter records its layout in `braid.tp`:
+
+    ```mlir
+    %q = braid.linear %h, %wq {braid.tp = [#braid.tp<split, dim = 2, blocks = 1>]}
+        : (tensor<8x64x64xf32>, tensor<32x64xf32>) -> tensor<8x64x32xf32>
+    %o = braid.linear %a, %wo {braid.tp = [#braid.tp<partial, dim = 0, blocks = 1>]}
+        : (tensor<8x64x32xf32>, tensor<64x32xf32>) -> tensor<8x64x64xf32>
+    %s = braid.comm.all_reduce %o {axis = #braid.axis<tp>} : ...
+    ```
+
+    A module without a TP group is left as it is.
+  }];
+  let dependentDialects = ["::braid::BraidDialect"];
+}
+
 def PartitionPass : Pass<"braid-partition", "mlir::ModuleOp"> {
   let summary = "Cut the layers into pipeline stages, padded with empty layers";
   let description = [{

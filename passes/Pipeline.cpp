@@ -47,6 +47,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createImportSpecPass(import));
   }
   pm.addPass(createAutodiffPass());
+  pm.addPass(createShardPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kGraph, error)))
     return failure();
   pm.addPass(createPartitionPass());

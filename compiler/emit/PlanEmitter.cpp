@@ -131,6 +131,8 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
     s->set_axis(
         static_cast<plan::MeshAxis>(static_cast<int>(shard.getAxis()) + 1));
     s->set_dim(shard.getDim());
+    if (shard.getBlocks() > 1)
+      s->set_blocks(shard.getBlocks());
     const plan::Mesh &mesh = plan_.mesh();
     const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp()};
     for (int d = 0; d < t->shape_size(); ++d)

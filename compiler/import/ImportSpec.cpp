@@ -129,7 +129,7 @@ private:
     Value bias;
     if (arch_.linear_bias())
       bias = param(prefix + ".bias", {out}, InitKind::Zeros);
-    return LinearOp::create(b_, loc_, act(out), x, w, bias);
+    return LinearOp::create(b_, loc_, act(out), x, w, bias, {});
   }
 
   Value norm(Value x, const std::string &prefix) {
@@ -170,7 +170,7 @@ private:
         b_.getBoolAttr(true),
         b_.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(headDim))),
         b_.getF32FloatAttr(train_.attention_dropout()),
-        b_.getI64IntegerAttr(1 + 3 * layer), prefix);
+        b_.getI64IntegerAttr(1 + 3 * layer), prefix, {});
     return op.getResult();
   }
 
@@ -220,7 +220,7 @@ Value GraphBuilder::llamaLayer(Value x, int64_t l) {
     auto rep = [&](Value t) -> Value {
       return RepeatKVOp::create(b_, loc_, act(heads * headDim), t,
                                 b_.getI64IntegerAttr(heads),
-                                b_.getI64IntegerAttr(kvHeads));
+                                b_.getI64IntegerAttr(kvHeads), {}, {});
     };
     k = rep(k);
     v = rep(v);
@@ -277,12 +277,12 @@ void GraphBuilder::build() {
   Value table =
       param(gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight",
             {vocab, d}, InitKind::Normal);
-  Value x = EmbeddingOp::create(b_, loc_, act(d), table, tokens);
+  Value x = EmbeddingOp::create(b_, loc_, act(d), table, tokens, {});
   if (positions) {
     Value posTable =
         param(gpt2 ? "transformer.wpe.weight" : "model.embed_positions.weight",
               {arch_.max_position_embeddings(), d}, InitKind::Normal);
-    x = add(x, EmbeddingOp::create(b_, loc_, act(d), posTable, positions));
+    x = add(x, EmbeddingOp::create(b_, loc_, act(d), posTable, positions, {}));
   }
   x = dropout(x, train_.hidden_dropout(), 0);
 
@@ -297,7 +297,7 @@ void GraphBuilder::build() {
   Value head = table;
   if (!arch_.tie_embeddings())
     head = param("lm_head.weight", {vocab, d}, InitKind::Normal);
-  Value logits = LinearOp::create(b_, loc_, act(vocab), x, head, Value());
+  Value logits = LinearOp::create(b_, loc_, act(vocab), x, head, Value(), {});
   auto loss = CrossEntropyOp::create(
       b_, loc_, RankedTensorType::get({}, f32_), rowStat(), logits, labels);
   b_.setListener(nullptr);

@@ -41,12 +41,12 @@ void checkName(const std::string &name, RuleSink &sink) {
 }
 
 void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
-  if (p.tensor_parallel() != 1)
+  constexpr int64_t kMaxRanks = int64_t{1} << 24;
+  if (p.tensor_parallel() < 1 || p.tensor_parallel() > 1024)
     sink.report("parallel.tensor_parallel",
                 absl::StrCat(p.tensor_parallel(),
-                             " is not supported: this version has no tensor "
-                             "parallel layout; set tensor_parallel to 1"));
-  constexpr int64_t kMaxRanks = int64_t{1} << 24;
+                             " is not a number of ranks; set 1 to 1024 "
+                             "tensor-parallel ranks"));
   if (p.data_parallel() < 1 || p.data_parallel() > kMaxRanks)
     sink.report("parallel.data_parallel",
                 absl::StrCat(p.data_parallel(),
@@ -78,6 +78,52 @@ void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
                 absl::StrCat(p.comm_chunks(),
                              " is not a number of pieces; set 1 (whole "
                              "collectives) to 1024"));
+}
+
+// Tensor parallel splits heads, kv heads (or replicates them, when there are
+// fewer than ranks), the FFN and the vocabulary into equal parts.
+void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
+  const spec::ParallelLayout &p = spec.parallel();
+  const spec::Architecture &m = spec.model();
+  const int64_t tp = p.tensor_parallel();
+  if (tp <= 1)
+    return;
+  auto divisible = [&](const char *field, int64_t n, const char *what) {
+    if (n > 0 && n % tp != 0)
+      sink.report(field, absl::StrCat(n, " ", what, " do not split into ", tp,
+                                      " equal tensor-parallel parts; choose "
+                                      "a tensor_parallel that divides ",
+                                      n));
+  };
+  divisible("model.num_heads", m.num_heads(), "attention heads");
+  divisible("model.vocab_size", m.vocab_size(),
+            "vocabulary entries (the embedding and the LM head are split "
+            "along the vocabulary)");
+  divisible("model.ffn_hidden_size", m.ffn_hidden_size(), "FFN features");
+  const int64_t kv = m.num_kv_heads();
+  if (kv > 0 && kv % tp != 0 && tp % kv != 0)
+    sink.report("model.num_kv_heads",
+                absl::StrCat(kv, " kv heads neither split into ", tp,
+                             " tensor-parallel parts nor replicate evenly "
+                             "over them; choose a tensor_parallel that "
+                             "divides ",
+                             kv, " or is a multiple of it"));
+  if (p.pipeline_parallel() > 1)
+    sink.report("parallel.tensor_parallel",
+                absl::StrCat(tp, " does not combine with pipeline_parallel "
+                                 "yet; set tensor_parallel: 1 or "
+                                 "pipeline_parallel: 1"));
+  if (spec.train().precision() == spec::BF16)
+    sink.report("train.precision",
+                absl::StrCat("BF16 does not combine with tensor_parallel "
+                             "yet: the TP sums are made in f32; set "
+                             "precision: FP32 or tensor_parallel: 1"));
+  if (p.zero_stage() > 0)
+    sink.report("parallel.zero_stage",
+                absl::StrCat(p.zero_stage(),
+                             " does not combine with tensor_parallel yet: "
+                             "ZeRO shards whole parameters over DP; set "
+                             "zero_stage: 0 or tensor_parallel: 1"));
 }
 
 // Every data-parallel rank accumulates the same number of whole
@@ -193,6 +239,8 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
                     "micro_batch_size, seq_len, steps and adamw { lr }");
   if (spec.has_model() && spec.has_train())
     checkSequence(spec, counting);
+  if (spec.has_model())
+    checkTensorParallel(spec, counting);
   if (spec.has_train())
     checkDataParallelBatch(spec, counting);
   // The pipeline's rules need every count they divide to be valid.

@@ -219,6 +219,58 @@ def Braid_MeshAttr : AttrDef<Braid_Dialect, "Mesh"> {
   let genVerifyDecl = 1;
 }
 
+// How braid-shard lays a value out over the ranks of a TP group
+// (docs/parallel.md, "Tensor parallel").
+def Braid_TpKind : I32EnumAttr<"TpKind",
+    "how a value is laid out over the tensor-parallel ranks", [
+    I32EnumAttrCase<"Replicated", 0, "replicated">,
+    I32EnumAttrCase<"Split", 1, "split">,
+    I32EnumAttrCase<"Partial", 2, "partial">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+def Braid_TpLayoutAttr : AttrDef<Braid_Dialect, "TpLayout"> {
+  let mnemonic = "tp";
+  let summary = "A value's layout over the tensor-parallel ranks";
+  let description = [{
+    `replicated`: every TP rank holds the whole value. `split`: rank k holds
+    part k of dimension `dim`, or, with `blocks` above 1, part k of each of
+    the `blocks` equal consecutive blocks of that dimension (GPT-2's fused
+    q/k/v projection: each rank holds its rows of q, of k and of v).
+    `partial`: every rank holds a whole-shaped value, and the value is the
+    sum over the ranks (a row-parallel linear's output before its
+    all-reduce). `dim` and `blocks` are 0 and 1 unless the value is split.
+
+    ```mlir
+    %q = braid.linear %h, %wq {braid.tp = [#braid.tp<split, dim = 2, blocks = 1>]} : ...
+    ```
+  }];
+  let parameters = (ins AttrParameter<"::braid::TpKind",
+                                      "replicated, split or partial">:$kind,
+                        "int64_t":$dim, "int64_t":$blocks);
+  let assemblyFormat = [{
+    `<` $kind `,` `dim` `=` $dim `,` `blocks` `=` $blocks `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static TpLayoutAttr replicated(::mlir::MLIRContext *ctx) {
+      return get(ctx, TpKind::Replicated, 0, 1);
+    }
+    static TpLayoutAttr partial(::mlir::MLIRContext *ctx) {
+      return get(ctx, TpKind::Partial, 0, 1);
+    }
+    static TpLayoutAttr split(::mlir::MLIRContext *ctx, int64_t dim,
+                              int64_t blocks = 1) {
+      return get(ctx, TpKind::Split, dim, blocks);
+    }
+    bool isReplicated() const { return getKind() == TpKind::Replicated; }
+    bool isSplit() const { return getKind() == TpKind::Split; }
+    bool isPartial() const { return getKind() == TpKind::Partial; }
+  }];
+}
+
+
 //===----------------------------------------------------------------------===//
 // Arguments of a stage function
 //===----------------------------------------------------------------------===//

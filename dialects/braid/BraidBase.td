@@ -78,6 +78,10 @@ def Braid_Dialect : Dialect {
     // The parameter whose gradient a result of the differentiated step is:
     // the name in its braid.param.
     static constexpr ::llvm::StringLiteral kGradOfAttr = "braid.grad_of";
+    // How a value is laid out over the tensor-parallel ranks (braid-shard):
+    // on an op, an array of TpLayoutAttr, one per result; on a parameter
+    // argument, one TpLayoutAttr.
+    static constexpr ::llvm::StringLiteral kTpAttr = "braid.tp";
   }];
 }
 
@@ -97,6 +101,19 @@ def Braid_Phase : I32EnumAttr<"Phase", "the part of a training step an op belong
 // `#braid.phase<forward>`, `#braid.phase<input_grad>` (B),
 // `#braid.phase<weight_grad>` (W), `#braid.phase<optimizer>`.
 def Braid_PhaseAttr : EnumAttr<Braid_Dialect, Braid_Phase, "phase"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+// The mesh axis a braid.comm op's group lies along.
+def Braid_CommAxis : I32EnumAttr<"CommAxis", "a mesh axis of a collective", [
+    I32EnumAttrCase<"Tp", 0, "tp">,
+    I32EnumAttrCase<"Cp", 1, "cp">,
+    I32EnumAttrCase<"Dp", 3, "dp">]> {
+  let cppNamespace = "::braid";
+  let genSpecializedAttr = 0;
+}
+
+def Braid_CommAxisAttr : EnumAttr<Braid_Dialect, Braid_CommAxis, "axis"> {
   let assemblyFormat = "`<` $value `>`";
 }
 

@@ -47,6 +47,12 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return wrongType("#braid.layer");
   if (name == kPhaseMark && !isa<PhaseAttr>(value))
     return wrongType("#braid.phase");
+  if (name == kTpAttr) {
+    auto layouts = dyn_cast<ArrayAttr>(value);
+    if (!layouts || layouts.size() != op->getNumResults() ||
+        !llvm::all_of(layouts, [](Attribute a) { return isa<TpLayoutAttr>(a); }))
+      return wrongType("array of one #braid.tp<...> per result");
+  }
   if (name == kBucketMbAttr) {
     auto mb = dyn_cast<FloatAttr>(value);
     if (!isa<ModuleOp>(op))
@@ -114,6 +120,8 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
   };
   if (name == kParamAttr && !isa<ParamAttr>(value))
     return wrongType("#braid.param<...>");
+  if (name == kTpAttr && !isa<TpLayoutAttr>(value))
+    return wrongType("#braid.tp<...>");
   if (name == kInputAttr) {
     if (!isa<InputRoleAttr>(value))
       return wrongType("#braid.input");
@@ -196,6 +204,16 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (size < 1)
       return emitError() << "every mesh axis has at least one rank, not "
                          << size;
+  return success();
+}
+
+LogicalResult TpLayoutAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, TpKind kind, int64_t dim,
+    int64_t blocks) {
+  if (kind == TpKind::Split ? dim < 0 || blocks < 1 : dim != 0 || blocks != 1)
+    return emitError() << "a split layout has a dimension of 0 or more and "
+                          "1 or more blocks; the others have dim = 0 and "
+                          "blocks = 1";
   return success();
 }
 

@@ -231,12 +231,42 @@ LogicalResult DocumentIdsOp::verify() {
   return success();
 }
 
+// With tp_slice the narrow side holds every kv head and the wide side one
+// TP rank's query heads, which need not be a multiple of the kv heads.
+static LogicalResult verifyRepeatKVSlice(Operation *op, Value narrow,
+                                         Value wide, int64_t numHeads,
+                                         int64_t numKVHeads,
+                                         std::optional<int64_t> group,
+                                         StringRef narrowWhat,
+                                         StringRef wideWhat) {
+  if (numHeads <= 0 || numKVHeads <= 0)
+    return op->emitOpError("num_heads and num_kv_heads must be positive");
+  if (!group || *group <= 0)
+    return op->emitOpError(
+        "tp_slice needs a positive group (query heads per kv head)");
+  if (failed(expectMinRank(op, narrow, 1, narrowWhat)) ||
+      failed(verifyHeadPacking(op, narrow, numKVHeads, narrowWhat)) ||
+      failed(expectSameElementType(op, wide, narrow, wideWhat, narrowWhat)))
+    return failure();
+  int64_t headDim = lastDim(narrow) / numKVHeads;
+  return expectShape(op, wide, append(leading(narrow), headDim * numHeads),
+                     wideWhat);
+}
+
 LogicalResult RepeatKVOp::verify() {
+  if (getTpSlice().value_or(false))
+    return verifyRepeatKVSlice(*this, getInput(), getResult(), getNumHeads(),
+                               getNumKvHeads(), getGroup(), "input",
+                               "result");
   return verifyRepeatKV(*this, getInput(), getResult(), getNumHeads(),
                         getNumKvHeads(), "input", "result");
 }
 
 LogicalResult RepeatKVGradInputOp::verify() {
+  if (getTpSlice().value_or(false))
+    return verifyRepeatKVSlice(*this, getInputGrad(), getGrad(),
+                               getNumHeads(), getNumKvHeads(), getGroup(),
+                               "input gradient", "gradient");
   return verifyRepeatKV(*this, getInputGrad(), getGrad(), getNumHeads(),
                         getNumKvHeads(), "input gradient", "gradient");
 }
@@ -354,6 +384,49 @@ LogicalResult CrossEntropyGradInputOp::verify() {
     return failure();
   return expectLike(*this, getLogitsGrad(), getLogits(), "logits gradient",
                     "logits");
+}
+
+LogicalResult CrossEntropyStatsOp::verify() {
+  if (failed(expectMinRank(*this, getLogits(), 2, "logits")) ||
+      failed(expectShape(*this, getLabels(), leading(getLogits()), "labels")))
+    return failure();
+  return expectShape(*this, getStats(), append(leading(getLogits()), 3),
+                     "stats");
+}
+
+LogicalResult CrossEntropyCombineOp::verify() {
+  ArrayRef<int64_t> stats = shapeOf(getStats());
+  ArrayRef<int64_t> labels = shapeOf(getLabels());
+  if (labels.empty() || stats.size() != labels.size() + 1 ||
+      stats.back() != 3 || stats[0] % labels[0] != 0 ||
+      stats.drop_front().drop_back() != labels.drop_front())
+    return emitOpError()
+           << "stats must be the group's [3]-statistics of each label's "
+              "token stacked along dimension 0, not "
+           << getStats().getType() << " for labels " << getLabels().getType();
+  return expectShape(*this, getLse(), labels, "lse");
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult CommAllReduceOp::verify() {
+  return expectLike(*this, getResult(), getInput(), "result", "input");
+}
+
+LogicalResult CommAllGatherOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  if (failed(expectMinRank(*this, getInput(), 1, "input")) ||
+      failed(expectSameElementType(*this, getResult(), getInput(), "result",
+                                   "input")))
+    return failure();
+  if (out.size() != in.size() || in[0] == 0 || out[0] % in[0] != 0 ||
+      out.drop_front() != in.drop_front())
+    return emitOpError() << "result " << getResult().getType()
+                         << " is not inputs " << getInput().getType()
+                         << " stacked along dimension 0";
+  return success();
 }
 
 #define GET_OP_CLASSES

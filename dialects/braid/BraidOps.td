@@ -29,14 +29,17 @@ class Braid_PureOp<string mnemonic, list<Trait> traits = []>
 def Braid_EmbeddingOp : Braid_PureOp<"embedding", [Braid_Differentiable]> {
   let summary = "Row lookup in an embedding table";
   let description = [{
-    `y[b, s, :] = table[ids[b, s], :]`.
+    `y[b, s, :] = table[ids[b, s], :]`. With `vocab_shard` (braid-shard)
+    the table is this TP rank's rows of the vocabulary; ids outside them
+    give zero rows, so the ranks' results sum to the whole lookup.
 
     ```mlir
     %y = braid.embedding %table, %ids
         : (tensor<256x64xf32>, tensor<8x64xi32>) -> tensor<8x64x64xf32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$table, Braid_IdTensor:$ids);
+  let arguments = (ins Braid_FloatTensor:$table, Braid_IdTensor:$ids,
+                       OptionalAttr<BoolAttr>:$vocab_shard);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -51,7 +54,8 @@ def Braid_EmbeddingGradWeightOp : Braid_PureOp<"embedding_grad_weight", [Braid_W
         : (tensor<8x64x64xf32>, tensor<8x64xi32>) -> tensor<256x64xf32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$grad, Braid_IdTensor:$ids);
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_IdTensor:$ids,
+                       OptionalAttr<BoolAttr>:$vocab_shard);
   let results = (outs Braid_FloatTensor:$table_grad);
 }
 
@@ -79,13 +83,18 @@ def Braid_DocumentIdsOp : Braid_PureOp<"document_ids"> {
 def Braid_LinearOp : Braid_PureOp<"linear", [Braid_Differentiable]> {
   let summary = "y = x W^T (+ b), W in [out, in] layout";
   let description = [{
+    With `partial_bias` (braid-shard's row-parallel linear, whose result is
+    one TP rank's part of a sum) only TP rank 0 adds the bias, so the sum
+    over the ranks holds it once.
+
     ```mlir
     %y = braid.linear %x, %w, %b
         : (tensor<8x64x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> tensor<8x64x192xf32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
-                       Optional<Braid_FloatTensor>:$bias);
+                       Optional<Braid_FloatTensor>:$bias,
+                       OptionalAttr<BoolAttr>:$partial_bias);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -230,6 +239,10 @@ def Braid_AttentionOp : Braid_PureOp<"attention", [Braid_Differentiable]> {
     == seg[b, j])`; an absent `prefix` is 0. The probabilities of keys a
     query does not see are 0.
 
+    With `head_shard` (braid-shard) the operands hold one TP rank's
+    `num_heads` heads of `num_heads` times the group's size; dropout then
+    draws by the whole tensor's head index, as one rank would.
+
     ```mlir
     %o, %p = braid.attention %q, %k, %v {num_heads = 4 : i64, num_kv_heads = 4 : i64,
         causal = true, scale = 0.25 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64}
@@ -243,7 +256,8 @@ def Braid_AttentionOp : Braid_PureOp<"attention", [Braid_Differentiable]> {
                        I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
                        F32Attr:$dropout, I64Attr:$rng_offset,
-                       OptionalAttr<I64Attr>:$prefix);
+                       OptionalAttr<I64Attr>:$prefix,
+                       OptionalAttr<BoolAttr>:$head_shard);
   let results = (outs Braid_FloatTensor:$result, Braid_FloatTensor:$probs);
 }
 
@@ -267,7 +281,8 @@ def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
                        I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
                        F32Attr:$dropout, I64Attr:$rng_offset,
-                       OptionalAttr<I64Attr>:$prefix);
+                       OptionalAttr<I64Attr>:$prefix,
+                       OptionalAttr<BoolAttr>:$head_shard);
   let results = (outs Braid_FloatTensor:$query_grad, Braid_FloatTensor:$key_grad,
                       Braid_FloatTensor:$value_grad);
 }
@@ -278,13 +293,20 @@ def Braid_RepeatKVOp : Braid_PureOp<"repeat_kv", [Braid_Differentiable]> {
     [B, S, Hkv*Dh] -> [B, S, H*Dh]: head h of the result is head
     h / (H/Hkv) of the input.
 
+    With `tp_slice` (braid-shard, when a TP group has more ranks than the
+    model has kv heads) the input holds every kv head and the result this
+    TP rank's `num_heads` query heads: head h reads kv head
+    (rank * num_heads + h) / `group`, `group` being the model's query heads
+    per kv head. Its gradient is then one rank's part of a sum.
+
     ```mlir
     %y = braid.repeat_kv %k {num_heads = 4 : i64, num_kv_heads = 2 : i64}
         : (tensor<8x64x32xf32>) -> tensor<8x64x64xf32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, I64Attr:$num_heads,
-                       I64Attr:$num_kv_heads);
+                       I64Attr:$num_kv_heads, OptionalAttr<BoolAttr>:$tp_slice,
+                       OptionalAttr<I64Attr>:$group);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -297,7 +319,8 @@ def Braid_RepeatKVGradInputOp : Braid_PureOp<"repeat_kv_grad_input"> {
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$grad, I64Attr:$num_heads,
-                       I64Attr:$num_kv_heads);
+                       I64Attr:$num_kv_heads, OptionalAttr<BoolAttr>:$tp_slice,
+                       OptionalAttr<I64Attr>:$group);
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
@@ -498,7 +521,9 @@ def Braid_CrossEntropyGradInputOp : Braid_PureOp<"cross_entropy_grad_input"> {
   let description = [{
     `dlogits = scale * (softmax(logits) - onehot(labels)) / (B*S)`. `scale`
     is the incoming gradient of the loss (1 for a single micro-batch; the
-    lowering sets 1/num_micro_batches under gradient accumulation).
+    lowering sets 1/num_micro_batches under gradient accumulation). With
+    `vocab_shard` the logits are one TP rank's columns of the vocabulary
+    and `lse` the whole vocabulary's (braid.cross_entropy_combine).
 
     ```mlir
     %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32}
@@ -506,8 +531,75 @@ def Braid_CrossEntropyGradInputOp : Braid_PureOp<"cross_entropy_grad_input"> {
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels,
-                       Braid_StatTensor:$lse, F32Attr:$scale);
+                       Braid_StatTensor:$lse, F32Attr:$scale,
+                       OptionalAttr<BoolAttr>:$vocab_shard);
   let results = (outs Braid_FloatTensor:$logits_grad);
+}
+
+// The vocabulary-parallel cross-entropy of braid-shard: each TP rank holds
+// its columns of the logits; one all-gather of three numbers per token
+// replaces the whole logits.
+def Braid_CrossEntropyStatsOp : Braid_PureOp<"cross_entropy_stats"> {
+  let summary = "Per-token statistics of one TP rank's logits columns";
+  let description = [{
+    For each token: the maximum m of this rank's logits, the sum of
+    exp(x - m) over them, and the label's logit when this rank holds the
+    label's column (else 0).
+
+    ```mlir
+    %st = braid.cross_entropy_stats %logits, %labels
+        : (tensor<8x64x128xf32>, tensor<8x64xi32>) -> tensor<8x64x3xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IdTensor:$labels);
+  let results = (outs Braid_StatTensor:$stats);
+}
+
+def Braid_CrossEntropyCombineOp : Braid_PureOp<"cross_entropy_combine"> {
+  let summary = "The mean cross-entropy from every TP rank's statistics";
+  let description = [{
+    `stats` is the TP group's cross_entropy_stats stacked along dimension 0
+    in rank order (braid.comm.all_gather). Returns the mean loss over the
+    tokens and each token's log-sum-exp over the whole vocabulary, as
+    braid.cross_entropy does.
+
+    ```mlir
+    %loss, %lse = braid.cross_entropy_combine %all, %labels
+        : (tensor<16x64x3xf32>, tensor<8x64xi32>) -> (tensor<f32>, tensor<8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$stats, Braid_IdTensor:$labels);
+  let results = (outs Braid_Scalar:$loss, Braid_StatTensor:$lse);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives (inserted by braid-shard)
+//===----------------------------------------------------------------------===//
+
+def Braid_CommAllReduceOp : Braid_PureOp<"comm.all_reduce"> {
+  let summary = "Sum a value over the ranks of a group along a mesh axis";
+  let description = [{
+    Turns a `partial` value into a `replicated` one.
+
+    ```mlir
+    %y = braid.comm.all_reduce %x {axis = #braid.axis<tp>}
+        : (tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_CommAllGatherOp : Braid_PureOp<"comm.all_gather"> {
+  let summary = "Stack a group's values along dimension 0 in rank order";
+  let description = [{
+    ```mlir
+    %all = braid.comm.all_gather %st {axis = #braid.axis<tp>}
+        : (tensor<8x64x3xf32>) -> tensor<16x64x3xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis);
+  let results = (outs Braid_FloatTensor:$result);
 }
 
 // Fused ops, one file per group of fusions (docs/fusion.md).

@@ -35,7 +35,8 @@ def Braid_FlashAttentionOp : Braid_PureOp<"flash_attention"> {
                        Optional<Braid_IdTensor>:$segment_ids,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        BoolAttr:$causal, I64Attr:$prefix, F32Attr:$scale,
-                       F32Attr:$dropout, I64Attr:$rng_offset);
+                       F32Attr:$dropout, I64Attr:$rng_offset,
+                       OptionalAttr<BoolAttr>:$head_shard);
   let results = (outs Braid_FloatTensor:$result, Braid_StatTensor:$lse);
 }
 
@@ -62,7 +63,8 @@ def Braid_FlashAttentionGradInputOp : Braid_PureOp<"flash_attention_grad_input">
                        Optional<Braid_IdTensor>:$segment_ids,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        BoolAttr:$causal, I64Attr:$prefix, F32Attr:$scale,
-                       F32Attr:$dropout, I64Attr:$rng_offset);
+                       F32Attr:$dropout, I64Attr:$rng_offset,
+                       OptionalAttr<BoolAttr>:$head_shard);
   let results = (outs Braid_FloatTensor:$query_grad, Braid_FloatTensor:$key_grad,
                       Braid_FloatTensor:$value_grad);
 }

@@ -23,7 +23,7 @@ LogicalResult CrossEntropyOp::buildGradient(GradientBuilder &gb) {
   // The loss is the root: its incoming gradient is 1.
   Value dl = CrossEntropyGradInputOp::create(
       gb.builder(), getLoc(), typeOf(getLogits()), getLogits(), getLabels(),
-      getLse(), gb.builder().getF32FloatAttr(1.0f));
+      getLse(), gb.builder().getF32FloatAttr(1.0f), {});
   gb.addGrad(getLogits(), dl);
   return success();
 }
@@ -53,7 +53,7 @@ LogicalResult EmbeddingOp::buildGradient(GradientBuilder &gb) {
   gb.addGrad(table, EmbeddingGradWeightOp::create(gb.builder(), getLoc(),
                                                   typeOf(table),
                                                   gb.grad(getResult()),
-                                                  getIds()));
+                                                  getIds(), {}));
   return success();
 }
 
@@ -91,7 +91,7 @@ LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
       typeOf(getValue()), gb.grad(getResult()), getQuery(), getKey(),
       getValue(), getProbs(), getSegmentIds(), getNumHeadsAttr(),
       getNumKvHeadsAttr(), getCausalAttr(), getScaleAttr(), getDropoutAttr(),
-      getRngOffsetAttr(), getPrefixAttr());
+      getRngOffsetAttr(), getPrefixAttr(), {});
   gb.addGrad(getQuery(), g.getQueryGrad());
   gb.addGrad(getKey(), g.getKeyGrad());
   gb.addGrad(getValue(), g.getValueGrad());
@@ -102,7 +102,7 @@ LogicalResult RepeatKVOp::buildGradient(GradientBuilder &gb) {
   gb.addGrad(getInput(), RepeatKVGradInputOp::create(
                              gb.builder(), getLoc(), typeOf(getInput()),
                              gb.grad(getResult()), getNumHeadsAttr(),
-                             getNumKvHeadsAttr()));
+                             getNumKvHeadsAttr(), {}, {}));
   return success();
 }
 

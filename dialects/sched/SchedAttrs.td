@@ -155,17 +155,29 @@ def Sched_ShardAttr : AttrDef<Sched_Dialect, "Shard"> {
     ranks of a group along `axis` hold of a whole tensor: rank k of the group
     holds rows [k * n, (k + 1) * n), n being the global's own size of that
     dimension. The whole tensor's shape is the global's with `dim`
-    multiplied by the group's size (the module's braid.mesh).
+    multiplied by the group's size (the module's braid.mesh). With `blocks`
+    above 1 (left out: 1) that dimension of the whole tensor is `blocks`
+    equal consecutive blocks, and rank k holds part k of each, in order
+    (a TP-split GPT-2 q/k/v projection: its rows of q, of k and of v).
 
     ```mlir
     sched.global @w parameter : memref<96x64xf32> shard <axis = dp, dim = 0>
+        info <...>
+    sched.global @qkv parameter : memref<96x64xf32> shard <axis = tp, dim = 0, blocks = 3>
         info <...>
     ```
   }];
   let parameters = (ins AttrParameter<"::braid::sched::MeshAxis",
                                       "tp, cp, pp or dp">:$axis,
-                        "unsigned":$dim);
+                        "unsigned":$dim,
+                        DefaultValuedParameter<"unsigned", "1">:$blocks);
   let assemblyFormat = "`<` struct(params) `>`";
+  let skipDefaultBuilders = 1;
+  let builders = [
+    AttrBuilder<(ins "::braid::sched::MeshAxis":$axis, "unsigned":$dim,
+                     CArg<"unsigned", "1">:$blocks), [{
+      return $_get($_ctxt, axis, dim, blocks);
+    }]>];
 }
 
 #endif // SCHED_ATTRS_TD

@@ -182,12 +182,17 @@ LogicalResult CollectiveOp::verify() {
   if (getKind() == CollectiveKind::AllReduceSum) {
     if (!getOutputs().empty())
       return emitOpError("all_reduce_sum works in place and has no outputs");
+    // Along TP the sums are activations' (braid-shard), in transient
+    // buffers; along the other axes gradients and scalars, in globals.
+    const bool tp = getAxis() == MeshAxis::Tp;
     for (Value b : getBuffers()) {
       auto type = cast<MemRefType>(b.getType());
       auto global = b.getDefiningOp<GetGlobalOp>();
-      if (!global || !type.getElementType().isF32())
-        return emitOpError() << "reduces f32 globals, not " << type
-                             << (global ? "" : " of a transient buffer");
+      if ((!global && !tp) || !type.getElementType().isF32())
+        return emitOpError() << "reduces f32 "
+                             << (tp ? "buffers" : "globals") << ", not "
+                             << type
+                             << (global || tp ? "" : " of a transient buffer");
     }
     return success();
   }

@@ -214,8 +214,8 @@ def Sched_CollectiveOp : Sched_Op<"collective", [AttrSizedOperandSegments]> {
     Queued on `stream` like a launch. Every rank of the group along `axis`
     runs the same collectives in the same order.
     - `all_reduce_sum` makes each buffer, in place, the sum of its values
-      over the group; the buffers are f32 gradient or scalar globals, and
-      there are no outputs.
+      over the group; the buffers are f32 gradient or scalar globals (along
+      tp also transient f32 activations), and there are no outputs.
     - `reduce_scatter_sum` writes into each output this rank's part (rows
       along dimension 0, as #sched.shard) of the group's sum of the matching
       buffer, whose first dimension is the group's size times the output's.

@@ -48,6 +48,11 @@ absl::Status checkLinear(const KernelSignature &sig) {
   if (c.numIns() == 3)
     BRAID_KERNEL_TRY(
         c.shape(c.in(2), {m}, "to match input 1 (weight)'s first dimension"));
+  absl::StatusOr<int64_t> partialBias = c.intParamOr("partial_bias", 0, 0, 1);
+  if (!partialBias.ok())
+    return partialBias.status();
+  if (*partialBias == 1 && c.numIns() != 3)
+    return c.error("partial_bias = 1 needs a bias (input 2)");
   BRAID_KERNEL_TRY(c.shape(y, withLastDim(*x.desc, m),
                            "(x's leading dimensions, then weight's M)"));
   BRAID_KERNEL_TRY(fitsBlas(c, x, rowsOf(*x.desc)));

@@ -126,7 +126,12 @@ void fillRows(ThreadPool *pool, T *y, const T *b, int64_t rows, int64_t m) {
 
 template <typename T> void runLinear(const KernelArgs &args) {
   const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
-  const T *bias = args.ins.size() == 3 ? dataOf<T>(args.ins[2]) : nullptr;
+  // A row-parallel linear's partial sum holds its bias on TP rank 0 only.
+  const bool partialBias = paramsOf(args).intOr("partial_bias", 0) != 0 &&
+                           contextOf(args).tpRank != 0;
+  const T *bias = args.ins.size() == 3 && !partialBias
+                      ? dataOf<T>(args.ins[2])
+                      : nullptr;
   const int64_t n = rowsOf(*x.desc), k = x.desc->lastDim();
   const int64_t m = w.desc->shape[0];
   if (n == 0 || m == 0)

@@ -164,7 +164,12 @@ void columnSums(const GpuContext &gpu, const T *dy, int64_t rows,
 
 void runLinear(const KernelArgs &args) {
   const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
-  const bool hasBias = args.ins.size() == 3;
+  // A row-parallel linear's partial sum holds its bias on TP rank 0 only.
+  const bool partialBias = args.params != nullptr &&
+                           args.params->intOr("partial_bias", 0) != 0;
+  const bool hasBias = args.ins.size() == 3 &&
+                       !(partialBias && args.ctx != nullptr &&
+                         args.ctx->tpRank != 0);
   const int64_t n = rowsOf(*x.desc), k = x.desc->lastDim();
   const int64_t m = w.desc->shape[0];
   if (n == 0 || m == 0)

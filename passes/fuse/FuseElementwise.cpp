@@ -206,7 +206,7 @@ Value withoutBias(LinearOp linear) {
   OpBuilder b(linear);
   auto bare = LinearOp::create(b, linear.getLoc(),
                                linear.getResult().getType(), linear.getInput(),
-                               linear.getWeight(), Value());
+                               linear.getWeight(), Value(), {});
   copyMarks(linear, bare);
   return bare;
 }

@@ -60,7 +60,7 @@ bool fuse(AttentionOp at) {
       b, at.getLoc(), at.getResult().getType(), lseType, at.getQuery(),
       at.getKey(), at.getValue(), at.getSegmentIds(), at.getNumHeadsAttr(),
       at.getNumKvHeadsAttr(), at.getCausalAttr(), prefix, at.getScaleAttr(),
-      at.getDropoutAttr(), at.getRngOffsetAttr());
+      at.getDropoutAttr(), at.getRngOffsetAttr(), at.getHeadShardAttr());
   copyMarks(at, fwd);
   at.getResult().replaceAllUsesWith(fwd.getResult());
   for (AttentionGradInputOp g : backward) {
@@ -70,7 +70,8 @@ bool fuse(AttentionOp at) {
         g.getValueGrad().getType(), g.getGrad(), g.getQuery(), g.getKey(),
         g.getValue(), fwd.getResult(), fwd.getLse(), g.getSegmentIds(),
         g.getNumHeadsAttr(), g.getNumKvHeadsAttr(), g.getCausalAttr(), prefix,
-        g.getScaleAttr(), g.getDropoutAttr(), g.getRngOffsetAttr());
+        g.getScaleAttr(), g.getDropoutAttr(), g.getRngOffsetAttr(),
+        g.getHeadShardAttr());
     copyMarks(g, ng);
     g.replaceAllUsesWith(ng.getResults());
     g.erase();

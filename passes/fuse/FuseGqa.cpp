@@ -31,7 +31,9 @@ namespace {
 // The repeat_kv that widens `v` to `numHeads` heads, or null.
 RepeatKVOp wideningOf(Value v, int64_t numHeads) {
   auto rep = v.getDefiningOp<RepeatKVOp>();
-  if (!rep || static_cast<int64_t>(rep.getNumHeads()) != numHeads)
+  // A TP rank's slice of replicated kv heads reads no kv head per group.
+  if (!rep || static_cast<int64_t>(rep.getNumHeads()) != numHeads ||
+      rep.getTpSlice().value_or(false))
     return {};
   return rep;
 }
@@ -85,7 +87,8 @@ bool fuse(AttentionOp at) {
       b, at.getLoc(), at.getResult().getType(), at.getProbs().getType(),
       at.getQuery(), repK.getInput(), repV.getInput(), at.getSegmentIds(),
       at.getNumHeadsAttr(), hkv, at.getCausalAttr(), at.getScaleAttr(),
-      at.getDropoutAttr(), at.getRngOffsetAttr(), at.getPrefixAttr());
+      at.getDropoutAttr(), at.getRngOffsetAttr(), at.getPrefixAttr(),
+      at.getHeadShardAttr());
   copyMarks(at, fwd);
   at.replaceAllUsesWith(fwd.getResults());
   at.erase();
@@ -98,7 +101,8 @@ bool fuse(AttentionOp at) {
         bw.valueSum.getInputGrad().getType(), g.getGrad(), g.getQuery(),
         repK.getInput(), repV.getInput(), fwd.getProbs(), g.getSegmentIds(),
         g.getNumHeadsAttr(), hkv, g.getCausalAttr(), g.getScaleAttr(),
-        g.getDropoutAttr(), g.getRngOffsetAttr(), g.getPrefixAttr());
+        g.getDropoutAttr(), g.getRngOffsetAttr(), g.getPrefixAttr(),
+        g.getHeadShardAttr());
     copyMarks(g, ng);
     g.getQueryGrad().replaceAllUsesWith(ng.getQueryGrad());
     bw.keySum.getInputGrad().replaceAllUsesWith(ng.getKeyGrad());

@@ -356,12 +356,11 @@ TEST(SpecRules, MissingMessages) {
 
 TEST(SpecRules, ParallelDegrees) {
   EXPECT_EQ(errorOf(std::string(kLlama) +
-                    "parallel { tensor_parallel: 2 pipeline_parallel: -4\n"
+                    "parallel { tensor_parallel: -2 pipeline_parallel: -4\n"
                     "           data_parallel: -1 virtual_stages: 2000 }\n"),
-            "t.pbtxt:20:12: parallel.tensor_parallel: 2 is not supported: "
-            "this version has no tensor parallel layout; set "
-            "tensor_parallel to 1\n"
-            "t.pbtxt:20:31: parallel.pipeline_parallel: -4 is not a number "
+            "t.pbtxt:20:12: parallel.tensor_parallel: -2 is not a number of "
+            "ranks; set 1 to 1024 tensor-parallel ranks\n"
+            "t.pbtxt:20:32: parallel.pipeline_parallel: -4 is not a number "
             "of pipeline stages; set 1 to 2^24\n"
             "t.pbtxt:21:12: parallel.data_parallel: -1 is not a number of "
             "ranks; set 1 to 2^24 data-parallel ranks\n"
@@ -381,6 +380,46 @@ TEST(SpecRules, ParallelDegrees) {
             "t.pbtxt:20:12: parallel.zero_stage: -1 is not a ZeRO stage; set "
             "0 (nothing sharded), 1 (optimizer state), 2 (and gradients) or "
             "3 (and parameters)");
+}
+
+// Tensor parallel splits heads, the FFN and the vocabulary into equal parts,
+// and kv heads too or replicates them evenly; it does not yet combine with
+// the pipeline, ZeRO or BF16.
+TEST(SpecRules, TensorParallelLayouts) {
+  EXPECT_EQ(errorOf(std::string(kLlama) + "parallel { tensor_parallel: 3 }\n"),
+            "t.pbtxt:3:3: model.vocab_size: 256 vocabulary entries (the "
+            "embedding and the LM head are split along the vocabulary) do "
+            "not split into 3 equal tensor-parallel parts; choose a "
+            "tensor_parallel that divides 256\n"
+            "t.pbtxt:6:3: model.num_heads: 4 attention heads do not split "
+            "into 3 equal tensor-parallel parts; choose a tensor_parallel "
+            "that divides 4\n"
+            "t.pbtxt:7:3: model.num_kv_heads: 2 kv heads neither split into "
+            "3 tensor-parallel parts nor replicate evenly over them; choose "
+            "a tensor_parallel that divides 2 or is a multiple of it\n"
+            "t.pbtxt:8:3: model.ffn_hidden_size: 172 FFN features do not "
+            "split into 3 equal tensor-parallel parts; choose a "
+            "tensor_parallel that divides 172");
+  // 2 kv heads replicate evenly over 4 ranks.
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "ffn_hidden_size: 172",
+                         "ffn_hidden_size: 176") +
+                    "parallel { tensor_parallel: 4 }\n"),
+            "(loaded)");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { tensor_parallel: 2 pipeline_parallel: 2 "
+                    "zero_stage: 1 }\n"),
+            "t.pbtxt:20:12: parallel.tensor_parallel: 2 does not combine "
+            "with pipeline_parallel yet; set tensor_parallel: 1 or "
+            "pipeline_parallel: 1\n"
+            "t.pbtxt:20:52: parallel.zero_stage: 1 does not combine with "
+            "tensor_parallel yet: ZeRO shards whole parameters over DP; set "
+            "zero_stage: 0 or tensor_parallel: 1");
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
+                         "  steps: 10\n  precision: BF16\n") +
+                    "parallel { tensor_parallel: 2 }\n"),
+            "t.pbtxt:18:3: train.precision: BF16 does not combine with "
+            "tensor_parallel yet: the TP sums are made in f32; set "
+            "precision: FP32 or tensor_parallel: 1");
 }
 
 // The schedule's and the partition's needs, each at the field to change.
