@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
@@ -157,10 +158,13 @@ absl::Status resolveReadback(const plan::Plan &plan,
 }
 
 // What a collective may read and write (plan.proto CollectiveKind): an
-// all-reduce sums f32 gradients and scalars in place; a reduce-scatter
-// sums f32 gradients into shards; an all-gather stacks shards of
-// parameters, weight copies or activations into whole tensors. The group
-// size divides or multiplies dimension 0 as the kind says.
+// all-reduce sums f32 gradients and scalars in place along any axis, and
+// f32 or bf16 activations along TP (tensor parallelism's partial sums); a
+// reduce-scatter sums f32 gradients into shards; an all-gather stacks
+// shards of parameters, weight copies or activations into whole tensors.
+// The group size divides or multiplies dimension 0 as the kind says, and a
+// stacked or split tensor that carries a Shard is one the collective's
+// stacking makes: along its axis, on dimension 0, in one block.
 absl::Status resolveCollective(const plan::Plan &plan,
                                const plan::Collective &c,
                                const std::string &where,
@@ -186,6 +190,8 @@ absl::Status resolveCollective(const plan::Plan &plan,
   out.collective = kind;
   out.axis = c.axis();
   const int64_t group = meshAxisSize(plan.mesh(), c.axis());
+  const std::string axisName =
+      absl::AsciiStrToLower(plan::MeshAxis_Name(c.axis()));
   absl::flat_hash_set<uint32_t> seen;
   auto known = [&](uint32_t id) -> absl::Status {
     if (id >= static_cast<uint32_t>(plan.tensors_size()))
@@ -201,31 +207,65 @@ absl::Status resolveCollective(const plan::Plan &plan,
                    std::initializer_list<plan::TensorKind> kinds) {
     return std::find(kinds.begin(), kinds.end(), t.kind()) != kinds.end();
   };
+  // A Shard on the whole side of a stacking would say its rows lie
+  // elsewhere than the collective puts them.
+  auto stackable = [&](uint32_t id, const char *side) -> absl::Status {
+    const plan::Tensor &t = plan.tensors(id);
+    if (!t.has_shard())
+      return absl::OkStatus();
+    const plan::Shard &shard = t.shard();
+    if (shard.axis() == c.axis() && shard.dim() == 0 && shard.blocks() <= 1)
+      return absl::OkStatus();
+    return refuse(absl::StrCat(
+        where, ": ", side, " ", tensorRef(plan, id), " is a shard along the ",
+        absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
+        " axis, dimension ", shard.dim(), ", in ",
+        std::max<uint32_t>(shard.blocks(), 1),
+        " blocks, but a collective along ", axisName,
+        " stacks its group's parts along dimension 0 in rank order: only a "
+        "shard along ",
+        axisName, ", dimension 0, in one block, is such a part"));
+  };
   for (int i = 0; i < c.tensors_size(); ++i) {
     const uint32_t id = c.tensors(i);
     if (absl::Status s = known(id); !s.ok())
       return s;
     const plan::Tensor &t = plan.tensors(id);
+    if (inPlace) {
+      const bool activation = t.kind() == plan::ACTIVATION;
+      if (!kindIn(t, {plan::GRADIENT, plan::SCALAR, plan::ACTIVATION}) ||
+          (activation ? t.dtype() != plan::F32 && t.dtype() != plan::BF16
+                      : t.dtype() != plan::F32))
+        return refuse(absl::StrCat(
+            where, ": ", tensorRef(plan, id), " is ", tensorKindName(t.kind()),
+            " ", planDTypeName(t.dtype()),
+            "; an all-reduce sums f32 GRADIENT and SCALAR tensors, and f32 "
+            "or bf16 ACTIVATION tensors along tp"));
+      if (activation && c.axis() != plan::TP)
+        return refuse(absl::StrCat(
+            where, ": sums ACTIVATION ", tensorRef(plan, id), " along the ",
+            axisName,
+            " axis; an all-reduce sums activations along tp only (tensor "
+            "parallelism's partial sums), gradients and scalars along any "
+            "axis"));
+      out.inputs.push_back(id);
+      out.outputs.push_back(id);
+      continue;
+    }
     if (kind == plan::ALL_GATHER
             ? !kindIn(t, {plan::PARAMETER, plan::WEIGHT_COPY,
                           plan::ACTIVATION})
             : !kindIn(t, {plan::GRADIENT, plan::SCALAR, plan::ACTIVATION}) ||
-                  t.dtype() != plan::F32 ||
-                  (inPlace && t.kind() == plan::ACTIVATION))
+                  t.dtype() != plan::F32)
       return refuse(absl::StrCat(
           where, ": ", tensorRef(plan, id), " is ", tensorKindName(t.kind()),
           " ", planDTypeName(t.dtype()), "; ",
           kind == plan::ALL_GATHER
               ? "an all-gather reads PARAMETER, WEIGHT_COPY or ACTIVATION "
                 "tensors"
-              : inPlace ? "an all-reduce sums f32 GRADIENT and SCALAR tensors"
-                        : "a reduce-scatter sums f32 GRADIENT, SCALAR or "
-                          "ACTIVATION tensors"));
+              : "a reduce-scatter sums f32 GRADIENT, SCALAR or "
+                "ACTIVATION tensors"));
     out.inputs.push_back(id);
-    if (inPlace) {
-      out.outputs.push_back(id);
-      continue;
-    }
     const uint32_t o = c.outputs(i);
     if (absl::Status s = known(o); !s.ok())
       return s;
@@ -245,7 +285,8 @@ absl::Status resolveCollective(const plan::Plan &plan,
           planDTypeName(u.dtype()), " ", shapeString(u), "; ",
           kind == plan::ALL_GATHER ? "an all-gather's output" : "its input",
           " must have the same dtype and ", group,
-          " times the first dimension (the group's size)"));
+          " times the first dimension (the group's size along ", axisName,
+          ")"));
     if (kind == plan::ALL_GATHER
             ? !kindIn(u, {plan::WEIGHT_COPY, plan::ACTIVATION})
             : !kindIn(u, {plan::GRADIENT, plan::ACTIVATION}))
@@ -255,6 +296,14 @@ absl::Status resolveCollective(const plan::Plan &plan,
           kind == plan::ALL_GATHER
               ? "an all-gather writes WEIGHT_COPY or ACTIVATION tensors"
               : "a reduce-scatter writes GRADIENT or ACTIVATION tensors"));
+    // The part's Shard, when the whole side has none: the collective makes
+    // (or reads) the whole tensor from its group's parts stacked on dim 0.
+    if (group > 1 && !whole.has_shard())
+      if (absl::Status s = stackable(kind == plan::ALL_GATHER ? id : o,
+                                     kind == plan::ALL_GATHER ? "input"
+                                                              : "output");
+          !s.ok())
+        return s;
     out.outputs.push_back(o);
   }
   return absl::OkStatus();
@@ -383,15 +432,25 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       return refuse(absl::StrCat(where, ": is on stream ", inst.stream(),
                                  " inside a Repeat body on stream ",
                                  bodyStream, "; a body runs on one stream"));
+    // Tensor parallelism sums and gathers each micro-batch's activations,
+    // so a body may hold collectives along TP (each iteration runs them);
+    // the others reduce once per step, after the micro-batches.
+    if (inBody && inst.op_case() == plan::Instruction::kCollective &&
+        inst.collective().axis() != plan::TP)
+      return refuse(absl::StrCat(
+          where, ": a collective along the ",
+          absl::AsciiStrToLower(plan::MeshAxis_Name(inst.collective().axis())),
+          " axis inside a Repeat body; a body holds launches, stages, "
+          "readbacks and collectives along tp only"));
     if (inBody && (inst.op_case() == plan::Instruction::kRecord ||
                    inst.op_case() == plan::Instruction::kWait ||
                    inst.op_case() == plan::Instruction::kRepeat ||
-                   inst.op_case() == plan::Instruction::kCollective ||
                    inst.op_case() == plan::Instruction::kSend ||
                    inst.op_case() == plan::Instruction::kRecv ||
                    inst.op_case() == plan::Instruction::kMark))
       return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
-                                        "stages and readbacks only"));
+                                        "stages, readbacks and collectives "
+                                        "along tp only"));
     switch (inst.op_case()) {
     case plan::Instruction::kLaunch:
       where = absl::StrCat(where, " (kernel ",

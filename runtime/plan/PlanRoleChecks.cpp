@@ -8,9 +8,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
+#include "runtime/plan/ShardLayout.h"
 
 namespace braid::plan_checks {
 namespace {
@@ -18,6 +20,34 @@ namespace {
 bool sameShape(const plan::Tensor &a, const plan::Tensor &b) {
   return a.shape_size() == b.shape_size() &&
          std::equal(a.shape().begin(), a.shape().end(), b.shape().begin());
+}
+
+// Both whole, or the same part of the same whole tensor (plan.proto Shard).
+bool sameShard(const plan::Tensor &a, const plan::Tensor &b) {
+  if (a.has_shard() != b.has_shard())
+    return false;
+  if (!a.has_shard())
+    return true;
+  const plan::Shard &x = a.shard();
+  const plan::Shard &y = b.shard();
+  return x.axis() == y.axis() && x.dim() == y.dim() &&
+         shardBlocks(x) == shardBlocks(y) &&
+         std::equal(x.global_shape().begin(), x.global_shape().end(),
+                    y.global_shape().begin(), y.global_shape().end());
+}
+
+// "whole" or "a shard along tp, dimension 1, in 3 blocks, of [64, 48]".
+std::string shardString(const plan::Tensor &t) {
+  if (!t.has_shard())
+    return "whole";
+  const plan::Shard &s = t.shard();
+  std::string global = "[";
+  for (int i = 0; i < s.global_shape_size(); ++i)
+    absl::StrAppend(&global, i ? ", " : "", s.global_shape(i));
+  return absl::StrCat(
+      "a shard along ", absl::AsciiStrToLower(plan::MeshAxis_Name(s.axis())),
+      ", dimension ", s.dim(), ", in ", shardBlocks(s),
+      shardBlocks(s) == 1 ? " block" : " blocks", ", of ", global, "]");
 }
 
 
@@ -100,6 +130,13 @@ absl::Status checkCompanion(const plan::Plan &plan, uint32_t param, uint32_t id,
                                planDTypeName(t.dtype()), " ", shapeString(t),
                                ": it must be f32 ", shapeString(p),
                                " like the parameter"));
+  // Checkpoints save the moments under the parameter's name, whole: each
+  // must be the same part of its whole tensor as the parameter.
+  if (kind == plan::OPTIMIZER_STATE && !sameShard(p, t))
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
+                               ", which is ", shardString(t),
+                               ", but the parameter is ", shardString(p),
+                               ": a moment is sharded as its parameter is"));
   auto [it, inserted] = owner.emplace(id, param);
   if (!inserted)
     return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
@@ -146,6 +183,12 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
         " ", shapeString(t), ": it must be ", planDTypeName(dtype), " ",
         whole ? "the parameter's whole shape" : shapeString(p),
         whole ? "" : " like the parameter"));
+  if (t.has_shard() && !sameShard(p, t))
+    return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
+                               ", which is ", shardString(t),
+                               ", but the parameter is ", shardString(p),
+                               ": a sharded copy is the same part as its "
+                               "master"));
   auto [it, inserted] = owner.emplace(id, param);
   if (!inserted)
     return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
+#include "runtime/plan/ShardLayout.h"
 
 namespace braid::plan_checks {
 namespace {
@@ -33,38 +34,60 @@ DType kernelDType(plan::DType d) {
 
 int64_t planDTypeSize(plan::DType d) { return d == plan::BF16 ? 2 : 4; }
 
-// A shard is one of its axis's group size equal parts of the global tensor
-// along one dimension (plan.proto Shard).
+// A shard is one part of the whole tensor (plan.proto Shard): along TP on
+// any dimension, in any number of blocks, each divided among the group;
+// along DP (ZeRO) on dimension 0 in one block.
 absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
                         const std::string &ref) {
   const plan::Shard &shard = t.shard();
   if (shard.axis() < plan::TP || shard.axis() > plan::DP)
     return refuse(absl::StrCat(ref, ": shard.axis is ", shard.axis(),
                                "; expected TP, CP, PP or DP"));
-  if (shard.axis() != plan::DP || shard.dim() != 0)
+  const std::string axis =
+      absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis()));
+  const int64_t blocks = shardBlocks(shard);
+  if (shard.axis() != plan::TP && shard.axis() != plan::DP)
     return refuse(absl::StrCat(
-        ref, ": a shard along dimension ", shard.dim(), " of the ",
-        absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
-        " axis; this runtime shards along dimension 0 over DP only"));
+        ref, ": a shard along the ", axis,
+        " axis; this runtime shards along tp (any dimension) and dp "
+        "(dimension 0) only"));
+  if (shard.axis() == plan::DP && (shard.dim() != 0 || blocks != 1))
+    return refuse(absl::StrCat(
+        ref, ": a shard along dimension ", shard.dim(), " in ", blocks,
+        " blocks of the dp axis; this runtime shards along dp on dimension "
+        "0 in one block only (ZeRO)"));
   const int64_t parts = meshAxisSize(plan.mesh(), shard.axis());
   std::string global = "[";
   for (int i = 0; i < shard.global_shape_size(); ++i)
     absl::StrAppend(&global, i ? ", " : "", shard.global_shape(i));
   global += "]";
-  bool fits = shard.global_shape_size() == t.shape_size() &&
-              shard.dim() < static_cast<uint32_t>(t.shape_size());
+  if (shard.dim() >= static_cast<uint32_t>(t.shape_size()))
+    return refuse(absl::StrCat(ref, " has shape ", shapeString(t),
+                               " but is a shard along dimension ", shard.dim(),
+                               ", which it does not have"));
+  // blocks * parts pieces of the sharded dimension, in 64 bits.
+  if (blocks > std::numeric_limits<int64_t>::max() / parts)
+    return refuse(absl::StrCat(ref, ": shard.blocks is ", blocks,
+                               "; blocks times the group size must fit in 64 "
+                               "bits"));
+  const int64_t pieces = blocks * parts;
+  bool fits = shard.global_shape_size() == t.shape_size();
   for (int d = 0; fits && d < t.shape_size(); ++d) {
     const int64_t g = shard.global_shape(d);
     fits = d == static_cast<int>(shard.dim())
-               ? g >= 0 && g % parts == 0 && g / parts == t.shape(d)
+               ? g >= 0 && g % pieces == 0 && g / parts == t.shape(d)
                : g == t.shape(d);
   }
   if (!fits)
     return refuse(absl::StrCat(
         ref, " has shape ", shapeString(t), " but is a shard of ", global,
-        " along dimension ", shard.dim(), " over the ", parts, " ranks of a ",
-        absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
+        " along dimension ", shard.dim(),
+        blocks > 1 ? absl::StrCat(" in ", blocks, " blocks") : std::string(),
+        " over the ", parts, " ranks of a ", axis,
         " group: the shard must be that dimension divided by ", parts,
+        blocks > 1 ? absl::StrCat(" (and divisible by ", pieces,
+                                  ", blocks times ranks)")
+                   : std::string(),
         " and every other dimension whole"));
   return absl::OkStatus();
 }

@@ -4,26 +4,44 @@
 
 #include "kernels/common/Random.h"
 #include "kernels/cpu/ThreadPool.h"
+#include "runtime/plan/PlanChecks.h"
 
 namespace braid {
 namespace {
 
-// out[i] for i in [begin, end) is the whole tensor's element first + i.
+// out[i] for i in [begin, end) is the whole tensor's element
+// layout.wholeIndex(i).
 void fillNormal(float *out, int64_t begin, int64_t end, uint64_t key,
-                double stddev, int64_t first) {
-  for (int64_t i = begin; i < end; ++i)
-    out[i] = static_cast<float>(
-        stddev * rng::normal(key, static_cast<uint64_t>(first + i)));
+                double stddev, const ShardLayout &layout) {
+  const int64_t run = layout.runLength();
+  for (int64_t i = begin; i < end;) {
+    const int64_t r = i / run;
+    const int64_t stop = std::min(end, (r + 1) * run);
+    const int64_t first = layout.wholeStart(r) - r * run;
+    for (; i < stop; ++i)
+      out[i] = static_cast<float>(
+          stddev * rng::normal(key, static_cast<uint64_t>(first + i)));
+  }
 }
 
 } // namespace
 
+ShardLayout tensorLayout(const LoadedPlan &plan, uint32_t id,
+                         const MeshCoords &coords) {
+  const plan::Tensor &t = plan.proto.tensors(id);
+  if (!t.has_shard())
+    return ShardLayout::of(t, 1, 0);
+  const plan::MeshAxis axis = t.shard().axis();
+  // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
+  const int64_t coord = coords[static_cast<int>(axis) - 1];
+  return ShardLayout::of(t, plan_checks::meshAxisSize(plan.proto.mesh(), axis),
+                         coord);
+}
+
 void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
-                   ThreadPool *pool, int64_t shardIndex) {
+                   ThreadPool *pool, const MeshCoords &coords) {
   const plan::Tensor &t = plan.proto.tensors(id);
   const int64_t n = plan.descs[id].numel();
-  // A shard along dimension 0 is a contiguous run of the whole tensor.
-  const int64_t first = t.has_shard() ? shardIndex * n : 0;
   switch (t.param().init()) {
   case plan::ZEROS:
     std::fill(out, out + n, 0.0f);
@@ -32,26 +50,29 @@ void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
     std::fill(out, out + n, 1.0f);
     break;
   default: {
+    if (n == 0)
+      break;
+    const ShardLayout layout = tensorLayout(plan, id, coords);
     const uint64_t key = rng::parameterKey(plan.proto.train().seed(), t.name());
     const double stddev = t.param().init_std();
     if (pool != nullptr)
       pool->parallelFor(n, 4096, [&](int64_t begin, int64_t end) {
-        fillNormal(out, begin, end, key, stddev, first);
+        fillNormal(out, begin, end, key, stddev, layout);
       });
     else
-      fillNormal(out, 0, n, key, stddev, first);
+      fillNormal(out, 0, n, key, stddev, layout);
     break;
   }
   }
 }
 
 void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool,
-                    int64_t shardIndex) {
+                    const MeshCoords &coords) {
   for (uint32_t id : plan.parameters)
     initParameter(plan, id,
                   reinterpret_cast<float *>(arena +
                                             plan.proto.tensors(id).offset()),
-                  pool, shardIndex);
+                  pool, coords);
 }
 
 } // namespace braid

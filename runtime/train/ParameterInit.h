@@ -2,27 +2,37 @@
 // of a NORMAL parameter is float(init_std * z_i), z_i the i-th normal draw of
 // rng::parameterKey(seed, name); ZEROS and ONES are constants. Values depend
 // only on the seed and the name, never on thread count or parameter order.
-// A sharded parameter's rank writes its shard's elements of the whole one,
-// so every layout starts from the values one rank would.
+// A sharded parameter's rank writes its shard's elements of the whole one
+// (i the whole tensor's index of each, runtime/plan/ShardLayout.h), so
+// every layout starts from the values one rank would.
 #pragma once
 
 #include <cstdint>
 
+#include "runtime/comm/Mesh.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/plan/ShardLayout.h"
 
 namespace braid {
 
 class ThreadPool;
 
-// Writes the initial value of every PARAMETER of `plan` into `arena`.
-// `shardIndex` is this rank's index along the axis its sharded parameters
-// are split over (0 when none is). Spreads the work over `pool` when given.
+// The layout of plan tensor `id` on the rank at mesh coordinates `coords`:
+// its Shard's part for the rank's coordinate on the shard's axis (the
+// group's size from plan.mesh), or the whole tensor when it has none.
+ShardLayout tensorLayout(const LoadedPlan &plan, uint32_t id,
+                         const MeshCoords &coords);
+
+// Writes the initial value of every PARAMETER of `plan` into `arena`, for
+// the rank at mesh coordinates `coords` (Ranks::coords(); all 0 for a
+// single rank): of a sharded parameter, the part that rank holds. Spreads
+// the work over `pool` when given.
 void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool,
-                    int64_t shardIndex = 0);
+                    const MeshCoords &coords = {});
 
 // Writes the initial value of PARAMETER `id` into `out` (its numel floats),
 // for arenas that are not host memory.
 void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
-                   ThreadPool *pool, int64_t shardIndex = 0);
+                   ThreadPool *pool, const MeshCoords &coords = {});
 
 } // namespace braid

@@ -101,13 +101,13 @@ Trainer::create(LoadedPlan plan, TokenData data,
 
 absl::Status Trainer::initialise() {
   if (uint8_t *arena = device_->hostArena()) {
-    initParameters(plan_, arena, &device_->hostPool(), dpRank_);
+    initParameters(plan_, arena, &device_->hostPool(), coords());
   } else {
     std::vector<float> host;
     for (uint32_t id : plan_.parameters) {
       const plan::Tensor &t = plan_.proto.tensors(id);
       host.resize(static_cast<size_t>(plan_.descs[id].numel()));
-      initParameter(plan_, id, host.data(), &device_->hostPool(), dpRank_);
+      initParameter(plan_, id, host.data(), &device_->hostPool(), coords());
       if (absl::Status s = device_->write(t.offset(), host.data(),
                                           t.size_bytes());
           !s.ok())
@@ -389,14 +389,18 @@ Trainer::saveCheckpoint(const std::string &rootDir,
     absl::StatusOr<ArenaImage> image = ArenaImage::create(whole_->imageBytes());
     if (!image.ok())
       return image.status();
-    SelfCommunicator self("dp group 0 (rank 0)");
-    Communicator &dp = ranks_ ? ranks_->axis(MeshAxis::kDP) : self;
+    SelfCommunicator self("group 0 (rank 0)");
+    auto groups = [&](MeshAxis axis) -> Communicator & {
+      return ranks_ ? ranks_->axis(axis) : self;
+    };
     // The writer is world rank 0: the other stages' tensors go to PP rank 0
-    // of its DP replica only.
-    Communicator *pp = ppSize_ > 1 && dpRank_ == 0
+    // of its DP replica and TP coordinate 0 only (each TP rank holds the
+    // whole tensors after the gather).
+    const int64_t tpRank = coords()[static_cast<int>(MeshAxis::kTP)];
+    Communicator *pp = ppSize_ > 1 && dpRank_ == 0 && tpRank == 0
                            ? &ranks_->axis(MeshAxis::kPP)
                            : nullptr;
-    if (absl::Status s = whole_->gather(*device_, dp, pp, image->data());
+    if (absl::Status s = whole_->gather(*device_, groups, pp, image->data());
         !s.ok())
       return s;
     if (rootDir.empty())
@@ -469,7 +473,7 @@ Trainer::resume(const std::string &dir,
             ckpt->copyInto(stored, image->data(), &whole_->mine());
         !s.ok())
       return s;
-    if (absl::Status s = whole_->scatter(image->data(), dpRank_, *device_);
+    if (absl::Status s = whole_->scatter(image->data(), coords(), *device_);
         !s.ok())
       return s;
   } else if (uint8_t *arena = device_->hostArena()) {

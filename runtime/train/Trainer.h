@@ -192,6 +192,11 @@ private:
   int64_t skippedSteps_ = 0;
   std::string lastCheckpoint_;
   const Ranks *ranks_ = nullptr;
+  // This rank's mesh coordinates (all 0 without ranks): which part of each
+  // sharded tensor it holds.
+  MeshCoords coords() const {
+    return ranks_ ? ranks_->coords() : MeshCoords{};
+  }
   // The data-parallel size and this rank's place in it.
   int64_t dpSize_ = 1, dpRank_ = 0;
   // The pipeline's size, this rank's place in it, and the PP coordinate

@@ -1,10 +1,16 @@
 #include "runtime/train/WholeTensors.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 
 #include "runtime/plan/PlanChecks.h"
 #include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/ShardLayout.h"
+#include "runtime/train/ParameterInit.h"
 
 namespace braid {
 namespace {
@@ -92,9 +98,10 @@ WholeTensors::WholeTensors(const LoadedPlan &local,
   }
 }
 
-absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &dp,
-                                  Communicator *pp, uint8_t *image) const {
-  std::vector<uint8_t> part;
+absl::Status WholeTensors::gather(DeviceBackend &device,
+                                  const AxisGroups &groups, Communicator *pp,
+                                  uint8_t *image) const {
+  std::vector<uint8_t> part, parts;
   for (const Entry &e : tensors_) {
     if (e.stage != stage_)
       continue;
@@ -106,15 +113,45 @@ absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &dp,
         return s;
       continue;
     }
+    const plan::MeshAxis axis = t.shard().axis();
+    // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
+    Communicator &group =
+        groups(static_cast<MeshAxis>(static_cast<int>(axis) - 1));
+    const ShardLayout layout = ShardLayout::of(
+        t, plan_checks::meshAxisSize(local_.proto.mesh(), axis), 0);
+    if (group.size() != layout.parts())
+      return absl::InternalError(absl::StrCat(
+          "checkpoint: ", t.name(), " is sharded over the ", layout.parts(),
+          " ranks of a ", absl::AsciiStrToLower(plan::MeshAxis_Name(axis)),
+          " group, but ", group.name(), " has ", group.size()));
     part.resize(t.size_bytes());
     if (absl::Status s = device.read(t.offset(), part.data(), part.size());
         !s.ok())
       return s;
-    if (absl::Status s = dp.allGather(part.data(), out,
-                                      local_.descs[e.id].numel(),
-                                      local_.descs[e.id].dtype);
+    const int64_t n = local_.descs[e.id].numel();
+    const DType dtype = local_.descs[e.id].dtype;
+    // One run per part (dimension 0, one block): the gather stacks the
+    // parts where the whole tensor has them.
+    const bool stacked = layout.runs() <= 1;
+    if (!stacked)
+      parts.resize(part.size() * static_cast<size_t>(layout.parts()));
+    if (absl::Status s = group.allGather(part.data(),
+                                         stacked ? out : parts.data(), n,
+                                         dtype);
         !s.ok())
       return s;
+    if (stacked)
+      continue;
+    const size_t es = dtypeSize(dtype);
+    const size_t runBytes = static_cast<size_t>(layout.runLength()) * es;
+    for (int64_t r = 0; r < layout.parts(); ++r) {
+      const ShardLayout of = layout.forPart(r);
+      const uint8_t *from =
+          parts.data() + static_cast<size_t>(r) * part.size();
+      for (int64_t k = 0; k < of.runs(); ++k)
+        std::memcpy(out + static_cast<size_t>(of.wholeStart(k)) * es,
+                    from + static_cast<size_t>(k) * runBytes, runBytes);
+    }
   }
   if (pp == nullptr || numStages_ == 1)
     return absl::OkStatus();
@@ -137,17 +174,30 @@ absl::Status WholeTensors::gather(DeviceBackend &device, Communicator &dp,
   return absl::OkStatus();
 }
 
-absl::Status WholeTensors::scatter(const uint8_t *image, int64_t index,
+absl::Status WholeTensors::scatter(const uint8_t *image,
+                                   const MeshCoords &coords,
                                    DeviceBackend &device) const {
+  std::vector<uint8_t> part;
   for (const Entry &e : tensors_) {
     if (e.stage != stage_)
       continue;
     const plan::Tensor &t = local_.proto.tensors(e.id);
-    const uint8_t *in = image + e.wholeOffset +
-                        (e.sharded ? static_cast<uint64_t>(index) *
-                                         t.size_bytes()
-                                   : 0);
-    if (absl::Status s = device.write(t.offset(), in, t.size_bytes());
+    const uint8_t *whole = image + e.wholeOffset;
+    if (!e.sharded) {
+      if (absl::Status s = device.write(t.offset(), whole, t.size_bytes());
+          !s.ok())
+        return s;
+      continue;
+    }
+    const ShardLayout layout = tensorLayout(local_, e.id, coords);
+    const size_t es = dtypeSize(local_.descs[e.id].dtype);
+    const size_t runBytes = static_cast<size_t>(layout.runLength()) * es;
+    part.resize(t.size_bytes());
+    for (int64_t k = 0; k < layout.runs(); ++k)
+      std::memcpy(part.data() + static_cast<size_t>(k) * runBytes,
+                  whole + static_cast<size_t>(layout.wholeStart(k)) * es,
+                  runBytes);
+    if (absl::Status s = device.write(t.offset(), part.data(), part.size());
         !s.ok())
       return s;
   }

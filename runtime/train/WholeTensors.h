@@ -1,18 +1,22 @@
-// Checkpoints of a plan that shards its parameters and moments (ZeRO) or is
-// one rank of a pipeline: the files hold the whole model's tensors, whole,
-// as every layout's do, so that any layout can resume from any other.
-// Saving assembles them in a host image: each rank's shards gathered over
-// its DP group, and every pipeline rank's tensors sent to PP rank 0 (the
-// writer, world rank 0, is at DP and PP coordinate 0). Resuming reads the
-// whole tensors and keeps this rank's: its stage's, and of those its rows.
+// Checkpoints of a plan that shards its parameters and moments (ZeRO along
+// DP, tensor parallelism along TP) or is one rank of a pipeline: the files
+// hold the whole model's tensors, whole, as every layout's do, so that any
+// layout can resume from any other. Saving assembles them in a host image:
+// each rank's shards gathered over its group along the shard's axis and
+// laid out as the whole tensor (runtime/plan/ShardLayout.h), and every
+// pipeline rank's tensors sent to PP rank 0 (the writer, world rank 0, is
+// at coordinate 0 on every axis). Resuming reads the whole tensors and
+// keeps this rank's: its stage's, and of those its part.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/Mesh.h"
 #include "runtime/device/DeviceBackend.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -42,16 +46,22 @@ public:
   // resume needs in its image (scatter reads no others).
   const absl::flat_hash_set<uint32_t> &mine() const { return mine_; }
 
-  // Fills `image` with this rank's tensors from the device, each shard
-  // gathered over `dp` (every rank of the DP group calls it). With `pp`,
-  // the PP group's communicator, every rank of the group then calls it
-  // too: PP rank 0 receives every other stage's tensors into its image,
-  // and the others send theirs. Without it only this rank's are filled.
-  absl::Status gather(DeviceBackend &device, Communicator &dp,
+  // The communicator of this rank's group along a mesh axis (Ranks::axis):
+  // gather assembles a tensor sharded along an axis over that group.
+  using AxisGroups = std::function<Communicator &(MeshAxis)>;
+
+  // Fills `image` with this rank's tensors from the device, each sharded
+  // one gathered over `groups(its shard's axis)` and rearranged into the
+  // whole tensor's layout (every rank of each group calls it, in the same
+  // order). With `pp`, the PP group's communicator, every rank of the group
+  // then calls it too: PP rank 0 receives every other stage's tensors into
+  // its image, and the others send theirs. Without it only this rank's are
+  // filled.
+  absl::Status gather(DeviceBackend &device, const AxisGroups &groups,
                       Communicator *pp, uint8_t *image) const;
   // Writes this rank's tensors of `image` to the device: of a sharded one,
-  // shard `index` of its DP group's.
-  absl::Status scatter(const uint8_t *image, int64_t index,
+  // the part the rank at mesh coordinates `coords` holds (Ranks::coords).
+  absl::Status scatter(const uint8_t *image, const MeshCoords &coords,
                        DeviceBackend &device) const;
 
 private:

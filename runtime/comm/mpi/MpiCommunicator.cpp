@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/common/TsanAccess.h"
+#include "kernels/cpu/Storage.h"
 #include "runtime/comm/RollCall.h"
 #include "runtime/comm/mpi/ArrivalBoard.h"
 
@@ -90,6 +91,8 @@ public:
   const std::string &name() const override { return name_; }
 
   absl::Status allReduceSum(void *data, size_t count, DType dtype) override {
+    if (dtype == DType::kBF16)
+      return allReduceBf16(static_cast<uint16_t *>(data), count);
     absl::StatusOr<MPI_Datatype> type = summable(dtype, "all-reduce");
     if (!type.ok())
       return type.status();
@@ -181,6 +184,24 @@ public:
   }
 
 private:
+  // MPI has no bf16 sum: every rank gathers the group's values and adds
+  // them in f32 in rank order, rounding once, so all hold the same sum.
+  absl::Status allReduceBf16(uint16_t *data, size_t count) {
+    if (size_ == 1 || count == 0)
+      return absl::OkStatus();
+    std::vector<uint16_t> all(count * static_cast<size_t>(size_));
+    if (absl::Status s = allGather(data, all.data(), count, DType::kBF16);
+        !s.ok())
+      return s;
+    for (size_t i = 0; i < count; ++i) {
+      float sum = 0.0f;
+      for (int r = 0; r < size_; ++r)
+        sum += cpu::widen(all[static_cast<size_t>(r) * count + i]);
+      data[i] = cpu::roundToBf16(sum);
+    }
+    return absl::OkStatus();
+  }
+
   MPI_Datatype datatype(DType dtype) const {
     switch (dtype) {
     case DType::kF32:

@@ -174,9 +174,9 @@ TEST(PipelineLoader, RefusesAPipelineOfTheWrongShape) {
                 "pipeline plan (pp above 1) has stage plans");
   expectRefused([](plan::Plan &p) { p.clear_stage_plans(); },
                 "plan.stage_plans has 0 plans but plan.mesh.pp is 2");
-  expectRefused([](plan::Plan &p) { p.mutable_mesh()->set_tp(2); },
-                "plan.mesh.tp is 2: this runtime trains data and pipeline "
-                "parallel plans only (tp and cp of 1)");
+  expectRefused([](plan::Plan &p) { p.mutable_mesh()->set_cp(2); },
+                "plan.mesh.cp is 2: this runtime trains data, tensor and "
+                "pipeline parallel plans only (cp of 1)");
   expectRefused([](plan::Plan &p) { p.set_num_streams(2); },
                 "plan.num_streams is set in a pipeline plan, whose outer plan "
                 "carries only the header");
@@ -317,7 +317,8 @@ TEST(PipelineLoader, ChecksEachSendAndReceive) {
         for (int i = step->instructions_size() - 1; i > send; --i)
           step->mutable_instructions()->SwapElements(i, i - 1);
       },
-      "a Repeat body holds launches, stages and readbacks only");
+      "a Repeat body holds launches, stages, readbacks and collectives along "
+      "tp only");
 }
 
 TEST(PipelineLoader, RefusesTransfersOutsideAPipeline) {

@@ -871,8 +871,8 @@ TEST(PlanLoader, RefusesBadRepeats) {
         program(p, "step").mutable_instructions(6)->mutable_record()->set_value(
             1);
       },
-      "instruction 6: a Repeat body holds launches, stages and readbacks "
-      "only",
+      "instruction 6: a Repeat body holds launches, stages, readbacks and "
+      "collectives along tp only",
       repeated);
   // The body's rms_norm reads dx.0 before the body writes it.
   expectRefused(
