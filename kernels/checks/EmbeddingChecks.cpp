@@ -15,6 +15,12 @@ std::vector<int64_t> idsThenDim(const TensorDesc &ids, int64_t d) {
   return s;
 }
 
+// The optional `vocab_shard` (0 or 1): the table holds one TP rank's
+// rows of the vocabulary, which rank only the run knows.
+absl::Status checkVocabShard(const LaunchChecker &c) {
+  return c.intParamOr("vocab_shard", 0, 0, 1).status();
+}
+
 absl::Status checkEmbedding(const KernelSignature &sig) {
   LaunchChecker c("embedding", sig);
   BRAID_KERNEL_TRY(c.inputs({"table", "ids"}));
@@ -24,6 +30,7 @@ absl::Status checkEmbedding(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.dtype(ids, DType::kI32));
   BRAID_KERNEL_TRY(c.sameDtype(y, table));
   BRAID_KERNEL_TRY(c.rank(table, 2, "[V, D]"));
+  BRAID_KERNEL_TRY(checkVocabShard(c));
   return c.shape(y, idsThenDim(*ids.desc, table.dim(1)),
                  "(the shape of ids, then the table's D)");
 }
@@ -33,6 +40,7 @@ absl::Status checkEmbeddingGradWeight(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.inputs({"dy", "ids"}));
   BRAID_KERNEL_TRY(c.outputs({"dtable"}));
   BRAID_KERNEL_TRY(c.accumulateParam());
+  BRAID_KERNEL_TRY(checkVocabShard(c));
   Operand dy = c.in(0), ids = c.in(1), dtable = c.out(0);
   BRAID_KERNEL_TRY(c.floatStorage(dy));
   BRAID_KERNEL_TRY(c.dtype(ids, DType::kI32));

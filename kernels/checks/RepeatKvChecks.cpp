@@ -7,13 +7,57 @@
 namespace braid::checks {
 namespace {
 
+// The head counts of a tp_slice launch: num_heads query heads of this TP
+// rank, all num_kv_heads kv heads, `group` query heads per kv head in the
+// whole model. The whole model's query heads, num_kv_heads * group, must
+// split into whole ranks of num_heads; which rank runs is not known here.
+absl::StatusOr<HeadCounts> checkSliceHeads(const LaunchChecker &c) {
+  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
+  if (!h.ok())
+    return h.status();
+  absl::StatusOr<int64_t> hkv = c.intParam("num_kv_heads", 1, INT32_MAX);
+  if (!hkv.ok())
+    return hkv.status();
+  absl::StatusOr<int64_t> group = c.intParam("group", 1, INT32_MAX);
+  if (!group.ok())
+    return group.status();
+  if (*hkv * *group % *h != 0)
+    return c.error(absl::StrCat(
+        "num_heads (", *h, ") does not divide the whole model's query heads, "
+        "num_kv_heads * group = ", *hkv * *group,
+        ", into a whole number of tensor-parallel ranks"));
+  return HeadCounts{*h, *hkv};
+}
+
+// Without tp_slice: num_kv_heads divides num_heads, and an optional `group`
+// can only say what they do.
+absl::StatusOr<HeadCounts> checkWholeHeads(const LaunchChecker &c) {
+  absl::StatusOr<HeadCounts> heads = checkHeadCounts(c);
+  if (!heads.ok())
+    return heads.status();
+  const int64_t want = heads->heads / heads->kvHeads;
+  absl::StatusOr<int64_t> group = c.intParamOr("group", want, 1, INT32_MAX);
+  if (!group.ok())
+    return group.status();
+  if (*group != want)
+    return c.error(absl::StrCat("parameter 'group' is ", *group,
+                                "; without tp_slice it must be num_heads / "
+                                "num_kv_heads = ",
+                                want));
+  return heads;
+}
+
 absl::Status checkRepeatKvLaunch(const KernelSignature &sig, bool grad) {
   LaunchChecker c(grad ? "repeat_kv_grad_input" : "repeat_kv", sig);
   BRAID_KERNEL_TRY(c.inputs({grad ? "dy" : "x"}));
   BRAID_KERNEL_TRY(c.outputs({grad ? "dx" : "y"}));
   BRAID_KERNEL_TRY(c.floatStorage(c.in(0)));
   BRAID_KERNEL_TRY(c.sameDtype(c.out(0), c.in(0)));
-  absl::StatusOr<HeadCounts> heads = checkHeadCounts(c);
+  absl::StatusOr<int64_t> slice = c.intParamOr("tp_slice", 0, 0, 1);
+  if (!slice.ok())
+    return slice.status();
+  absl::StatusOr<HeadCounts> heads =
+      *slice ? checkSliceHeads(c) : checkWholeHeads(c);
   if (!heads.ok())
     return heads.status();
   const int64_t h = heads->heads, hkv = heads->kvHeads;

@@ -103,7 +103,7 @@ absl::Status checkAttentionDropout(const LaunchChecker &c) {
                                 ", expected 0 <= dropout < 1"));
   if (*p > 0)
     BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
-  return absl::OkStatus();
+  return c.intParamOr("head_shard", 0, 0, 1).status();
 }
 
 absl::Status checkAttentionMasks(const LaunchChecker &c, int64_t batch,

@@ -47,7 +47,10 @@ absl::StatusOr<QkvDims> checkQkv(const LaunchChecker &c, const Operand &q,
                                  const Operand &k, const Operand &v);
 
 // The optional parameter `dropout` in [0, 1); rng_offset is required when it
-// is above 0.
+// is above 0. Also the optional `head_shard` (0 or 1): q/k/v hold one TP
+// rank's slice of the heads, num_heads and num_kv_heads count the slice,
+// and the dropout draws use the whole tensor's head index (which the check
+// cannot verify: it knows no TP coordinate).
 absl::Status checkAttentionDropout(const LaunchChecker &c);
 
 // The masks of attention and flash_attention: `causal` (0 or 1), the

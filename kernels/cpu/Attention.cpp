@@ -220,8 +220,9 @@ BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
       // A local copy: read through g, the mask's fields might alias row and
       // would be reloaded for every element.
       const DropoutMask mask = g.mask;
+      const int64_t drop = g.dropRow(bi, hi, i0 + r);
       for (int64_t j = 0; j < n; ++j)
-        row[j] *= mask.factor(base + j);
+        row[j] *= mask.factor(drop + j);
     }
   }
   weightedRowSums<R>(m.scores, m.vPad, g, nMax, m.out);
@@ -314,8 +315,9 @@ BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
     std::memset(p + n, 0, (end - n) * sizeof(float));
     if (g.mask.active) {
       const DropoutMask mask = g.mask; // a local copy, as in attentionRows
+      const int64_t drop = g.dropRow(bi, hi, i0 + r);
       for (int64_t j = 0; j < n; ++j) {
-        const float f = mask.factor(base + j);
+        const float f = mask.factor(drop + j);
         dP[j] *= f;
         pd[j] = p[j] * f;
       }

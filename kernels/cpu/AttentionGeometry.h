@@ -27,6 +27,12 @@ struct AttentionGeometry {
   const int32_t *seg = nullptr; // [B, S] or null
   float scale;
   DropoutMask mask;
+  // The heads of the whole tensor and the first of them this launch holds:
+  // h and 0, unless `head_shard` says q/k/v are one TP rank's slice of the
+  // heads (docs/kernels.md, "Tensor parallel"). The dropout draws are keyed
+  // by the whole tensor's element index, so that every rank drops exactly
+  // what the unsharded kernel would.
+  int64_t dropHeads, dropHead0;
 
   AttentionGeometry(const KernelArgs &args, const TensorDesc &q,
                     int segInput) {
@@ -48,6 +54,13 @@ struct AttentionGeometry {
     scale = static_cast<float>(p.floatOr("scale", 1.0));
     mask = DropoutMask::make(p.floatOr("dropout", 0.0),
                              p.intOr("rng_offset", 0), args);
+    dropHeads = h;
+    dropHead0 = 0;
+    if (p.intOr("head_shard", 0) != 0) {
+      const KernelContext &ctx = contextOf(args);
+      dropHeads = h * ctx.tpSize;
+      dropHead0 = h * ctx.tpRank;
+    }
   }
   // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
   int64_t rowEnd(int64_t i) const {
@@ -59,9 +72,15 @@ struct AttentionGeometry {
   int64_t firstRowSeeing(int64_t j) const {
     return !causal || j < prefix ? 0 : j;
   }
-  // Element index of probs[b, h, i, 0] and of its dropout draw.
+  // Element index of probs[b, h, i, 0] in this launch's tensor.
   int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
     return ((bi * h + hi) * s + i) * s;
+  }
+  // Element index of the dropout draw of probs[b, h, i, 0]: the index of
+  // that probability in the whole (unsharded) tensor; probsRow without
+  // head_shard.
+  int64_t dropRow(int64_t bi, int64_t hi, int64_t i) const {
+    return ((bi * dropHeads + dropHead0 + hi) * s + i) * s;
   }
 };
 

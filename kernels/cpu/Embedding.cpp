@@ -4,6 +4,12 @@
 // Ids are validated by the data loader, not per launch. An id outside
 // [0, V) still never touches memory outside the table: its output row is
 // zero and its gradient row is dropped.
+//
+// With `vocab_shard` the table is one TP rank's rows [tpRank * V,
+// (tpRank + 1) * V) of the whole vocabulary: ids are shifted by tpRank * V
+// first, so an id of another rank's shard is one outside [0, V). The
+// ranks' outputs then sum to the whole lookup, and their gradient tables
+// stack to the whole gradient.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -18,6 +24,14 @@
 namespace braid::cpu {
 namespace {
 
+// The first vocabulary id of this launch's table of `v` rows: tpRank * v
+// with vocab_shard, else 0.
+int64_t firstIdOf(const KernelArgs &args, int64_t v) {
+  if (paramsOf(args).intOr("vocab_shard", 0) == 0)
+    return 0;
+  return contextOf(args).tpRank * v;
+}
+
 // Rows are copied as stored: the table and y share one dtype.
 template <typename T> void runEmbedding(const KernelArgs &args) {
   const T *table = dataOf<T>(args.ins[0]);
@@ -25,9 +39,10 @@ template <typename T> void runEmbedding(const KernelArgs &args) {
   T *y = dataOf<T>(args.outs[0]);
   const int64_t v = args.ins[0].desc->shape[0], d = args.ins[0].desc->shape[1];
   const int64_t rows = args.ins[1].numel();
+  const int64_t first = firstIdOf(args, v);
   parallelFor(poolOf(args), rows, rowGrain(d), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t id = ids[r];
+      const int64_t id = ids[r] - first;
       if (id >= 0 && id < v)
         convert(table + id * d, y + r * d, d);
       else
@@ -114,12 +129,15 @@ void runEmbeddingGradWeight(const KernelArgs &args) {
   if (v == 0 || d == 0)
     return;
 
+  // Row ids within this table; those outside [0, v) are dropped.
+  const int64_t first = firstIdOf(args, v);
+  auto local = [&](int64_t r) { return int64_t{ids[r]} - first; };
   thread_local std::vector<int32_t> start, order;
   start.assign(v + 1, 0);
   order.resize(rows);
   for (int64_t r = 0; r < rows; ++r)
-    if (ids[r] >= 0 && ids[r] < v)
-      ++start[ids[r] + 1];
+    if (local(r) >= 0 && local(r) < v)
+      ++start[local(r) + 1];
   for (int64_t i = 0; i < v; ++i)
     start[i + 1] += start[i];
   {
@@ -127,8 +145,8 @@ void runEmbeddingGradWeight(const KernelArgs &args) {
     thread_local std::vector<int32_t> next;
     next.assign(start.begin(), start.end() - 1);
     for (int64_t r = 0; r < rows; ++r)
-      if (ids[r] >= 0 && ids[r] < v)
-        order[next[ids[r]]++] = static_cast<int32_t>(r);
+      if (local(r) >= 0 && local(r) < v)
+        order[next[local(r)]++] = static_cast<int32_t>(r);
   }
 
   const int32_t *bucketStart = start.data();

@@ -31,7 +31,7 @@
 // whose exponential is 0. The diagonal is always visible, so no row is
 // empty. Dropout draws are those of the reference: element index
 // ((b * H + h) * S + i) * S + j of dropoutKey(seed, rng_offset, step,
-// micro_batch).
+// micro_batch); with head_shard, H and h count the whole tensor's heads.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -262,7 +262,7 @@ BRAID_INLINE void forwardTile(const Geometry &g, const ForwardState &st,
     }
     if (g.mask.active) {
       const DropoutMask mask = g.mask; // a local copy: no aliasing with row
-      const int64_t base = g.probsRow(bi, hi, i + rr) + jt0;
+      const int64_t base = g.dropRow(bi, hi, i + rr) + jt0;
       for (int64_t j = 0; j < end; ++j)
         row[j] *= mask.factor(base + j);
     }
@@ -372,7 +372,7 @@ BRAID_INLINE void gradTile(const Geometry &g, const BackwardState &st,
     if (g.mask.active) {
       float *__restrict pd = st.pd + rr * kTile;
       const DropoutMask mask = g.mask;
-      const int64_t base = g.probsRow(bi, hi, i + rr) + jt0;
+      const int64_t base = g.dropRow(bi, hi, i + rr) + jt0;
       for (int64_t j = 0; j < end; ++j) {
         const float f = mask.factor(base + j);
         dS[j] *= f;

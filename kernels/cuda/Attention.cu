@@ -93,6 +93,7 @@ __global__ void __launch_bounds__(kBlock)
     const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
     const T *kHead = k + kvOff, *vHead = v + kvOff;
     const int64_t base = g.probsRow(bi, hi, i);
+    const int64_t drop = g.dropRow(bi, hi, i);
     T *probsRow = probs + base;
     T *oRow = o + (bi * g.s + i) * g.qStride + hi * g.dh;
 
@@ -151,7 +152,7 @@ __global__ void __launch_bounds__(kBlock)
             const float p = e * inv;
             if (dt0 == 0)
               store(probsRow, j, p);
-            buf[j - j0] = p * dropFactor(g, key, base + j);
+            buf[j - j0] = p * dropFactor(g, key, drop + j);
           }
           __syncthreads();
         }
@@ -179,13 +180,13 @@ __device__ float rowSumWarp(const T *__restrict__ dout,
   const int64_t n = g.rowEnd(i);
   const T *doRow = dout + (bi * g.s + i) * g.qStride + hi * g.dh;
   const T *vHead = v + bi * g.s * g.kvStride + (hi / g.group) * g.dh;
-  const int64_t base = g.probsRow(bi, hi, i);
+  const int64_t base = g.probsRow(bi, hi, i), drop = g.dropRow(bi, hi, i);
   float acc = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
     if (!g.sameSegment(bi, i, j))
       continue;
-    const float dP =
-        warpDot(doRow, vHead + j * g.kvStride, g.dh) * dropFactor(g, key, base + j);
+    const float dP = warpDot(doRow, vHead + j * g.kvStride, g.dh) *
+                     dropFactor(g, key, drop + j);
     acc += dP * load(probs, base + j);
   }
   return acc;
@@ -241,7 +242,7 @@ __global__ void __launch_bounds__(kBlock)
             if (g.sameSegment(bi, i, j)) {
               const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
               const int64_t base = g.probsRow(bi, hi, i);
-              const float f = dropFactor(g, key, base + j);
+              const float f = dropFactor(g, key, g.dropRow(bi, hi, i) + j);
               const float dP = warpDot(dout + qOff, vRow, g.dh) * f;
               const float rs =
                   stashed ? getStat(dq + qOff)
@@ -290,7 +291,7 @@ __global__ void __launch_bounds__(kBlock)
     const T *doRow = dout + qOff;
     const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
     const T *kHead = k + kvOff, *vHead = v + kvOff;
-    const int64_t base = g.probsRow(bi, hi, i);
+    const int64_t base = g.probsRow(bi, hi, i), drop = g.dropRow(bi, hi, i);
     if (stashed) {
       if (threadIdx.x == 0)
         rowSum = getStat(dq + qOff);
@@ -310,7 +311,7 @@ __global__ void __launch_bounds__(kBlock)
           float dS = 0.0f;
           if (g.sameSegment(bi, i, j)) {
             const float dP = warpDot(doRow, vHead + j * g.kvStride, g.dh) *
-                             dropFactor(g, key, base + j);
+                             dropFactor(g, key, drop + j);
             dS = load(probs, base + j) * (dP - rs);
           }
           if (lane == 0)

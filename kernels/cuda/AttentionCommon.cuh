@@ -34,6 +34,10 @@ struct Geometry {
   float dropScale;
   int64_t rngOffset;
   int64_t microBatch; // the launch's micro-batch: part of the mask key
+  // The heads of the whole tensor and the first of them this launch holds:
+  // h and 0 unless `head_shard` makes q/k/v one TP rank's slice of the
+  // heads. The draws are keyed by the whole tensor's element index.
+  int64_t dropHeads, dropHead0;
   const int32_t *seg; // segment ids [B, S], or null
 
   // Keys [0, rowEnd(i)) may be visible from query i (segments aside).
@@ -53,9 +57,15 @@ struct Geometry {
   __device__ bool visible(int64_t bi, int64_t i, int64_t j) const {
     return i < s && j < rowEnd(i) && sameSegment(bi, i, j);
   }
-  // Element index of probs[bi, hi, i, 0], and of its dropout draws.
+  // Element index of probs[bi, hi, i, 0] in this launch's tensor.
   __device__ int64_t probsRow(int64_t bi, int64_t hi, int64_t i) const {
     return ((bi * h + hi) * s + i) * s;
+  }
+  // Element index of the dropout draw of probs[bi, hi, i, 0]: that of the
+  // probability in the whole (unsharded) tensor; probsRow without
+  // head_shard.
+  __device__ int64_t dropRow(int64_t bi, int64_t hi, int64_t i) const {
+    return ((bi * dropHeads + dropHead0 + hi) * s + i) * s;
   }
 };
 
@@ -83,6 +93,14 @@ inline Geometry geometryOf(const KernelArgs &args, const TensorDesc &q,
   g.dropScale = 1.0f / (1.0f - static_cast<float>(drop));
   g.rngOffset = p.intOr("rng_offset", 0);
   g.microBatch = args.microBatch;
+  // The TP coordinate is the same on every run of a rank's program, so it
+  // may be a launch argument even in a captured graph.
+  g.dropHeads = g.h;
+  g.dropHead0 = 0;
+  if (p.intOr("head_shard", 0) != 0 && args.ctx != nullptr) {
+    g.dropHeads = g.h * args.ctx->tpSize;
+    g.dropHead0 = g.h * args.ctx->tpRank;
+  }
   g.seg = static_cast<int>(args.ins.size()) > segInput
               ? args.ins[segInput].i32()
               : nullptr;

@@ -2,6 +2,9 @@
 // its scatter-add, f32 or bf16 (the gradient table may be f32 over bf16 dy).
 //
 // An id outside [0, V) yields a zero row and no gradient, as on the CPU.
+// With `vocab_shard` the table holds the TP rank's rows [tpRank * V,
+// (tpRank + 1) * V) of the vocabulary and ids are shifted by tpRank * V
+// first (the kernels' `first`), as on the CPU.
 //
 // The gradient is deterministic and equal to the CPU's bit for bit: like
 // the CPU kernel it buckets the rows of dy by id, keeping row order within
@@ -35,6 +38,16 @@ bool accumulateOf(const KernelArgs &args) {
   return args.params != nullptr && args.params->intOr("accumulate", 0) != 0;
 }
 
+// The first vocabulary id of a table of `v` rows: tpRank * v with
+// vocab_shard, else 0. A rank's coordinate never changes between runs, so
+// it may be a launch argument of a captured graph.
+int64_t firstIdOf(const KernelArgs &args, int64_t v) {
+  if (args.params == nullptr || args.params->intOr("vocab_shard", 0) == 0 ||
+      args.ctx == nullptr)
+    return 0;
+  return args.ctx->tpRank * v;
+}
+
 // --- embedding ------------------------------------------------------------
 
 // Rows are copied as stored (table and y share one dtype).
@@ -42,12 +55,12 @@ template <typename T>
 __global__ void embeddingKernel(const T *__restrict table,
                                 const int32_t *__restrict ids,
                                 T *__restrict y, int64_t rows, int64_t v,
-                                int64_t d) {
+                                int64_t d, int64_t first) {
   const int64_t total = rows * d;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / d, c = i - r * d;
-    const int64_t id = ids[r];
+    const int64_t id = ids[r] - first;
     y[i] = id >= 0 && id < v ? table[id * d + c] : T(0);
   }
 }
@@ -61,23 +74,25 @@ void runEmbedding(const KernelArgs &args) {
   const unsigned blocks =
       static_cast<unsigned>(blocksFor(rows * d, kThreads));
   cudaStream_t stream = streamOf(gpuOf(args));
+  const int64_t first = firstIdOf(args, v);
   if (table.desc->dtype == DType::kBF16)
     embeddingKernel<uint16_t><<<blocks, kThreads, 0, stream>>>(
-        table.bf16(), ids.i32(), y.bf16(), rows, v, d);
+        table.bf16(), ids.i32(), y.bf16(), rows, v, d, first);
   else
     embeddingKernel<float><<<blocks, kThreads, 0, stream>>>(
-        table.f32(), ids.i32(), y.f32(), rows, v, d);
+        table.f32(), ids.i32(), y.f32(), rows, v, d, first);
 }
 
 // --- embedding_grad_weight --------------------------------------------------
 
 // Sort keys: the id, or V for an id outside [0, V) (sorted last, skipped).
 __global__ void makeSortPairs(const int32_t *__restrict ids, int64_t rows,
-                              int64_t v, uint32_t *__restrict keys,
+                              int64_t v, int64_t first,
+                              uint32_t *__restrict keys,
                               int32_t *__restrict order) {
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows;
        r += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t id = ids[r];
+    const int64_t id = ids[r] - first;
     keys[r] = static_cast<uint32_t>(id >= 0 && id < v ? id : v);
     order[r] = static_cast<int32_t>(r);
   }
@@ -111,11 +126,12 @@ __global__ void sumBuckets(const T *__restrict dy,
 template <typename T, typename U>
 __global__ void sumByScan(const T *__restrict dy,
                           const int32_t *__restrict ids, int64_t rows,
-                          int64_t v, int64_t d, bool accumulate,
-                          U *__restrict dtable) {
+                          int64_t v, int64_t first, int64_t d,
+                          bool accumulate, U *__restrict dtable) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int32_t id = ids[r];
-    if (id < 0 || id >= v)
+    const int64_t local = id - first;
+    if (local < 0 || local >= v)
       continue;
     int seen = 0;
     for (int64_t q = threadIdx.x; q < r && !seen; q += blockDim.x)
@@ -127,7 +143,7 @@ __global__ void sumByScan(const T *__restrict dy,
       for (int64_t q = r + 1; q < rows; ++q)
         if (ids[q] == id)
           acc = __fadd_rn(acc, load(dy, q * d + c));
-      const int64_t o = int64_t{id} * d + c;
+      const int64_t o = local * d + c;
       store(dtable, o, accumulate ? __fadd_rn(load(dtable, o), acc) : acc);
     }
   }
@@ -150,6 +166,7 @@ void embeddingGradWeight(const KernelArgs &args) {
   const int64_t v = args.outs[0].desc->shape[0];
   const int64_t d = args.outs[0].desc->shape[1];
   const int64_t rows = args.ins[1].numel();
+  const int64_t first = firstIdOf(args, v);
   const GpuContext &gpu = gpuOf(args);
   cudaStream_t stream = streamOf(gpu);
   if (v == 0 || d == 0)
@@ -182,7 +199,7 @@ void embeddingGradWeight(const KernelArgs &args) {
     int32_t *sortedOrder = reinterpret_cast<int32_t *>(ws + 3 * arrayBytes);
     void *scratch = ws + 4 * arrayBytes;
     makeSortPairs<<<static_cast<unsigned>(blocksFor(rows, kThreads)),
-                    kThreads, 0, stream>>>(ids, rows, v, keys, order);
+                    kThreads, 0, stream>>>(ids, rows, v, first, keys, order);
     // Stable: rows of one id keep their order.
     if (cub::DeviceRadixSort::SortPairs(scratch, sortBytes, keys, sortedKeys,
                                         order, sortedOrder, n, 0, endBit,
@@ -192,8 +209,8 @@ void embeddingGradWeight(const KernelArgs &args) {
       return;
     }
   }
-  sumByScan<T, U><<<bucketBlocks, kThreads, 0, stream>>>(dy, ids, rows, v, d,
-                                                         accumulate, dtable);
+  sumByScan<T, U><<<bucketBlocks, kThreads, 0, stream>>>(
+      dy, ids, rows, v, first, d, accumulate, dtable);
 }
 
 // dy and dtable are f32, or bf16 with dtable f32 or bf16.

@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int t = 0; t < 2; ++t) {
         const int jj = lane + 32 * t;
         const float f =
-            seen[t] ? dropFactor(g, key, g.probsRow(bi, hi, i) + j0 + jj)
+            seen[t] ? dropFactor(g, key, g.dropRow(bi, hi, i) + j0 + jj)
                     : 0.0f;
         splitWeight(e[t] * f, &ps[(r0 + r) * ldP + jj],
                     &psLo[(r0 + r) * ldP + jj]);
@@ -281,7 +281,7 @@ pairWeights(const Geometry &g, uint64_t key, int64_t bi, int64_t hi,
   if (!g.visible(bi, i, j))
     return {0.0f, 0.0f};
   const float prob = expf(score * g.scale - lse);
-  const float f = dropFactor(g, key, g.probsRow(bi, hi, i) + j);
+  const float f = dropFactor(g, key, g.dropRow(bi, hi, i) + j);
   return {prob * f, prob * (dp * f - delta)};
 }
 

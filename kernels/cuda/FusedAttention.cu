@@ -14,7 +14,8 @@
 // Masks: key j is visible from query i iff (!causal || j <= i || j < prefix)
 // and, with segment ids, seg[b, i] == seg[b, j]. Dropout draws are those of
 // the reference: element ((b * H + h) * S + i) * S + j of dropoutKey(seed,
-// rng_offset, step, micro_batch), the step values read from device memory.
+// rng_offset, step, micro_batch), the step values read from device memory;
+// with head_shard, H and h count the whole tensor's heads.
 //
 // Backward runs three kernels:
 //   A (one warp per query row): D_i = do_i . o_i, which equals
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(kBlock)
     const T *qRow = q + (bi * g.s + i) * g.qStride + hi * g.dh;
     const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
     const T *kHead = k + kvOff, *vHead = v + kvOff;
-    const int64_t base = g.probsRow(bi, hi, i);
+    const int64_t drop = g.dropRow(bi, hi, i);
     T *oRow = o + (bi * g.s + i) * g.qStride + hi * g.dh;
     // Each head-dimension tile walks the keys again; the statistics of the
     // first walk are the ones saved (later walks compute the same values).
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(kBlock)
         for (int64_t j = j0 + threadIdx.x; j < j1; j += kBlock) {
           const float e = expf(buf[j - j0] - mNew);
           part += e;
-          buf[j - j0] = e * dropFactor(g, key, base + j);
+          buf[j - j0] = e * dropFactor(g, key, drop + j);
         }
         l = l * alpha + blockSum(part, red);
         m = mNew;
@@ -199,7 +200,7 @@ __global__ void __launch_bounds__(kBlock)
             if (g.visible(bi, i, j)) {
               const float x = warpDot(q + qOff, kRow, g.dh) * g.scale;
               const float p = expf(x - lse[(bi * g.h + hi) * g.s + i]);
-              const float f = dropFactor(g, key, g.probsRow(bi, hi, i) + j);
+              const float f = dropFactor(g, key, g.dropRow(bi, hi, i) + j);
               const float dP = warpDot(dout + qOff, vRow, g.dh) * f;
               const float dlt = rowDelta(dout, o, dq, qOff, g, stashed);
               ck = g.scale * (p * (dP - dlt));
@@ -245,7 +246,7 @@ __global__ void __launch_bounds__(kBlock)
     const int64_t qOff = (bi * g.s + i) * g.qStride + hi * g.dh;
     const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
     const T *kHead = k + kvOff, *vHead = v + kvOff;
-    const int64_t base = g.probsRow(bi, hi, i);
+    const int64_t drop = g.dropRow(bi, hi, i);
     const float rowLse = lse[(bi * g.h + hi) * g.s + i];
     if (warp == 0) {
       const float dlt = rowDelta(dout, o, dq, qOff, g, stashed);
@@ -266,7 +267,7 @@ __global__ void __launch_bounds__(kBlock)
             const float p = expf(x - rowLse);
             const float dP =
                 warpDot(dout + qOff, vHead + j * g.kvStride, g.dh) *
-                dropFactor(g, key, base + j);
+                dropFactor(g, key, drop + j);
             dS = p * (dP - dlt);
           }
           if (lane == 0)

@@ -2,6 +2,12 @@
 // explicit. Query head h reads kv head h / (H / Hkv); the gradient of a kv
 // head is the sum of its H / Hkv copies, added in head order in f32 (as on
 // the CPU) and stored once.
+//
+// With `tp_slice`, y holds this TP rank's H query heads of a model with
+// `group` query heads per kv head and x all Hkv kv heads: local head h reads
+// kv head (tpRank * H + h) / group, and the gradient of a kv head sums the
+// local heads that read it (zero when none does), as on the CPU. Without it
+// group = H / Hkv and the first local head is global head 0.
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/RowKernelUtil.cuh"
 
@@ -13,40 +19,50 @@ using rows::kBlock;
 using rows::load;
 using rows::store;
 
-// One thread per element of y [rows, H, Dh]: a copy of the storage bits.
+struct Heads {
+  int64_t h, hkv, dh, rows;
+  int64_t group; // query heads per kv head in the whole model
+  int64_t head0; // the global index of local query head 0
+};
+
+// One thread per element of y [rows, H, Dh]: a copy of the storage bits, or
+// zero for a kv head past Hkv (a TP coordinate the plan's sizes do not fit).
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
     repeatKvKernel(const T *__restrict__ x, T *__restrict__ y, int64_t n,
-                   int64_t heads, int64_t group, int64_t dh) {
+                   Heads g) {
   for (int64_t i = blockIdx.x * int64_t{kBlock} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * kBlock) {
-    const int64_t d = i % dh, rh = i / dh;
-    const int64_t h = rh % heads, r = rh / heads;
-    const int64_t hkv = heads / group;
-    y[i] = x[(r * hkv + h / group) * dh + d];
+    const int64_t d = i % g.dh, rh = i / g.dh;
+    const int64_t h = rh % g.h, r = rh / g.h;
+    const int64_t hk = (g.head0 + h) / g.group;
+    y[i] = hk < g.hkv ? x[(r * g.hkv + hk) * g.dh + d] : T(0);
   }
 }
 
-// One thread per element of dx [rows, Hkv, Dh].
+// One thread per element of dx [rows, Hkv, Dh]: the local heads [first,
+// last) that read the kv head, summed in head order.
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
     repeatKvGradKernel(const T *__restrict__ dy, T *__restrict__ dx, int64_t n,
-                       int64_t hkv, int64_t group, int64_t dh) {
+                       Heads g) {
   for (int64_t i = blockIdx.x * int64_t{kBlock} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * kBlock) {
-    const int64_t d = i % dh, rk = i / dh;
-    const int64_t hk = rk % hkv, r = rk / hkv;
-    const T *src = dy + (r * hkv * group + hk * group) * dh + d;
+    const int64_t d = i % g.dh, rk = i / g.dh;
+    const int64_t hk = rk % g.hkv, r = rk / g.hkv;
+    const int64_t first = max(int64_t{0}, hk * g.group - g.head0);
+    const int64_t last = min(g.h, (hk + 1) * g.group - g.head0);
+    if (first >= last) {
+      store(dx, i, 0.0f);
+      continue;
+    }
+    const T *src = dy + (r * g.h + first) * g.dh + d;
     float acc = load(src, 0);
-    for (int64_t c = 1; c < group; ++c)
-      acc += load(src, c * dh);
+    for (int64_t c = 1; c < last - first; ++c)
+      acc += load(src, c * g.dh);
     store(dx, i, acc);
   }
 }
-
-struct Heads {
-  int64_t h, hkv, dh, rows;
-};
 
 Heads headsOf(const KernelArgs &args, const TensorDesc &narrow) {
   const KernelParams &params = rows::paramsOf(args);
@@ -55,6 +71,14 @@ Heads headsOf(const KernelArgs &args, const TensorDesc &narrow) {
   g.hkv = params.intOr("num_kv_heads", 1);
   g.rows = narrow.rows();
   g.dh = g.hkv > 0 ? narrow.lastDim() / g.hkv : 0;
+  g.group = g.hkv > 0 ? g.h / g.hkv : 1;
+  g.head0 = 0;
+  // The TP coordinate is the same on every run: a launch argument even in a
+  // captured graph.
+  if (params.intOr("tp_slice", 0) != 0) {
+    g.group = params.intOr("group", 1);
+    g.head0 = args.ctx != nullptr ? args.ctx->tpRank * g.h : 0;
+  }
   return g;
 }
 
@@ -65,8 +89,7 @@ template <typename T> void runRepeatKv(const KernelArgs &args) {
     return;
   repeatKvKernel<T><<<rows::gridFor(n, kBlock * 4), kBlock, 0,
                       rows::streamOf(args)>>>(
-      rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), n, g.h,
-      g.h / g.hkv, g.dh);
+      rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), n, g);
 }
 
 template <typename T> void runRepeatKvGradInput(const KernelArgs &args) {
@@ -76,8 +99,7 @@ template <typename T> void runRepeatKvGradInput(const KernelArgs &args) {
     return;
   repeatKvGradKernel<T><<<rows::gridFor(n, kBlock * 4), kBlock, 0,
                           rows::streamOf(args)>>>(
-      rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), n, g.hkv,
-      g.h / g.hkv, g.dh);
+      rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), n, g);
 }
 
 } // namespace

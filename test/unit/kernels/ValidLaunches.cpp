@@ -132,6 +132,13 @@ std::map<std::string, Sig> validLaunches() {
       .in({2, 3})
       .out({2, 3, 7})
       .f("scale", 1.0);
+  add("cross_entropy_stats").in({2, 3, 7}).in({2, 3}, kI32).out({2, 3, 3});
+  // Two ranks' stats stacked along dimension 0.
+  add("cross_entropy_combine")
+      .in({4, 3, 3})
+      .in({2, 3}, kI32)
+      .out({})
+      .out({2, 3});
   add("cast").in({3, 5}).out({3, 5}, DType::kBF16);
   add("accumulate").in({4}).out({4});
   add("fill").out({4}).f("value", 0.0);

@@ -300,6 +300,8 @@ TwinHarness::runCpu(const TwinLaunch &launch,
     ctx.update = sv.update;
     ctx.lr = sv.lr;
     ctx.seed = sv.seed;
+    ctx.tpRank = sv.tpRank;
+    ctx.tpSize = sv.tpSize;
     KernelArgs args{inViews, outViews, &launch.params, &ctx};
     def->run(args);
   }
@@ -346,6 +348,8 @@ TwinHarness::runGpu(const TwinLaunch &launch,
     ctx.update = sv.update;
     ctx.lr = sv.lr;
     ctx.seed = sv.seed;
+    ctx.tpRank = sv.tpRank;
+    ctx.tpSize = sv.tpSize;
   };
   auto setDevice = [&](const StepValues &sv) -> absl::Status {
     TWIN_CUDA("cudaMemcpyAsync step values",

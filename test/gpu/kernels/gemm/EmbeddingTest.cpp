@@ -77,6 +77,39 @@ TEST(EmbeddingTest, GradWeight) {
         }
 }
 
+// vocab_shard: the table is rank 2 of 4's rows of a vocabulary of 4 * V;
+// ids over the whole vocabulary, so most fall in other shards (zero rows,
+// no gradient).
+TEST(EmbeddingTest, VocabShard) {
+  const int32_t v = 40, ranks = 4, rank = 2;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    TwinLaunch l;
+    l.kernel = "embedding";
+    l.ins.push_back(randomTensor({v, 24}, dt, 5));
+    l.ins.push_back(idsWithRepeats({3, 17}, v * ranks, 6));
+    l.outs.push_back(zeros({3, 17, 24}, dt));
+    l.params.setInt("vocab_shard", 1);
+    l.step.tpRank = rank;
+    l.step.tpSize = ranks;
+    EXPECT_TRUE(expectTwins(harness(), l, kExact)) << dtypeName(dt);
+  }
+  for (TwinHarness *h : {&harness(), &noWorkspace()})
+    for (int accumulate : {0, 1}) {
+      TwinLaunch l;
+      l.kernel = "embedding_grad_weight";
+      l.ins.push_back(randomTensor({4, 33, 70}, DType::kF32, 7));
+      l.ins.push_back(idsWithRepeats({4, 33}, v * ranks, 8));
+      l.outs.push_back(randomTensor({v, 70}, DType::kF32, 9));
+      l.params.setInt("accumulate", accumulate);
+      l.params.setInt("vocab_shard", 1);
+      l.step.tpRank = rank;
+      l.step.tpSize = ranks;
+      EXPECT_TRUE(expectTwins(*h, l, kExact))
+          << "accumulate " << accumulate << " workspace "
+          << h->workspaceBytes();
+    }
+}
+
 TEST(EmbeddingTest, GradWeightNoRows) {
   for (int accumulate : {0, 1}) {
     TwinLaunch l;

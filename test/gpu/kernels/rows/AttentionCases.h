@@ -17,6 +17,9 @@ struct AttentionCase {
   int64_t prefix; // only with causal
   bool segments;  // segment ids as the last input
   double dropout;
+  // head_shard: the launch is one TP rank's slice of the heads (the rank
+  // comes with the step values), which moves the dropout draws.
+  bool headShard = false;
 };
 
 inline KernelParams attentionParams(const AttentionCase &c) {
@@ -28,6 +31,8 @@ inline KernelParams attentionParams(const AttentionCase &c) {
   p.setFloat("scale", 1.0 / std::sqrt(static_cast<double>(c.dh)));
   p.setFloat("dropout", c.dropout);
   p.setInt("rng_offset", 4);
+  if (c.headShard)
+    p.setInt("head_shard", 1);
   return p;
 }
 

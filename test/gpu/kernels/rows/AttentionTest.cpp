@@ -142,5 +142,21 @@ TEST(CudaAttentionKernels, DropoutFollowsStepValuesInGraphs) {
   }
 }
 
+// One TP rank's slice of the heads (head_shard): the draws use the whole
+// tensor's head index, from the rank and axis size of the step values, also
+// under graph replay.
+TEST(CudaAttentionKernels, HeadShardDropoutMatchesCpu) {
+  // step, lr, seed, update, tpRank, tpSize
+  const std::vector<StepValues> rank2of4 = {{2, 0.0, 77, 2, 2, 4}};
+  const std::vector<StepValues> replay = {{1, 0.0, 5, 1, 1, 2},
+                                          {3, 0.0, 5, 3, 1, 2}};
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    runAttentionCase({2, 13, 4, 2, 16, true, 0, false, 0.3, true}, dt, 1000,
+                     GpuMode::kEager, rank2of4);
+    runAttentionCase({2, 24, 2, 1, 16, true, 3, true, 0.3, true}, dt, 1050,
+                     GpuMode::kGraph, replay);
+  }
+}
+
 } // namespace
 } // namespace braid::gpu_test::rows_test

@@ -141,5 +141,22 @@ TEST(CudaFlashAttentionKernels, TensorCoreTilesMatchCpu) {
     runFlashCase(c, DType::kBF16, seed += 10);
 }
 
+// One TP rank's slice of the heads (head_shard): the draws use the whole
+// tensor's head index, on the CUDA cores and on the tensor-core tiles, also
+// under graph replay.
+TEST(CudaFlashAttentionKernels, HeadShardDropoutMatchesCpu) {
+  // step, lr, seed, update, tpRank, tpSize
+  const std::vector<StepValues> rank2of4 = {{2, 0.0, 77, 2, 2, 4}};
+  const std::vector<StepValues> replay = {{1, 0.0, 5, 1, 1, 2},
+                                          {3, 0.0, 5, 3, 1, 2}};
+  for (DType dt : {DType::kF32, DType::kBF16})
+    runFlashCase({2, 13, 4, 2, 16, true, 0, false, 0.3, true}, dt, 3000,
+                 GpuMode::kEager, rank2of4);
+  runFlashCase({2, 80, 2, 1, 64, true, 3, true, 0.3, true}, DType::kBF16,
+               3050, GpuMode::kEager, rank2of4);
+  runFlashCase({2, 80, 2, 1, 64, true, 3, true, 0.3, true}, DType::kBF16,
+               3100, GpuMode::kGraph, replay);
+}
+
 } // namespace
 } // namespace braid::gpu_test::rows_test
