@@ -443,7 +443,7 @@ LogicalResult Lowering::lowerMicroBatch() {
     }
     if (op.getName().getDialectNamespace() != "braid")
       return op.emitOpError("braid-lower-to-sched cannot lower this op");
-    if (isa<CommAllReduceOp, CommAllGatherOp>(op)) {
+    if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp>(op)) {
       if (failed(lowerComm(op, buffers)))
         return failure();
       continue;
@@ -518,17 +518,6 @@ LogicalResult Lowering::lowerMicroBatch() {
 
 
 
-// A TP step's micro-batches hold collectives, which a sched.repeat body does
-// not: they are stated one by one.
-void Lowering::unrollMicroBatches(sched::RepeatOp repeat) {
-  b_.setInsertionPointAfter(repeat);
-  for (int32_t m = 0; m < numMicroBatches_; ++m) {
-    IRMapping map;
-    cloneIteration(b_, repeat, m, map);
-  }
-  repeat.erase();
-}
-
 // Clipping, the guard, AdamW and the weight copies' refresh; the norm and
 // the skipped flag are read back after the losses.
 void Lowering::lowerOptimizer() {
@@ -596,8 +585,6 @@ LogicalResult Lowering::run() {
   if (failed(lowerMicroBatch()))
     return failure();
   b_.setInsertionPointAfter(repeat);
-  if (tensorParallel_ > 1)
-    unrollMicroBatches(repeat);
   if (zeroStage_ >= 2)
     unrollAndReduceMicroBatches(repeat);
   else if (dataParallel_ > 1 || sharded())

@@ -53,7 +53,6 @@ private:
   void resetAccumulators();
   LogicalResult lowerMicroBatch();
   void lowerGradientReduction();
-  void unrollMicroBatches(sched::RepeatOp repeat);
   void unrollAndReduceMicroBatches(sched::RepeatOp repeat);
   void lowerOptimizer();
   Value lowerGradNorm(Location loc, ArrayRef<Value> grads);

@@ -133,36 +133,71 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
 // The norm of the whole gradient. Sharded, each rank's shards give its part
 // of the norm; gathered, the parts' norm is the whole one, and every rank
 // computes the same value from the same parts.
-// The sum braid-shard asks for is made in place when nothing else reads the
-// partial value, and in a fresh buffer otherwise (the residual stream keeps
-// its partial sums while a norm reads the whole).
+// braid-shard's collectives. A sum is made in place when nothing else reads
+// the partial value, and in a fresh buffer otherwise (the residual stream
+// keeps its partial sums while a norm reads the whole). The collectives
+// join and cut along dimension 0; along another dimension the parts are
+// moved to dimension 0 first (stack_parts) or from it after
+// (unstack_parts).
 LogicalResult Lowering::lowerComm(Operation &op,
                                   DenseMap<Value, Value> &buffers) {
   Value in = buffers.lookup(op.getOperand(0));
   if (!in)
     return op.emitOpError("operand has no buffer");
   Location loc = op.getLoc();
-  Value out;
-  sched::CollectiveOp c;
-  if (isa<CommAllGatherOp>(op)) {
-    out = sched::AllocOp::create(b_, loc, bufferType(op.getResult(0).getType()),
-                                 IntegerAttr());
-    c = collective(loc, sched::CollectiveKind::AllGather, {in}, {out},
-                   sched::MeshAxis::Tp);
+  auto alloc = [&](Type tensor) {
+    return sched::AllocOp::create(b_, loc, bufferType(tensor), IntegerAttr())
+        .getResult();
+  };
+  // The shape of `t` with dimension `dim`'s parts stacked along dimension 0.
+  auto stacked = [&](Type t, int64_t dim, int64_t parts) -> Type {
+    auto r = cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape(r.getShape());
+    shape[0] *= parts;
+    shape[dim] /= parts;
+    return RankedTensorType::get(shape, r.getElementType());
+  };
+  auto dimParams = [&](int64_t dim) {
+    return b_.getDictionaryAttr(
+        {b_.getNamedAttr("dim", b_.getI64IntegerAttr(dim))});
+  };
+  Type resultType = op.getResult(0).getType();
+  Value out = alloc(resultType);
+  if (auto gather = dyn_cast<CommAllGatherOp>(op)) {
+    const int64_t dim = gather.getDim().value_or(0);
+    if (dim == 0) {
+      copyMarks(&op, collective(loc, sched::CollectiveKind::AllGather, {in},
+                                {out}, sched::MeshAxis::Tp));
+    } else {
+      Value parts = alloc(stacked(resultType, dim, tensorParallel_));
+      copyMarks(&op, collective(loc, sched::CollectiveKind::AllGather, {in},
+                                {parts}, sched::MeshAxis::Tp));
+      copyMarks(&op, launch(loc, "unstack_parts", {parts}, {out},
+                            dimParams(dim)));
+    }
+  } else if (auto scatter = dyn_cast<CommReduceScatterOp>(op)) {
+    const int64_t dim = scatter.getDim();
+    Value whole = in;
+    if (dim != 0) {
+      whole = alloc(stacked(op.getOperand(0).getType(), dim, tensorParallel_));
+      copyMarks(&op, launch(loc, "stack_parts", {in}, {whole},
+                            dimParams(dim)));
+    }
+    copyMarks(&op, collective(loc, sched::CollectiveKind::ReduceScatterSum,
+                              {whole}, {out}, sched::MeshAxis::Tp));
   } else {
-    out = in;
-    if (!op.getOperand(0).hasOneUse()) {
-      out = sched::AllocOp::create(
-          b_, loc, bufferType(op.getResult(0).getType()), IntegerAttr());
+    if (op.getOperand(0).hasOneUse()) {
+      out.getDefiningOp()->erase();
+      out = in;
+    } else {
       auto zero = b_.getDictionaryAttr(
           {b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))});
       copyMarks(&op, launch(loc, "fill", {}, {out}, zero));
       copyMarks(&op, launch(loc, "accumulate", {in}, {out}, DictionaryAttr()));
     }
-    c = collective(loc, sched::CollectiveKind::AllReduceSum, {out}, {},
-                   sched::MeshAxis::Tp);
+    copyMarks(&op, collective(loc, sched::CollectiveKind::AllReduceSum, {out},
+                              {}, sched::MeshAxis::Tp));
   }
-  copyMarks(&op, c);
   buffers[op.getResult(0)] = out;
   return success();
 }

@@ -31,6 +31,9 @@
 
 #include "passes/Passes.h"
 
+#include <map>
+#include <tuple>
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -53,8 +56,9 @@ namespace {
 
 class Sharder {
 public:
-  Sharder(func::FuncOp func, int64_t tp)
-      : func_(func), ctx_(func.getContext()), tp_(tp) {}
+  Sharder(func::FuncOp func, int64_t tp, bool sequenceParallel)
+      : func_(func), ctx_(func.getContext()), tp_(tp),
+        sp_(sequenceParallel) {}
 
   LogicalResult run();
 
@@ -79,10 +83,28 @@ private:
   LogicalResult set(Value v, TpLayoutAttr l);
   // Decides a parameter's layout (through the cast a BF16 step reads it by).
   LogicalResult decide(Value w, TpLayoutAttr l);
-  // `v` as a replicated value for `user`: a partial value is all-reduced,
-  // once, right after it is made.
-  FailureOr<Value> whole(Operation *user, unsigned operand);
-  LogicalResult needReplicated(Operation *op, ArrayRef<unsigned> operands);
+  // The layout of what acts on each token (norms, dropout, residual adds):
+  // split along the sequence with sequence parallel, else replicated.
+  TpLayoutAttr tokens() { return sp_ ? split(1) : replicated(); }
+  // Gives `user` operand `operand` laid out as `want`, through the
+  // collective (or local slice) that makes it: all-reduce (partial to
+  // replicated), reduce-scatter (partial to sequence-split), all-gather
+  // (sequence-split to replicated) or take_part (replicated to
+  // sequence-split). A value's conversion is made once, right after it,
+  // and shared; a gather for backward is made again right before its first
+  // backward reader, so the forward's whole copy need not live until then.
+  FailureOr<Value> convert(Operation *user, unsigned operand,
+                           TpLayoutAttr want);
+  FailureOr<Value> whole(Operation *user, unsigned operand) {
+    return convert(user, operand, replicated());
+  }
+  LogicalResult convertAll(Operation *op, ArrayRef<unsigned> operands,
+                           TpLayoutAttr want);
+  LogicalResult needReplicated(Operation *op, ArrayRef<unsigned> operands) {
+    return convertAll(op, operands, replicated());
+  }
+  LogicalResult visitNorm(Operation *op);
+  LogicalResult visitNormGrad(Operation *op, bool weightGrad);
   // Divides an integer attribute by the group's size.
   void shrink(Operation *op, StringRef attr);
 
@@ -105,10 +127,11 @@ private:
   MLIRContext *ctx_;
   int64_t tp_;
   DenseMap<Value, TpLayoutAttr> layout_;
-  DenseMap<Value, Value> reduced_;
+  bool sp_ = false;
+  // The conversions made, by (value, layout, for backward).
+  std::map<std::tuple<void *, const void *, bool>, Value> converted_;
   // The ids of the lookups into vocabulary-split tables.
   llvm::DenseSet<Value> vocabIds_;
-  SmallVector<Operation *> created_;
 };
 
 LogicalResult Sharder::set(Value v, TpLayoutAttr l) {
@@ -140,38 +163,93 @@ LogicalResult Sharder::decide(Value w, TpLayoutAttr l) {
   return set(w, l);
 }
 
-FailureOr<Value> Sharder::whole(Operation *user, unsigned operand) {
+FailureOr<Value> Sharder::convert(Operation *user, unsigned operand,
+                                  TpLayoutAttr want) {
   Value v = user->getOperand(operand);
-  TpLayoutAttr l = of(v);
-  if (!l || l.isReplicated())
+  TpLayoutAttr have = of(v);
+  if (!have || have == want)
     return v;
-  if (l.isSplit())
-    return user->emitOpError()
-           << "braid-shard: operand " << operand
-           << " is split over the tensor-parallel ranks (" << l
-           << ") but this op reads it whole";
-  Value &sum = reduced_[v];
-  if (!sum) {
+  const bool backward = phaseMark(user) && *phaseMark(user) != Phase::Forward;
+  const bool gather = have.isSplit() && want.isReplicated();
+  Value &made = converted_[{v.getAsOpaquePointer(), want.getAsOpaquePointer(),
+                            gather && backward}];
+  if (!made) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
     OpBuilder b(ctx_);
-    if (Operation *def = v.getDefiningOp())
+    Operation *def = v.getDefiningOp();
+    if (gather && backward)
+      b.setInsertionPoint(user);
+    else if (def)
       b.setInsertionPointAfter(def);
     else
       b.setInsertionPointToStart(&func_.getBody().front());
-    auto ar = CommAllReduceOp::create(b, v.getLoc(), v.getType(), v,
-                                      CommAxisAttr::get(ctx_, CommAxis::Tp));
-    copyMarks(v.getDefiningOp() ? v.getDefiningOp() : user, ar);
-    layout_[ar.getResult()] = replicated();
-    created_.push_back(ar);
-    sum = ar.getResult();
+    auto tp = CommAxisAttr::get(ctx_, CommAxis::Tp);
+    auto dim = [&](int64_t d) { return b.getI64IntegerAttr(d); };
+    const bool seq = want.isSplit() && want.getDim() == 1 &&
+                     want.getBlocks() == 1;
+    Operation *op = nullptr;
+    if (have.isPartial() && want.isReplicated()) {
+      op = CommAllReduceOp::create(b, v.getLoc(), type, v, tp);
+    } else if (have.isPartial() && seq) {
+      shape[1] /= tp_;
+      op = CommReduceScatterOp::create(
+          b, v.getLoc(), RankedTensorType::get(shape, type.getElementType()),
+          v, tp, dim(1));
+    } else if (gather && have.getDim() == 1 && have.getBlocks() == 1) {
+      shape[1] *= tp_;
+      op = CommAllGatherOp::create(
+          b, v.getLoc(), RankedTensorType::get(shape, type.getElementType()),
+          v, tp, dim(1));
+    } else if (have.isReplicated() && seq) {
+      shape[1] /= tp_;
+      op = TakePartOp::create(
+          b, v.getLoc(), RankedTensorType::get(shape, type.getElementType()),
+          v, dim(1));
+    } else {
+      return user->emitOpError()
+             << "braid-shard: operand " << operand << " is laid out as "
+             << have << " but this op reads it as " << want;
+    }
+    copyMarks(gather && backward ? user : (def ? def : user), op);
+    layout_[op->getResult(0)] = want;
+    made = op->getResult(0);
   }
-  user->setOperand(operand, sum);
-  return sum;
+  user->setOperand(operand, made);
+  return made;
 }
 
-LogicalResult Sharder::needReplicated(Operation *op,
-                                      ArrayRef<unsigned> operands) {
+LogicalResult Sharder::convertAll(Operation *op, ArrayRef<unsigned> operands,
+                                  TpLayoutAttr want) {
   for (unsigned i : operands)
-    if (failed(whole(op, i)))
+    if (failed(convert(op, i, want)))
+      return failure();
+  return success();
+}
+
+// A norm reads and makes tokens; its weights are replicated.
+LogicalResult Sharder::visitNorm(Operation *n) {
+  if (failed(convert(n, 0, tokens())))
+    return failure();
+  for (Value w : n->getOperands().drop_front())
+    if (failed(decide(w, replicated())))
+      return failure();
+  for (Value r : n->getResults())
+    if (failed(set(r, tokens())))
+      return failure();
+  return success();
+}
+
+// A norm's gradients read tokens (all but the weight, operand 2 of an input
+// gradient); its weight gradients are each rank's tokens' part of the sum
+// with sequence parallel.
+LogicalResult Sharder::visitNormGrad(Operation *n, bool weightGrad) {
+  for (unsigned i = 0; i < n->getNumOperands(); ++i)
+    if ((weightGrad || i != 2) && failed(convert(n, i, tokens())))
+      return failure();
+  for (Value r : n->getResults())
+    if (failed(set(r, weightGrad ? (sp_ ? partial() : replicated())
+                                 : tokens())))
       return failure();
   return success();
 }
@@ -213,7 +291,7 @@ LogicalResult Sharder::sameAsOperands(Operation *op,
 }
 
 LogicalResult Sharder::visitLinear(LinearOp op) {
-  if (of(op.getInput()).isPartial() && failed(whole(op, 0)))
+  if (!isLastSplit(of(op.getInput()), op.getInput()) && failed(whole(op, 0)))
     return failure();
   Value x = op.getInput(), w = op.getWeight(), bias = op.getBias();
   Value y = op.getResult();
@@ -273,14 +351,11 @@ LogicalResult Sharder::visitLinearGradInput(LinearGradInputOp op) {
 }
 
 LogicalResult Sharder::visitLinearGradWeight(LinearGradWeightOp op) {
-  if (of(op.getInput()).isPartial() && failed(whole(op, 1)))
+  if (!isLastSplit(of(op.getInput()), op.getInput()) && failed(whole(op, 1)))
+    return failure();
+  if (!isLastSplit(of(op.getGrad()), op.getGrad()) && failed(whole(op, 0)))
     return failure();
   TpLayoutAttr lg = of(op.getGrad()), lx = of(op.getInput());
-  if (lg.isPartial()) {
-    if (failed(whole(op, 0)))
-      return failure();
-    lg = replicated();
-  }
   TpLayoutAttr dw = replicated(), db = replicated();
   if (lg.isSplit()) {
     dw = split(0, lg.getBlocks());
@@ -295,13 +370,14 @@ LogicalResult Sharder::visitLinearGradWeight(LinearGradWeightOp op) {
   return success();
 }
 
+// A partial sum added to a value laid out otherwise takes that layout.
 LogicalResult Sharder::visitAdd(AddOp op) {
   TpLayoutAttr a = of(op.getLhs()), c = of(op.getRhs());
-  if (a != c && (a.isPartial() || c.isPartial()) &&
-      (a.isReplicated() || c.isReplicated())) {
-    if (failed(needReplicated(op, {0, 1})))
+  if (a != c && (a.isPartial() || c.isPartial())) {
+    TpLayoutAttr want = a.isPartial() ? c : a;
+    if (failed(convertAll(op, {0, 1}, want)))
       return failure();
-    return set(op.getResult(), replicated());
+    return set(op.getResult(), want);
   }
   return sameAsOperands(op, {0, 1});
 }
@@ -326,7 +402,7 @@ LogicalResult Sharder::visitCrossEntropy(CrossEntropyOp op) {
   auto stats =
       CrossEntropyStatsOp::create(b, loc, statsType, logits, op.getLabels());
   auto all = CommAllGatherOp::create(b, loc, allType, stats.getResult(),
-                                     CommAxisAttr::get(ctx_, CommAxis::Tp));
+                                     CommAxisAttr::get(ctx_, CommAxis::Tp), {});
   auto combine = CrossEntropyCombineOp::create(
       b, loc, op.getLoss().getType(), lse, all.getResult(), op.getLabels());
   for (Operation *made : {stats.getOperation(), all.getOperation(),
@@ -336,7 +412,6 @@ LogicalResult Sharder::visitCrossEntropy(CrossEntropyOp op) {
   layout_[all.getResult()] = replicated();
   layout_[combine.getLoss()] = replicated();
   layout_[combine.getLse()] = replicated();
-  created_.append({stats, all, combine});
   op.getLoss().replaceAllUsesWith(combine.getLoss());
   op.getLse().replaceAllUsesWith(combine.getLse());
   op.erase();
@@ -365,8 +440,12 @@ LogicalResult Sharder::visit(Operation *op) {
           if (failed(decide(e.getTable(), vocab ? split(0) : replicated())))
             return failure();
         }
-        if (of(e.getTable()).isReplicated())
-          return set(e.getResult(), replicated());
+        if (of(e.getTable()).isReplicated()) {
+          // Position ids: each rank looks up its part of the sequence.
+          if (failed(convert(e, 1, tokens())))
+            return failure();
+          return set(e.getResult(), tokens());
+        }
         e.setVocabShardAttr(trueAttr);
         vocabIds_.insert(e.getIds());
         return set(e.getResult(), partial());
@@ -374,30 +453,18 @@ LogicalResult Sharder::visit(Operation *op) {
       .Case([&](LinearOp l) { return visitLinear(l); })
       .Case([&](LinearGradInputOp l) { return visitLinearGradInput(l); })
       .Case([&](LinearGradWeightOp l) { return visitLinearGradWeight(l); })
-      .Case<RMSNormOp, LayerNormOp>([&](Operation *n) {
-        if (failed(needReplicated(n, {0})))
+      .Case<RMSNormOp, LayerNormOp>([&](Operation *n) { return visitNorm(n); })
+      .Case<RMSNormGradInputOp, LayerNormGradInputOp>(
+          [&](Operation *n) { return visitNormGrad(n, false); })
+      .Case<RMSNormGradWeightOp, LayerNormGradWeightOp>(
+          [&](Operation *n) { return visitNormGrad(n, true); })
+      .Case<DropoutOp, DropoutGradInputOp>([&](Operation *d) {
+        if (failed(convert(d, 0, tokens())))
           return failure();
-        for (Value w : n->getOperands().drop_front())
-          if (failed(decide(w, replicated())))
-            return failure();
-        for (Value r : n->getResults())
-          if (failed(set(r, replicated())))
-            return failure();
-        return success();
+        if (sp_)
+          d->setAttr("tp_dim", IntegerAttr::get(IntegerType::get(ctx_, 64), 1));
+        return set(d->getResult(0), tokens());
       })
-      .Case<RMSNormGradInputOp, LayerNormGradInputOp, RMSNormGradWeightOp,
-            LayerNormGradWeightOp, DropoutOp, DropoutGradInputOp>(
-          [&](Operation *n) {
-            SmallVector<unsigned> all;
-            for (unsigned i = 0; i < n->getNumOperands(); ++i)
-              all.push_back(i);
-            if (failed(needReplicated(n, all)))
-              return failure();
-            for (Value r : n->getResults())
-              if (failed(set(r, replicated())))
-                return failure();
-            return success();
-          })
       .Case([&](AddOp a) { return visitAdd(a); })
       .Case<RoPEOp, RoPEGradInputOp>([&](Operation *r) {
         if (of(r->getOperand(0)).isSplit())
@@ -487,11 +554,14 @@ LogicalResult Sharder::visit(Operation *op) {
         return set(c.getLogitsGrad(), of(c.getLogits()));
       })
       .Case([&](EmbeddingGradWeightOp e) {
+        // The gradient of the table its forward lookup split.
+        if (!vocabIds_.contains(e.getIds())) {
+          if (failed(convertAll(e, {0, 1}, tokens())))
+            return failure();
+          return set(e.getTableGrad(), sp_ ? partial() : replicated());
+        }
         if (failed(whole(e, 0)))
           return failure();
-        // The gradient of the table its forward lookup split.
-        if (!vocabIds_.contains(e.getIds()))
-          return set(e.getTableGrad(), replicated());
         e.setVocabShardAttr(trueAttr);
         return set(e.getTableGrad(), split(0));
       })
@@ -561,7 +631,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     FailureOr<func::FuncOp> func = singleStageFunction(module, "braid-shard");
     if (failed(func))
       return signalPassFailure();
-    if (failed(Sharder(*func, mesh.getTp()).run()))
+    const bool sp =
+        module->hasAttr(BraidDialect::kSequenceParallelAttr);
+    if (failed(Sharder(*func, mesh.getTp(), sp).run()))
       signalPassFailure();
   }
 };

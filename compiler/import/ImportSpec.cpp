@@ -150,7 +150,7 @@ private:
       return x;
     return DropoutOp::create(b_, loc_, x.getType(), x,
                              b_.getF32FloatAttr(p),
-                             b_.getI64IntegerAttr(rngOffset));
+                             b_.getI64IntegerAttr(rngOffset), {});
   }
 
   Value attention(Value q, Value k, Value v, int64_t layer) {
@@ -341,6 +341,8 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                   MeshAttr::get(ctx_, parallel.tensor_parallel(),
                                 /*cp=*/1, parallel.pipeline_parallel(),
                                 parallel.data_parallel()));
+  if (parallel.tensor_parallel() > 1 && parallel.sequence_parallel())
+    module->setAttr(BraidDialect::kSequenceParallelAttr, b_.getUnitAttr());
   if (parallel.pipeline_parallel() > 1) {
     SmallVector<NamedAttribute> settings = {
         b_.getNamedAttr("schedule",

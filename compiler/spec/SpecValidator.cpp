@@ -86,8 +86,19 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
   const spec::ParallelLayout &p = spec.parallel();
   const spec::Architecture &m = spec.model();
   const int64_t tp = p.tensor_parallel();
+  if (p.sequence_parallel() && tp <= 1)
+    sink.report("parallel.sequence_parallel",
+                "applies to tensor_parallel above 1: it splits the sequence "
+                "over the TP ranks; set tensor_parallel or remove the line");
   if (tp <= 1)
     return;
+  const int64_t seq = spec.train().seq_len();
+  if (p.sequence_parallel() && seq > 0 && seq % tp != 0)
+    sink.report("train.seq_len",
+                absl::StrCat(seq, " positions do not split into ", tp,
+                             " equal sequence-parallel parts; choose a "
+                             "seq_len that is a multiple of ",
+                             tp));
   auto divisible = [&](const char *field, int64_t n, const char *what) {
     if (n > 0 && n % tp != 0)
       sink.report(field, absl::StrCat(n, " ", what, " do not split into ", tp,

@@ -82,6 +82,10 @@ def Braid_Dialect : Dialect {
     // on an op, an array of TpLayoutAttr, one per result; on a parameter
     // argument, one TpLayoutAttr.
     static constexpr ::llvm::StringLiteral kTpAttr = "braid.tp";
+    // On the module: norms, dropout and residual adds hold each TP rank's
+    // part of the sequence (a unit attribute, set by braid-import).
+    static constexpr ::llvm::StringLiteral kSequenceParallelAttr =
+        "braid.sequence_parallel";
   }];
 }
 

@@ -415,18 +415,32 @@ LogicalResult CommAllReduceOp::verify() {
   return expectLike(*this, getResult(), getInput(), "result", "input");
 }
 
-LogicalResult CommAllGatherOp::verify() {
-  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
-  if (failed(expectMinRank(*this, getInput(), 1, "input")) ||
-      failed(expectSameElementType(*this, getResult(), getInput(), "result",
-                                   "input")))
+// `whole` is `part` with dimension `dim` a multiple of part's.
+static LogicalResult verifyParts(Operation *op, Value part, Value whole,
+                                 int64_t dim) {
+  ArrayRef<int64_t> p = shapeOf(part), w = shapeOf(whole);
+  if (failed(expectSameElementType(op, whole, part, "whole", "part")))
     return failure();
-  if (out.size() != in.size() || in[0] == 0 || out[0] % in[0] != 0 ||
-      out.drop_front() != in.drop_front())
-    return emitOpError() << "result " << getResult().getType()
-                         << " is not inputs " << getInput().getType()
-                         << " stacked along dimension 0";
+  bool fits = dim >= 0 && static_cast<size_t>(dim) < p.size() &&
+              p.size() == w.size() && p[dim] > 0 && w[dim] % p[dim] == 0;
+  for (size_t d = 0; fits && d < p.size(); ++d)
+    fits = static_cast<int64_t>(d) == dim || p[d] == w[d];
+  if (!fits)
+    return op->emitOpError() << tensorOf(whole) << " is not " << tensorOf(part)
+                             << " joined along dimension " << dim;
   return success();
+}
+
+LogicalResult CommAllGatherOp::verify() {
+  return verifyParts(*this, getInput(), getResult(), getDim().value_or(0));
+}
+
+LogicalResult CommReduceScatterOp::verify() {
+  return verifyParts(*this, getResult(), getInput(), getDim());
+}
+
+LogicalResult TakePartOp::verify() {
+  return verifyParts(*this, getResult(), getInput(), getDim());
 }
 
 #define GET_OP_CLASSES

@@ -427,14 +427,17 @@ def Braid_DropoutOp : Braid_PureOp<"dropout", [Braid_Differentiable]> {
   let description = [{
     Keeps element i when uniform(dropoutKey(seed, rng_offset, step, micro), i)
     >= p and scales kept elements by 1/(1-p). The mask is never stored: the
-    gradient op regenerates it.
+    gradient op regenerates it. With `tp_dim` (braid-shard's sequence
+    parallel) the input is this TP rank's part along that dimension, and i
+    is the element's index in the whole tensor.
 
     ```mlir
     %y = braid.dropout %x {p = 0.1 : f32, rng_offset = 3 : i64}
         : (tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$input, F32Attr:$p, I64Attr:$rng_offset);
+  let arguments = (ins Braid_FloatTensor:$input, F32Attr:$p, I64Attr:$rng_offset,
+                       OptionalAttr<I64Attr>:$tp_dim);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -446,7 +449,8 @@ def Braid_DropoutGradInputOp : Braid_PureOp<"dropout_grad_input"> {
         : (tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$grad, F32Attr:$p, I64Attr:$rng_offset);
+  let arguments = (ins Braid_FloatTensor:$grad, F32Attr:$p, I64Attr:$rng_offset,
+                       OptionalAttr<I64Attr>:$tp_dim);
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
@@ -591,15 +595,52 @@ def Braid_CommAllReduceOp : Braid_PureOp<"comm.all_reduce"> {
 }
 
 def Braid_CommAllGatherOp : Braid_PureOp<"comm.all_gather"> {
-  let summary = "Stack a group's values along dimension 0 in rank order";
+  let summary = "Join a group's values along a dimension in rank order";
   let description = [{
+    Along dimension `dim` (0 when absent): sequence parallel gathers the
+    sequence (dimension 1) before a column-parallel linear.
+
     ```mlir
     %all = braid.comm.all_gather %st {axis = #braid.axis<tp>}
         : (tensor<8x64x3xf32>) -> tensor<16x64x3xf32>
+    %x = braid.comm.all_gather %h {axis = #braid.axis<tp>, dim = 1 : i64}
+        : (tensor<8x32x64xf32>) -> tensor<8x64x64xf32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis);
+  let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis,
+                       OptionalAttr<I64Attr>:$dim);
   let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_CommReduceScatterOp : Braid_PureOp<"comm.reduce_scatter"> {
+  let summary = "This rank's part, along a dimension, of a group's sum";
+  let description = [{
+    Turns a `partial` value into one split along `dim`: sequence parallel's
+    sum after a row-parallel linear.
+
+    ```mlir
+    %y = braid.comm.reduce_scatter %o {axis = #braid.axis<tp>, dim = 1 : i64}
+        : (tensor<8x64x64xf32>) -> tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis,
+                       I64Attr:$dim);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_TakePartOp : Braid_PureOp<"take_part"> {
+  let summary = "This TP rank's part of a replicated value along a dimension";
+  let description = [{
+    No communication: each rank keeps part `rank` of dimension `dim`
+    (sequence parallel's position ids).
+
+    ```mlir
+    %p = braid.take_part %positions {dim = 1 : i64}
+        : (tensor<8x64xi32>) -> tensor<8x32xi32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input, I64Attr:$dim);
+  let results = (outs AnyStaticShapeTensor:$result);
 }
 
 // Fused ops, one file per group of fusions (docs/fusion.md).

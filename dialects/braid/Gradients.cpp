@@ -142,7 +142,7 @@ LogicalResult DropoutOp::buildGradient(GradientBuilder &gb) {
   gb.addGrad(getInput(), DropoutGradInputOp::create(
                              gb.builder(), getLoc(), typeOf(getInput()),
                              gb.grad(getResult()), getPAttr(),
-                             getRngOffsetAttr()));
+                             getRngOffsetAttr(), {}));
   return success();
 }
 

@@ -166,11 +166,16 @@ LogicalResult ReadbackOp::verify() {
 LogicalResult RepeatOp::verify() {
   if (static_cast<int32_t>(getCount()) < 1)
     return emitOpError("repeats at least once");
-  for (Operation &op : getBody().front())
+  for (Operation &op : getBody().front()) {
+    // braid-shard's sums over the TP group belong to the micro-batch.
+    auto collective = dyn_cast<CollectiveOp>(op);
+    if (collective && collective.getAxis() == MeshAxis::Tp)
+      continue;
     if (!isa<LaunchOp, StageOp, ReadbackOp, AllocOp, GetGlobalOp>(op))
       return op.emitOpError("cannot be in a sched.repeat body, which holds "
-                            "launches, stages, readbacks, buffers and "
-                            "global reads only");
+                            "launches, stages, readbacks, buffers, global "
+                            "reads and collectives along tp only");
+  }
   return success();
 }
 

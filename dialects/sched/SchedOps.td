@@ -190,7 +190,8 @@ def Sched_RepeatOp : Sched_Op<"repeat", [SingleBlock, NoTerminator]> {
     (0 when a launch states none) and the slot of every `sched.readback`
     are offset by i: the plain schedule states one micro-batch once for the
     `count` micro-batches of a step. The body holds launches, stages,
-    readbacks, buffers and global reads only, and its buffers are its own,
+    readbacks, buffers, global reads and collectives along tp (braid-shard's
+    sums) only, and its buffers are its own,
     so one pass over it is the lifetime of every iteration.
 
     ```mlir
