@@ -22,6 +22,8 @@ absl::Span<const NamedCheck> ropeChecks();
 absl::Span<const NamedCheck> elementwiseChecks();
 absl::Span<const NamedCheck> crossEntropyChecks();
 absl::Span<const NamedCheck> optimizerChecks();
+// Sequence-parallel layout copies: take_part, stack_parts, unstack_parts.
+absl::Span<const NamedCheck> partsChecks();
 // Fused kernels (docs/fusion.md).
 absl::Span<const NamedCheck> fusedElementwiseChecks();
 absl::Span<const NamedCheck> fusedAttentionChecks();

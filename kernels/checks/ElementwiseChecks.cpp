@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
 #include "kernels/checks/LaunchChecker.h"
+#include "kernels/checks/SharedChecks.h"
 
 namespace braid::checks {
 namespace {
@@ -82,7 +83,8 @@ absl::Status checkDropoutLaunch(const KernelSignature &sig, bool grad) {
   if (*p < 0 || *p >= 1)
     return c.error(
         absl::StrCat("parameter 'p' is ", *p, ", expected 0 <= p < 1"));
-  return c.intParam("rng_offset", 0, INT64_MAX).status();
+  BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
+  return checkTpDim(c, c.in(0));
 }
 
 absl::Status checkDropout(const KernelSignature &sig) {

@@ -8,9 +8,12 @@
 namespace braid::checks {
 namespace {
 
-// The optional dropout of a fused kernel: `p` in [0, 1), default 0, and
-// `rng_offset` required when p is above 0.
-absl::Status checkDropoutParams(const LaunchChecker &c) {
+// The optional dropout of a fused kernel over `x`: `p` in [0, 1), default
+// 0, `rng_offset` required when p is above 0, and the optional `tp_dim`
+// (checkTpDim) below `tpLimit` (x's rank when -1).
+absl::Status checkDropoutParams(const LaunchChecker &c, const Operand &x,
+                                int64_t tpLimit = -1,
+                                absl::string_view why = "") {
   absl::StatusOr<double> p = c.floatParamOr("p", 0.0);
   if (!p.ok())
     return p.status();
@@ -18,8 +21,10 @@ absl::Status checkDropoutParams(const LaunchChecker &c) {
     return c.error(
         absl::StrCat("parameter 'p' is ", *p, ", expected 0 <= p < 1"));
   if (*p > 0)
-    return c.intParam("rng_offset", 0, INT64_MAX).status();
-  return c.intParamOr("rng_offset", 0, 0, INT64_MAX).status();
+    BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
+  else
+    BRAID_KERNEL_TRY(c.intParamOr("rng_offset", 0, 0, INT64_MAX).status());
+  return checkTpDim(c, x, tpLimit, why);
 }
 
 absl::Status checkVector(const LaunchChecker &c, const Operand &op,
@@ -55,7 +60,9 @@ absl::Status checkAddNorm(const KernelSignature &sig, bool layer) {
   for (int i = 2; i < c.numOuts(); ++i)
     BRAID_KERNEL_TRY(checkStats(c, c.out(i), r));
   BRAID_KERNEL_TRY(checkEps(c));
-  return checkDropoutParams(c);
+  // A norm reads whole rows: x may be a part along any dimension but D.
+  return checkDropoutParams(c, c.in(1), r.rank() - 1,
+                            ": the norm reads whole rows of D");
 }
 
 absl::Status checkFusedAddLayerNorm(const KernelSignature &sig) {
@@ -127,7 +134,7 @@ absl::Status checkFusedBiasDropoutAdd(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(checkBiased(c, c.in(0), c.in(1)));
   BRAID_KERNEL_TRY(checkLike(c, c.in(2), c.in(0)));
   BRAID_KERNEL_TRY(checkLike(c, c.out(0), c.in(0)));
-  return checkDropoutParams(c);
+  return checkDropoutParams(c, c.in(0));
 }
 
 absl::Status checkFusedBiasSwiglu(const KernelSignature &sig) {

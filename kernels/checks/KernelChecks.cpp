@@ -11,8 +11,8 @@ KernelCheckFn kernelCheck(std::string_view name) {
   for (auto family : {linearChecks, embeddingChecks, normChecks,
                       attentionChecks, repeatKvChecks, ropeChecks,
                       elementwiseChecks, crossEntropyChecks, optimizerChecks,
-                      fusedElementwiseChecks, fusedAttentionChecks,
-                      fusedLossChecks})
+                      partsChecks, fusedElementwiseChecks,
+                      fusedAttentionChecks, fusedLossChecks})
     for (const NamedCheck &c : family())
       if (c.name == name)
         return c.check;

@@ -106,6 +106,20 @@ absl::Status checkAttentionDropout(const LaunchChecker &c) {
   return c.intParamOr("head_shard", 0, 0, 1).status();
 }
 
+absl::Status checkTpDim(const LaunchChecker &c, const Operand &x,
+                        int64_t limit, absl::string_view why) {
+  const int64_t hi = (limit < 0 ? x.rank() : limit) - 1;
+  absl::StatusOr<int64_t> dim =
+      c.intParamOr("tp_dim", -1, INT64_MIN, INT64_MAX);
+  if (!dim.ok())
+    return dim.status();
+  if (*dim < -1 || *dim > hi)
+    return c.error(absl::StrCat("parameter 'tp_dim' is ", *dim,
+                                ", expected -1 or a dimension of ", x.label,
+                                " (rank ", x.rank(), ") below ", hi + 1, why));
+  return absl::OkStatus();
+}
+
 absl::Status checkAttentionMasks(const LaunchChecker &c, int64_t batch,
                                  int64_t seq, int insWithoutSegments) {
   if (c.numIns() > insWithoutSegments) {

@@ -53,6 +53,14 @@ absl::StatusOr<QkvDims> checkQkv(const LaunchChecker &c, const Operand &q,
 // cannot verify: it knows no TP coordinate).
 absl::Status checkAttentionDropout(const LaunchChecker &c);
 
+// The optional `tp_dim` (default -1) of a kernel with dropout draws over
+// `x`: -1 (x is the whole tensor) or a dimension d of x, below `limit`
+// (x's rank when absent), along which x is one TP rank's part of the whole
+// tensor; the draws use the whole tensor's element index (docs/kernels.md,
+// "Sequence parallel"). The check cannot know the TP size.
+absl::Status checkTpDim(const LaunchChecker &c, const Operand &x,
+                        int64_t limit = -1, absl::string_view why = "");
+
 // The masks of attention and flash_attention: `causal` (0 or 1), the
 // optional `prefix` in [0, S] (causal only) and, when `numIns` exceeds
 // `insWithoutSegments`, segment ids [B, S] (i32) as the last input.

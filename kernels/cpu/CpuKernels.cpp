@@ -34,6 +34,7 @@ absl::Status registerCpuKernels(KernelRegistry &registry) {
   BRAID_KERNEL_TRY(cpu::registerCastKernel(registry));
   BRAID_KERNEL_TRY(cpu::registerCrossEntropyKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerOptimizerKernels(registry));
+  BRAID_KERNEL_TRY(cpu::registerPartsKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerFusedElementwiseKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerFusedAttentionKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerFusedLossKernels(registry));

@@ -6,9 +6,11 @@
 // Each loop is a template body over the storage type, instantiated in one
 // cloned function per type (a cloned function cannot be a template for
 // every compiler the project builds with).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/DrawIndex.h"
 #include "kernels/cpu/DropoutMask.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
@@ -256,20 +258,27 @@ void dropoutLoop(DropoutMask mask, const Bf16 *__restrict x,
   dropoutBody(mask, x, y, first, n);
 }
 
-// Forward and backward are the same map, y = x * factor(flat index): the
-// mask is drawn again from the same key rather than stored.
+// Forward and backward are the same map, y = x * factor(draw index): the
+// mask is drawn again from the same key rather than stored. The draw index
+// is the flat index, or with `tp_dim` the element's index in the whole
+// tensor (DrawIndex.h), contiguous over each run of a chunk.
 template <typename T> void runDropoutLaunch(const KernelArgs &args) {
   const T *x = dataOf<T>(args.ins[0]);
   T *y = dataOf<T>(args.outs[0]);
   const KernelParams &p = paramsOf(args);
   const DropoutMask mask = DropoutMask::make(
       p.floatOr("p", 0.0), p.intOr("rng_offset", 0), args);
+  const DrawIndex index = DrawIndex::of(args, *args.ins[0].desc);
   forElements(args, args.ins[0].numel(), [&](int64_t b, int64_t e) {
     if (!mask.active) {
       convert(x + b, y + b, e - b);
       return;
     }
-    dropoutLoop(mask, x + b, y + b, b, e - b);
+    for (int64_t i = b; i < e;) {
+      const int64_t end = std::min(e, index.runEnd(i));
+      dropoutLoop(mask, x + i, y + i, index.at(i), end - i);
+      i = end;
+    }
   });
 }
 

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/common/DrawIndex.h"
 #include "kernels/cpu/DropoutMask.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
@@ -137,6 +138,9 @@ template <bool kLayer, typename T> void runFusedAddNorm(const KernelArgs &args) 
                 rows = args.ins[0].desc->rows();
   const float eps = static_cast<float>(paramsOf(args).floatOr("eps", 1e-5));
   const DropoutMask mask = maskOf(args);
+  // Draw indices of x's elements (tp_dim: the whole tensor's); a row never
+  // straddles two chunks of DrawIndex.
+  const DrawIndex index = DrawIndex::of(args, *args.ins[1].desc);
   if (d == 0)
     return;
   parallelFor(poolOf(args), rows, rowGrain(d), [&](int64_t r0, int64_t r1) {
@@ -146,7 +150,7 @@ template <bool kLayer, typename T> void runFusedAddNorm(const KernelArgs &args) 
       const float *a = readRow(res, r, d, rowScratch(2, d));
       const float *b = readRow(br, r, d, rowScratch(3, d));
       float *s = outRow(sumOut, r, d, rowScratch(4, d));
-      addDroppedRow(mask, a, b, s, r * d, d);
+      addDroppedRow(mask, a, b, s, index.at(r * d), d);
       writeRow(s, sumOut, r, d);
       float *yr = outRow(y, r, d, rowScratch(5, d));
       if constexpr (kLayer)
@@ -345,13 +349,14 @@ template <typename T> void runFusedBiasDropoutAdd(const KernelArgs &args) {
   const int64_t m = args.ins[0].desc->lastDim(),
                 rows = args.ins[0].desc->rows();
   const DropoutMask mask = maskOf(args);
+  const DrawIndex index = DrawIndex::of(args, *args.ins[0].desc);
   parallelFor(poolOf(args), rows, rowGrain(m), [&](int64_t r0, int64_t r1) {
     const float *b = asF32(bias, m, rowScratch(0, m));
     for (int64_t r = r0; r < r1; ++r) {
       const float *hr = readRow(h, r, m, rowScratch(1, m));
       const float *rr = readRow(res, r, m, rowScratch(2, m));
       float *yr = outRow(y, r, m, rowScratch(3, m));
-      biasDropoutAddRow(mask, hr, b, rr, yr, r * m, m);
+      biasDropoutAddRow(mask, hr, b, rr, yr, index.at(r * m), m);
       writeRow(yr, y, r, m);
     }
   });

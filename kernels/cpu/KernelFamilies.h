@@ -19,6 +19,8 @@ absl::Status registerElementwiseKernels(KernelRegistry &registry);
 absl::Status registerCastKernel(KernelRegistry &registry);
 absl::Status registerCrossEntropyKernels(KernelRegistry &registry);
 absl::Status registerOptimizerKernels(KernelRegistry &registry);
+// take_part, stack_parts, unstack_parts (sequence parallelism).
+absl::Status registerPartsKernels(KernelRegistry &registry);
 // Fused kernels (docs/fusion.md).
 absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);
 absl::Status registerFusedAttentionKernels(KernelRegistry &registry);

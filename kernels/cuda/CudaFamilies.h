@@ -23,6 +23,7 @@ absl::Status registerRepeatKvKernels(KernelRegistry &registry);   // repeat_kv*
 absl::Status registerAttentionKernels(KernelRegistry &registry);  // attention*
 absl::Status registerCrossEntropyKernels(KernelRegistry &registry); // cross_entropy*
 absl::Status registerDocumentKernels(KernelRegistry &registry);   // document_ids
+absl::Status registerPartsKernels(KernelRegistry &registry);      // take_part, stack_parts, unstack_parts
 
 // Fused kernels (docs/fusion.md).
 absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);

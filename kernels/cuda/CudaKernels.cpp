@@ -16,7 +16,7 @@ absl::Status registerCudaKernels(KernelRegistry &registry) {
       cuda::registerNormKernels,        cuda::registerElementwiseKernels,
       cuda::registerRopeKernels,        cuda::registerRepeatKvKernels,
       cuda::registerAttentionKernels,   cuda::registerCrossEntropyKernels,
-      cuda::registerDocumentKernels,
+      cuda::registerDocumentKernels,    cuda::registerPartsKernels,
       cuda::registerFusedElementwiseKernels,
       cuda::registerFusedAttentionKernels,
       cuda::registerFusedLossKernels,

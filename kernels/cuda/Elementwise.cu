@@ -7,7 +7,9 @@
 // Dropout draws its mask from rng::dropoutKey(seed, rng_offset, step,
 // micro_batch) with the seed and step read from device memory
 // (GpuContext::stepValues), so a captured CUDA graph draws each step's
-// mask; the micro-batch is the launch's own (KernelArgs::microBatch).
+// mask; the micro-batch is the launch's own (KernelArgs::microBatch), and
+// so is the TP coordinate that `tp_dim` reads (the same on every run of a
+// rank's program).
 //
 // This file is compiled with --fmad=false (CMakeLists.txt) and takes exp
 // from ExpFloat.h: every formula is the CPU's sequence of correctly rounded
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/common/DrawIndex.h"
 #include "kernels/common/Random.h"
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/ExpFloat.h"
@@ -178,14 +181,16 @@ struct AddOp : NoStepValues {
   }
 };
 
-// y[i] = x[i] * (kept ? scale : 0), kept iff the 24 random bits of draw i
-// are >= threshold = ceil(p * 2^24) (kernels/cpu/DropoutMask.h). The key
-// comes from the step values in device memory.
+// y[i] = x[i] * (kept ? scale : 0), kept iff the 24 random bits of draw
+// index.at(i) are >= threshold = ceil(p * 2^24) (kernels/cpu/DropoutMask.h).
+// The draw index is i, or with `tp_dim` i's index in the whole tensor
+// (DrawIndex.h). The key comes from the step values in device memory.
 struct DropoutOp {
   uint64_t threshold;
   float scale;
   int64_t rngOffset;
   int64_t microBatch;
+  DrawIndex index;
   uint64_t key;
   __device__ void prepare(const StepValues *steps) {
     key = steps ? rng::dropoutKey(steps->seed, rngOffset, steps->step,
@@ -194,8 +199,10 @@ struct DropoutOp {
   }
   __device__ void operator()(const float *x, float *y, int64_t i) const {
     const float f =
-        (rng::draw(key, static_cast<uint64_t>(i)) >> 40) >= threshold ? scale
-                                                                       : 0.0f;
+        (rng::draw(key, static_cast<uint64_t>(index.at(i))) >> 40) >=
+                threshold
+            ? scale
+            : 0.0f;
     y[0] = x[0] * f;
   }
 };
@@ -285,6 +292,7 @@ template <typename T> void runDropout(const KernelArgs &args) {
   op.scale = 1.0f / (1.0f - static_cast<float>(p));
   op.rngOffset = params.intOr("rng_offset", 0);
   op.microBatch = args.microBatch;
+  op.index = DrawIndex::of(args, *args.ins[0].desc);
   runMap<T, 1, 1>(args, op);
 }
 

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/common/DrawIndex.h"
 #include "kernels/common/Random.h"
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/CudaKernels.h"
@@ -47,9 +48,12 @@ struct Mask {
   float scale = 1.0f;
   int64_t rngOffset = 0;
   int64_t microBatch = 0; // the launch's micro-batch: part of the key
+  // Draw index of element i (tp_dim: its index in the whole tensor).
+  DrawIndex index;
 };
 
-Mask maskOf(const KernelArgs &args) {
+// `x`: the operand whose elements the draws are over.
+Mask maskOf(const KernelArgs &args, const TensorDesc &x) {
   const KernelParams &params = rows::paramsOf(args);
   const double p = params.floatOr("p", 0.0);
   Mask m;
@@ -58,6 +62,7 @@ Mask maskOf(const KernelArgs &args) {
   m.scale = 1.0f / (1.0f - static_cast<float>(p));
   m.rngOffset = params.intOr("rng_offset", 0);
   m.microBatch = args.microBatch;
+  m.index = DrawIndex::of(args, x);
   return m;
 }
 
@@ -70,7 +75,8 @@ __device__ __forceinline__ uint64_t keyOf(const Mask &mask,
 
 __device__ __forceinline__ float factor(const Mask &mask, uint64_t key,
                                         int64_t i) {
-  return (rng::draw(key, static_cast<uint64_t>(i)) >> 40) >= mask.threshold
+  return (rng::draw(key, static_cast<uint64_t>(mask.index.at(i))) >> 40) >=
+                 mask.threshold
              ? mask.scale
              : 0.0f;
 }
@@ -169,8 +175,9 @@ template <typename T, bool kLayer> void runAddNorm(const KernelArgs &args) {
   addNormForward<T, kLayer>
       <<<rows::gridFor(numRows, 1), kBlock, 0, rows::streamOf(args)>>>(
           rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.ins[1]),
-          rows::dataOf<T>(args.ins[2]), beta, eps, maskOf(args),
-          rows::stepValuesOf(args), numRows, d, rows::dataOf<T>(args.outs[0]),
+          rows::dataOf<T>(args.ins[2]), beta, eps,
+          maskOf(args, *args.ins[1].desc), rows::stepValuesOf(args), numRows,
+          d, rows::dataOf<T>(args.outs[0]),
           rows::dataOf<T>(args.outs[1]), mean, rstd);
 }
 
@@ -325,8 +332,8 @@ template <typename T> void runBiasDropoutAdd(const KernelArgs &args) {
     return;
   biasDropoutAdd<T><<<elementGrid(s.n), kBlock, 0, rows::streamOf(args)>>>(
       rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.ins[1]),
-      rows::dataOf<T>(args.ins[2]), maskOf(args), rows::stepValuesOf(args),
-      s.n, s.m, rows::dataOf<T>(args.outs[0]));
+      rows::dataOf<T>(args.ins[2]), maskOf(args, *args.ins[0].desc),
+      rows::stepValuesOf(args), s.n, s.m, rows::dataOf<T>(args.outs[0]));
 }
 
 // --- RoPE in the projection's epilogue ----------------------------------------

@@ -123,6 +123,10 @@ std::map<std::string, Sig> validLaunches() {
       .out({3, 5})
       .f("p", 0.1)
       .i("rng_offset", 0);
+  // Sequence-parallel layout copies, two parts (docs/kernels.md).
+  add("take_part").in({2, 6, 5}).out({2, 3, 5}).i("dim", 1);
+  add("stack_parts").in({2, 6, 5}).out({4, 3, 5}).i("dim", 1);
+  add("unstack_parts").in({4, 3, 5}).out({2, 6, 5}).i("dim", 1);
   add("split").in({2, 9}).out({2, 3}).out({2, 3}).out({2, 3});
   add("split_grad_input").in({2, 3}).in({2, 3}).out({2, 6});
   add("cross_entropy").in({2, 3, 7}).in({2, 3}, kI32).out({}).out({2, 3});

@@ -116,6 +116,37 @@ TEST(CudaElementwiseKernels, DropoutFollowsStepValuesInGraphs) {
   }
 }
 
+// With tp_dim (docs/kernels.md, "Sequence parallel") each TP rank's part
+// of a [B, S, H] activation draws the whole tensor's mask: the CUDA draw
+// index must be the CPU's, for parts along each dimension.
+TEST(CudaElementwiseKernels, DropoutOfAPartDrawsTheCpuMask) {
+  const std::vector<int64_t> whole = {4, 36, 37};
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const char *kernel : {"dropout", "dropout_grad_input"})
+      for (int64_t dim : {0, 1, 2})
+        for (int64_t ranks : {2, 4}) {
+          if (whole[dim] % ranks != 0)
+            continue;
+          std::vector<int64_t> part = whole;
+          part[dim] /= ranks;
+          for (int64_t r = 0; r < ranks; ++r) {
+            SCOPED_TRACE(::testing::Message()
+                         << kernel << " " << dtypeLabel(dt) << " tp_dim "
+                         << dim << " rank " << r << " of " << ranks);
+            KernelParams params;
+            params.setFloat("p", 0.3);
+            params.setInt("rng_offset", 5);
+            params.setInt("tp_dim", dim);
+            TwinLaunch l = launchOf(kernel, {randomTensor(part, dt, 30 + r)},
+                                    {zeros(part, dt)}, params);
+            l.step = StepValues{4, 0.0, 0x5eedull};
+            l.step.tpRank = r;
+            l.step.tpSize = ranks;
+            EXPECT_TRUE(twins(harness(), l, {kExact}));
+          }
+        }
+}
+
 TEST(CudaElementwiseKernels, SplitIsExact) {
   for (DType dt : {DType::kF32, DType::kBF16})
     for (int parts : {1, 3}) {

@@ -1,0 +1,91 @@
+// The layout kernels of sequence parallelism, `take_part`, `stack_parts`
+// and `unstack_parts` (docs/kernels.md, "Sequence parallel"), as one copy
+// plan that the CPU and CUDA kernels both run, so that they move the same
+// elements.
+//
+// Each kernel copies `chunks` contiguous runs of `len` elements: run q goes
+// to y at q * len and comes from x at
+//   (q / mod) * strideA + (q % mod) * strideB + base.
+// With x and y cut at dimension d into [outer, x[d], inner] (outer: the
+// product of the dimensions before d, inner: after d):
+// - take_part, y[d] = l, x[d] = w: run o (< outer) is the l * inner
+//   elements of part `rank` of row o: mod 1, strideA w * inner, base
+//   rank * l * inner. When part `rank` ends past w the plan is `zero`: y is
+//   all zeros.
+// - stack_parts, x [d0, A..., n * P, inner...] -> y [P * d0, A..., n, ...]
+//   (A: the product of dimensions 1 to d-1): run q = k * d0A + ia (k < P,
+//   ia < d0 * A) is part k of x's row ia: len n * inner, mod d0A, strideA
+//   len (the part), strideB P * len (the row).
+// - unstack_parts, the inverse, x [P * d0, ..., n, ...] -> y [d0, ...,
+//   P * n, ...]: run q = ia * P + k is row ia of x's block k: mod P, strideA
+//   len, strideB d0A * len.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/registry/Kernel.h"
+
+namespace braid {
+
+struct PartCopy {
+  int64_t chunks = 0;
+  int64_t len = 0;
+  int64_t mod = 1;
+  int64_t strideA = 0;
+  int64_t strideB = 0;
+  int64_t base = 0;
+  bool zero = false; // write zeros to all of y instead
+
+  // Source index of run q's first element.
+  int64_t source(int64_t q) const {
+    return (q / mod) * strideA + (q % mod) * strideB + base;
+  }
+
+  // The plan of kernel `name` ("take_part", "stack_parts" or
+  // "unstack_parts") from x to y along dimension `dim`, for TP rank `rank`
+  // (take_part only). The shapes are those the kernel's check accepted.
+  static PartCopy of(std::string_view name, const TensorDesc &x,
+                     const TensorDesc &y, int64_t dim, int64_t rank) {
+    PartCopy p;
+    if (dim < 0 || dim >= x.rank() || x.rank() != y.rank())
+      return p;
+    auto product = [](const TensorDesc &t, int64_t from, int64_t to) {
+      int64_t r = 1;
+      for (int64_t i = from; i < to; ++i)
+        r *= t.shape[i];
+      return r;
+    };
+    if (name == "take_part") {
+      const int64_t inner = product(x, dim + 1, x.rank());
+      const int64_t w = x.shape[dim], l = y.shape[dim];
+      p.chunks = product(x, 0, dim);
+      p.len = l * inner;
+      p.strideA = w * inner;
+      p.base = rank * l * inner;
+      p.zero = rank < 0 || rank * l + l > w;
+      return p;
+    }
+    if (dim < 1)
+      return p;
+    const bool stack = name == "stack_parts";
+    // The side with the parts along `dim` (x for stack_parts) and the side
+    // with them stacked along dimension 0.
+    const TensorDesc &cut = stack ? x : y, &stacked = stack ? y : x;
+    const int64_t d0 = cut.shape[0];
+    const int64_t parts = d0 > 0 ? stacked.shape[0] / d0 : 1;
+    const int64_t d0a = d0 * product(cut, 1, dim);
+    p.len = stacked.shape[dim] * product(cut, dim + 1, cut.rank());
+    p.chunks = parts * d0a;
+    p.strideA = p.len;
+    p.mod = stack ? d0a : parts;
+    p.strideB = stack ? parts * p.len : d0a * p.len;
+    if (p.mod == 0) {
+      p.chunks = 0;
+      p.mod = 1;
+    }
+    return p;
+  }
+};
+
+} // namespace braid
