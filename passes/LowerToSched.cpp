@@ -446,6 +446,14 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp>(op)) {
       if (failed(lowerComm(op, buffers)))
         return failure();
+      // A replicated parameter's gradient summed over the TP group
+      // (sequence parallel's norm weights) is then added to its global.
+      Value r = op.getResult(0);
+      if (gradSink_.count(r))
+        copyMarks(&op, launch(op.getLoc(), "accumulate", {buffers[r]},
+                              {gradSinkBuffer(op.getLoc(),
+                                              gradSink_.lookup(r))},
+                              DictionaryAttr()));
       continue;
     }
     if (!layerMark(&op) || !phaseMark(&op))

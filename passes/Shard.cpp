@@ -103,6 +103,9 @@ private:
   LogicalResult needReplicated(Operation *op, ArrayRef<unsigned> operands) {
     return convertAll(op, operands, replicated());
   }
+  // Sums a partial value for all its readers right after it is made, as
+  // Megatron's row-parallel linear does: into the tokens' layout.
+  LogicalResult settle(Value v);
   LogicalResult visitNorm(Operation *op);
   LogicalResult visitNormGrad(Operation *op, bool weightGrad);
   // Divides an integer attribute by the group's size.
@@ -219,6 +222,16 @@ FailureOr<Value> Sharder::convert(Operation *user, unsigned operand,
   return made;
 }
 
+LogicalResult Sharder::settle(Value v) {
+  SmallVector<std::pair<Operation *, unsigned>> readers;
+  for (OpOperand &use : v.getUses())
+    readers.push_back({use.getOwner(), use.getOperandNumber()});
+  for (auto [user, operand] : readers)
+    if (failed(convert(user, operand, tokens())))
+      return failure();
+  return success();
+}
+
 LogicalResult Sharder::convertAll(Operation *op, ArrayRef<unsigned> operands,
                                   TpLayoutAttr want) {
   for (unsigned i : operands)
@@ -329,7 +342,9 @@ LogicalResult Sharder::visitLinear(LinearOp op) {
       return failure();
     op.setPartialBiasAttr(BoolAttr::get(ctx_, true));
   }
-  return set(y, partial());
+  if (failed(set(y, partial())))
+    return failure();
+  return settle(y);
 }
 
 LogicalResult Sharder::visitLinearGradInput(LinearGradInputOp op) {
@@ -448,7 +463,9 @@ LogicalResult Sharder::visit(Operation *op) {
         }
         e.setVocabShardAttr(trueAttr);
         vocabIds_.insert(e.getIds());
-        return set(e.getResult(), partial());
+        if (failed(set(e.getResult(), partial())))
+          return failure();
+        return settle(e.getResult());
       })
       .Case([&](LinearOp l) { return visitLinear(l); })
       .Case([&](LinearGradInputOp l) { return visitLinearGradInput(l); })

@@ -343,6 +343,11 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                                 parallel.data_parallel()));
   if (parallel.tensor_parallel() > 1 && parallel.sequence_parallel())
     module->setAttr(BraidDialect::kSequenceParallelAttr, b_.getUnitAttr());
+  if (parallel.tensor_parallel() > 1 && parallel.tp_comm_overlap())
+    module->setAttr(BraidDialect::kTpCommChunksAttr,
+                    b_.getI64IntegerAttr(parallel.tp_comm_chunks() > 0
+                                             ? parallel.tp_comm_chunks()
+                                             : 4));
   if (parallel.pipeline_parallel() > 1) {
     SmallVector<NamedAttribute> settings = {
         b_.getNamedAttr("schedule",

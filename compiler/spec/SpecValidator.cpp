@@ -90,6 +90,16 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
     sink.report("parallel.sequence_parallel",
                 "applies to tensor_parallel above 1: it splits the sequence "
                 "over the TP ranks; set tensor_parallel or remove the line");
+  if (p.tp_comm_overlap() && tp <= 1)
+    sink.report("parallel.tp_comm_overlap",
+                "applies to tensor_parallel above 1; set tensor_parallel or "
+                "remove the line");
+  if (p.tp_comm_chunks() < 0 || p.tp_comm_chunks() == 1 ||
+      p.tp_comm_chunks() > 64)
+    sink.report("parallel.tp_comm_chunks",
+                absl::StrCat(p.tp_comm_chunks(),
+                             " is not a number of pieces; set 2 to 64 (0: "
+                             "4)"));
   if (tp <= 1)
     return;
   const int64_t seq = spec.train().seq_len();

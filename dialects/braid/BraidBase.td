@@ -86,6 +86,11 @@ def Braid_Dialect : Dialect {
     // part of the sequence (a unit attribute, set by braid-import).
     static constexpr ::llvm::StringLiteral kSequenceParallelAttr =
         "braid.sequence_parallel";
+    // On the module: the pieces braid-overlap cuts each row-parallel
+    // linear and its TP sum into (an i64 above 1, set by braid-import from
+    // tp_comm_overlap); absent: whole.
+    static constexpr ::llvm::StringLiteral kTpCommChunksAttr =
+        "braid.tp_comm_chunks";
   }];
 }
 

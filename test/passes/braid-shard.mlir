@@ -4,9 +4,9 @@
 // head) is split along the vocabulary, so the lookup is a partial sum; the
 // up projection reads a replicated input and is column-parallel (rows
 // split), the down projection reads a split one and is row-parallel
-// (columns split, its bias added on rank 0 only); the residual stream
-// carries partial sums until a norm reads it whole, through one
-// all-reduce; the cross-entropy gathers three numbers per token. Backward
+// (columns split, its bias added on rank 0 only) and its output is summed
+// right away, as the lookup's is, so the residual stream is replicated;
+// the cross-entropy gathers three numbers per token. Backward
 // sums each column-parallel input gradient; the replicated norm's weight
 // gradient needs no sum.
 // CHECK-LABEL: func.func @train_step
@@ -21,9 +21,9 @@
 // CHECK-NEXT: %[[U:.+]] = braid.linear {{.*}}#braid.tp<split, dim = 2, blocks = 1>]} : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> tensor<2x4x6xf32>
 // CHECK-NEXT: braid.gelu
 // CHECK-NEXT: %[[D:.+]] = braid.linear {{.*}}#braid.tp<partial, dim = 0, blocks = 1>], partial_bias = true} : (tensor<2x4x6xf32>, tensor<8x6xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
-// CHECK-NEXT: %[[R:.+]] = braid.add %[[X]], %[[D]] {{.*}}#braid.tp<partial
-// CHECK-NEXT: %[[RS:.+]] = braid.comm.all_reduce %[[R]]
-// CHECK-NEXT: braid.rms_norm %[[RS]]
+// CHECK-NEXT: %[[DS:.+]] = braid.comm.all_reduce %[[D]]
+// CHECK-NEXT: %[[R:.+]] = braid.add %[[XS]], %[[DS]] {{.*}}#braid.tp<replicated
+// CHECK-NEXT: braid.rms_norm %[[R]]
 // CHECK-NEXT: %[[LOGITS:.+]] = braid.linear {{.*}} -> tensor<2x4x8xf32>
 // CHECK-NEXT: %[[ST:.+]] = braid.cross_entropy_stats %[[LOGITS]], {{.*}} -> tensor<2x4x3xf32>
 // CHECK-NEXT: %[[ALL:.+]] = braid.comm.all_gather %[[ST]] {{.*}} : (tensor<2x4x3xf32>) -> tensor<4x4x3xf32>

@@ -422,6 +422,27 @@ TEST(SpecRules, TensorParallelLayouts) {
             "precision: FP32 or tensor_parallel: 1");
 }
 
+// Sequence parallel and the TP overlap need a TP group; the sequence splits
+// evenly over it.
+TEST(SpecRules, SequenceParallelAndOverlap) {
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { sequence_parallel: true tp_comm_overlap: "
+                    "true tp_comm_chunks: 1 }\n"),
+            "t.pbtxt:20:12: parallel.sequence_parallel: applies to "
+            "tensor_parallel above 1: it splits the sequence over the TP "
+            "ranks; set tensor_parallel or remove the line\n"
+            "t.pbtxt:20:36: parallel.tp_comm_overlap: applies to "
+            "tensor_parallel above 1; set tensor_parallel or remove the "
+            "line\n"
+            "t.pbtxt:20:58: parallel.tp_comm_chunks: 1 is not a number of "
+            "pieces; set 2 to 64 (0: 4)");
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "seq_len: 16", "seq_len: 18") +
+                    "parallel { tensor_parallel: 4 sequence_parallel: true }\n"),
+            "t.pbtxt:16:3: train.seq_len: 18 positions do not split into 4 "
+            "equal sequence-parallel parts; choose a seq_len that is a "
+            "multiple of 4");
+}
+
 // The schedule's and the partition's needs, each at the field to change.
 TEST(SpecRules, PipelineLayouts) {
   const std::string batch8 =
