@@ -247,14 +247,12 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
   llvm::DenseMap<Value, uint32_t> ids;
   int64_t launchIndex = 0, collectiveIndex = 0, transferIndex = 0;
 
-  auto idOf = [&](Value v, StringRef kernel, int64_t index,
-                  size_t resultIndex) -> FailureOr<uint32_t> {
-    if (auto get = v.getDefiningOp<sched::GetGlobalOp>())
-      return globalIds_.lookup(get.getGlobal());
+  auto allocId = [&](Value v, StringRef kernel, int64_t index,
+                     size_t resultIndex) -> FailureOr<uint32_t> {
     auto alloc = v.getDefiningOp<sched::AllocOp>();
     if (!alloc)
-      return program.emitOpError("uses a buffer that is neither a global nor "
-                                 "an alloc");
+      return program.emitOpError("uses a buffer that is neither a global, "
+                                 "an alloc nor a view of an alloc");
     auto it = ids.find(v);
     if (it != ids.end())
       return it->second;
@@ -266,6 +264,36 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
             .str();
     plan::Tensor *t =
         newTensor(name, alloc.getType(), alloc.getOffset(), plan::ACTIVATION);
+    ids[v] = t->id();
+    return t->id();
+  };
+  // A view is a tensor inside its base's bytes (plan.proto view_of).
+  auto idOf = [&](Value v, StringRef kernel, int64_t index,
+                  size_t resultIndex) -> FailureOr<uint32_t> {
+    if (auto get = v.getDefiningOp<sched::GetGlobalOp>())
+      return globalIds_.lookup(get.getGlobal());
+    auto view = v.getDefiningOp<sched::ViewOp>();
+    if (!view)
+      return allocId(v, kernel, index, resultIndex);
+    if (auto it = ids.find(v); it != ids.end())
+      return it->second;
+    FailureOr<uint32_t> base =
+        allocId(view.getSource(), kernel, index, resultIndex);
+    if (failed(base))
+      return failure();
+    const plan::Tensor &whole = plan_.tensors(*base);
+    auto type = cast<MemRefType>(view.getType());
+    int64_t inner = 1;
+    for (int64_t d = view.getDim() + 1; d < type.getRank(); ++d)
+      inner *= type.getDimSize(d);
+    const uint64_t bytes = type.getElementTypeBitWidth() / 8;
+    const uint64_t offset =
+        whole.offset() + static_cast<uint64_t>(view.getFirst() * inner) * bytes;
+    const std::string name =
+        whole.name() + "@" + std::to_string(view.getFirst());
+    plan::Tensor *t = newTensor(name, type, static_cast<int64_t>(offset),
+                                plan::ACTIVATION);
+    t->set_view_of(*base + 1);
     ids[v] = t->id();
     return t->id();
   };

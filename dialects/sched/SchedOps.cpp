@@ -163,6 +163,28 @@ LogicalResult ReadbackOp::verify() {
   return success();
 }
 
+LogicalResult ViewOp::verify() {
+  auto src = cast<MemRefType>(getSource().getType());
+  auto view = cast<MemRefType>(getResult().getType());
+  const int64_t dim = getDim(), first = getFirst();
+  bool fits = src.getElementType() == view.getElementType() &&
+              src.getRank() == view.getRank() && dim >= 0 &&
+              dim < src.getRank() && first >= 0 &&
+              first + view.getDimSize(dim) <= src.getDimSize(dim);
+  for (int64_t d = 0; fits && d < src.getRank(); ++d)
+    fits = d < dim ? src.getDimSize(d) == 1 && view.getDimSize(d) == 1
+                   : d == dim || src.getDimSize(d) == view.getDimSize(d);
+  if (!fits)
+    return emitOpError() << view << " is not a contiguous slice of " << src
+                         << " from index " << first << " of dimension "
+                         << dim
+                         << " (the dimensions before it must be 1, those "
+                            "after it whole)";
+  if (getSource().getDefiningOp<ViewOp>())
+    return emitOpError("views a view; view the base buffer instead");
+  return success();
+}
+
 LogicalResult RepeatOp::verify() {
   if (static_cast<int32_t>(getCount()) < 1)
     return emitOpError("repeats at least once");

@@ -116,6 +116,28 @@ def Sched_AllocOp : Sched_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
   let hasVerifier = 1;
 }
 
+def Sched_ViewOp : Sched_Op<"view", [Pure]> {
+  let summary = "A contiguous slice of a buffer along one dimension";
+  let description = [{
+    Indices [first, first + n) of dimension `dim` of `source`, n being the
+    result's size there; every dimension before `dim` has size 1 and every
+    one after is whole, so the slice is one contiguous run of the source's
+    bytes. braid-overlap computes and sums a row-parallel GEMM's output
+    piece by piece through views; the plan names them as tensors inside
+    their base's bytes.
+
+    ```mlir
+    %y1 = sched.view %y dim 0 first 2 : memref<8x64x64xf32> -> memref<2x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Sched_Buffer:$source, I64Attr:$dim, I64Attr:$first);
+  let results = (outs Sched_Buffer:$result);
+  let assemblyFormat = [{
+    $source `dim` $dim `first` $first attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Sched_LaunchOp : Sched_Op<"launch", [AttrSizedOperandSegments]> {
   let summary = "Run a kernel on a stream";
   let description = [{

@@ -81,6 +81,9 @@ computeLiveRanges(sched::ProgramOp program,
     if (steps[i].kind != OrderStep::Kind::kOther)
       continue;
     for (Value v : ordered[position]->getOperands()) {
+      // A view's uses are its base buffer's.
+      if (auto view = v.getDefiningOp<sched::ViewOp>())
+        v = view.getSource();
       auto alloc = v.getDefiningOp<sched::AllocOp>();
       if (!alloc)
         continue;
