@@ -1,8 +1,10 @@
 // The static arena layout. The compiler reuses activation bytes between
 // tensors whose lifetimes do not meet; everything else owns its bytes for the
-// whole run. A layout that breaks this would silently corrupt training, so
-// the loader proves it from the offsets and the programs, following the
-// order the streams and events give (StreamOrder.h), not program position.
+// whole run. A view (plan.proto Tensor.view_of) owns no bytes: it names a
+// range of its base's, and its uses are its base's. A layout that breaks
+// this would silently corrupt training, so the loader proves it from the
+// offsets and the programs, following the order the streams and events give
+// (StreamOrder.h), not program position.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -41,11 +43,39 @@ struct ProgramUses {
   StreamUses uses;
 };
 
-// The ordering of each program and the uses of every ACTIVATION tensor.
+// The ordering of each program and the uses of every ACTIVATION tensor. A
+// view owns no bytes: its uses are its base's (and its own entry stays
+// empty), so a base is live wherever any of its views is.
 struct Lifetimes {
   std::vector<StreamOrder> orders;
   std::vector<std::vector<ProgramUses>> uses; // by tensor id
 };
+
+uint64_t endOf(const plan::Tensor &t) { return t.offset() + t.size_bytes(); }
+
+// Whether uses of tensors `a` and `b` of one base (or the same tensor)
+// touch common bytes.
+bool bytesMeet(const plan::Plan &plan, uint32_t a, uint32_t b) {
+  if (a == b)
+    return true;
+  const plan::Tensor &x = plan.tensors(a), &y = plan.tensors(b);
+  return std::max(x.offset(), y.offset()) < std::min(endOf(x), endOf(y));
+}
+
+// "[0, 512)": the bytes tensors `a` and `b` share.
+std::string sharedBytes(const plan::Plan &plan, uint32_t a, uint32_t b) {
+  const plan::Tensor &x = plan.tensors(a), &y = plan.tensors(b);
+  return absl::StrCat("[", std::max(x.offset(), y.offset()), ", ",
+                      std::min(endOf(x), endOf(y)), ")");
+}
+
+// How two distinct tensors of one base are related, for messages.
+std::string relation(const plan::Plan &plan, uint32_t a, uint32_t b) {
+  if (plan.tensors(a).view_of() != 0 && plan.tensors(b).view_of() != 0)
+    return absl::StrCat("views of one base, ",
+                        tensorRef(plan, viewBase(plan, a)));
+  return "a view and its base";
+}
 
 Lifetimes lifetimes(const plan::Plan &plan, const LoadedPlan &loaded) {
   Lifetimes out;
@@ -59,7 +89,7 @@ Lifetimes lifetimes(const plan::Plan &plan, const LoadedPlan &loaded) {
       auto touch = [&](uint32_t id) {
         if (plan.tensors(id).kind() != plan::ACTIVATION)
           return;
-        std::vector<ProgramUses> &u = out.uses[id];
+        std::vector<ProgramUses> &u = out.uses[viewBase(plan, id)];
         if (u.empty() || u.back().program != p)
           u.push_back({p, StreamUses(streams)});
         order.addUse(u.back().uses, i);
@@ -111,7 +141,11 @@ std::string instructionName(const LoadedInstruction &inst) {
 // A tensor that two streams use, one of them writing it, needs an order
 // between those uses: the one that events give (rule 31). An activation is
 // held to it too: a receive or a gather writes it on a communication
-// stream, and its readers on another stream must wait for that.
+// stream, and its readers on another stream must wait for that. Views
+// follow bytes: uses of a base and its views are held to it when the bytes
+// they touch meet (a view always meets its base; two views when their
+// ranges do), so disjoint chunks of one base may be used on two streams
+// unordered.
 absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded,
                                 const Lifetimes &life) {
   if (plan.num_streams() < 2)
@@ -120,6 +154,7 @@ absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded
     int64_t index;
     uint32_t stream;
     bool writes;
+    uint32_t tensor;
   };
   for (int p = 0; p < static_cast<int>(loaded.programs.size()); ++p) {
     const auto &insts = loaded.programs[p].instructions;
@@ -128,7 +163,7 @@ absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded
     for (int64_t i = 0; i < static_cast<int64_t>(insts.size()); ++i) {
       const LoadedInstruction &inst = insts[i];
       auto add = [&](uint32_t id, bool writes) {
-        uses[id].push_back({i, inst.stream, writes});
+        uses[viewBase(plan, id)].push_back({i, inst.stream, writes, id});
       };
       // An all-reduce names its tensors as inputs and outputs both.
       for (uint32_t id : inst.inputs)
@@ -145,24 +180,73 @@ absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded
       order.addUse(one, a);
       return order.startsAfter(b, one);
     };
-    for (const auto &[id, list] : uses)
+    for (const auto &[base, list] : uses)
       for (size_t x = 0; x < list.size(); ++x)
         for (size_t y = x + 1; y < list.size(); ++y) {
           const Use &a = list[x], &b = list[y];
           if (a.stream == b.stream || (!a.writes && !b.writes))
             continue;
+          if (!bytesMeet(plan, a.tensor, b.tensor))
+            continue;
           if (ordered(a.index, b.index) || ordered(b.index, a.index))
             continue;
+          const std::string what =
+              a.tensor == b.tensor
+                  ? absl::StrCat("both use ", tensorRef(plan, a.tensor),
+                                 ", and at least one writes it")
+                  : absl::StrCat("use ", tensorRef(plan, a.tensor), " and ",
+                                 tensorRef(plan, b.tensor), ", ",
+                                 relation(plan, a.tensor, b.tensor),
+                                 ", which share bytes ",
+                                 sharedBytes(plan, a.tensor, b.tensor),
+                                 ", and at least one writes them");
           return refuse(absl::StrCat(
               "plan.programs[", p, "] (", absl::CEscape(loaded.programs[p].name),
               ") instructions ", a.index, " (", instructionName(insts[a.index]),
               ", stream ", a.stream, ") and ", b.index, " (",
-              instructionName(insts[b.index]), ", stream ", b.stream,
-              ") both use ", tensorRef(plan, id),
-              ", and at least one writes it, but no event orders them: "
-              "record an event after the first and wait for it before the "
-              "second"));
+              instructionName(insts[b.index]), ", stream ", b.stream, ") ",
+              what,
+              ", but no event orders them: record an event after the first "
+              "and wait for it before the second"));
         }
+  }
+  return absl::OkStatus();
+}
+
+// Kernels assume their outputs alias nothing else of the launch, and a
+// collective's operands are distinct buffers: the program checks refuse an
+// instruction naming one tensor twice (but an all-reduce's own in-place
+// tensors), and here no instruction writes bytes it also reaches through
+// another view of the same base.
+absl::Status checkViewOperands(const plan::Plan &plan,
+                               const LoadedPlan &loaded) {
+  bool views = false;
+  for (const plan::Tensor &t : plan.tensors())
+    views = views || t.view_of() != 0;
+  if (!views)
+    return absl::OkStatus();
+  for (int p = 0; p < static_cast<int>(loaded.programs.size()); ++p) {
+    const auto &insts = loaded.programs[p].instructions;
+    for (int64_t i = 0; i < static_cast<int64_t>(insts.size()); ++i) {
+      const LoadedInstruction &inst = insts[i];
+      for (uint32_t out : inst.outputs)
+        for (const auto *ids : {&inst.inputs, &inst.outputs})
+          for (uint32_t other : *ids) {
+            if (other == out ||
+                viewBase(plan, other) != viewBase(plan, out) ||
+                !bytesMeet(plan, out, other))
+              continue;
+            return refuse(absl::StrCat(
+                "plan.programs[", p, "] (",
+                absl::CEscape(loaded.programs[p].name), ") instruction ", i,
+                " (", instructionName(inst), ") writes ", tensorRef(plan, out),
+                " and also ", ids == &inst.inputs ? "reads " : "writes ",
+                tensorRef(plan, other), ", ", relation(plan, out, other),
+                ", which share bytes ", sharedBytes(plan, out, other),
+                ": an instruction never writes bytes it reaches through "
+                "another tensor"));
+          }
+    }
   }
   return absl::OkStatus();
 }
@@ -171,9 +255,11 @@ absl::Status checkStreamHazards(const plan::Plan &plan, const LoadedPlan &loaded
 
 absl::Status checkArenaLayout(const plan::Plan &plan,
                               const LoadedPlan &loaded) {
+  // Views own no bytes: the sweep checks their bases, whose lifetimes
+  // cover every use of their views.
   std::vector<uint32_t> order;
   for (int i = 0; i < plan.tensors_size(); ++i)
-    if (plan.tensors(i).size_bytes() > 0)
+    if (plan.tensors(i).size_bytes() > 0 && plan.tensors(i).view_of() == 0)
       order.push_back(static_cast<uint32_t>(i));
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return plan.tensors(a).offset() < plan.tensors(b).offset() ||
@@ -182,12 +268,18 @@ absl::Status checkArenaLayout(const plan::Plan &plan,
   auto end = [&](uint32_t id) {
     return plan.tensors(id).offset() + plan.tensors(id).size_bytes();
   };
+  if (absl::Status s = checkViewOperands(plan, loaded); !s.ok())
+    return s;
   const Lifetimes life = lifetimes(plan, loaded);
   if (absl::Status s = checkStreamHazards(plan, loaded, life); !s.ok())
     return s;
 
   // Sweep in offset order, keeping the tensors whose bytes reach the current
   // offset; every pair that shares bytes meets in this set exactly once.
+  std::vector<bool> hasViews(plan.tensors_size());
+  for (const plan::Tensor &t : plan.tensors())
+    if (t.view_of() != 0)
+      hasViews[t.view_of() - 1] = true;
   std::vector<uint32_t> open;
   for (uint32_t id : order) {
     const plan::Tensor &t = plan.tensors(id);
@@ -217,7 +309,10 @@ absl::Status checkArenaLayout(const plan::Plan &plan,
             " and ", theirs->uses.first, "..", theirs->uses.last,
             "; activations may share bytes only when every use of one "
             "finishes before any use of the other starts (in order on one "
-            "stream, or through events)"));
+            "stream, or through events)",
+            hasViews[o] || hasViews[id]
+                ? "; a base is live wherever any of its views is used"
+                : ""));
     }
     open.push_back(id);
   }

@@ -34,9 +34,14 @@ enum class PlanScope { kWhole, kStage };
 absl::Status checkHeader(const plan::Plan &plan, bool streams = true);
 absl::Status checkTrainConfig(const plan::Plan &plan);
 
-// Tensor table: ids, names, dtypes, shapes, sizes, offsets. Fills
+// Tensor table: ids, names, dtypes, shapes, sizes, offsets, views. Fills
 // loaded.descs and loaded.tensorsByName.
 absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded);
+
+// The tensor that owns the bytes `id` uses: the base of a view (plan.proto
+// Tensor.view_of), `id` itself otherwise. For the passes after
+// checkTensors, which has checked every view_of.
+uint32_t viewBase(const plan::Plan &plan, uint32_t id);
 
 // Inputs, loss and grad-norm tensors, parameter infos. Fills loaded.tokens,
 // labels, positions and parameters.

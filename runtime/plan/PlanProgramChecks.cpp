@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -576,35 +577,65 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
 
 namespace {
 
+// Whether the byte ranges `written` (any order, may overlap) cover
+// [begin, end).
+bool covers(std::vector<std::pair<uint64_t, uint64_t>> written, uint64_t begin,
+            uint64_t end) {
+  std::sort(written.begin(), written.end());
+  for (const auto &[from, to] : written) {
+    if (begin >= end)
+      break;
+    if (from > begin)
+      return false;
+    begin = std::max(begin, to);
+  }
+  return begin >= end;
+}
+
 // A Repeat body's transients are its own: each is written in the body
 // before the body reads it (no value carries from one iteration to the
 // next), and no instruction outside the body uses it. Then one pass over
 // the body is the lifetime of every iteration, which the arena checks
-// follow.
+// follow. Views follow bytes: a read needs every byte it reads written
+// earlier in the body, through the tensor, its base or any view of that
+// base; and a base one of whose views the body writes (or the reverse) is
+// the body's transient as a whole.
 absl::Status checkRepeatBodies(const plan::Plan &plan,
                                const LoadedProgram &program) {
   const auto &insts = program.instructions;
   auto isTransient = [&](uint32_t id) {
     return plan.tensors(id).kind() == plan::ACTIVATION;
   };
-  absl::flat_hash_map<uint32_t, size_t> bodyOf; // tensor -> Repeat index
+  // base tensor -> Repeat index
+  absl::flat_hash_map<uint32_t, size_t> bodyOf;
   for (size_t i = 0; i < insts.size(); ++i) {
     if (insts[i].kind != LoadedInstruction::Kind::kRepeat)
       continue;
-    absl::flat_hash_set<uint32_t> written;
+    // base tensor -> the byte ranges of it written so far
+    absl::flat_hash_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>
+        written;
     const size_t end = i + 1 + insts[i].length;
     for (size_t k = i + 1; k < end; ++k) {
-      for (uint32_t id : insts[k].inputs)
-        if (isTransient(id) && !written.contains(id))
+      for (uint32_t id : insts[k].inputs) {
+        if (!isTransient(id))
+          continue;
+        const plan::Tensor &t = plan.tensors(id);
+        auto w = written.find(viewBase(plan, id));
+        if (w == written.end() ||
+            !covers(w->second, t.offset(), t.offset() + t.size_bytes()))
           return refuse(absl::StrCat(
               "plan.programs (", program.name, ") instruction ", k,
               ": reads ", tensorRef(plan, id),
-              " before its Repeat body writes it, so a value would carry "
-              "from one iteration into the next"));
+              " before its Repeat body writes ",
+              w == written.end() ? "it" : "all of its bytes",
+              ", so a value would carry from one iteration into the next"));
+      }
       for (uint32_t id : insts[k].outputs)
         if (isTransient(id)) {
-          written.insert(id);
-          bodyOf[id] = i;
+          const plan::Tensor &t = plan.tensors(id);
+          written[viewBase(plan, id)].push_back(
+              {t.offset(), t.offset() + t.size_bytes()});
+          bodyOf[viewBase(plan, id)] = i;
         }
     }
     i = end - 1;
@@ -615,13 +646,17 @@ absl::Status checkRepeatBodies(const plan::Plan &plan,
       continue;
     }
     for (const auto *ids : {&insts[i].inputs, &insts[i].outputs})
-      for (uint32_t id : *ids)
-        if (bodyOf.contains(id))
+      for (uint32_t id : *ids) {
+        const uint32_t base = viewBase(plan, id);
+        if (bodyOf.contains(base))
           return refuse(absl::StrCat(
               "plan.programs (", program.name, ") instruction ", i,
-              ": uses ", tensorRef(plan, id), ", a transient of the Repeat "
-              "body at instruction ", bodyOf[id],
-              "; a body's transients are used inside it only"));
+              ": uses ", tensorRef(plan, id),
+              base == id ? std::string()
+                         : absl::StrCat(", a view of ", tensorRef(plan, base)),
+              ", a transient of the Repeat body at instruction ",
+              bodyOf[base], "; a body's transients are used inside it only"));
+      }
   }
   return absl::OkStatus();
 }

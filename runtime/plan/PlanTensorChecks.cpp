@@ -92,7 +92,60 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
   return absl::OkStatus();
 }
 
+// A view (plan.proto Tensor.view_of) names a range of its base's bytes:
+// both ACTIVATION tensors of one dtype, the base no view itself, the view's
+// bytes inside the base's. Offsets and sizes are already checked.
+absl::Status checkView(const plan::Plan &plan, uint32_t id) {
+  const plan::Tensor &t = plan.tensors(id);
+  const std::string ref = tensorRef(plan, id);
+  const uint32_t n = static_cast<uint32_t>(plan.tensors_size());
+  if (t.view_of() - 1 >= n)
+    return refuse(absl::StrCat(
+        ref, " has view_of ", t.view_of(), ", a view of tensor ",
+        t.view_of() - 1, ", which is not below the plan's ", n, " tensors"));
+  const uint32_t baseId = t.view_of() - 1;
+  const plan::Tensor &base = plan.tensors(baseId);
+  const std::string baseRef = tensorRef(plan, baseId);
+  if (baseId == id)
+    return refuse(absl::StrCat(ref, " has view_of ", t.view_of(),
+                               ", a view of itself: view_of is 1 + the id of "
+                               "another tensor, or 0"));
+  if (t.kind() != plan::ACTIVATION)
+    return refuse(absl::StrCat(ref, " is a view of ", baseRef, " but is a ",
+                               tensorKindName(t.kind()),
+                               " tensor: only ACTIVATION tensors are views"));
+  if (base.kind() != plan::ACTIVATION)
+    return refuse(absl::StrCat(ref, " is a view of ", baseRef, ", a ",
+                               tensorKindName(base.kind()),
+                               " tensor: a view's base is an ACTIVATION "
+                               "tensor"));
+  if (base.view_of() != 0)
+    return refuse(absl::StrCat(ref, " is a view of ", baseRef,
+                               ", which is itself a view (of ",
+                               tensorRef(plan, base.view_of() - 1),
+                               "): a view's base owns its bytes; name that "
+                               "base instead"));
+  if (t.dtype() != base.dtype())
+    return refuse(absl::StrCat(ref, " is ", planDTypeName(t.dtype()),
+                               " but is a view of ", baseRef, ", which is ",
+                               planDTypeName(base.dtype()),
+                               ": a view has its base's dtype"));
+  const uint64_t end = t.offset() + t.size_bytes();
+  const uint64_t baseEnd = base.offset() + base.size_bytes();
+  if (t.offset() < base.offset() || end > baseEnd)
+    return refuse(absl::StrCat(ref, " is a view of ", baseRef,
+                               " but its bytes [", t.offset(), ", ", end,
+                               ") are not inside the base's [", base.offset(),
+                               ", ", baseEnd, ")"));
+  return absl::OkStatus();
+}
+
 } // namespace
+
+uint32_t viewBase(const plan::Plan &plan, uint32_t id) {
+  const uint32_t of = plan.tensors(id).view_of();
+  return of == 0 ? id : of - 1;
+}
 
 int64_t meshAxisSize(const plan::Mesh &mesh, plan::MeshAxis axis) {
   int64_t size = 1;
@@ -202,6 +255,10 @@ absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
     desc.dtype = kernelDType(t.dtype());
     loaded.descs.push_back(std::move(desc));
   }
+  for (int i = 0; i < plan.tensors_size(); ++i)
+    if (plan.tensors(i).view_of() != 0)
+      if (absl::Status s = checkView(plan, static_cast<uint32_t>(i)); !s.ok())
+        return s;
   return absl::OkStatus();
 }
 

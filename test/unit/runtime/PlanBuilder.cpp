@@ -89,6 +89,17 @@ uint32_t PlanBuilder::activationAt(const std::string &name,
   return id;
 }
 
+uint32_t PlanBuilder::view(const std::string &name, std::vector<int64_t> shape,
+                           uint32_t base, uint64_t byteOffset) {
+  uint64_t saved = next_;
+  next_ = plan_.tensors(base).offset() + byteOffset;
+  uint32_t id = tensor(name, std::move(shape), plan_.tensors(base).dtype(),
+                       plan::ACTIVATION);
+  plan_.mutable_tensors(id)->set_view_of(base + 1);
+  next_ = std::max(saved, next_);
+  return id;
+}
+
 uint32_t PlanBuilder::parameter(const std::string &name,
                                 std::vector<int64_t> shape, plan::InitKind init,
                                 float std) {

@@ -30,6 +30,10 @@ public:
   // A new ACTIVATION placed at the offset of `sharesWith`.
   uint32_t activationAt(const std::string &name, std::vector<int64_t> shape,
                         uint32_t sharesWith);
+  // A view (plan.proto Tensor.view_of) of ACTIVATION `base`: a tensor of
+  // the base's dtype whose bytes start `byteOffset` bytes into the base's.
+  uint32_t view(const std::string &name, std::vector<int64_t> shape,
+                uint32_t base, uint64_t byteOffset = 0);
   // A PARAMETER with its GRADIENT ("<name>.grad") and OPTIMIZER_STATE
   // ("<name>.exp_avg", "<name>.exp_avg_sq") tensors; returns its id.
   uint32_t parameter(const std::string &name, std::vector<int64_t> shape,
