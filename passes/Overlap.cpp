@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TpOverlap.h"
 
 #include <cmath>
 
@@ -439,9 +440,16 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
                          << " pieces per collective; 1 to 1024";
       return signalPassFailure();
     }
+    auto tpChunks =
+        module->getAttrOfType<IntegerAttr>(BraidDialect::kTpCommChunksAttr);
     for (auto program : module.getOps<sched::ProgramOp>()) {
       if (program.getKind() != sched::ProgramKind::Step)
         continue;
+      if (tpChunks && tpChunks.getInt() > 1) {
+        TpOverlapStats tp = overlapTensorParallel(program, tpChunks.getInt());
+        tpChunkedGemms += tp.chunkedGemms;
+        tpHiddenSums += tp.hiddenSums;
+      }
       FailureOr<std::optional<Reductions>> found = findReductions(program);
       if (failed(found))
         return signalPassFailure();

@@ -389,6 +389,10 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numBuckets", "num-buckets", "Gradient buckets reduced">,
+    Statistic<"tpChunkedGemms", "tp-chunked-gemms",
+              "Row-parallel GEMMs summed piece by piece">,
+    Statistic<"tpHiddenSums", "tp-hidden-sums",
+              "Backward TP sums run behind weight gradients">,
   ];
 }
 

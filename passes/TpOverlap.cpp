@@ -11,7 +11,8 @@
 //  * backward: the all-reduce of a column-parallel input gradient runs on
 //    the TP stream, and the weight-gradient launches that stream 0 had
 //    just before it, which neither feed nor read it, move behind it, so
-//    they compute while the sum is in flight.
+//    they compute while the sum is in flight; stream 0 waits for the sum
+//    right before the first op that reads it.
 // The micro-batches are stated one by one first, since a sched.repeat body
 // holds no events. Events and the stream are the first ones free.
 //
@@ -207,9 +208,30 @@ void TpOverlapper::hideBackwardSum(sched::CollectiveOp sum) {
   sum.setStreamAttr(i32(stream_));
   b_.setInsertionPointAfter(sum);
   handBackRecord(loc);
-  for (sched::LaunchOp l : llvm::reverse(moved)) {
+  for (sched::LaunchOp l : llvm::reverse(moved))
     l->moveBefore(b_.getInsertionBlock(), b_.getInsertionPoint());
+  // Stream 0 goes on with what does not read the sum, up to the first op
+  // that does, or that is not one of its own launches.
+  Operation *at = b_.getInsertionPoint() == b_.getInsertionBlock()->end()
+                      ? nullptr
+                      : &*b_.getInsertionPoint();
+  auto touches = [&](sched::LaunchOp l) {
+    return llvm::any_of(l->getOperands(), [&](Value v) {
+      auto view = v.getDefiningOp<sched::ViewOp>();
+      return v == buffer || (view && view.getSource() == buffer);
+    });
+  };
+  while (at) {
+    auto l = dyn_cast<sched::LaunchOp>(at);
+    if (!isa<sched::GetGlobalOp, sched::AllocOp, sched::ViewOp>(at) &&
+        (!l || l.getStream() != 0 || touches(l)))
+      break;
+    at = at->getNextNode();
   }
+  if (at)
+    b_.setInsertionPoint(at);
+  else
+    b_.setInsertionPointToEnd(b_.getInsertionBlock());
   handBackWait(loc);
   stats_.hiddenSums += 1;
   stats_.movedLaunches += static_cast<int64_t>(moved.size());
@@ -221,9 +243,9 @@ TpOverlapStats TpOverlapper::run() {
   uint32_t stream = 0;
   step_.walk([&](Operation *op) {
     if (auto r = dyn_cast<sched::EventRecordOp>(op))
-      event = std::max(event, r.getEvent());
+      event = std::max<int32_t>(event, r.getEvent());
     if (auto w = dyn_cast<sched::EventWaitOp>(op))
-      event = std::max(event, w.getEvent());
+      event = std::max<int32_t>(event, w.getEvent());
     if (auto s = op->getAttrOfType<IntegerAttr>("stream"))
       stream = std::max<uint32_t>(stream, s.getInt());
   });
@@ -233,22 +255,27 @@ TpOverlapStats TpOverlapper::run() {
   backEvent_ = sendEvent_ + 1;
   stream_ = std::max<uint32_t>(stream + 1, 2);
 
-  SmallVector<std::pair<sched::LaunchOp, sched::CollectiveOp>> gemms;
-  SmallVector<sched::CollectiveOp> sums;
+  // In program order, so that each event's values rise in it.
+  struct Work {
+    sched::LaunchOp gemm;
+    sched::CollectiveOp sum;
+  };
+  SmallVector<Work> work;
   for (Operation &op : step_.getBody().front()) {
     if (auto l = dyn_cast<sched::LaunchOp>(op)) {
       if (sched::CollectiveOp s = summedGemm(l))
-        gemms.push_back({l, s});
+        work.push_back({l, s});
       continue;
     }
-    std::optional<Phase> phase = phaseMark(&op);
-    if (isTpSum(&op, 0) && phase == Phase::InputGrad)
-      sums.push_back(cast<sched::CollectiveOp>(op));
+    if (isTpSum(&op, 0) && phaseMark(&op) == Phase::InputGrad)
+      work.push_back({{}, cast<sched::CollectiveOp>(op)});
   }
-  for (auto [gemm, sum] : gemms)
-    chunkGemm(gemm, sum);
-  for (sched::CollectiveOp sum : sums)
-    hideBackwardSum(sum);
+  for (Work &w : work) {
+    if (w.gemm)
+      chunkGemm(w.gemm, w.sum);
+    else
+      hideBackwardSum(w.sum);
+  }
   return stats_;
 }
 

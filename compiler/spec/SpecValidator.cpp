@@ -129,6 +129,11 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                              "over them; choose a tensor_parallel that "
                              "divides ",
                              kv, " or is a multiple of it"));
+  if (p.tp_comm_overlap() && p.sequence_parallel())
+    sink.report("parallel.tp_comm_overlap",
+                "does not combine with sequence_parallel yet: it cuts the "
+                "all-reduce of a row-parallel GEMM, which sequence parallel "
+                "replaces by a reduce-scatter; remove one of the two");
   if (p.pipeline_parallel() > 1)
     sink.report("parallel.tensor_parallel",
                 absl::StrCat(tp, " does not combine with pipeline_parallel "

@@ -1,0 +1,23 @@
+//===- TpOverlap.h - the TP sums hidden behind compute ----------*- C++ -*-===//
+#pragma once
+
+#include <cstdint>
+
+#include "dialects/sched/SchedOps.h"
+
+namespace braid {
+
+struct TpOverlapStats {
+  // Row-parallel GEMMs computed and summed piece by piece.
+  int64_t chunkedGemms = 0;
+  // Backward sums moved to the TP stream, and the weight-gradient launches
+  // moved behind them.
+  int64_t hiddenSums = 0;
+  int64_t movedLaunches = 0;
+};
+
+// Hides the TP group's sums of `step` (braid-overlap, see TpOverlap.cpp),
+// cutting each row-parallel GEMM and its sum into up to `chunks` pieces.
+TpOverlapStats overlapTensorParallel(sched::ProgramOp step, int64_t chunks);
+
+} // namespace braid

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The tensor-parallel overlap benchmark, 2 ranks at TP 2 on the CPU under
+# mpirun, on test/bench/specs/cpu-small.pbtxt. The TP sums go over an
+# emulated link (braid-run --emulate-link, runtime/comm/EmulatedLink.h)
+# whose bandwidth is chosen so that they take about half the compute time
+# of a step, a third of the serial step (or as given). Side by side in one
+# run it measures:
+#   - TP 2 with no link delay (compute only);
+#   - TP 2 over the link without and with tp_comm_overlap (each row-parallel
+#     GEMM and its sum in pieces, backward sums behind the weight
+#     gradients): the step time of each, the communication fraction of the
+#     serial step and the share of the communication hidden.
+#
+#   test/bench/run_tp_overlap_bench.sh [--steps N] [--latency-us L]
+#                                      [--gbps B] [--chunks K] [--out DIR]
+#
+# Needs a build with MPI (scripts/build.sh; Open MPI from install-deps.sh).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${BRAID_BUILD_DIR:-$root/build}"
+steps=20
+latency=10
+gbps=""
+chunks=4
+out="$build/bench/tp-overlap"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps="$2"; shift 2 ;;
+    --latency-us) latency="$2"; shift 2 ;;
+    --gbps) gbps="$2"; shift 2 ;;
+    --chunks) chunks="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "run_tp_overlap_bench.sh: unknown option '$1' (use --steps N, --latency-us L, --gbps B, --chunks K, --out DIR)" >&2; exit 2 ;;
+  esac
+done
+command -v mpirun >/dev/null || {
+  echo "run_tp_overlap_bench.sh: no mpirun; run scripts/install-deps.sh" >&2; exit 1; }
+[ -x "$build/bin/braidc" ] || {
+  echo "run_tp_overlap_bench.sh: no $build/bin/braidc; build first (scripts/build.sh)" >&2; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
+mkdir -p "$out"
+spec="$root/test/bench/specs/cpu-small.pbtxt"
+sed -e 's/tensor_parallel: 1/tensor_parallel: 2/' "$spec" > "$out/serial.pbtxt"
+sed -e "s/tensor_parallel: 1/tensor_parallel: 2 tp_comm_overlap: true tp_comm_chunks: $chunks/" \
+  "$spec" > "$out/overlapped.pbtxt"
+for p in serial overlapped; do
+  "$build/bin/braidc" "$out/$p.pbtxt" -o "$out/$p.plan" 2>/dev/null
+done
+
+mpi=(mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np 2)
+train() { # NAME PLAN
+  "${mpi[@]}" "$build/bin/braid-run" "$2" --data "$data" --steps "$steps" \
+    --threads 1 --quiet --log "$out/$1.jsonl" ${link:+--emulate-link "$link"}
+}
+# Median step seconds over the steps after the first three.
+step_time() {
+  python3 - "$out/$1.jsonl" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])][3:]
+tokens = 8 * 128
+print(statistics.median(tokens / r["tokens_per_s"] for r in rows))
+PY
+}
+link="" train compute "$out/serial.plan"
+compute=$(step_time compute)
+# The bytes the link carries per step: each TP sum of the step program (a
+# 2-rank all-reduce sends its buffer once), and the loss's gather.
+bytes=$("$build/bin/braidc" "$out/serial.pbtxt" --emit=mlir -o - 2>/dev/null | python3 -c '
+import re, sys
+total = 0
+for line in sys.stdin:
+    m = re.search(r"sched.collective (all_reduce_sum|all_gather) tp\(%\S+ : memref<([0-9x]+)xf32>", line)
+    if m:
+        n = 1
+        for d in m.group(2).split("x"):
+            n *= int(d)
+        total += 4 * n
+print(total)')
+if [ -z "$gbps" ]; then
+  gbps=$(python3 -c "print(max(0.001, $bytes / ($compute / 2) / 1e9))")
+fi
+link="$latency:$gbps" train serial "$out/serial.plan"
+link="$latency:$gbps" train overlapped "$out/overlapped.plan"
+
+python3 - "$latency" "$gbps" "$bytes" "$chunks" "$compute" \
+  "$(step_time serial)" "$(step_time overlapped)" <<'PY'
+import sys
+latency, gbps, nbytes, chunks = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+compute, serial, overlapped = (float(x) for x in sys.argv[5:8])
+comm = serial - compute
+print(f"link: {latency} us, {gbps:.3g} GB/s; TP traffic {nbytes / 2**20:.1f} MiB per step; {chunks} pieces per GEMM")
+print(f"step time  TP 2, no link:  {compute*1e3:8.1f} ms  (compute only)")
+print(f"           TP 2, serial:   {serial*1e3:8.1f} ms  ({serial/compute:.2f}x compute)")
+print(f"           TP 2, overlap:  {overlapped*1e3:8.1f} ms  ({overlapped/compute:.2f}x compute)")
+print(f"communication fraction of the serial step: {comm/serial:.0%}")
+hidden = (serial - overlapped) / comm if comm > 0 else 0
+print(f"share of TP communication hidden by overlap: {hidden:.0%}")
+print(f"overlapped vs serial step: {overlapped/serial:.2f}x")
+PY
