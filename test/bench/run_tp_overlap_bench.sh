@@ -11,14 +11,20 @@
 #     gradients): the step time of each, the communication fraction of the
 #     serial step and the share of the communication hidden.
 #
-#   test/bench/run_tp_overlap_bench.sh [--steps N] [--latency-us L]
-#                                      [--gbps B] [--chunks K] [--out DIR]
+#   test/bench/run_tp_overlap_bench.sh [--steps N] [--rounds R]
+#                                      [--latency-us L] [--gbps B]
+#                                      [--chunks K] [--out DIR]
+#
+# Step times on a shared 2-core machine vary by 10 to 20% from run to run:
+# the runs are made in turn, R rounds of each (default 3), and each figure
+# is the median of its rounds' median steps.
 #
 # Needs a build with MPI (scripts/build.sh; Open MPI from install-deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${BRAID_BUILD_DIR:-$root/build}"
 steps=20
+rounds=3
 latency=10
 gbps=""
 chunks=4
@@ -26,11 +32,12 @@ out="$build/bench/tp-overlap"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --latency-us) latency="$2"; shift 2 ;;
     --gbps) gbps="$2"; shift 2 ;;
     --chunks) chunks="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "run_tp_overlap_bench.sh: unknown option '$1' (use --steps N, --latency-us L, --gbps B, --chunks K, --out DIR)" >&2; exit 2 ;;
+    *) echo "run_tp_overlap_bench.sh: unknown option '$1' (use --steps N, --rounds R, --latency-us L, --gbps B, --chunks K, --out DIR)" >&2; exit 2 ;;
   esac
 done
 command -v mpirun >/dev/null || {
@@ -53,17 +60,20 @@ train() { # NAME PLAN
   "${mpi[@]}" "$build/bin/braid-run" "$2" --data "$data" --steps "$steps" \
     --threads 1 --quiet --log "$out/$1.jsonl" ${link:+--emulate-link "$link"}
 }
-# Median step seconds over the steps after the first three.
+# Median step seconds over the steps after the first three, then the
+# median over the rounds NAME.1 .. NAME.R.
 step_time() {
-  python3 - "$out/$1.jsonl" <<'PY'
+  python3 - "$out" "$1" "$rounds" <<'PY'
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])][3:]
+out, name, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 tokens = 8 * 128
-print(statistics.median(tokens / r["tokens_per_s"] for r in rows))
+per_round = []
+for r in range(1, rounds + 1):
+    rows = [json.loads(l) for l in open(f"{out}/{name}.{r}.jsonl")][3:]
+    per_round.append(statistics.median(tokens / x["tokens_per_s"] for x in rows))
+print(statistics.median(per_round))
 PY
 }
-link="" train compute "$out/serial.plan"
-compute=$(step_time compute)
 # The bytes the link carries per step: each TP sum of the step program (a
 # 2-rank all-reduce sends its buffer once), and the loss's gather.
 bytes=$("$build/bin/braidc" "$out/serial.pbtxt" --emit=mlir -o - 2>/dev/null | python3 -c '
@@ -78,10 +88,17 @@ for line in sys.stdin:
         total += 4 * n
 print(total)')
 if [ -z "$gbps" ]; then
-  gbps=$(python3 -c "print(max(0.001, $bytes / ($compute / 2) / 1e9))")
+  # Aim the sums at half the compute step, from one run without the link.
+  link="" train probe.1 "$out/serial.plan"
+  probe=$(rounds=1 step_time probe)
+  gbps=$(python3 -c "print(max(0.001, $bytes / ($probe / 2) / 1e9))")
 fi
-link="$latency:$gbps" train serial "$out/serial.plan"
-link="$latency:$gbps" train overlapped "$out/overlapped.plan"
+for r in $(seq 1 "$rounds"); do
+  link="" train "compute.$r" "$out/serial.plan"
+  link="$latency:$gbps" train "serial.$r" "$out/serial.plan"
+  link="$latency:$gbps" train "overlapped.$r" "$out/overlapped.plan"
+done
+compute=$(step_time compute)
 
 python3 - "$latency" "$gbps" "$bytes" "$chunks" "$compute" \
   "$(step_time serial)" "$(step_time overlapped)" <<'PY'

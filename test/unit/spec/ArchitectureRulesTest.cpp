@@ -441,6 +441,13 @@ TEST(SpecRules, SequenceParallelAndOverlap) {
             "t.pbtxt:16:3: train.seq_len: 18 positions do not split into 4 "
             "equal sequence-parallel parts; choose a seq_len that is a "
             "multiple of 4");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { tensor_parallel: 2 sequence_parallel: true "
+                    "tp_comm_overlap: true }\n"),
+            "t.pbtxt:20:55: parallel.tp_comm_overlap: does not combine with "
+            "sequence_parallel yet: it cuts the all-reduce of a row-parallel "
+            "GEMM, which sequence parallel replaces by a reduce-scatter; "
+            "remove one of the two");
 }
 
 // The schedule's and the partition's needs, each at the field to change.
