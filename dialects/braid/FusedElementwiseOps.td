@@ -28,7 +28,8 @@ def Braid_FusedAddRMSNormOp : Braid_PureOp<"fused_add_rms_norm"> {
   }];
   let arguments = (ins Braid_FloatTensor:$residual, Braid_FloatTensor:$branch,
                        Braid_FloatTensor:$weight, F32Attr:$eps, F32Attr:$p,
-                       I64Attr:$rng_offset);
+                       I64Attr:$rng_offset,
+                       OptionalAttr<I64Attr>:$tp_dim);
   let results = (outs Braid_FloatTensor:$sum, Braid_FloatTensor:$result,
                       Braid_StatTensor:$rstd);
 }
@@ -47,7 +48,8 @@ def Braid_FusedAddLayerNormOp : Braid_PureOp<"fused_add_layer_norm"> {
   }];
   let arguments = (ins Braid_FloatTensor:$residual, Braid_FloatTensor:$branch,
                        Braid_FloatTensor:$weight, Braid_FloatTensor:$bias,
-                       F32Attr:$eps, F32Attr:$p, I64Attr:$rng_offset);
+                       F32Attr:$eps, F32Attr:$p, I64Attr:$rng_offset,
+                       OptionalAttr<I64Attr>:$tp_dim);
   let results = (outs Braid_FloatTensor:$sum, Braid_FloatTensor:$result,
                       Braid_StatTensor:$mean, Braid_StatTensor:$rstd);
 }
@@ -135,7 +137,8 @@ def Braid_FusedBiasDropoutAddOp : Braid_PureOp<"fused_bias_dropout_add"> {
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$bias,
                        Braid_FloatTensor:$residual, F32Attr:$p,
-                       I64Attr:$rng_offset);
+                       I64Attr:$rng_offset,
+                       OptionalAttr<I64Attr>:$tp_dim);
   let results = (outs Braid_FloatTensor:$result);
 }
 

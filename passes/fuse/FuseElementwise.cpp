@@ -140,12 +140,14 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
                                        : 0.0);
     IntegerAttr offset =
         b.getI64IntegerAttr(m->dropout ? m->dropout.getRngOffset() : 0);
+    // Sequence parallel: the draws of each rank's part of the sequence.
+    IntegerAttr tpDim = m->dropout ? m->dropout.getTpDimAttr() : IntegerAttr();
     Value sum;
     if (rms) {
       auto f = FusedAddRMSNormOp::create(
           b, norm->getLoc(), input.getType(), rms.getResult().getType(),
           rms.getRstd().getType(), m->residual, m->branch, rms.getWeight(),
-          rms.getEpsAttr(), p, offset);
+          rms.getEpsAttr(), p, offset, tpDim);
       copyMarks(rms, f);
       rms.getResult().replaceAllUsesWith(f.getResult());
       rms.getRstd().replaceAllUsesWith(f.getRstd());
@@ -155,7 +157,7 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
           b, norm->getLoc(), input.getType(), layer.getResult().getType(),
           layer.getMean().getType(), layer.getRstd().getType(), m->residual,
           m->branch, layer.getWeight(), layer.getBias(), layer.getEpsAttr(),
-          p, offset);
+          p, offset, tpDim);
       copyMarks(layer, f);
       layer.getResult().replaceAllUsesWith(f.getResult());
       layer.getMean().replaceAllUsesWith(f.getMean());
@@ -307,7 +309,8 @@ struct FuseBiasDropoutAddPass
     auto fused = FusedBiasDropoutAddOp::create(
         b, add.getLoc(), add.getResult().getType(), h, bias, residual,
         dropout ? dropout.getPAttr() : b.getF32FloatAttr(0.0f),
-        dropout ? dropout.getRngOffsetAttr() : b.getI64IntegerAttr(0));
+        dropout ? dropout.getRngOffsetAttr() : b.getI64IntegerAttr(0),
+        dropout ? dropout.getTpDimAttr() : IntegerAttr());
     copyMarks(add, fused);
     add.getResult().replaceAllUsesWith(fused.getResult());
     add->erase();
