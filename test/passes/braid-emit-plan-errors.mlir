@@ -30,7 +30,7 @@ module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, h
   sched.global @grad_norm scalar role grad_norm : memref<f32> offset(64)
   sched.global @loss_sum scalar role loss_sum : memref<f32> offset(128)
   sched.global @step_skipped scalar role step_skipped : memref<f32> offset(192)
-  // expected-error @+1 {{uses a buffer that is neither a global nor an alloc}}
+  // expected-error @+1 {{uses a buffer that is neither a global, an alloc nor a view of an alloc}}
   sched.program @step step {
     %b = "test.buffer"() : () -> memref<4xf32>
     sched.launch "fill" on 0 outs(%b : memref<4xf32>)
