@@ -129,6 +129,10 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                              "over them; choose a tensor_parallel that "
                              "divides ",
                              kv, " or is a multiple of it"));
+  if (p.sequence_parallel() && spec.train().precision() == spec::BF16)
+    sink.report("parallel.sequence_parallel",
+                "does not combine with BF16 yet: its reduce-scatters sum in "
+                "f32 only; set precision: FP32 or remove the line");
   if (p.tp_comm_overlap() && p.sequence_parallel())
     sink.report("parallel.tp_comm_overlap",
                 "does not combine with sequence_parallel yet: it cuts the "
@@ -139,11 +143,6 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                 absl::StrCat(tp, " does not combine with pipeline_parallel "
                                  "yet; set tensor_parallel: 1 or "
                                  "pipeline_parallel: 1"));
-  if (spec.train().precision() == spec::BF16)
-    sink.report("train.precision",
-                absl::StrCat("BF16 does not combine with tensor_parallel "
-                             "yet: the TP sums are made in f32; set "
-                             "precision: FP32 or tensor_parallel: 1"));
   if (p.zero_stage() > 0)
     sink.report("parallel.zero_stage",
                 absl::StrCat(p.zero_stage(),

@@ -215,10 +215,13 @@ LogicalResult CollectiveOp::verify() {
     for (Value b : getBuffers()) {
       auto type = cast<MemRefType>(b.getType());
       auto global = b.getDefiningOp<GetGlobalOp>();
-      if ((!global && !tp) || !type.getElementType().isF32())
+      // bf16 activations (BF16 plans) sum along TP too.
+      const bool dtypeOk = type.getElementType().isF32() ||
+                           (tp && !global && type.getElementType().isBF16());
+      if ((!global && !tp) || !dtypeOk)
         return emitOpError() << "reduces f32 "
-                             << (tp ? "buffers" : "globals") << ", not "
-                             << type
+                             << (tp ? "or bf16 buffers" : "globals")
+                             << ", not " << type
                              << (global || tp ? "" : " of a transient buffer");
     }
     return success();

@@ -416,10 +416,10 @@ TEST(SpecRules, TensorParallelLayouts) {
             "zero_stage: 0 or tensor_parallel: 1");
   EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
                          "  steps: 10\n  precision: BF16\n") +
-                    "parallel { tensor_parallel: 2 }\n"),
-            "t.pbtxt:18:3: train.precision: BF16 does not combine with "
-            "tensor_parallel yet: the TP sums are made in f32; set "
-            "precision: FP32 or tensor_parallel: 1");
+                    "parallel { tensor_parallel: 2 sequence_parallel: true }\n"),
+            "t.pbtxt:21:31: parallel.sequence_parallel: does not combine "
+            "with BF16 yet: its reduce-scatters sum in f32 only; set "
+            "precision: FP32 or remove the line");
 }
 
 // Sequence parallel and the TP overlap need a TP group; the sequence splits
