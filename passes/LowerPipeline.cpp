@@ -177,6 +177,8 @@ private:
   SmallVector<Operation *> prologue_, epilogue_;
   // The body's launches and readbacks by (stage, part), in body order.
   std::map<std::pair<int64_t, Part>, SmallVector<Operation *>> pieces_;
+  // Whether the micro-batch holds TP collectives (braid-shard).
+  bool tpSums_ = false;
   // The input globals the body stages: each is staged again, for its
   // micro-batch, before each piece that reads it.
   llvm::StringSet<> inputs_;
@@ -233,12 +235,19 @@ LogicalResult PipelineLowering::findPrograms() {
     (repeat ? epilogue_ : prologue_).push_back(&op);
   }
   if (repeat_)
-    for (Operation &op : repeat_.getBody().front())
+    for (Operation &op : repeat_.getBody().front()) {
+      // The TP group's sums are part of a piece's compute.
+      auto collective = dyn_cast<sched::CollectiveOp>(op);
+      if (collective && collective.getAxis() == sched::MeshAxis::Tp) {
+        tpSums_ = true;
+        continue;
+      }
       if (isa<sched::EventRecordOp, sched::EventWaitOp, sched::CollectiveOp>(
               op))
         return op.emitOpError("in the micro-batch of a step to be "
                               "pipelined: ZeRO stages 2 and 3 do not combine "
                               "with pipeline_parallel yet");
+    }
   // The transfers' streams and events come after those the one-rank
   // programs use (the data-parallel reduction's).
   for (sched::ProgramOp program : {step_, init_}) {
@@ -274,22 +283,29 @@ LogicalResult PipelineLowering::classifyBody() {
       pieces_[{lossStage, Part::kF}].push_back(&op);
       continue;
     }
+    // Launches and the TP group's sums (braid-shard), by their marks.
     auto launch = dyn_cast<sched::LaunchOp>(op);
-    if (!launch)
+    auto sum = dyn_cast<sched::CollectiveOp>(op);
+    if (!launch && !(sum && sum.getAxis() == sched::MeshAxis::Tp))
       return op.emitOpError("in the micro-batch of a step to be pipelined: "
-                            "braid-lower-pipeline splits launches, stages and "
-                            "readbacks only");
-    LayerAttr layer = layerMark(launch);
-    std::optional<Phase> phase = phaseMark(launch);
+                            "braid-lower-pipeline splits launches, TP "
+                            "collectives, stages and readbacks only");
+    LayerAttr layer = layerMark(&op);
+    std::optional<Phase> phase = phaseMark(&op);
     std::optional<int64_t> stage = layer ? stageOfLayer(layer) : std::nullopt;
     if (!stage || !phase || *phase == Phase::Optimizer)
-      return launch.emitOpError("has no layer or no forward/backward phase "
-                                "mark, so no pipeline stage can run it");
+      return op.emitOpError("has no layer or no forward/backward phase "
+                            "mark, so no pipeline stage can run it");
     const Part part = *phase == Phase::Forward     ? Part::kF
                       : *phase == Phase::InputGrad ? Part::kB
                                                    : Part::kW;
-    pieces_[{*stage, part}].push_back(launch);
-    for (Value out : launch.getOuts())
+    pieces_[{*stage, part}].push_back(&op);
+    // What the op writes: a launch's outputs, a gather's or scatter's
+    // outputs, an all-reduce's buffers.
+    ValueRange written = launch ? launch.getOuts()
+                         : sum.getOutputs().empty() ? sum.getBuffers()
+                                                    : sum.getOutputs();
+    for (Value out : written)
       if (out.getDefiningOp<sched::AllocOp>())
         writer.try_emplace(out, *stage, part);
   }
@@ -463,6 +479,9 @@ void PipelineLowering::emitPiece(RankState &st, const Piece &piece,
     }
     if (auto launch = dyn_cast<sched::LaunchOp>(op))
       for (Value out : launch.getOuts())
+        cloneValue(st, map, out, piece.stage, piece.mb);
+    if (auto sum = dyn_cast<sched::CollectiveOp>(op))
+      for (Value out : sum.getOutputs())
         cloneValue(st, map, out, piece.stage, piece.mb);
     Operation *copy = b_.clone(*op, map);
     copy->setAttr("stream", b_.getI32IntegerAttr(onStream));
@@ -659,7 +678,10 @@ void PipelineLowering::buildRank(int64_t rank) {
     // An FB pair's backward half runs on a second compute stream, beside
     // its forward half on stream 0: it starts once everything before the
     // entry has run, and stream 0 waits for it before the next entry.
-    const bool pair = order[k].kind == pipeline::Kind::kFB;
+    // With TP sums inside the pieces both halves stay on stream 0, one
+    // after the other: two streams would issue the TP group's collectives
+    // in an order the group's ranks need not share.
+    const bool pair = order[k].kind == pipeline::Kind::kFB && !tpSums_;
     const uint32_t side = pair ? streamFor(st, kOverlapStream) : kCompute;
     if (pair)
       wait(progressEvent(), st.progress, side);

@@ -133,16 +133,16 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
     sink.report("parallel.sequence_parallel",
                 "does not combine with BF16 yet: its reduce-scatters sum in "
                 "f32 only; set precision: FP32 or remove the line");
+  if (p.tp_comm_overlap() && p.pipeline_parallel() > 1)
+    sink.report("parallel.tp_comm_overlap",
+                "does not combine with pipeline_parallel yet: the pipeline's "
+                "pieces keep the TP sums on stream 0; remove the line or set "
+                "pipeline_parallel: 1");
   if (p.tp_comm_overlap() && p.sequence_parallel())
     sink.report("parallel.tp_comm_overlap",
                 "does not combine with sequence_parallel yet: it cuts the "
                 "all-reduce of a row-parallel GEMM, which sequence parallel "
                 "replaces by a reduce-scatter; remove one of the two");
-  if (p.pipeline_parallel() > 1)
-    sink.report("parallel.tensor_parallel",
-                absl::StrCat(tp, " does not combine with pipeline_parallel "
-                                 "yet; set tensor_parallel: 1 or "
-                                 "pipeline_parallel: 1"));
   if (p.zero_stage() > 0)
     sink.report("parallel.zero_stage",
                 absl::StrCat(p.zero_stage(),

@@ -407,13 +407,13 @@ TEST(SpecRules, TensorParallelLayouts) {
             "(loaded)");
   EXPECT_EQ(errorOf(std::string(kLlama) +
                     "parallel { tensor_parallel: 2 pipeline_parallel: 2 "
-                    "zero_stage: 1 }\n"),
-            "t.pbtxt:20:12: parallel.tensor_parallel: 2 does not combine "
-            "with pipeline_parallel yet; set tensor_parallel: 1 or "
-            "pipeline_parallel: 1\n"
+                    "zero_stage: 1 tp_comm_overlap: true }\n"),
             "t.pbtxt:20:52: parallel.zero_stage: 1 does not combine with "
             "tensor_parallel yet: ZeRO shards whole parameters over DP; set "
-            "zero_stage: 0 or tensor_parallel: 1");
+            "zero_stage: 0 or tensor_parallel: 1\n"
+            "t.pbtxt:20:66: parallel.tp_comm_overlap: does not combine with "
+            "pipeline_parallel yet: the pipeline's pieces keep the TP sums "
+            "on stream 0; remove the line or set pipeline_parallel: 1");
   EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
                          "  steps: 10\n  precision: BF16\n") +
                     "parallel { tensor_parallel: 2 sequence_parallel: true }\n"),
