@@ -332,6 +332,12 @@ def LowerPipelinePass : Pass<"braid-lower-pipeline", "mlir::ModuleOp"> {
 def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
   let summary = "Reduce gradient buckets while the last micro-batch's backward runs";
   let description = [{
+    With `braid.tp_comm_chunks` it first hides the TP group's sums
+    (passes/TpOverlap.cpp): each row-parallel GEMM and the all-reduce of
+    its output run in pieces over `sched.view`s, a piece summed on the TP
+    stream while the next computes (events 5 and 6); each backward sum runs
+    on the TP stream behind the weight-gradient launches that preceded it.
+
     Runs on braid-lower-to-sched's data-parallel step, whose gradients are
     summed by the collectives of one hand-over after every micro-batch (or,
     with ZeRO stage 2, of one hand-over after each micro-batch: each is
