@@ -100,9 +100,6 @@ private:
   }
   LogicalResult convertAll(Operation *op, ArrayRef<unsigned> operands,
                            TpLayoutAttr want);
-  LogicalResult needReplicated(Operation *op, ArrayRef<unsigned> operands) {
-    return convertAll(op, operands, replicated());
-  }
   // Sums a partial value for all its readers right after it is made, as
   // Megatron's row-parallel linear does: into the tokens' layout.
   LogicalResult settle(Value v);
@@ -564,7 +561,7 @@ LogicalResult Sharder::visit(Operation *op) {
           })
       .Case([&](CrossEntropyOp c) { return visitCrossEntropy(c); })
       .Case([&](CrossEntropyGradInputOp c) {
-        if (failed(needReplicated(c, {2})))
+        if (failed(whole(c, 2)))
           return failure();
         if (of(c.getLogits()).isSplit())
           c.setVocabShardAttr(trueAttr);

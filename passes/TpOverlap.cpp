@@ -234,7 +234,6 @@ void TpOverlapper::hideBackwardSum(sched::CollectiveOp sum) {
     b_.setInsertionPointToEnd(b_.getInsertionBlock());
   handBackWait(loc);
   stats_.hiddenSums += 1;
-  stats_.movedLaunches += static_cast<int64_t>(moved.size());
 }
 
 TpOverlapStats TpOverlapper::run() {

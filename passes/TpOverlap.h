@@ -10,10 +10,8 @@ namespace braid {
 struct TpOverlapStats {
   // Row-parallel GEMMs computed and summed piece by piece.
   int64_t chunkedGemms = 0;
-  // Backward sums moved to the TP stream, and the weight-gradient launches
-  // moved behind them.
+  // Backward sums moved to the TP stream, behind weight-gradient launches.
   int64_t hiddenSums = 0;
-  int64_t movedLaunches = 0;
 };
 
 // Hides the TP group's sums of `step` (braid-overlap, see TpOverlap.cpp),

@@ -239,18 +239,11 @@ static LogicalResult verifyRepeatKVSlice(Operation *op, Value narrow,
                                          std::optional<int64_t> group,
                                          StringRef narrowWhat,
                                          StringRef wideWhat) {
-  if (numHeads <= 0 || numKVHeads <= 0)
-    return op->emitOpError("num_heads and num_kv_heads must be positive");
   if (!group || *group <= 0)
     return op->emitOpError(
         "tp_slice needs a positive group (query heads per kv head)");
-  if (failed(expectMinRank(op, narrow, 1, narrowWhat)) ||
-      failed(verifyHeadPacking(op, narrow, numKVHeads, narrowWhat)) ||
-      failed(expectSameElementType(op, wide, narrow, wideWhat, narrowWhat)))
-    return failure();
-  int64_t headDim = lastDim(narrow) / numKVHeads;
-  return expectShape(op, wide, append(leading(narrow), headDim * numHeads),
-                     wideWhat);
+  return verifyRepeatKV(op, narrow, wide, numHeads, numKVHeads, narrowWhat,
+                        wideWhat, /*wideHeadsWhole=*/false);
 }
 
 LogicalResult RepeatKVOp::verify() {

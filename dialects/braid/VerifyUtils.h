@@ -194,10 +194,15 @@ inline LogicalResult verifyAttentionMasks(Operation *op, Value query,
 }
 
 // `narrow` holds num_kv_heads heads, `wide` num_heads heads.
+// `wideHeadsWhole`: the wide side's heads are a multiple of the narrow
+// side's (false for a TP rank's slice of replicated kv heads).
 inline LogicalResult verifyRepeatKV(Operation *op, Value narrow, Value wide,
                              int64_t numHeads, int64_t numKVHeads,
-                             StringRef narrowWhat, StringRef wideWhat) {
-  if (failed(verifyHeads(op, numHeads, numKVHeads)) ||
+                             StringRef narrowWhat, StringRef wideWhat,
+                             bool wideHeadsWhole = true) {
+  if (!wideHeadsWhole && (numHeads <= 0 || numKVHeads <= 0))
+    return op->emitOpError("num_heads and num_kv_heads must be positive");
+  if ((wideHeadsWhole && failed(verifyHeads(op, numHeads, numKVHeads))) ||
       failed(expectMinRank(op, narrow, 1, narrowWhat)) ||
       failed(verifyHeadPacking(op, narrow, numKVHeads, narrowWhat)) ||
       failed(expectSameElementType(op, wide, narrow, wideWhat, narrowWhat)))

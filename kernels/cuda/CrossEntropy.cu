@@ -38,23 +38,29 @@ int64_t firstColumnOf(const KernelArgs &args, int64_t v, bool sharded) {
   return sharded && args.ctx != nullptr ? args.ctx->tpRank * v : 0;
 }
 
+// The block's row: its maximum m and the sum of exp(x - m), in f32.
+template <typename T>
+__device__ __forceinline__ float2 rowMaxAndSum(const T *__restrict__ row,
+                                               int64_t v, float *red) {
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < v; j += kBlock)
+    m = fmaxf(m, load(row, j));
+  m = blockMax(m, red);
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < v; j += kBlock)
+    acc += expf(load(row, j) - m);
+  return make_float2(m, blockSum(acc, red));
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
     logSumExpKernel(const T *__restrict__ logits, int64_t numRows, int64_t v,
                     float *__restrict__ lse) {
   __shared__ float red[kWarps];
   for (int64_t r = blockIdx.x; r < numRows; r += gridDim.x) {
-    const T *row = logits + r * v;
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < v; j += kBlock)
-      m = fmaxf(m, load(row, j));
-    m = blockMax(m, red);
-    float acc = 0.0f;
-    for (int64_t j = threadIdx.x; j < v; j += kBlock)
-      acc += expf(load(row, j) - m);
-    const float total = blockSum(acc, red);
+    const float2 ms = rowMaxAndSum(logits + r * v, v, red);
     if (threadIdx.x == 0)
-      lse[r] = m + logf(total);
+      lse[r] = ms.x + logf(ms.y);
   }
 }
 
@@ -89,18 +95,11 @@ __global__ void __launch_bounds__(kBlock)
   __shared__ float red[kWarps];
   for (int64_t r = blockIdx.x; r < numRows; r += gridDim.x) {
     const T *row = logits + r * v;
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < v; j += kBlock)
-      m = fmaxf(m, load(row, j));
-    m = blockMax(m, red);
-    float acc = 0.0f;
-    for (int64_t j = threadIdx.x; j < v; j += kBlock)
-      acc += expf(load(row, j) - m);
-    const float total = blockSum(acc, red);
+    const float2 ms = rowMaxAndSum(row, v, red);
     if (threadIdx.x == 0) {
       const int64_t label = labels[r] - first;
-      stats[3 * r] = m;
-      stats[3 * r + 1] = total;
+      stats[3 * r] = ms.x;
+      stats[3 * r + 1] = ms.y;
       stats[3 * r + 2] = validLabel(label, v) ? load(row, label) : 0.0f;
     }
   }

@@ -206,34 +206,39 @@ void expectWeightGradNear(const Tensor &got, const Unfused &want,
               worstRatio);
 }
 
+// The largest magnitude of `want` and the largest |got - want|.
+struct Gap {
+  double largest = 0, worst = 0;
+};
+Gap gapOf(const Tensor &got, const Tensor &want) {
+  const std::vector<float> g = got.values(), w = want.values();
+  EXPECT_EQ(g.size(), w.size());
+  Gap gap;
+  for (float v : w)
+    gap.largest = std::max(gap.largest, std::fabs(static_cast<double>(v)));
+  for (size_t i = 0; i < std::min(g.size(), w.size()); ++i)
+    gap.worst =
+        std::max(gap.worst, std::fabs(static_cast<double>(g[i]) - w[i]));
+  return gap;
+}
+
 // |got - want| <= `relative` of the output's largest magnitude.
 void expectWithin(const Tensor &got, const Tensor &want, double relative,
                   const std::string &what) {
-  const std::vector<float> g = got.values(), w = want.values();
-  ASSERT_EQ(g.size(), w.size()) << what;
-  double largest = 0, worst = 0;
-  for (float v : w)
-    largest = std::max(largest, std::fabs(static_cast<double>(v)));
-  for (size_t i = 0; i < g.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(g[i]) - w[i]));
-  EXPECT_LE(worst, relative * largest) << what;
+  const Gap gap = gapOf(got, want);
+  EXPECT_LE(gap.worst, relative * gap.largest) << what;
 }
 
 // |got - want| <= 2^-8 (1 + logitScale) of the output's largest magnitude,
 // see the file comment.
 void expectNearUnfused(const Tensor &got, const Tensor &want,
                        double logitScale, const std::string &what) {
-  const std::vector<float> g = got.values(), w = want.values();
-  ASSERT_EQ(g.size(), w.size()) << what;
-  double largest = 0, worst = 0;
-  for (float v : w)
-    largest = std::max(largest, std::fabs(static_cast<double>(v)));
-  for (size_t i = 0; i < g.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(g[i]) - w[i]));
+  const Gap gap = gapOf(got, want);
   std::printf("%s: largest %.3g, worst difference from unfused bf16 %.3g "
               "(%.3g of largest)\n",
-              what.c_str(), largest, worst, worst / largest);
-  EXPECT_LE(worst, std::ldexp(largest * (1 + logitScale), -8)) << what;
+              what.c_str(), gap.largest, gap.worst, gap.worst / gap.largest);
+  EXPECT_LE(gap.worst, std::ldexp(gap.largest * (1 + logitScale), -8))
+      << what;
 }
 
 void compareFused(int64_t rows, int64_t d, int64_t v, DType dtype,
