@@ -579,7 +579,7 @@ LogicalResult PipelineLowering::copyFiltered(ArrayRef<Operation *> ops,
         continue;
       sched::CollectiveOp::create(b_, coll.getLoc(), coll.getKindAttr(),
                                   coll.getAxisAttr(), buffers, outputs,
-                                  coll.getStreamAttr());
+                                  coll.getStreamAttr(), coll.getOffsetAttr());
       continue;
     }
     size_t mine = 0, theirs = 0;
@@ -626,7 +626,7 @@ LogicalResult PipelineLowering::splitGradNorm(sched::LaunchOp norm,
       b_, loc(),
       sched::CollectiveKindAttr::get(ctx, sched::CollectiveKind::AllGather),
       sched::MeshAxisAttr::get(ctx, sched::MeshAxis::Pp), ValueRange{mine},
-      ValueRange{all}, b_.getI32IntegerAttr(kCompute));
+      ValueRange{all}, b_.getI32IntegerAttr(kCompute), IntegerAttr());
   auto whole = cast<sched::LaunchOp>(b_.clone(*norm, map));
   whole.getInsMutable().assign(all);
   return success();
@@ -726,7 +726,7 @@ void PipelineLowering::buildRank(int64_t rank) {
       b_, loc(),
       sched::CollectiveKindAttr::get(ctx, sched::CollectiveKind::AllReduceSum),
       sched::MeshAxisAttr::get(ctx, sched::MeshAxis::Pp), ValueRange{lossSum},
-      ValueRange{}, b_.getI32IntegerAttr(kCompute));
+      ValueRange{}, b_.getI32IntegerAttr(kCompute), IntegerAttr());
   if (failed(copyFiltered(epilogue_, rank, outside)))
     failed_ = true;
   // A rank without the loss stage reads back no losses: its other slots

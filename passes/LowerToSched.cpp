@@ -157,13 +157,9 @@ LogicalResult Lowering::checkSignature() {
            << "; a step has 1 to " << kMaxMicroBatches << " micro-batches";
   numMicroBatches_ = static_cast<int32_t>(numMicro);
   if (auto mesh = module_->getAttrOfType<MeshAttr>(BraidDialect::kMeshAttr)) {
-    if (mesh.getCp() != 1)
-      return module_.emitError()
-             << "braid-lower-to-sched lowers tensor and data parallel "
-                "meshes only, not "
-             << mesh;
     dataParallel_ = mesh.getDp();
     tensorParallel_ = mesh.getTp();
+    contextParallel_ = mesh.getCp();
   }
   if (auto chunks =
           module_->getAttrOfType<IntegerAttr>(BraidDialect::kCommChunksAttr))
@@ -425,9 +421,11 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       buffers[arg] = getGlobal(sched::stringifyRole(it->second));
 
-  // Every rank's micro-batches make the step's loss.
-  double numMicro =
-      static_cast<double>(train_.getNumMicroBatches() * dataParallel_);
+  // Every rank's micro-batches make the step's loss; with context parallel
+  // each rank's loss is the mean over its part of the sequence, and the
+  // CP group's parts are equal.
+  double numMicro = static_cast<double>(train_.getNumMicroBatches() *
+                                        dataParallel_ * contextParallel_);
   auto ret = cast<func::ReturnOp>(func_.getBody().front().getTerminator());
   Value loss = ret.getOperand(0);
 
@@ -443,7 +441,8 @@ LogicalResult Lowering::lowerMicroBatch() {
     }
     if (op.getName().getDialectNamespace() != "braid")
       return op.emitOpError("braid-lower-to-sched cannot lower this op");
-    if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp>(op)) {
+    if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp,
+            CommShiftOp>(op)) {
       if (failed(lowerComm(op, buffers)))
         return failure();
       // A replicated parameter's gradient summed over the TP group
@@ -495,6 +494,13 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (isa<CrossEntropyGradInputOp, LinearCrossEntropyWithGradOp>(op))
       extra.push_back(
           b_.getNamedAttr("scale", b_.getF64FloatAttr(1.0 / numMicro)));
+    // A part of the sequence along cp is the rank's load-balanced one
+    // (the kernel's axis numbers are the plan's: tp 1, cp 2).
+    if (auto take = dyn_cast<TakePartOp>(op);
+        take && take.getAxis() == CommAxis::Cp) {
+      extra.push_back(b_.getNamedAttr("axis", b_.getI64IntegerAttr(2)));
+      extra.push_back(b_.getNamedAttr("balanced", b_.getI64IntegerAttr(1)));
+    }
     StringRef kernel = op.getName().stripDialect();
     copyMarks(&op,
               launch(op.getLoc(), kernel, ins, outs,
@@ -595,7 +601,7 @@ LogicalResult Lowering::run() {
   b_.setInsertionPointAfter(repeat);
   if (zeroStage_ >= 2)
     unrollAndReduceMicroBatches(repeat);
-  else if (dataParallel_ > 1 || sharded())
+  else if (dataParallel_ > 1 || contextParallel_ > 1 || sharded())
     lowerGradientReduction();
   lowerOptimizer();
   func_.erase();

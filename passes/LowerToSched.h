@@ -65,12 +65,14 @@ private:
   void insertGathers(ArrayRef<Operation *> microBatch, const IRMapping &map);
   sched::CollectiveOp
   collective(Location loc, sched::CollectiveKind kind, ValueRange ins,
-             ValueRange outs, sched::MeshAxis axis = sched::MeshAxis::Dp) {
+             ValueRange outs, sched::MeshAxis axis = sched::MeshAxis::Dp,
+             int32_t offset = 0) {
     MLIRContext *ctx = b_.getContext();
     return sched::CollectiveOp::create(
         b_, loc, sched::CollectiveKindAttr::get(ctx, kind),
         sched::MeshAxisAttr::get(ctx, axis), ins, outs,
-        b_.getI32IntegerAttr(stream_));
+        b_.getI32IntegerAttr(stream_),
+        offset != 0 ? b_.getSI32IntegerAttr(offset) : IntegerAttr());
   }
   // braid-shard's collectives, on the stream of the launches around them.
   LogicalResult lowerComm(Operation &op, DenseMap<Value, Value> &buffers);
@@ -185,9 +187,27 @@ private:
   DenseMap<Operation *, size_t> copyCasts_;
   TrainAttr train_;
   int32_t numMicroBatches_ = 1;
-  // braid.mesh's DP and TP sizes; 1 when the module has no mesh (one rank).
+  // braid.mesh's DP, TP and CP sizes; 1 when the module has no mesh (one
+  // rank).
   int64_t dataParallel_ = 1;
   int64_t tensorParallel_ = 1;
+  int64_t contextParallel_ = 1;
+  // The size of the group along a mesh axis of braid.comm ops.
+  int64_t groupSize(sched::MeshAxis axis) const {
+    switch (axis) {
+    case sched::MeshAxis::Tp:
+      return tensorParallel_;
+    case sched::MeshAxis::Cp:
+      return contextParallel_;
+    case sched::MeshAxis::Dp:
+      return dataParallel_;
+    case sched::MeshAxis::DpCp:
+      return dataParallel_ * contextParallel_;
+    case sched::MeshAxis::Pp:
+      break;
+    }
+    return 1;
+  }
   // braid.zero_stage; 0 when the module has none.
   int64_t zeroStage_ = 0;
   // Stage 2: the transient whole gradients of the micro-batch being

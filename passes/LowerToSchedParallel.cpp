@@ -81,7 +81,13 @@ void Lowering::lowerGradientReduction() {
     collective(loc, sched::CollectiveKind::AllReduceSum, {lossSum}, {});
   } else {
     wholes.push_back(lossSum);
-    collective(loc, sched::CollectiveKind::AllReduceSum, wholes, {});
+    // Context parallel: each rank's gradients are its part of the
+    // sequence's, summed over the DP and CP ranks at once (dp_cp), on a
+    // communicator of their own, apart from the micro-batches' CP
+    // collectives that stream 0 may still be running.
+    collective(loc, sched::CollectiveKind::AllReduceSum, wholes, {},
+               contextParallel_ > 1 ? sched::MeshAxis::DpCp
+                                    : sched::MeshAxis::Dp);
   }
   handBack(loc);
   stream_ = 0;
@@ -145,6 +151,13 @@ LogicalResult Lowering::lowerComm(Operation &op,
   if (!in)
     return op.emitOpError("operand has no buffer");
   Location loc = op.getLoc();
+  auto commAxis = op.getAttrOfType<CommAxisAttr>("axis");
+  sched::MeshAxis axis = sched::MeshAxis::Tp;
+  if (commAxis && commAxis.getValue() == CommAxis::Cp)
+    axis = sched::MeshAxis::Cp;
+  else if (commAxis && commAxis.getValue() == CommAxis::Dp)
+    axis = sched::MeshAxis::Dp;
+  const int64_t group = groupSize(axis);
   auto alloc = [&](Type tensor) {
     return sched::AllocOp::create(b_, loc, bufferType(tensor), IntegerAttr())
         .getResult();
@@ -157,21 +170,28 @@ LogicalResult Lowering::lowerComm(Operation &op,
     shape[dim] /= parts;
     return RankedTensorType::get(shape, r.getElementType());
   };
+  // Along cp the parts of the sequence are the load-balanced ones.
   auto dimParams = [&](int64_t dim) {
-    return b_.getDictionaryAttr(
-        {b_.getNamedAttr("dim", b_.getI64IntegerAttr(dim))});
+    SmallVector<NamedAttribute> params = {
+        b_.getNamedAttr("dim", b_.getI64IntegerAttr(dim))};
+    if (axis == sched::MeshAxis::Cp)
+      params.push_back(b_.getNamedAttr("balanced", b_.getI64IntegerAttr(1)));
+    return b_.getDictionaryAttr(params);
   };
   Type resultType = op.getResult(0).getType();
   Value out = alloc(resultType);
-  if (auto gather = dyn_cast<CommAllGatherOp>(op)) {
+  if (auto shift = dyn_cast<CommShiftOp>(op)) {
+    copyMarks(&op, collective(loc, sched::CollectiveKind::Shift, {in}, {out},
+                              axis, static_cast<int32_t>(shift.getOffset())));
+  } else if (auto gather = dyn_cast<CommAllGatherOp>(op)) {
     const int64_t dim = gather.getDim().value_or(0);
     if (dim == 0) {
       copyMarks(&op, collective(loc, sched::CollectiveKind::AllGather, {in},
-                                {out}, sched::MeshAxis::Tp));
+                                {out}, axis));
     } else {
-      Value parts = alloc(stacked(resultType, dim, tensorParallel_));
+      Value parts = alloc(stacked(resultType, dim, group));
       copyMarks(&op, collective(loc, sched::CollectiveKind::AllGather, {in},
-                                {parts}, sched::MeshAxis::Tp));
+                                {parts}, axis));
       copyMarks(&op, launch(loc, "unstack_parts", {parts}, {out},
                             dimParams(dim)));
     }
@@ -179,12 +199,12 @@ LogicalResult Lowering::lowerComm(Operation &op,
     const int64_t dim = scatter.getDim();
     Value whole = in;
     if (dim != 0) {
-      whole = alloc(stacked(op.getOperand(0).getType(), dim, tensorParallel_));
+      whole = alloc(stacked(op.getOperand(0).getType(), dim, group));
       copyMarks(&op, launch(loc, "stack_parts", {in}, {whole},
                             dimParams(dim)));
     }
     copyMarks(&op, collective(loc, sched::CollectiveKind::ReduceScatterSum,
-                              {whole}, {out}, sched::MeshAxis::Tp));
+                              {whole}, {out}, axis));
   } else {
     if (op.getOperand(0).hasOneUse()) {
       out.getDefiningOp()->erase();
@@ -196,7 +216,7 @@ LogicalResult Lowering::lowerComm(Operation &op,
       copyMarks(&op, launch(loc, "accumulate", {in}, {out}, DictionaryAttr()));
     }
     copyMarks(&op, collective(loc, sched::CollectiveKind::AllReduceSum, {out},
-                              {}, sched::MeshAxis::Tp));
+                              {}, axis));
   }
   buffers[op.getResult(0)] = out;
   return success();

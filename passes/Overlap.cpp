@@ -83,12 +83,13 @@ struct Reductions {
   int32_t comm = 0;
 };
 
-// The collectives of the gradient reduction: not braid-shard's sums over
-// the TP group, which stay where the micro-batch has them.
+// The collectives of the gradient reduction: not braid-shard's over the TP
+// and CP groups, which stay where the micro-batch has them.
 SmallVector<sched::CollectiveOp> reductionCollectives(Block &body) {
   SmallVector<sched::CollectiveOp> out;
   for (auto c : body.getOps<sched::CollectiveOp>())
-    if (c.getAxis() != sched::MeshAxis::Tp)
+    if (c.getAxis() != sched::MeshAxis::Tp &&
+        c.getAxis() != sched::MeshAxis::Cp)
       out.push_back(c);
   return out;
 }
@@ -370,7 +371,7 @@ private:
       }
       sched::CollectiveOp::create(b_, loc, kind.getKindAttr(),
                                   kind.getAxisAttr(), ins, outs,
-                                  i32(r_.comm));
+                                  i32(r_.comm), kind.getOffsetAttr());
     };
     // Collectives in the order the hand-over had them.
     SmallVector<sched::CollectiveOp> kinds;

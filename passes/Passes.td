@@ -125,9 +125,33 @@ def AutodiffPass : Pass<"braid-autodiff", "mlir::ModuleOp"> {
 }
 
 def ShardPass : Pass<"braid-shard", "mlir::ModuleOp"> {
-  let summary = "Lay the step out over the tensor-parallel ranks";
+  let summary = "Lay the step out over the context- and tensor-parallel ranks";
   let description = [{
-    Where braid.mesh has tp > 1, propagates a layout (replicated, split
+    Where braid.mesh has cp > 1, first cuts every sequence over the CP ranks
+    (ShardContext.cpp): each rank keeps two chunks of 2 x CP, r and
+    2 x CP - 1 - r, so causal attention's work is balanced. The inputs are
+    taken apart (`braid.take_part` along cp), every activation's sequence
+    dimension shrinks to the rank's part, RoPE and dropout learn their
+    positions in the whole sequence (`cp`, `cp_dim`), and attention reaches
+    the other ranks' keys: by ring attention, CP flash-attention steps over
+    key and value blocks passed on by `braid.comm.shift` and joined by
+    `braid.attention_merge` (backward passes the blocks and their
+    gradients back the other way), or, with braid.cp_all_gather, by
+    gathering the keys and values along the sequence and reduce-scattering
+    their gradients:
+
+    ```mlir
+    %o0, %l0 = braid.flash_attention %q, %k, %v {cp = true, cp_kv_step = 0 : i64, ...}
+    %k1 = braid.comm.shift %k {axis = #braid.axis<cp>, offset = 1 : i64} : ...
+    %v1 = braid.comm.shift %v {axis = #braid.axis<cp>, offset = 1 : i64} : ...
+    %o1, %l1 = braid.flash_attention %q, %k1, %v1 {cp = true, cp_kv_step = 1 : i64, ...}
+    %o, %l = braid.attention_merge %o0, %l0, %o1, %l1 {num_heads = 4 : i64} : ...
+    ```
+
+    Weight gradients stay whole: each rank's is its tokens' part of the
+    sum, which braid-lower-to-sched sums over CP.
+
+    Where braid.mesh has tp > 1, it then propagates a layout (replicated, split
     along one dimension, or partial: a whole-shaped part of a sum) through
     the differentiated step in program order, Megatron-LM's way: a linear
     over a replicated input is column-parallel, one over a split input
@@ -147,7 +171,7 @@ def ShardPass : Pass<"braid-shard", "mlir::ModuleOp"> {
     %s = braid.comm.all_reduce %o {axis = #braid.axis<tp>} : ...
     ```
 
-    A module without a TP group is left as it is.
+    A module without a CP or TP group is left as it is.
   }];
   let dependentDialects = ["::braid::BraidDialect"];
 }

@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/ShardContext.h"
 
 #include <map>
 #include <tuple>
@@ -205,7 +206,7 @@ FailureOr<Value> Sharder::convert(Operation *user, unsigned operand,
       shape[1] /= tp_;
       op = TakePartOp::create(
           b, v.getLoc(), RankedTensorType::get(shape, type.getElementType()),
-          v, dim(1));
+          v, dim(1), CommAxisAttr());
     } else {
       return user->emitOpError()
              << "braid-shard: operand " << operand << " is laid out as "
@@ -440,6 +441,30 @@ LogicalResult Sharder::visit(Operation *op) {
         return set(c.getResult(), of(c.getInput()));
       })
       .Case([&](DocumentIdsOp d) { return set(d.getResult(), replicated()); })
+      // Context parallel's layout copies and collectives act along the
+      // sequence: the TP layout carries through.
+      .Case([&](TakePartOp t) { return sameAsOperands(t, {0}); })
+      .Case<CommAllGatherOp, CommReduceScatterOp, CommShiftOp>(
+          [&](Operation *c) { return sameAsOperands(c, {0}); })
+      .Case<FlashAttentionOp, FlashAttentionGradInputOp, AttentionMergeOp>(
+          [&](Operation *a) {
+            if (!of(a->getOperand(0)).isSplit())
+              return sameAsOperands(a, {0});
+            shrink(a, "num_heads");
+            if (!isa<AttentionMergeOp>(a)) {
+              shrink(a, "num_kv_heads");
+              a->setAttr("head_shard", trueAttr);
+            }
+            // An lse (the last result of a forward or a merge) is
+            // [B, H, S]; the others pack heads last.
+            const bool lse = isa<FlashAttentionOp, AttentionMergeOp>(a);
+            for (Value r : a->getResults())
+              if (failed(set(r, lse && r == a->getResults().back()
+                                    ? split(1)
+                                    : lastSplit(r))))
+                return failure();
+            return success();
+          })
       .Case([&](EmbeddingOp e) {
         auto table = cast<RankedTensorType>(e.getTable().getType());
         if (!of(e.getTable())) {
@@ -640,11 +665,25 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto mesh = module->getAttrOfType<MeshAttr>(BraidDialect::kMeshAttr);
-    if (!mesh || mesh.getTp() == 1)
+    if (!mesh || (mesh.getTp() == 1 && mesh.getCp() == 1))
       return;
     FailureOr<func::FuncOp> func = singleStageFunction(module, "braid-shard");
     if (failed(func))
       return signalPassFailure();
+    if (mesh.getCp() > 1) {
+      auto train = module->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
+      if (!train) {
+        module.emitError("braid-shard needs the braid.train module attribute "
+                         "for context parallel (run braid-import first)");
+        return signalPassFailure();
+      }
+      if (failed(shardContext(
+              *func, mesh.getCp(), train.getSeqLen(),
+              module->hasAttr(BraidDialect::kCpAllGatherAttr))))
+        return signalPassFailure();
+    }
+    if (mesh.getTp() == 1)
+      return;
     const bool sp =
         module->hasAttr(BraidDialect::kSequenceParallelAttr);
     if (failed(Sharder(*func, mesh.getTp(), sp).run()))

@@ -403,6 +403,8 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
           return failure();
         c->add_outputs(*id);
       }
+      if (std::optional<int32_t> offset = coll.getOffset())
+        c->set_shift_offset(*offset);
       ++collectiveIndex;
     } else if (isa<sched::SendOp, sched::RecvOp>(op)) {
       auto send = dyn_cast<sched::SendOp>(op);

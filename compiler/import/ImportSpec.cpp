@@ -150,7 +150,7 @@ private:
       return x;
     return DropoutOp::create(b_, loc_, x.getType(), x,
                              b_.getF32FloatAttr(p),
-                             b_.getI64IntegerAttr(rngOffset), {});
+                             b_.getI64IntegerAttr(rngOffset), {}, {});
   }
 
   Value attention(Value q, Value k, Value v, int64_t layer) {
@@ -170,7 +170,7 @@ private:
         b_.getBoolAttr(true),
         b_.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(headDim))),
         b_.getF32FloatAttr(train_.attention_dropout()),
-        b_.getI64IntegerAttr(1 + 3 * layer), prefix, {});
+        b_.getI64IntegerAttr(1 + 3 * layer), prefix, {}, {}, {});
     return op.getResult();
   }
 
@@ -213,9 +213,9 @@ Value GraphBuilder::llamaLayer(Value x, int64_t l) {
   Value k = linear(h, p + ".self_attn.k_proj", kvHeads * headDim);
   Value v = linear(h, p + ".self_attn.v_proj", kvHeads * headDim);
   q = RoPEOp::create(b_, loc_, q.getType(), q, b_.getI64IntegerAttr(heads),
-                     theta);
+                     theta, {});
   k = RoPEOp::create(b_, loc_, k.getType(), k, b_.getI64IntegerAttr(kvHeads),
-                     theta);
+                     theta, {});
   if (kvHeads != heads) {
     auto rep = [&](Value t) -> Value {
       return RepeatKVOp::create(b_, loc_, act(heads * headDim), t,
@@ -339,10 +339,14 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   const auto &parallel = spec_.parallel();
   module->setAttr(BraidDialect::kMeshAttr,
                   MeshAttr::get(ctx_, parallel.tensor_parallel(),
-                                /*cp=*/1, parallel.pipeline_parallel(),
+                                parallel.context_parallel(),
+                                parallel.pipeline_parallel(),
                                 parallel.data_parallel()));
   if (parallel.tensor_parallel() > 1 && parallel.sequence_parallel())
     module->setAttr(BraidDialect::kSequenceParallelAttr, b_.getUnitAttr());
+  if (parallel.context_parallel() > 1 &&
+      parallel.cp_comm_type() == spec::ALL_GATHER)
+    module->setAttr(BraidDialect::kCpAllGatherAttr, b_.getUnitAttr());
   if (parallel.tensor_parallel() > 1 && parallel.tp_comm_overlap())
     module->setAttr(BraidDialect::kTpCommChunksAttr,
                     b_.getI64IntegerAttr(parallel.tp_comm_chunks() > 0
@@ -361,7 +365,8 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
     module->setAttr(BraidDialect::kPipelineAttr,
                     b_.getDictionaryAttr(settings));
   }
-  if (parallel.data_parallel() > 1 || parallel.zero_stage() > 0)
+  if (parallel.data_parallel() > 1 || parallel.context_parallel() > 1 ||
+      parallel.zero_stage() > 0)
     module->setAttr(BraidDialect::kBucketMbAttr,
                     b_.getF64FloatAttr(parallel.bucket_mb()));
   if (parallel.zero_stage() > 0)

@@ -32,6 +32,10 @@ void fillParallel(spec::ParallelLayout &parallel) {
     parallel.set_pipeline_parallel(1);
   if (parallel.data_parallel() == 0)
     parallel.set_data_parallel(1);
+  if (parallel.context_parallel() == 0)
+    parallel.set_context_parallel(1);
+  if (parallel.cp_comm_type() == spec::CP_COMM_UNSPECIFIED)
+    parallel.set_cp_comm_type(spec::P2P);
   if (parallel.comm_chunks() == 0)
     parallel.set_comm_chunks(1);
   if (parallel.virtual_stages() == 0)

@@ -78,6 +78,70 @@ void checkParallel(const spec::ParallelLayout &p, RuleSink &sink) {
                 absl::StrCat(p.comm_chunks(),
                              " is not a number of pieces; set 1 (whole "
                              "collectives) to 1024"));
+  if (p.context_parallel() < 1 || p.context_parallel() > 1024)
+    sink.report("parallel.context_parallel",
+                absl::StrCat(p.context_parallel(),
+                             " is not a number of ranks; set 1 to 1024 "
+                             "context-parallel ranks"));
+  if (p.cp_comm_type() != spec::P2P && p.cp_comm_type() != spec::ALL_GATHER)
+    sink.report("parallel.cp_comm_type",
+                absl::StrCat(static_cast<int>(p.cp_comm_type()),
+                             " is not a way of reaching the keys; set P2P "
+                             "(ring attention) or ALL_GATHER"));
+  int64_t ranks = 1;
+  for (int64_t n : {p.tensor_parallel(), p.context_parallel(),
+                    p.pipeline_parallel(), p.data_parallel()})
+    ranks = n >= 1 && n <= kMaxRanks && ranks <= kMaxRanks ? ranks * n : ranks;
+  if (ranks > kMaxRanks)
+    sink.report("parallel",
+                absl::StrCat("tensor_parallel x context_parallel x "
+                             "pipeline_parallel x data_parallel is ",
+                             ranks, " ranks; a run has at most 2^24"));
+}
+
+// Context parallel splits every sequence into 2 * CP equal chunks; the
+// layouts it does not combine with yet are refused with what to change.
+void checkContextParallel(const spec::ModelSpec &spec, RuleSink &sink) {
+  const spec::ParallelLayout &p = spec.parallel();
+  const int64_t cp = p.context_parallel();
+  if (cp <= 1)
+    return;
+  const int64_t seq = spec.train().seq_len();
+  const int64_t unit =
+      2 * cp * (p.sequence_parallel() ? p.tensor_parallel() : 1);
+  if (seq > 0 && seq % unit != 0)
+    sink.report("train.seq_len",
+                absl::StrCat(seq, " positions do not split into ", unit,
+                             " equal chunks (2 x context_parallel",
+                             p.sequence_parallel()
+                                 ? " x tensor_parallel, for sequence parallel"
+                                 : "",
+                             "); choose a seq_len that is a multiple of ",
+                             unit));
+  auto notYet = [&](const char *field, const std::string &what) {
+    sink.report(field, absl::StrCat(what, " does not combine with "
+                                          "context_parallel yet; ",
+                                    "remove it or set context_parallel: 1"));
+  };
+  if (p.pipeline_parallel() > 1)
+    notYet("parallel.pipeline_parallel",
+           absl::StrCat("pipeline_parallel ", p.pipeline_parallel()));
+  if (p.zero_stage() > 0)
+    notYet("parallel.zero_stage",
+           absl::StrCat("zero_stage ", p.zero_stage(),
+                        " (ZeRO shards over the data-parallel ranks only, "
+                        "while context parallel's gradients are summed over "
+                        "DP x CP)"));
+  if (p.sequence_parallel())
+    notYet("parallel.sequence_parallel", "sequence_parallel");
+  if (p.tp_comm_overlap())
+    notYet("parallel.tp_comm_overlap", "tp_comm_overlap");
+  if (p.cp_comm_type() == spec::ALL_GATHER &&
+      spec.train().precision() == spec::BF16)
+    sink.report("parallel.cp_comm_type",
+                "ALL_GATHER does not combine with BF16 yet: the key and value "
+                "gradients' reduce-scatter sums f32 only; use P2P (ring "
+                "attention) or precision: FP32");
 }
 
 // Tensor parallel splits heads, kv heads (or replicates them, when there are
@@ -266,6 +330,8 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
     checkSequence(spec, counting);
   if (spec.has_model())
     checkTensorParallel(spec, counting);
+  if (spec.has_train())
+    checkContextParallel(spec, counting);
   if (spec.has_train())
     checkDataParallelBatch(spec, counting);
   // The pipeline's rules need every count they divide to be valid.

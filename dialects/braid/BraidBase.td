@@ -91,6 +91,11 @@ def Braid_Dialect : Dialect {
     // tp_comm_overlap); absent: whole.
     static constexpr ::llvm::StringLiteral kTpCommChunksAttr =
         "braid.tp_comm_chunks";
+    // On the module, with a mesh of cp above 1: context-parallel attention
+    // gathers the whole sequence's keys and values (a unit attribute, set
+    // by braid-import from cp_comm_type ALL_GATHER); absent: ring attention.
+    static constexpr ::llvm::StringLiteral kCpAllGatherAttr =
+        "braid.cp_all_gather";
   }];
 }
 

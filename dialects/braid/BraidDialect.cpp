@@ -70,6 +70,9 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                : !isa<DictionaryAttr>(value))
       return wrongType(name == kPartitionAttr ? "array" : "dictionary");
   }
+  if (name == kCpAllGatherAttr && (!isa<ModuleOp>(op) || !isa<UnitAttr>(value)))
+    return op->emitOpError()
+           << "'" << name << "' is a unit attribute on the module";
   if (name == kPipelineRankAttr &&
       (!isa<ModuleOp>(op) || !isa<IntegerAttr>(value)))
     return op->emitOpError()

@@ -179,6 +179,11 @@ static int64_t prefixOf(IntegerAttr prefix) {
   return prefix ? prefix.getInt() : 0;
 }
 
+// The op's context-parallel attributes.
+template <typename Op> static AttentionCp cpOf(Op op) {
+  return {op.getCp().value_or(false), op.getCpKvStep()};
+}
+
 LogicalResult AttentionOp::verify() {
   AttentionShapes a{getQuery(),
                     getKey(),
@@ -188,11 +193,12 @@ LogicalResult AttentionOp::verify() {
                     static_cast<int64_t>(getNumKvHeads()),
                     getCausal(),
                     getScale().convertToDouble(),
-                    getDropout().convertToDouble()};
+                    getDropout().convertToDouble(),
+                    cpOf(*this)};
   if (failed(verifyAttention(*this, a)) ||
       failed(verifyAttentionMasks(*this, getQuery(), getKey(),
                                   getSegmentIds(), getCausal(),
-                                  prefixOf(getPrefixAttr()))))
+                                  prefixOf(getPrefixAttr()), a.cp)))
     return failure();
   return expectLike(*this, getResult(), getQuery(), "result", "query");
 }
@@ -206,11 +212,12 @@ LogicalResult AttentionGradInputOp::verify() {
                     static_cast<int64_t>(getNumKvHeads()),
                     getCausal(),
                     getScale().convertToDouble(),
-                    getDropout().convertToDouble()};
+                    getDropout().convertToDouble(),
+                    cpOf(*this)};
   if (failed(verifyAttention(*this, a)) ||
       failed(verifyAttentionMasks(*this, getQuery(), getKey(),
                                   getSegmentIds(), getCausal(),
-                                  prefixOf(getPrefixAttr()))) ||
+                                  prefixOf(getPrefixAttr()), a.cp)) ||
       failed(expectLike(*this, getGrad(), getQuery(), "gradient", "query")) ||
       failed(expectLike(*this, getQueryGrad(), getQuery(), "query gradient",
                         "query")) ||
@@ -430,6 +437,12 @@ LogicalResult CommAllGatherOp::verify() {
 
 LogicalResult CommReduceScatterOp::verify() {
   return verifyParts(*this, getResult(), getInput(), getDim());
+}
+
+LogicalResult CommShiftOp::verify() {
+  if (getOffset() == 0)
+    return emitOpError("an offset of 0 passes nothing; use 1 or -1");
+  return expectLike(*this, getResult(), getInput(), "result", "input");
 }
 
 LogicalResult TakePartOp::verify() {

@@ -243,6 +243,14 @@ def Braid_AttentionOp : Braid_PureOp<"attention", [Braid_Differentiable]> {
     `num_heads` heads of `num_heads` times the group's size; dropout then
     draws by the whole tensor's head index, as one rank would.
 
+    With `cp` (braid-shard's context parallel) the queries are this CP
+    rank's load-balanced part of the sequence, and the keys and values the
+    whole sequence in order (S_k a multiple of S_q; the probabilities are
+    [B, H, S_q, S_k]); or, with `cp_kv_step = t`, the part of CP rank
+    (rank - t) mod CP (ring attention's step t, S_k = S_q). Masks, segment
+    ids ([B, S], the whole sequence's) and dropout draws then go by
+    positions in the whole sequence.
+
     ```mlir
     %o, %p = braid.attention %q, %k, %v {num_heads = 4 : i64, num_kv_heads = 4 : i64,
         causal = true, scale = 0.25 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64}
@@ -257,7 +265,9 @@ def Braid_AttentionOp : Braid_PureOp<"attention", [Braid_Differentiable]> {
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
                        F32Attr:$dropout, I64Attr:$rng_offset,
                        OptionalAttr<I64Attr>:$prefix,
-                       OptionalAttr<BoolAttr>:$head_shard);
+                       OptionalAttr<BoolAttr>:$head_shard,
+                       OptionalAttr<BoolAttr>:$cp,
+                       OptionalAttr<I64Attr>:$cp_kv_step);
   let results = (outs Braid_FloatTensor:$result, Braid_FloatTensor:$probs);
 }
 
@@ -282,7 +292,9 @@ def Braid_AttentionGradInputOp : Braid_PureOp<"attention_grad_input"> {
                        I64Attr:$num_kv_heads, BoolAttr:$causal, F32Attr:$scale,
                        F32Attr:$dropout, I64Attr:$rng_offset,
                        OptionalAttr<I64Attr>:$prefix,
-                       OptionalAttr<BoolAttr>:$head_shard);
+                       OptionalAttr<BoolAttr>:$head_shard,
+                       OptionalAttr<BoolAttr>:$cp,
+                       OptionalAttr<I64Attr>:$cp_kv_step);
   let results = (outs Braid_FloatTensor:$query_grad, Braid_FloatTensor:$key_grad,
                       Braid_FloatTensor:$value_grad);
 }
@@ -329,7 +341,9 @@ def Braid_RoPEOp : Braid_PureOp<"rope", [Braid_Differentiable]> {
   let description = [{
     On [B, S, H*Dh]: within each head, element i < Dh/2 pairs with i + Dh/2
     and both rotate by angle s * theta^(-2i/Dh), s being the sequence
-    position. This is Hugging Face Llama's layout.
+    position. This is Hugging Face Llama's layout. With `cp` (context
+    parallel) the sequence dimension holds this CP rank's load-balanced part
+    of the sequence, and s is the position in the whole sequence.
 
     ```mlir
     %y = braid.rope %q {num_heads = 4 : i64, theta = 10000.0 : f32}
@@ -337,7 +351,7 @@ def Braid_RoPEOp : Braid_PureOp<"rope", [Braid_Differentiable]> {
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, I64Attr:$num_heads,
-                       F32Attr:$theta);
+                       F32Attr:$theta, OptionalAttr<BoolAttr>:$cp);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -350,7 +364,7 @@ def Braid_RoPEGradInputOp : Braid_PureOp<"rope_grad_input"> {
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$grad, I64Attr:$num_heads,
-                       F32Attr:$theta);
+                       F32Attr:$theta, OptionalAttr<BoolAttr>:$cp);
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
@@ -429,7 +443,9 @@ def Braid_DropoutOp : Braid_PureOp<"dropout", [Braid_Differentiable]> {
     >= p and scales kept elements by 1/(1-p). The mask is never stored: the
     gradient op regenerates it. With `tp_dim` (braid-shard's sequence
     parallel) the input is this TP rank's part along that dimension, and i
-    is the element's index in the whole tensor.
+    is the element's index in the whole tensor. With `cp_dim` (context
+    parallel) that dimension holds this CP rank's load-balanced part of the
+    sequence, and i is again the whole tensor's index.
 
     ```mlir
     %y = braid.dropout %x {p = 0.1 : f32, rng_offset = 3 : i64}
@@ -437,7 +453,8 @@ def Braid_DropoutOp : Braid_PureOp<"dropout", [Braid_Differentiable]> {
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, F32Attr:$p, I64Attr:$rng_offset,
-                       OptionalAttr<I64Attr>:$tp_dim);
+                       OptionalAttr<I64Attr>:$tp_dim,
+                       OptionalAttr<I64Attr>:$cp_dim);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -450,7 +467,8 @@ def Braid_DropoutGradInputOp : Braid_PureOp<"dropout_grad_input"> {
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$grad, F32Attr:$p, I64Attr:$rng_offset,
-                       OptionalAttr<I64Attr>:$tp_dim);
+                       OptionalAttr<I64Attr>:$tp_dim,
+                       OptionalAttr<I64Attr>:$cp_dim);
   let results = (outs Braid_FloatTensor:$input_grad);
 }
 
@@ -598,7 +616,9 @@ def Braid_CommAllGatherOp : Braid_PureOp<"comm.all_gather"> {
   let summary = "Join a group's values along a dimension in rank order";
   let description = [{
     Along dimension `dim` (0 when absent): sequence parallel gathers the
-    sequence (dimension 1) before a column-parallel linear.
+    sequence (dimension 1) before a column-parallel linear. Along `cp` the
+    parts of the sequence are the ranks' load-balanced ones, and the result
+    holds the whole sequence in order (context parallel's keys and values).
 
     ```mlir
     %all = braid.comm.all_gather %st {axis = #braid.axis<tp>}
@@ -616,7 +636,9 @@ def Braid_CommReduceScatterOp : Braid_PureOp<"comm.reduce_scatter"> {
   let summary = "This rank's part, along a dimension, of a group's sum";
   let description = [{
     Turns a `partial` value into one split along `dim`: sequence parallel's
-    sum after a row-parallel linear.
+    sum after a row-parallel linear. Along `cp` each rank keeps its
+    load-balanced part of the sequence (context parallel's key and value
+    gradients).
 
     ```mlir
     %y = braid.comm.reduce_scatter %o {axis = #braid.axis<tp>, dim = 1 : i64}
@@ -628,18 +650,43 @@ def Braid_CommReduceScatterOp : Braid_PureOp<"comm.reduce_scatter"> {
   let results = (outs Braid_FloatTensor:$result);
 }
 
-def Braid_TakePartOp : Braid_PureOp<"take_part"> {
-  let summary = "This TP rank's part of a replicated value along a dimension";
+def Braid_CommShiftOp : Braid_PureOp<"comm.shift"> {
+  let summary = "Pass a value one step along a ring of the group's ranks";
   let description = [{
-    No communication: each rank keeps part `rank` of dimension `dim`
-    (sequence parallel's position ids).
+    Every rank of the group along `axis` sends its input to the rank whose
+    coordinate is its own plus `offset` (modulo the group's size) and
+    returns what the rank `offset` before it sent: ring attention's key and
+    value blocks (offset 1) and, in backward, the blocks and their
+    gradients going the other way (offset -1).
+
+    ```mlir
+    %k1 = braid.comm.shift %k0 {axis = #braid.axis<cp>, offset = 1 : i64}
+        : (tensor<8x32x64xf32>) -> tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis,
+                       I64Attr:$offset);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_TakePartOp : Braid_PureOp<"take_part"> {
+  let summary = "This rank's part of a replicated value along a dimension";
+  let description = [{
+    No communication: each rank keeps its part of dimension `dim`. Along
+    `tp` (the default) that is part `rank` of equal consecutive parts
+    (sequence parallel's position ids); along `cp` it is the rank's
+    load-balanced part of the sequence: chunks `rank` and
+    2 * CP - 1 - `rank` of 2 * CP (context parallel's inputs).
 
     ```mlir
     %p = braid.take_part %positions {dim = 1 : i64}
         : (tensor<8x64xi32>) -> tensor<8x32xi32>
+    %t = braid.take_part %tokens {axis = #braid.axis<cp>, dim = 1 : i64}
+        : (tensor<8x64xi32>) -> tensor<8x32xi32>
     ```
   }];
-  let arguments = (ins AnyStaticShapeTensor:$input, I64Attr:$dim);
+  let arguments = (ins AnyStaticShapeTensor:$input, I64Attr:$dim,
+                       OptionalAttr<Braid_CommAxisAttr>:$axis);
   let results = (outs AnyStaticShapeTensor:$result);
 }
 

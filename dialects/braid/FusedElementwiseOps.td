@@ -29,7 +29,8 @@ def Braid_FusedAddRMSNormOp : Braid_PureOp<"fused_add_rms_norm"> {
   let arguments = (ins Braid_FloatTensor:$residual, Braid_FloatTensor:$branch,
                        Braid_FloatTensor:$weight, F32Attr:$eps, F32Attr:$p,
                        I64Attr:$rng_offset,
-                       OptionalAttr<I64Attr>:$tp_dim);
+                       OptionalAttr<I64Attr>:$tp_dim,
+                       OptionalAttr<I64Attr>:$cp_dim);
   let results = (outs Braid_FloatTensor:$sum, Braid_FloatTensor:$result,
                       Braid_StatTensor:$rstd);
 }
@@ -49,7 +50,8 @@ def Braid_FusedAddLayerNormOp : Braid_PureOp<"fused_add_layer_norm"> {
   let arguments = (ins Braid_FloatTensor:$residual, Braid_FloatTensor:$branch,
                        Braid_FloatTensor:$weight, Braid_FloatTensor:$bias,
                        F32Attr:$eps, F32Attr:$p, I64Attr:$rng_offset,
-                       OptionalAttr<I64Attr>:$tp_dim);
+                       OptionalAttr<I64Attr>:$tp_dim,
+                       OptionalAttr<I64Attr>:$cp_dim);
   let results = (outs Braid_FloatTensor:$sum, Braid_FloatTensor:$result,
                       Braid_StatTensor:$mean, Braid_StatTensor:$rstd);
 }
@@ -138,7 +140,8 @@ def Braid_FusedBiasDropoutAddOp : Braid_PureOp<"fused_bias_dropout_add"> {
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$bias,
                        Braid_FloatTensor:$residual, F32Attr:$p,
                        I64Attr:$rng_offset,
-                       OptionalAttr<I64Attr>:$tp_dim);
+                       OptionalAttr<I64Attr>:$tp_dim,
+                       OptionalAttr<I64Attr>:$cp_dim);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -197,7 +200,7 @@ def Braid_FusedLinearRoPEOp : Braid_PureOp<"fused_linear_rope"> {
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
                        Optional<Braid_FloatTensor>:$bias, I64Attr:$num_heads,
-                       F32Attr:$theta);
+                       F32Attr:$theta, OptionalAttr<BoolAttr>:$cp);
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -217,7 +220,8 @@ def Braid_FusedLinearRoPEGradInputOp
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$weight,
-                       I64Attr:$num_heads, F32Attr:$theta);
+                       I64Attr:$num_heads, F32Attr:$theta,
+                       OptionalAttr<BoolAttr>:$cp);
   let results = (outs Braid_FloatTensor:$input_grad,
                       Braid_FloatTensor:$linear_grad);
 }

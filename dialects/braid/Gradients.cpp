@@ -91,7 +91,7 @@ LogicalResult AttentionOp::buildGradient(GradientBuilder &gb) {
       typeOf(getValue()), gb.grad(getResult()), getQuery(), getKey(),
       getValue(), getProbs(), getSegmentIds(), getNumHeadsAttr(),
       getNumKvHeadsAttr(), getCausalAttr(), getScaleAttr(), getDropoutAttr(),
-      getRngOffsetAttr(), getPrefixAttr(), {});
+      getRngOffsetAttr(), getPrefixAttr(), {}, {}, {});
   gb.addGrad(getQuery(), g.getQueryGrad());
   gb.addGrad(getKey(), g.getKeyGrad());
   gb.addGrad(getValue(), g.getValueGrad());
@@ -110,7 +110,7 @@ LogicalResult RoPEOp::buildGradient(GradientBuilder &gb) {
   gb.addGrad(getInput(),
              RoPEGradInputOp::create(gb.builder(), getLoc(),
                                      typeOf(getInput()), gb.grad(getResult()),
-                                     getNumHeadsAttr(), getThetaAttr()));
+                                     getNumHeadsAttr(), getThetaAttr(), {}));
   return success();
 }
 
@@ -142,7 +142,7 @@ LogicalResult DropoutOp::buildGradient(GradientBuilder &gb) {
   gb.addGrad(getInput(), DropoutGradInputOp::create(
                              gb.builder(), getLoc(), typeOf(getInput()),
                              gb.grad(getResult()), getPAttr(),
-                             getRngOffsetAttr(), {}));
+                             getRngOffsetAttr(), {}, {}));
   return success();
 }
 

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <optional>
+
 #include <string>
 
 #include "llvm/ADT/STLExtras.h"
@@ -140,12 +142,54 @@ inline LogicalResult verifyHeadPacking(Operation *op, Value v, int64_t heads,
   return success();
 }
 
+// Context parallel (the `cp` and `cp_kv_step` attributes of the attention
+// ops): with `cp` the queries are a CP rank's part of the sequence, the keys
+// either the whole sequence (no kvStep) or another rank's part (kvStep, a
+// ring step).
+struct AttentionCp {
+  bool cp = false;
+  std::optional<int64_t> kvStep;
+};
+
 struct AttentionShapes {
   Value query, key, value, probs;
   int64_t numHeads, numKVHeads;
   bool causal;
   double scale, dropout;
+  AttentionCp cp = {};
 };
+
+// What `cp` asks of the sequence lengths: an even query part (two chunks),
+// and keys that are the whole sequence (a multiple of it) or one part.
+inline LogicalResult verifyAttentionCp(Operation *op, Value query, Value key,
+                                       const AttentionCp &cp) {
+  auto q = shapeOf(query), k = shapeOf(key);
+  if (!cp.cp) {
+    if (cp.kvStep)
+      return op->emitOpError("cp_kv_step needs cp");
+    return success();
+  }
+  if (q[1] % 2 != 0)
+    return op->emitOpError()
+           << "a context-parallel query part holds two chunks of the "
+              "sequence, so its length must be even, not "
+           << q[1];
+  if (cp.kvStep) {
+    if (*cp.kvStep < 0)
+      return op->emitOpError() << "cp_kv_step must be 0 or more, not "
+                               << *cp.kvStep;
+    if (k[1] != q[1])
+      return op->emitOpError("a ring step's keys are one rank's part of the "
+                             "sequence: as long as the queries");
+    return success();
+  }
+  if (k[1] < q[1] || k[1] % q[1] != 0)
+    return op->emitOpError()
+           << "context-parallel keys are the whole sequence, a multiple of "
+              "the query part's "
+           << q[1] << " positions, not " << k[1];
+  return success();
+}
 
 inline LogicalResult verifyAttention(Operation *op, const AttentionShapes &a) {
   if (failed(verifyHeads(op, a.numHeads, a.numKVHeads)) ||
@@ -166,7 +210,9 @@ inline LogicalResult verifyAttention(Operation *op, const AttentionShapes &a) {
                              << k[2] / a.numKVHeads;
   if (k[0] != q[0])
     return op->emitOpError("query and key batch sizes differ");
-  if (a.causal && k[1] != q[1])
+  if (failed(verifyAttentionCp(op, a.query, a.key, a.cp)))
+    return failure();
+  if (!a.cp.cp && a.causal && k[1] != q[1])
     return op->emitOpError("causal attention needs equal query and key lengths");
   if (failed(expectSameElementType(op, a.probs, a.query, "probs", "query")))
     return failure();
@@ -175,11 +221,34 @@ inline LogicalResult verifyAttention(Operation *op, const AttentionShapes &a) {
 
 // The masks of attention and flash attention: a prefix in
 // [0, sequence length] with causal attention only, and segment ids
-// [B, S]. Both index queries and keys by position, so they need one length.
+// [B, S]. Both index queries and keys by position, so they need one length;
+// with `cp`, one position in the whole sequence: the segment ids are the
+// whole sequence's.
 inline LogicalResult verifyAttentionMasks(Operation *op, Value query,
                                           Value key, Value segmentIds,
-                                          bool causal, int64_t prefix) {
+                                          bool causal, int64_t prefix,
+                                          const AttentionCp &cp = {}) {
   auto q = shapeOf(query), k = shapeOf(key);
+  if (cp.cp) {
+    if (prefix > 0 && !causal)
+      return op->emitOpError("prefix needs causal attention");
+    if (prefix < 0)
+      return op->emitOpError() << "prefix (" << prefix
+                               << ") must be 0 or more";
+    if (!segmentIds)
+      return success();
+    auto seg = shapeOf(segmentIds);
+    const bool fits = cp.kvStep ? seg.size() == 2 && seg[0] == q[0] &&
+                                      seg[1] >= q[1] && seg[1] % q[1] == 0
+                                : seg.size() == 2 && seg[0] == q[0] &&
+                                      seg[1] == k[1];
+    if (!fits)
+      return op->emitOpError()
+             << "context-parallel segment_ids are the whole sequence's, "
+                "[batch, a multiple of the query part], not "
+             << segmentIds.getType();
+    return success();
+  }
   if ((prefix != 0 || segmentIds) && (k[0] != q[0] || k[1] != q[1]))
     return op->emitOpError("query and key must have the same batch and "
                            "sequence sizes");

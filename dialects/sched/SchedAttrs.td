@@ -127,7 +127,8 @@ def Sched_CollectiveKind : I32EnumAttr<"CollectiveKind",
     "what a collective computes", [
     I32EnumAttrCase<"AllReduceSum", 0, "all_reduce_sum">,
     I32EnumAttrCase<"ReduceScatterSum", 1, "reduce_scatter_sum">,
-    I32EnumAttrCase<"AllGather", 2, "all_gather">]> {
+    I32EnumAttrCase<"AllGather", 2, "all_gather">,
+    I32EnumAttrCase<"Shift", 3, "shift">]> {
   let cppNamespace = "::braid::sched";
   let genSpecializedAttr = 0;
 }
@@ -135,12 +136,15 @@ def Sched_CollectiveKind : I32EnumAttr<"CollectiveKind",
 def Sched_CollectiveKindAttr : EnumAttr<Sched_Dialect, Sched_CollectiveKind,
                                         "collective_kind">;
 
-// The axes of the rank mesh, innermost first (TP, CP, PP, DP).
+// The axes of the rank mesh, innermost first (TP, CP, PP, DP), and dp_cp:
+// the ranks that differ in their DP and CP coordinates only, over which
+// context parallel sums the gradients (plan.proto MeshAxis DP_CP).
 def Sched_MeshAxis : I32EnumAttr<"MeshAxis", "an axis of the rank mesh", [
     I32EnumAttrCase<"Tp", 0, "tp">,
     I32EnumAttrCase<"Cp", 1, "cp">,
     I32EnumAttrCase<"Pp", 2, "pp">,
-    I32EnumAttrCase<"Dp", 3, "dp">]> {
+    I32EnumAttrCase<"Dp", 3, "dp">,
+    I32EnumAttrCase<"DpCp", 4, "dp_cp">]> {
   let cppNamespace = "::braid::sched";
   let genSpecializedAttr = 0;
 }

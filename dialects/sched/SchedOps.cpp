@@ -189,14 +189,16 @@ LogicalResult RepeatOp::verify() {
   if (static_cast<int32_t>(getCount()) < 1)
     return emitOpError("repeats at least once");
   for (Operation &op : getBody().front()) {
-    // braid-shard's sums over the TP group belong to the micro-batch.
+    // braid-shard's collectives over the TP and CP groups belong to the
+    // micro-batch.
     auto collective = dyn_cast<CollectiveOp>(op);
-    if (collective && collective.getAxis() == MeshAxis::Tp)
+    if (collective && (collective.getAxis() == MeshAxis::Tp ||
+                       collective.getAxis() == MeshAxis::Cp))
       continue;
     if (!isa<LaunchOp, StageOp, ReadbackOp, AllocOp, GetGlobalOp>(op))
       return op.emitOpError("cannot be in a sched.repeat body, which holds "
                             "launches, stages, readbacks, buffers, global "
-                            "reads and collectives along tp only");
+                            "reads and collectives along tp and cp only");
   }
   return success();
 }
@@ -230,6 +232,19 @@ LogicalResult CollectiveOp::verify() {
     return emitOpError() << "has " << getBuffers().size() << " buffers and "
                          << getOutputs().size()
                          << " outputs; each buffer needs one output";
+  if (getKind() == CollectiveKind::Shift) {
+    if (!getOffset() || *getOffset() == 0)
+      return emitOpError("shift needs a non-zero offset");
+    for (auto [in, out] : llvm::zip(getBuffers(), getOutputs()))
+      if (in.getType() != out.getType() || in == out)
+        return emitOpError() << "shifts " << in.getType() << " into "
+                             << out.getType()
+                             << "; each output is another buffer of its "
+                                "buffer's type";
+    return success();
+  }
+  if (getOffset())
+    return emitOpError("only shift has an offset");
   const bool gather = getKind() == CollectiveKind::AllGather;
   for (auto [in, out] : llvm::zip(getBuffers(), getOutputs())) {
     auto part = cast<MemRefType>(gather ? in.getType() : out.getType());

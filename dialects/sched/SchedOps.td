@@ -244,16 +244,22 @@ def Sched_CollectiveOp : Sched_Op<"collective", [AttrSizedOperandSegments]> {
       buffer, whose first dimension is the group's size times the output's.
     - `all_gather` writes into each output the group's matching buffers,
       stacked along dimension 0 in rank order.
+    - `shift` (with `offset`) sends each buffer to the rank `offset` places
+      on along the axis (modulo the group's size) and writes into the
+      matching output, of the same type, what the rank `offset` places
+      before sent: a step of a ring (context parallel's ring attention).
 
     ```mlir
     sched.collective all_reduce_sum dp(%g0, %loss_sum : memref<64x32xf32>, memref<f32>) on 1
     sched.collective reduce_scatter_sum dp(%full : memref<64x32xf32>) into(%g0 : memref<32x32xf32>) on 1
+    sched.collective shift cp(%k : memref<8x32x64xf32>) into(%k1 : memref<8x32x64xf32>) on 0 {offset = 1 : si32}
     ```
   }];
   let arguments = (ins Sched_CollectiveKindAttr:$kind,
                        Sched_MeshAxisAttr:$axis,
                        Variadic<Sched_Buffer>:$buffers,
-                       Variadic<Sched_Buffer>:$outputs, I32Attr:$stream);
+                       Variadic<Sched_Buffer>:$outputs, I32Attr:$stream,
+                       OptionalAttr<SI32Attr>:$offset);
   let assemblyFormat = [{
     custom<Keyword>($kind) custom<Keyword>($axis) `(` $buffers `:`
     type($buffers) `)` (`into` `(` $outputs^ `:` type($outputs) `)`)?

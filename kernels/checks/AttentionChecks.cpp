@@ -34,21 +34,28 @@ absl::Status checkAttentionLaunch(const KernelSignature &sig, bool grad) {
   absl::StatusOr<QkvDims> dims = checkQkv(c, q, k, v);
   if (!dims.ok())
     return dims.status();
-  const int64_t b = dims->batch, s = dims->seq, h = dims->heads;
-  const std::vector<int64_t> probsShape = {b, h, s, s};
+  if (dims->ring)
+    return c.error(
+        "parameter 'cp_kv_step' must be -1 (k and v of the whole sequence): "
+        "the steps of a ring (cp_kv_step >= 0) are merged by their lse, which "
+        "only flash_attention returns");
+  const int64_t b = dims->batch, h = dims->heads;
+  const std::vector<int64_t> probsShape = {b, h, dims->seq, dims->keys};
+  const absl::string_view probsWhy =
+      dims->cp ? "([B, H, Sq, Sk])" : "([B, H, S, S])";
   if (grad) {
     BRAID_KERNEL_TRY(c.sameShape(c.in(0), q));
-    BRAID_KERNEL_TRY(c.shape(c.in(4), probsShape, "([B, H, S, S])"));
+    BRAID_KERNEL_TRY(c.shape(c.in(4), probsShape, probsWhy));
     BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
     BRAID_KERNEL_TRY(c.sameShape(c.out(1), k));
     BRAID_KERNEL_TRY(c.sameShape(c.out(2), v));
   } else {
     BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
-    BRAID_KERNEL_TRY(c.shape(c.out(1), probsShape, "([B, H, S, S])"));
+    BRAID_KERNEL_TRY(c.shape(c.out(1), probsShape, probsWhy));
   }
 
-  // The masks index queries and keys by one position (checkQkv: one S).
-  BRAID_KERNEL_TRY(checkAttentionMasks(c, b, s, numFloatIns));
+  // The masks index queries and keys by their positions (checkQkv).
+  BRAID_KERNEL_TRY(checkAttentionMasks(c, *dims, numFloatIns));
   BRAID_KERNEL_TRY(c.floatParam("scale").status());
   return checkAttentionDropout(c);
 }

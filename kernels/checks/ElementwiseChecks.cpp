@@ -84,7 +84,8 @@ absl::Status checkDropoutLaunch(const KernelSignature &sig, bool grad) {
     return c.error(
         absl::StrCat("parameter 'p' is ", *p, ", expected 0 <= p < 1"));
   BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
-  return checkTpDim(c, c.in(0));
+  BRAID_KERNEL_TRY(checkTpDim(c, c.in(0)));
+  return checkCpDim(c, c.in(0));
 }
 
 absl::Status checkDropout(const KernelSignature &sig) {

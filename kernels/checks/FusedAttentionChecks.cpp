@@ -54,7 +54,7 @@ absl::Status checkFlashLaunch(const KernelSignature &sig, bool grad) {
     BRAID_KERNEL_TRY(c.sameShape(c.out(0), q));
     BRAID_KERNEL_TRY(c.shape(c.out(1), lseShape, "([B, H, S])"));
   }
-  BRAID_KERNEL_TRY(checkAttentionMasks(c, b, s, grad ? 6 : 3));
+  BRAID_KERNEL_TRY(checkAttentionMasks(c, *dims, grad ? 6 : 3));
   BRAID_KERNEL_TRY(c.floatParam("scale").status());
   return checkAttentionDropout(c);
 }
@@ -66,12 +66,43 @@ absl::Status checkFlashAttentionGradInput(const KernelSignature &sig) {
   return checkFlashLaunch(sig, true);
 }
 
+// o_a, o_b [B, S, H*Dh] of one storage dtype and lse_a, lse_b [B, H, S]
+// (f32) in; o and lse of the same shapes and dtypes out.
+absl::Status checkAttentionMerge(const KernelSignature &sig) {
+  LaunchChecker c("attention_merge", sig);
+  BRAID_KERNEL_TRY(c.inputs({"o_a", "lse_a", "o_b", "lse_b"}));
+  BRAID_KERNEL_TRY(c.outputs({"o", "lse"}));
+  Operand oa = c.in(0);
+  BRAID_KERNEL_TRY(c.floatStorage(oa));
+  BRAID_KERNEL_TRY(c.sameDtype(c.in(2), oa));
+  BRAID_KERNEL_TRY(c.sameDtype(c.out(0), oa));
+  for (Operand lse : {c.in(1), c.in(3), c.out(1)})
+    BRAID_KERNEL_TRY(c.f32(lse, kStatistics));
+  BRAID_KERNEL_TRY(c.rank(oa, 3, "[B, S, H*Dh]"));
+  absl::StatusOr<int64_t> h = c.intParam("num_heads", 1, INT32_MAX);
+  if (!h.ok())
+    return h.status();
+  if (oa.dim(2) % *h != 0)
+    return c.error(absl::StrCat(oa.label, " has shape ",
+                                shapeString(oa.shape()),
+                                "; its last dimension is not a multiple of "
+                                "num_heads (",
+                                *h, ")"));
+  const std::vector<int64_t> lseShape = {oa.dim(0), *h, oa.dim(1)};
+  BRAID_KERNEL_TRY(c.sameShape(c.in(2), oa));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), oa));
+  for (Operand lse : {c.in(1), c.in(3), c.out(1)})
+    BRAID_KERNEL_TRY(c.shape(lse, lseShape, "([B, H, S])"));
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> fusedAttentionChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"flash_attention", checkFlashAttention},
       {"flash_attention_grad_input", checkFlashAttentionGradInput},
+      {"attention_merge", checkAttentionMerge},
   };
   return kChecks;
 }

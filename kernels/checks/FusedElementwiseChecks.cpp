@@ -9,8 +9,11 @@ namespace braid::checks {
 namespace {
 
 // The optional dropout of a fused kernel over `x`: `p` in [0, 1), default
-// 0, `rng_offset` required when p is above 0, and the optional `tp_dim`
-// (checkTpDim) below `tpLimit` (x's rank when -1).
+// 0, `rng_offset` required when p is above 0, the optional `tp_dim`
+// (checkTpDim) below `tpLimit` (x's rank when -1) and the optional `cp_dim`
+// (checkCpDim) below the last dimension: these kernels draw a row of the
+// last dimension as one run of whole indices, which a CP part of that
+// dimension (two runs) would break.
 absl::Status checkDropoutParams(const LaunchChecker &c, const Operand &x,
                                 int64_t tpLimit = -1,
                                 absl::string_view why = "") {
@@ -24,7 +27,10 @@ absl::Status checkDropoutParams(const LaunchChecker &c, const Operand &x,
     BRAID_KERNEL_TRY(c.intParam("rng_offset", 0, INT64_MAX).status());
   else
     BRAID_KERNEL_TRY(c.intParamOr("rng_offset", 0, 0, INT64_MAX).status());
-  return checkTpDim(c, x, tpLimit, why);
+  BRAID_KERNEL_TRY(checkTpDim(c, x, tpLimit, why));
+  return checkCpDim(c, x, x.rank() - 1,
+                    ": the kernel draws each row of the last dimension as one "
+                    "run");
 }
 
 absl::Status checkVector(const LaunchChecker &c, const Operand &op,

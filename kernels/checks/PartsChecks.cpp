@@ -1,6 +1,7 @@
-// Checks of the sequence-parallel layout kernels take_part, stack_parts and
-// unstack_parts (docs/kernels.md, "Sequence parallel"): pure copies of any
-// dtype, so y has x's dtype, whatever it is.
+// Checks of the sequence- and context-parallel layout kernels take_part,
+// stack_parts and unstack_parts (docs/kernels.md, "Sequence parallel" and
+// "Context parallel"): pure copies of any dtype, so y has x's dtype,
+// whatever it is.
 #include <string>
 #include <vector>
 
@@ -25,6 +26,23 @@ std::string shapeWith(const std::vector<int64_t> &shape, int64_t dim,
   return s + "]";
 }
 
+// The optional `balanced` (0 or 1): the parts are context parallelism's,
+// two halves each, so the part length n (dimension `dim` of `part`) is
+// even.
+absl::Status checkBalanced(const LaunchChecker &c, const Operand &part,
+                           int64_t dim) {
+  absl::StatusOr<int64_t> balanced = c.intParamOr("balanced", 0, 0, 1);
+  if (!balanced.ok())
+    return balanced.status();
+  if (*balanced == 1 && part.dim(dim) % 2 != 0)
+    return c.error(absl::StrCat(
+        part.label, " has shape ", shapeString(part.shape()),
+        "; with balanced = 1 each part holds two halves of equal length "
+        "(chunks k and 2P - 1 - k of dimension ",
+        dim, "), so its length ", part.dim(dim), " must be even"));
+  return absl::OkStatus();
+}
+
 // x and y of one dtype and rank, and the parameter `dim` in [lo, rank).
 absl::StatusOr<int64_t> checkCopy(LaunchChecker &c, int64_t lo,
                                   absl::string_view layout) {
@@ -47,8 +65,11 @@ absl::Status checkTakePart(const KernelSignature &sig) {
   bool ok = l > 0 ? w % l == 0 : w == 0;
   for (int64_t i = 0; i < x.rank(); ++i)
     ok = ok && (i == d || y.dim(i) == x.dim(i));
-  if (ok)
-    return absl::OkStatus();
+  if (ok) {
+    // `axis`: whose coordinate the part is, TP's (1) or CP's (2).
+    BRAID_KERNEL_TRY(c.intParamOr("axis", 1, 1, 2).status());
+    return checkBalanced(c, y, d);
+  }
   return c.error(absl::StrCat(
       y.label, " has shape ", shapeString(y.shape()), ", expected ",
       shapeWith(x.shape(), d, absl::StrCat("x[", d, "] / P")),
@@ -80,7 +101,7 @@ absl::Status checkStacking(const KernelSignature &sig, bool stack) {
   for (int64_t i = 1; i < cut.rank(); ++i)
     ok = ok && (i == d || cut.dim(i) == stacked.dim(i));
   if (ok)
-    return absl::OkStatus();
+    return checkBalanced(c, stacked, d);
   const std::string p = parts >= 1 ? std::to_string(parts) : "P";
   const Operand &have = stack ? stacked : cut;
   const std::string want =

@@ -27,6 +27,8 @@ absl::Status checkStats(const LaunchChecker &c, const Operand &op,
 
 // With `y` of rank 3 [B, S, H*Dh]: the parameter num_heads divides the last
 // dimension into an even, non-empty head dimension, and theta is positive.
+// The optional `cp` (0 or 1) says S is a CP rank's part of the sequence:
+// then S is even.
 absl::Status checkRopeHeads(const LaunchChecker &c, const Operand &y);
 
 struct HeadCounts {
@@ -38,11 +40,22 @@ absl::StatusOr<HeadCounts> checkHeadCounts(const LaunchChecker &c);
 
 struct QkvDims {
   int64_t batch = 0;
-  int64_t seq = 0;
+  int64_t seq = 0;  // query rows Sq
+  int64_t keys = 0; // keys Sk: Sq unless k and v hold the whole sequence
   int64_t heads = 0;
   int64_t headDim = 0;
+  bool cp = false;   // the parameter `cp`
+  bool ring = false; // cp with cp_kv_step >= 0: k and v hold one rank's part
+  // The positions the masks index (segment ids [B, positions], prefix in
+  // [0, positions]): Sq, or Sk with cp; unknown (0) in a ring step, where it
+  // is Sq times the CP size.
+  int64_t positions = 0;
 };
-// q [B, S, H*Dh] with k and v [B, S, num_kv_heads*Dh].
+// q [B, Sq, H*Dh] with k and v [B, Sk, num_kv_heads*Dh], Sk = Sq. With the
+// optional `cp` = 1 (docs/kernels.md, "Context parallel") Sq is even (a CP
+// rank's two halves), and with the optional `cp_kv_step` = -1 (its
+// default) k and v hold the whole sequence: Sk a positive multiple of Sq;
+// with cp_kv_step >= 0 they hold another rank's part, Sk = Sq.
 absl::StatusOr<QkvDims> checkQkv(const LaunchChecker &c, const Operand &q,
                                  const Operand &k, const Operand &v);
 
@@ -61,10 +74,22 @@ absl::Status checkAttentionDropout(const LaunchChecker &c);
 absl::Status checkTpDim(const LaunchChecker &c, const Operand &x,
                         int64_t limit = -1, absl::string_view why = "");
 
+// The optional `cp_dim` (default -1) of a kernel with dropout draws over
+// `x`: -1, or a dimension d of x below `limit` (x's rank when absent) along
+// which x holds this CP rank's load-balanced part of the whole tensor
+// (docs/kernels.md, "Context parallel"), so of even length (its two
+// halves). With `tp_dim` also set the two name the same dimension: x is then
+// a TP rank's contiguous part of the CP rank's part, whose length the check
+// cannot know.
+absl::Status checkCpDim(const LaunchChecker &c, const Operand &x,
+                        int64_t limit = -1, absl::string_view why = "");
+
 // The masks of attention and flash_attention: `causal` (0 or 1), the
-// optional `prefix` in [0, S] (causal only) and, when `numIns` exceeds
-// `insWithoutSegments`, segment ids [B, S] (i32) as the last input.
-absl::Status checkAttentionMasks(const LaunchChecker &c, int64_t batch,
-                                 int64_t seq, int insWithoutSegments);
+// optional `prefix` in [0, positions] (causal only) and, when `numIns`
+// exceeds `insWithoutSegments`, segment ids [B, positions] (i32) as the
+// last input; in a ring step, whose sequence length the check cannot know,
+// [B, n * Sq] for any n >= 1.
+absl::Status checkAttentionMasks(const LaunchChecker &c, const QkvDims &dims,
+                                 int insWithoutSegments);
 
 } // namespace braid::checks

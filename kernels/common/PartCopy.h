@@ -1,13 +1,14 @@
-// The layout kernels of sequence parallelism, `take_part`, `stack_parts`
-// and `unstack_parts` (docs/kernels.md, "Sequence parallel"), as one copy
-// plan that the CPU and CUDA kernels both run, so that they move the same
-// elements.
+// The layout kernels of sequence and context parallelism, `take_part`,
+// `stack_parts` and `unstack_parts` (docs/kernels.md, "Sequence parallel"
+// and "Context parallel"), as one copy plan that the CPU and CUDA kernels
+// both run, so that they move the same elements.
 //
 // Each kernel copies `chunks` contiguous runs of `len` elements: run q goes
-// to y at q * len and comes from x at
-//   (q / mod) * strideA + (q % mod) * strideB + base.
-// With x and y cut at dimension d into [outer, x[d], inner] (outer: the
-// product of the dimensions before d, inner: after d):
+// to y at q * len and comes from x at source(q) (or, with `scatter`, comes
+// from x at q * len and goes to y at source(q)). With x and y cut at
+// dimension d into [outer, x[d], inner] (outer: the product of the
+// dimensions before d, inner: after d), contiguous parts (source(q) =
+// (q / mod) * strideA + (q % mod) * strideB + base):
 // - take_part, y[d] = l, x[d] = w: run o (< outer) is the l * inner
 //   elements of part `rank` of row o: mod 1, strideA w * inner, base
 //   rank * l * inner. When part `rank` ends past w the plan is `zero`: y is
@@ -19,11 +20,23 @@
 // - unstack_parts, the inverse, x [P * d0, ..., n, ...] -> y [d0, ...,
 //   P * n, ...]: run q = ia * P + k is row ia of x's block k: mod P, strideA
 //   len, strideB d0A * len.
+//
+// `balanced` parts are those of context parallelism (SequenceLayout.h):
+// the whole dimension is cut into 2P chunks of n / 2, and part k is chunks
+// k and 2P - 1 - k. Runs are then those half parts, and every plan is the
+// one of stack_parts: run q = (k * rows + ia) * 2 + h (half h of part k of
+// row ia, in the order of the stacked side) lies on the cut side at
+//   ia * strideB + (h ? mirror - k : k) * strideA + base
+// with len = strideA = (n / 2) * inner, strideB = P * n * inner (a row of the
+// cut side), mirror = 2P - 1, rows = d0A (`mod`). take_part reads block
+// `rank` of that plan (its runs start at firstRun = rank * 2 * outer,
+// rows = outer), and unstack_parts runs it backwards (`scatter`).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
+#include "kernels/common/Random.h" // BRAID_HOST_DEVICE
 #include "kernels/registry/Kernel.h"
 
 namespace braid {
@@ -36,17 +49,28 @@ struct PartCopy {
   int64_t strideB = 0;
   int64_t base = 0;
   bool zero = false; // write zeros to all of y instead
+  // Balanced parts: mirror = 2P - 1 (0: contiguous parts), the plan's run
+  // of run 0 and whether y, not x, is the side read at source(q).
+  int64_t mirror = 0;
+  int64_t firstRun = 0;
+  bool scatter = false;
 
-  // Source index of run q's first element.
-  int64_t source(int64_t q) const {
-    return (q / mod) * strideA + (q % mod) * strideB + base;
+  // Offset of run q's first element on the side it is not contiguous in.
+  BRAID_HOST_DEVICE int64_t source(int64_t q) const {
+    if (mirror == 0)
+      return (q / mod) * strideA + (q % mod) * strideB + base;
+    const int64_t r = q + firstRun;
+    const int64_t h = r % 2, ia = (r / 2) % mod, k = r / (2 * mod);
+    return ia * strideB + (h ? mirror - k : k) * strideA + base;
   }
 
   // The plan of kernel `name` ("take_part", "stack_parts" or
-  // "unstack_parts") from x to y along dimension `dim`, for TP rank `rank`
-  // (take_part only). The shapes are those the kernel's check accepted.
+  // "unstack_parts") from x to y along dimension `dim`, for part `rank`
+  // (take_part only), with contiguous or `balanced` parts. The shapes are
+  // those the kernel's check accepted.
   static PartCopy of(std::string_view name, const TensorDesc &x,
-                     const TensorDesc &y, int64_t dim, int64_t rank) {
+                     const TensorDesc &y, int64_t dim, int64_t rank,
+                     bool balanced = false) {
     PartCopy p;
     if (dim < 0 || dim >= x.rank() || x.rank() != y.rank())
       return p;
@@ -64,6 +88,15 @@ struct PartCopy {
       p.strideA = w * inner;
       p.base = rank * l * inner;
       p.zero = rank < 0 || rank * l + l > w;
+      if (balanced && !p.zero && l > 0) {
+        p.mirror = 2 * (w / l) - 1;
+        p.len = p.strideA = l / 2 * inner;
+        p.strideB = w * inner;
+        p.mod = p.chunks > 0 ? p.chunks : 1;
+        p.firstRun = rank * 2 * p.chunks;
+        p.chunks *= 2;
+        p.base = 0;
+      }
       return p;
     }
     if (dim < 1)
@@ -77,6 +110,19 @@ struct PartCopy {
     const int64_t d0a = d0 * product(cut, 1, dim);
     p.len = stacked.shape[dim] * product(cut, dim + 1, cut.rank());
     p.chunks = parts * d0a;
+    if (balanced) {
+      p.mirror = 2 * parts - 1;
+      p.strideB = parts * p.len;
+      p.len = p.strideA = p.len / 2;
+      p.mod = d0a;
+      p.chunks *= 2;
+      p.scatter = !stack;
+      if (p.mod == 0 || p.len == 0) {
+        p.chunks = 0;
+        p.mod = 1;
+      }
+      return p;
+    }
     p.strideA = p.len;
     p.mod = stack ? d0a : parts;
     p.strideB = stack ? parts * p.len : d0a * p.len;

@@ -13,6 +13,10 @@
 // are computed; the masked part of `probs` is written as zeros. Keys of
 // another segment within that range get the score -inf, hence probability
 // 0, and backward, which reads the probabilities, adds nothing for them.
+// With `cp` the masks and draws act on positions (AttentionGeometry.h);
+// probs is then [B, H, Sq, Sk]. The keys must hold the whole sequence
+// (cp_kv_step -1): a row needs its own position among them, since without
+// an lse the softmax of a ring step's keys could not be merged.
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -42,37 +46,37 @@ struct Geometry : AttentionGeometry {
 // to -inf.
 BRAID_INLINE void maskSegments(float *row, const Geometry &g, int64_t bi,
                                int64_t i, int64_t n) {
-  const int32_t *seg = g.seg + bi * g.s;
-  const int32_t mine = seg[i];
+  const int32_t *seg = g.segments(bi);
+  const int32_t mine = seg[g.qmap.at(i)];
   for (int64_t j = 0; j < n; ++j)
-    if (seg[j] != mine)
+    if (seg[g.kmap.at(j)] != mine)
       row[j] = -std::numeric_limits<float>::infinity();
 }
 
-// Copies the s rows of one head (stride `stride`, dh values each) into
-// t[d * sPad + j], zero-padding j in [s, sPad). The rows are first copied
-// whole into `staging` (s * dh floats): row copies keep many cache misses in
+// Copies the sk rows of one head (stride `stride`, dh values each) into
+// t[d * sPad + j], zero-padding j in [sk, sPad). The rows are first copied
+// whole into `staging` (sk * dh floats): row copies keep many cache misses in
 // flight, where the element-wise transpose reading the head straight from
 // memory waited on them about one row at a time (measured: the transpose's
 // share of attention_grad_input fell from 13% to 6%).
 template <typename T>
 BRAID_INLINE void transposeHead(const T *src, int64_t stride, const Geometry &g,
                                 float *staging, float *t) {
-  for (int64_t j = 0; j < g.s; ++j)
+  for (int64_t j = 0; j < g.sk; ++j)
     convert(src + j * stride, staging + j * g.dh, g.dh);
   for (int64_t d = 0; d < g.dh; ++d)
-    for (int64_t j = g.s; j < g.sPad; ++j)
+    for (int64_t j = g.sk; j < g.sPad; ++j)
       t[d * g.sPad + j] = 0.0f;
-  for (int64_t j = 0; j < g.s; ++j)
+  for (int64_t j = 0; j < g.sk; ++j)
     for (int64_t d = 0; d < g.dh; ++d)
       t[d * g.sPad + j] = staging[j * g.dh + d];
 }
 
-// Copies the s rows of one head into rows of dPad floats.
+// Copies the sk rows of one head into rows of dPad floats.
 template <typename T>
 BRAID_INLINE void padHead(const T *src, int64_t stride, const Geometry &g,
                           float *out) {
-  for (int64_t j = 0; j < g.s; ++j)
+  for (int64_t j = 0; j < g.sk; ++j)
     padRow(src + j * stride, g, out + j * g.dPad);
 }
 
@@ -183,8 +187,8 @@ struct ForwardScratch {
   float *kT, *vPad, *staging, *scores, *out, *qRows;
   explicit ForwardScratch(const Geometry &g) {
     kT = threadScratch(0, g.dh * g.sPad);
-    vPad = threadScratch(1, g.s * (g.dPad + g.dh));
-    staging = vPad + g.s * g.dPad;
+    vPad = threadScratch(1, g.sk * (g.dPad + g.dh));
+    staging = vPad + g.sk * g.dPad;
     scores = threadScratch(2, kRows * (g.sPad + 2 * g.dPad));
     out = scores + kRows * g.sPad;
     qRows = out + kRows * g.dPad;
@@ -199,8 +203,9 @@ template <int R, typename T>
 BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
                                 const ForwardScratch &m, int64_t bi, int64_t hi,
                                 int64_t i0) {
-  const T *q = dataOf<T>(args.ins[0]) + (bi * g.s + i0) * g.qStride + hi * g.dh;
-  T *o = dataOf<T>(args.outs[0]) + (bi * g.s + i0) * g.qStride + hi * g.dh;
+  const T *q =
+      dataOf<T>(args.ins[0]) + (bi * g.sq + i0) * g.qStride + hi * g.dh;
+  T *o = dataOf<T>(args.outs[0]) + (bi * g.sq + i0) * g.qStride + hi * g.dh;
   const int64_t nMax = g.keys(i0 + R - 1);
   for (int r = 0; r < R; ++r)
     padRow(q + r * g.qStride, g, m.qRows + r * g.dPad);
@@ -215,14 +220,14 @@ BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
     const int64_t base = g.probsRow(bi, hi, i0 + r);
     T *probs = dataOf<T>(args.outs[1]) + base;
     convert(row, probs, n);
-    zero(probs + n, g.s - n);
+    zero(probs + n, g.sk - n);
     if (g.mask.active) {
       // A local copy: read through g, the mask's fields might alias row and
       // would be reloaded for every element.
       const DropoutMask mask = g.mask;
-      const int64_t drop = g.dropRow(bi, hi, i0 + r);
-      for (int64_t j = 0; j < n; ++j)
-        row[j] *= mask.factor(drop + j);
+      g.forKeyDraws(
+          g.dropRow(bi, hi, i0 + r), 0, n,
+          [&](int64_t j, int64_t draw) { row[j] *= mask.factor(draw); });
     }
   }
   weightedRowSums<R>(m.scores, m.vPad, g, nMax, m.out);
@@ -233,15 +238,15 @@ BRAID_INLINE void attentionRows(const KernelArgs &args, const Geometry &g,
 template <typename T>
 BRAID_INLINE void attentionHeadBody(const KernelArgs &args, const Geometry &g,
                                     int64_t bi, int64_t hi) {
-  const int64_t kvOff = bi * g.s * g.kvStride + (hi / g.group) * g.dh;
+  const int64_t kvOff = bi * g.sk * g.kvStride + (hi / g.group) * g.dh;
   const ForwardScratch m(g);
   transposeHead(dataOf<T>(args.ins[1]) + kvOff, g.kvStride, g, m.staging,
                 m.kT);
   padHead(dataOf<T>(args.ins[2]) + kvOff, g.kvStride, g, m.vPad);
   int64_t i = 0;
-  for (; i + kRows <= g.s; i += kRows)
+  for (; i + kRows <= g.sq; i += kRows)
     attentionRows<kRows, T>(args, g, m, bi, hi, i);
-  for (; i < g.s; ++i)
+  for (; i < g.sq; ++i)
     attentionRows<1, T>(args, g, m, bi, hi, i);
 }
 
@@ -258,7 +263,8 @@ void attentionHead(const KernelArgs &args, const Geometry &g, int64_t bi,
 }
 
 template <typename T> void runAttention(const KernelArgs &args) {
-  const Geometry g(args, *args.ins[0].desc, /*segInput=*/3);
+  const Geometry g(args, *args.ins[0].desc, *args.ins[1].desc,
+                   /*segInput=*/3);
   parallelFor(poolOf(args), g.b * g.h, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u)
       attentionHead(args, g, u / g.h, u % g.h, static_cast<const T *>(nullptr));
@@ -272,10 +278,10 @@ struct BackwardScratch {
   float *doRows, *qRows, *dqRows;       // kRows rows of dPad
   explicit BackwardScratch(const Geometry &g) {
     vT = threadScratch(0, g.dh * g.sPad);
-    kPad = threadScratch(1, g.s * (g.dPad + g.dh));
-    staging = kPad + g.s * g.dPad;
-    dk = threadScratch(2, 2 * g.s * g.dPad);
-    dv = dk + g.s * g.dPad;
+    kPad = threadScratch(1, g.sk * (g.dPad + g.dh));
+    staging = kPad + g.sk * g.dPad;
+    dk = threadScratch(2, 2 * g.sk * g.dPad);
+    dv = dk + g.sk * g.dPad;
     p = threadScratch(3, kRows * (4 * g.sPad + 3 * g.dPad));
     dP = p + kRows * g.sPad;
     pd = dP + kRows * g.sPad;
@@ -291,7 +297,7 @@ template <int R, typename T>
 BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
                                     const BackwardScratch &m, int64_t bi,
                                     int64_t hi, int64_t i0) {
-  const int64_t qOff = (bi * g.s + i0) * g.qStride + hi * g.dh;
+  const int64_t qOff = (bi * g.sq + i0) * g.qStride + hi * g.dh;
   const int64_t nMax = g.keys(i0 + R - 1);
   for (int r = 0; r < R; ++r) {
     padRow(dataOf<T>(args.ins[0]) + qOff + r * g.qStride, g,
@@ -315,12 +321,12 @@ BRAID_INLINE void attentionGradRows(const KernelArgs &args, const Geometry &g,
     std::memset(p + n, 0, (end - n) * sizeof(float));
     if (g.mask.active) {
       const DropoutMask mask = g.mask; // a local copy, as in attentionRows
-      const int64_t drop = g.dropRow(bi, hi, i0 + r);
-      for (int64_t j = 0; j < n; ++j) {
-        const float f = mask.factor(drop + j);
-        dP[j] *= f;
-        pd[j] = p[j] * f;
-      }
+      g.forKeyDraws(g.dropRow(bi, hi, i0 + r), 0, n,
+                    [&](int64_t j, int64_t draw) {
+                      const float f = mask.factor(draw);
+                      dP[j] *= f;
+                      pd[j] = p[j] * f;
+                    });
       std::memset(pd + n, 0, (end - n) * sizeof(float));
     }
     // rowsum(dP * P) as dot(dP, P, n) forms it: key j in lane j % kLanes.
@@ -357,20 +363,20 @@ template <typename T>
 BRAID_INLINE void attentionGradGroupBody(const KernelArgs &args,
                                          const Geometry &g, int64_t bi,
                                          int64_t hk) {
-  const int64_t kvOff = bi * g.s * g.kvStride + hk * g.dh;
+  const int64_t kvOff = bi * g.sk * g.kvStride + hk * g.dh;
   const BackwardScratch m(g);
   transposeHead(dataOf<T>(args.ins[3]) + kvOff, g.kvStride, g, m.staging,
                 m.vT);
   padHead(dataOf<T>(args.ins[2]) + kvOff, g.kvStride, g, m.kPad);
-  std::memset(m.dk, 0, 2 * g.s * g.dPad * sizeof(float));
+  std::memset(m.dk, 0, 2 * g.sk * g.dPad * sizeof(float));
   for (int64_t hi = hk * g.group; hi < (hk + 1) * g.group; ++hi) {
     int64_t i = 0;
-    for (; i + kRows <= g.s; i += kRows)
+    for (; i + kRows <= g.sq; i += kRows)
       attentionGradRows<kRows, T>(args, g, m, bi, hi, i);
-    for (; i < g.s; ++i)
+    for (; i < g.sq; ++i)
       attentionGradRows<1, T>(args, g, m, bi, hi, i);
   }
-  for (int64_t j = 0; j < g.s; ++j) {
+  for (int64_t j = 0; j < g.sk; ++j) {
     convert(m.dk + j * g.dPad, dataOf<T>(args.outs[1]) + kvOff + j * g.kvStride,
             g.dh);
     convert(m.dv + j * g.dPad, dataOf<T>(args.outs[2]) + kvOff + j * g.kvStride,
@@ -390,7 +396,8 @@ void attentionGradGroup(const KernelArgs &args, const Geometry &g, int64_t bi,
 }
 
 template <typename T> void runAttentionGradInput(const KernelArgs &args) {
-  const Geometry g(args, *args.ins[1].desc, /*segInput=*/5);
+  const Geometry g(args, *args.ins[1].desc, *args.ins[2].desc,
+                   /*segInput=*/5);
   parallelFor(poolOf(args), g.b * g.hkv, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u)
       attentionGradGroup(args, g, u / g.hkv, u % g.hkv,

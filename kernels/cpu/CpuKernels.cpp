@@ -37,6 +37,7 @@ absl::Status registerCpuKernels(KernelRegistry &registry) {
   BRAID_KERNEL_TRY(cpu::registerPartsKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerFusedElementwiseKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerFusedAttentionKernels(registry));
+  BRAID_KERNEL_TRY(cpu::registerAttentionMergeKernel(registry));
   BRAID_KERNEL_TRY(cpu::registerFusedLossKernels(registry));
   return absl::OkStatus();
 }

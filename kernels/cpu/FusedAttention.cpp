@@ -28,10 +28,15 @@
 //
 // Masks: key j is visible from query i iff (!causal || j <= i || j < prefix)
 // and, with segment ids, seg[b, i] == seg[b, j]. A masked score is -inf,
-// whose exponential is 0. The diagonal is always visible, so no row is
-// empty. Dropout draws are those of the reference: element index
-// ((b * H + h) * S + i) * S + j of dropoutKey(seed, rng_offset, step,
+// whose exponential is 0. Dropout draws are those of the reference: element
+// index ((b * H + h) * S + i) * S + j of dropoutKey(seed, rng_offset, step,
 // micro_batch); with head_shard, H and h count the whole tensor's heads.
+// With `cp`, i and j are the positions of the rows and keys in the whole
+// sequence of S (AttentionGeometry.h). The diagonal is visible, so no row
+// is empty, except in a ring step (cp_kv_step >= 0), whose keys are one
+// rank's part: a row that sees none of them gets o = 0 and lse = -inf, and
+// backward, given the merged o and lse of all steps, returns this step's
+// terms of dq and its keys' dk, dv.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -77,25 +82,25 @@ struct Layouts {
 
 template <typename T>
 void transposeHead(const T *src, const Geometry &g, float *t) {
-  float *staging = threadScratch(0, g.s * g.dh);
-  for (int64_t j = 0; j < g.s; ++j)
+  float *staging = threadScratch(0, g.sk * g.dh);
+  for (int64_t j = 0; j < g.sk; ++j)
     convert(src + j * g.kvStride, staging + j * g.dh, g.dh);
   for (int64_t d = 0; d < g.dh; ++d) {
     float *row = t + d * g.sPad;
-    for (int64_t j = 0; j < g.s; ++j)
+    for (int64_t j = 0; j < g.sk; ++j)
       row[j] = staging[j * g.dh + d];
-    for (int64_t j = g.s; j < g.sPad; ++j)
+    for (int64_t j = g.sk; j < g.sPad; ++j)
       row[j] = 0.0f;
   }
 }
 
 template <typename T>
 void padHead(const T *src, const Geometry &g, float *out) {
-  for (int64_t j = 0; j < g.s; ++j) {
+  for (int64_t j = 0; j < g.sk; ++j) {
     convert(src + j * g.kvStride, out + j * g.dPad, g.dh);
     std::memset(out + j * g.dPad + g.dh, 0, (g.dPad - g.dh) * sizeof(float));
   }
-  std::memset(out + g.s * g.dPad, 0, (g.sPad - g.s) * g.dPad * sizeof(float));
+  std::memset(out + g.sk * g.dPad, 0, (g.sPad - g.sk) * g.dPad * sizeof(float));
 }
 
 // Lays out k (transposed, and padded when `kPadded`) and v (padded, and
@@ -115,7 +120,7 @@ Layouts layOut(const KernelArgs &args, const Geometry &g, const T *k,
     l.vT.reset(new float[n * l.tSize]);
   parallelFor(poolOf(args), n, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t off = (u / g.hkv) * g.s * g.kvStride + (u % g.hkv) * g.dh;
+      const int64_t off = (u / g.hkv) * g.sk * g.kvStride + (u % g.hkv) * g.dh;
       transposeHead(k + off, g, l.kT.get() + u * l.tSize);
       padHead(v + off, g, l.vPad.get() + u * l.pSize);
       if (kPadded)
@@ -195,10 +200,10 @@ BRAID_INLINE int64_t scaleAndMask(float *__restrict row, const Geometry &g,
   for (int64_t j = end; j < width; ++j)
     row[j] = kMinusInf;
   if (g.seg) {
-    const int32_t *seg = g.seg + bi * g.s;
-    const int32_t mine = seg[i];
+    const int32_t *seg = g.segments(bi);
+    const int32_t mine = seg[g.qmap.at(i)];
     for (int64_t j = 0; j < end; ++j)
-      row[j] = seg[jt0 + j] == mine ? row[j] : kMinusInf;
+      row[j] = seg[g.kmap.at(jt0 + j)] == mine ? row[j] : kMinusInf;
   }
   return end;
 }
@@ -262,9 +267,9 @@ BRAID_INLINE void forwardTile(const Geometry &g, const ForwardState &st,
     }
     if (g.mask.active) {
       const DropoutMask mask = g.mask; // a local copy: no aliasing with row
-      const int64_t base = g.dropRow(bi, hi, i + rr) + jt0;
-      for (int64_t j = 0; j < end; ++j)
-        row[j] *= mask.factor(base + j);
+      g.forKeyDraws(
+          g.dropRow(bi, hi, i + rr), jt0, jt0 + end,
+          [&](int64_t j, int64_t draw) { row[j] *= mask.factor(draw); });
     }
   }
   addWeightedSums<R, kForwardTile>(st.scores, vPad + jt0 * g.dPad, g, width,
@@ -275,10 +280,11 @@ template <typename T>
 BRAID_INLINE void forwardBlockBody(const KernelArgs &args, const Geometry &g,
                                    const Layouts &lay, int64_t bi, int64_t hi,
                                    int64_t i0) {
-  const int64_t i1 = i0 + kQueryBlock < g.s ? i0 + kQueryBlock : g.s;
+  const int64_t i1 = i0 + kQueryBlock < g.sq ? i0 + kQueryBlock : g.sq;
   const int64_t rows = i1 - i0;
   const ForwardState st(g);
-  const T *q = dataOf<T>(args.ins[0]) + (bi * g.s + i0) * g.qStride + hi * g.dh;
+  const T *q =
+      dataOf<T>(args.ins[0]) + (bi * g.sq + i0) * g.qStride + hi * g.dh;
   for (int64_t r = 0; r < rows; ++r)
     padRow(q + r * g.qStride, g, st.qRows + r * g.dPad);
   std::memset(st.acc, 0, rows * g.dPad * sizeof(float));
@@ -297,10 +303,18 @@ BRAID_INLINE void forwardBlockBody(const KernelArgs &args, const Geometry &g,
     for (; r < rows; ++r)
       forwardTile<1>(g, st, kT, vPad, bi, hi, i0 + r, r, jt0);
   }
-  T *o = dataOf<T>(args.outs[0]) + (bi * g.s + i0) * g.qStride + hi * g.dh;
-  float *lse = args.outs[1].f32() + (bi * g.h + hi) * g.s + i0;
+  T *o = dataOf<T>(args.outs[0]) + (bi * g.sq + i0) * g.qStride + hi * g.dh;
+  float *lse = args.outs[1].f32() + (bi * g.h + hi) * g.sq + i0;
   for (int64_t r = 0; r < rows; ++r) {
     float *acc = st.acc + r * g.dPad;
+    if (st.m[r] == kMinusInf) {
+      // No visible key (possible only with cp: a ring step's keys may all
+      // lie after the query or in other documents): o = 0 and lse = -inf,
+      // which attention_merge weighs by exp(-inf) = 0.
+      zero(o + r * g.qStride, g.dh);
+      lse[r] = kMinusInf;
+      continue;
+    }
     const float inv = 1.0f / st.l[r];
     for (int64_t d = 0; d < g.dh; ++d)
       acc[d] *= inv;
@@ -321,11 +335,11 @@ void forwardBlock(const KernelArgs &args, const Geometry &g, const Layouts &lay,
 }
 
 template <typename T> void runFlashAttention(const KernelArgs &args) {
-  const Geometry g(args, *args.ins[0].desc, 3);
+  const Geometry g(args, *args.ins[0].desc, *args.ins[1].desc, 3);
   const Layouts lay =
       layOut(args, g, dataOf<T>(args.ins[1]), dataOf<T>(args.ins[2]),
              /*kPadded=*/false, /*vTransposed=*/false);
-  const int64_t blocks = ceilDiv(g.s, kQueryBlock);
+  const int64_t blocks = ceilDiv(g.sq, kQueryBlock);
   parallelFor(poolOf(args), g.b * g.h * blocks, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t bh = u / blocks;
@@ -367,17 +381,22 @@ BRAID_INLINE void gradTile(const Geometry &g, const BackwardState &st,
     float *__restrict dS = st.dS + rr * kTile;
     const int64_t end = scaleAndMask(p, g, bi, i + rr, jt0, width);
     const float shift = lse[rr];
-    for (int64_t j = 0; j < width; ++j)
-      p[j] = expFloat(p[j] - shift);
+    // A row that saw no key at all (lse -inf, possible only with cp) has no
+    // probabilities; exp(x - lse) would make them NaN.
+    if (shift == kMinusInf)
+      std::memset(p, 0, width * sizeof(float));
+    else
+      for (int64_t j = 0; j < width; ++j)
+        p[j] = expFloat(p[j] - shift);
     if (g.mask.active) {
       float *__restrict pd = st.pd + rr * kTile;
       const DropoutMask mask = g.mask;
-      const int64_t base = g.dropRow(bi, hi, i + rr) + jt0;
-      for (int64_t j = 0; j < end; ++j) {
-        const float f = mask.factor(base + j);
-        dS[j] *= f;
-        pd[j] = p[j] * f;
-      }
+      g.forKeyDraws(g.dropRow(bi, hi, i + rr), jt0, jt0 + end,
+                    [&](int64_t j, int64_t draw) {
+                      const float f = mask.factor(draw);
+                      dS[j] *= f;
+                      pd[j] = p[j] * f;
+                    });
       std::memset(pd + end, 0, (width - end) * sizeof(float));
     }
     const Vec16 d = broadcast16(delta[rr]);
@@ -390,7 +409,7 @@ template <typename T>
 BRAID_INLINE void loadGradRows(const KernelArgs &args, const Geometry &g,
                                const BackwardState &st, int64_t bi, int64_t hi,
                                int64_t i, int R) {
-  const int64_t off = (bi * g.s + i) * g.qStride + hi * g.dh;
+  const int64_t off = (bi * g.sq + i) * g.qStride + hi * g.dh;
   for (int r = 0; r < R; ++r) {
     padRow(dataOf<T>(args.ins[0]) + off + r * g.qStride, g,
            st.doRows + r * g.dPad);
@@ -412,7 +431,7 @@ keyTileRows(const KernelArgs &args, const Geometry &g, const BackwardState &st,
   // as queryRows cuts it, so dq gets the same terms in either split.
   width = std::min(width, roundUp(g.rowEnd(i + R - 1) - j0, kLanes));
   loadGradRows<T>(args, g, st, bi, hi, i, R);
-  const int64_t stat = (bi * g.h + hi) * g.s + i;
+  const int64_t stat = (bi * g.h + hi) * g.sq + i;
   gradTile<R>(g, st, kT, vT, args.ins[5].f32() + stat, delta + stat, bi, hi, i,
               j0, width);
   addWeightedRows<R>(g.mask.active ? st.pd : st.p, st.doRows, g, width, dv);
@@ -428,7 +447,7 @@ template <typename T>
 BRAID_INLINE void keyTileAll(const KernelArgs &args, const Geometry &g,
                              const Layouts &lay, const float *delta, int64_t bi,
                              int64_t hk, int64_t j0, float *dqAcc) {
-  const int64_t keys = j0 + kTile < g.s ? kTile : g.s - j0;
+  const int64_t keys = j0 + kTile < g.sk ? kTile : g.sk - j0;
   const int64_t width = roundUp(keys, kLanes);
   const BackwardState st(g, 2 * kTile);
   float *dk = st.acc, *dv = st.acc + kTile * g.dPad;
@@ -440,16 +459,16 @@ BRAID_INLINE void keyTileAll(const KernelArgs &args, const Geometry &g,
   const int64_t first = g.firstRowSeeing(j0);
   for (int64_t c = 0; c < g.group; ++c) {
     const int64_t hi = hk * g.group + c;
-    float *dq = dqAcc ? dqAcc + c * g.s * g.dPad : nullptr;
+    float *dq = dqAcc ? dqAcc + c * g.sq * g.dPad : nullptr;
     int64_t i = first;
-    for (; i + kRows <= g.s; i += kRows)
+    for (; i + kRows <= g.sq; i += kRows)
       keyTileRows<kRows, T>(args, g, st, kT, vT, kPad, delta, bi, hi, i, j0,
                             width, dk, dv, dq ? dq + i * g.dPad : nullptr);
-    for (; i < g.s; ++i)
+    for (; i < g.sq; ++i)
       keyTileRows<1, T>(args, g, st, kT, vT, kPad, delta, bi, hi, i, j0, width,
                         dk, dv, dq ? dq + i * g.dPad : nullptr);
   }
-  const int64_t off = bi * g.s * g.kvStride + hk * g.dh;
+  const int64_t off = bi * g.sk * g.kvStride + hk * g.dh;
   T *dkOut = dataOf<T>(args.outs[1]) + off;
   T *dvOut = dataOf<T>(args.outs[2]) + off;
   for (int64_t j = 0; j < keys; ++j) {
@@ -477,16 +496,16 @@ template <typename T>
 BRAID_INLINE void kvHeadBody(const KernelArgs &args, const Geometry &g,
                              const Layouts &lay, const float *delta, int64_t bi,
                              int64_t hk) {
-  float *dqAcc = threadScratch(0, g.group * g.s * g.dPad);
-  std::memset(dqAcc, 0, g.group * g.s * g.dPad * sizeof(float));
-  for (int64_t j0 = 0; j0 < g.s; j0 += kTile)
+  float *dqAcc = threadScratch(0, g.group * g.sq * g.dPad);
+  std::memset(dqAcc, 0, g.group * g.sq * g.dPad * sizeof(float));
+  for (int64_t j0 = 0; j0 < g.sk; j0 += kTile)
     keyTileAll<T>(args, g, lay, delta, bi, hk, j0, dqAcc);
   T *dq = dataOf<T>(args.outs[0]);
   for (int64_t c = 0; c < g.group; ++c) {
     const int64_t hi = hk * g.group + c;
-    for (int64_t i = 0; i < g.s; ++i) {
-      const float *acc = dqAcc + (c * g.s + i) * g.dPad;
-      T *out = dq + (bi * g.s + i) * g.qStride + hi * g.dh;
+    for (int64_t i = 0; i < g.sq; ++i) {
+      const float *acc = dqAcc + (c * g.sq + i) * g.dPad;
+      T *out = dq + (bi * g.sq + i) * g.qStride + hi * g.dh;
       for (int64_t d = 0; d < g.dh; ++d)
         store(out, d, acc[d] * g.scale);
     }
@@ -501,7 +520,7 @@ queryRows(const KernelArgs &args, const Geometry &g, const BackwardState &st,
           const float *delta, int64_t bi, int64_t hi, int64_t i) {
   loadGradRows<T>(args, g, st, bi, hi, i, R);
   std::memset(st.acc, 0, R * g.dPad * sizeof(float));
-  const int64_t stat = (bi * g.h + hi) * g.s + i;
+  const int64_t stat = (bi * g.h + hi) * g.sq + i;
   const int64_t nMax = g.rowEnd(i + R - 1);
   for (int64_t jt0 = 0; jt0 < nMax; jt0 += kTile) {
     const int64_t width =
@@ -512,7 +531,7 @@ queryRows(const KernelArgs &args, const Geometry &g, const BackwardState &st,
   }
   T *dq = dataOf<T>(args.outs[0]);
   for (int r = 0; r < R; ++r) {
-    T *out = dq + (bi * g.s + i + r) * g.qStride + hi * g.dh;
+    T *out = dq + (bi * g.sq + i + r) * g.qStride + hi * g.dh;
     for (int64_t d = 0; d < g.dh; ++d)
       store(out, d, st.acc[r * g.dPad + d] * g.scale);
   }
@@ -523,7 +542,7 @@ template <typename T>
 BRAID_INLINE void queryBlockBody(const KernelArgs &args, const Geometry &g,
                                  const Layouts &lay, const float *delta,
                                  int64_t bi, int64_t hi, int64_t i0) {
-  const int64_t i1 = i0 + kQueryBlock < g.s ? i0 + kQueryBlock : g.s;
+  const int64_t i1 = i0 + kQueryBlock < g.sq ? i0 + kQueryBlock : g.sq;
   const BackwardState st(g, kRows);
   const int64_t u = g.kvHead(bi, hi / g.group);
   const float *kT = lay.kT.get() + u * lay.tSize;
@@ -576,7 +595,7 @@ template <typename T>
 void rowDeltas(const KernelArgs &args, const Geometry &g, float *delta) {
   const T *dO = dataOf<T>(args.ins[0]);
   const T *o = dataOf<T>(args.ins[4]);
-  parallelFor(poolOf(args), g.b * g.s, rowGrain(g.qStride),
+  parallelFor(poolOf(args), g.b * g.sq, rowGrain(g.qStride),
               [&](int64_t r0, int64_t r1) {
                 float *a = threadScratch(0, 2 * g.dh), *c = a + g.dh;
                 for (int64_t r = r0; r < r1; ++r)
@@ -584,15 +603,15 @@ void rowDeltas(const KernelArgs &args, const Geometry &g, float *delta) {
                     const int64_t off = r * g.qStride + hi * g.dh;
                     convert(dO + off, a, g.dh);
                     convert(o + off, c, g.dh);
-                    delta[((r / g.s) * g.h + hi) * g.s + r % g.s] =
+                    delta[((r / g.sq) * g.h + hi) * g.sq + r % g.sq] =
                         dot(a, c, g.dh);
                   }
               });
 }
 
 template <typename T> void runFlashAttentionGradInput(const KernelArgs &args) {
-  const Geometry g(args, *args.ins[1].desc, 6);
-  std::unique_ptr<float[]> delta(new float[g.b * g.h * g.s]);
+  const Geometry g(args, *args.ins[1].desc, *args.ins[2].desc, 6);
+  std::unique_ptr<float[]> delta(new float[g.b * g.h * g.sq]);
   rowDeltas<T>(args, g, delta.get());
   const Layouts lay =
       layOut(args, g, dataOf<T>(args.ins[2]), dataOf<T>(args.ins[3]),
@@ -611,7 +630,7 @@ template <typename T> void runFlashAttentionGradInput(const KernelArgs &args) {
     });
     return;
   }
-  const int64_t tiles = ceilDiv(g.s, kTile);
+  const int64_t tiles = ceilDiv(g.sk, kTile);
   parallelFor(pool, g.b * g.hkv * tiles, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t bh = u / tiles;
@@ -619,7 +638,7 @@ template <typename T> void runFlashAttentionGradInput(const KernelArgs &args) {
               (u % tiles) * kTile, static_cast<const T *>(nullptr));
     }
   });
-  const int64_t blocks = ceilDiv(g.s, kQueryBlock);
+  const int64_t blocks = ceilDiv(g.sq, kQueryBlock);
   parallelFor(pool, g.b * g.h * blocks, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t bh = u / blocks;

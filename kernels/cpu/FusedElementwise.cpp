@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/common/DrawIndex.h"
+#include "kernels/common/SequenceLayout.h"
 #include "kernels/cpu/DropoutMask.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
@@ -364,11 +365,13 @@ template <typename T> void runFusedBiasDropoutAdd(const KernelArgs &args) {
 
 // --- RoPE in the projection's epilogue ----------------------------------------
 
-// The cosines and sines of every position, computed as the rope kernels
-// compute them (angle in double, rounded to float): row `pos` holds `half`
-// cosines then `half` sines, the sines times `sign`.
-std::vector<float> &ropeTable(ThreadPool *pool, int64_t s, int64_t half,
-                              double theta, int sign) {
+// The cosines and sines of every row of the sequence dimension, computed as
+// the rope kernels compute them (angle in double, rounded to float): row r,
+// at position map.at(r) (with `cp` a CP rank's part, SequenceLayout.h),
+// holds `half` cosines then `half` sines, the sines times `sign`.
+std::vector<float> &ropeTable(ThreadPool *pool, const SequenceMap &map,
+                              int64_t half, double theta, int sign) {
+  const int64_t s = map.len;
   thread_local std::vector<float> table;
   table.resize(s * 2 * half);
   std::vector<double> freq(half);
@@ -376,14 +379,25 @@ std::vector<float> &ropeTable(ThreadPool *pool, int64_t s, int64_t half,
     freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / (2 * half));
   float *t = table.data();
   parallelFor(pool, s, rowGrain(2 * half), [&](int64_t s0, int64_t s1) {
-    for (int64_t pos = s0; pos < s1; ++pos)
+    for (int64_t r = s0; r < s1; ++r) {
+      const double pos = static_cast<double>(map.at(r));
       for (int64_t i = 0; i < half; ++i) {
-        const float a = static_cast<float>(static_cast<double>(pos) * freq[i]);
-        t[pos * 2 * half + i] = std::cos(a);
-        t[pos * 2 * half + half + i] = sign * std::sin(a);
+        const float a = static_cast<float>(pos * freq[i]);
+        t[r * 2 * half + i] = std::cos(a);
+        t[r * 2 * half + half + i] = sign * std::sin(a);
       }
+    }
   });
   return table;
+}
+
+// The positions of the s rows of the sequence dimension: this CP rank's
+// part with `cp`, else the sequence itself.
+SequenceMap sequenceOf(const KernelArgs &args, int64_t s) {
+  const KernelContext &ctx = contextOf(args);
+  return paramsOf(args).intOr("cp", 0) != 0
+             ? SequenceMap::part(s, ctx.cpRank, ctx.cpSize)
+             : SequenceMap::whole(s);
 }
 
 // Turns the pairs (i, i + half) of every head of one row in place by the
@@ -463,7 +477,8 @@ template <typename T> void runFusedLinearRope(const KernelArgs &args) {
     return;
   ThreadPool *pool = poolOf(args);
   const int64_t half = m / heads / 2;
-  const std::vector<float> &table = ropeTable(pool, s, half, theta, 1);
+  const std::vector<float> &table =
+      ropeTable(pool, sequenceOf(args, s), half, theta, 1);
   if constexpr (std::is_same_v<T, float>) {
     projectF32(x, w, bias, n, k, m, y);
     rotateRows(pool, y, n, 0, s, m, half, table);
@@ -500,7 +515,8 @@ template <typename T> void runFusedLinearRopeGrad(const KernelArgs &args) {
     return;
   ThreadPool *pool = poolOf(args);
   const int64_t half = m / heads / 2;
-  const std::vector<float> &table = ropeTable(pool, s, half, theta, -1);
+  const std::vector<float> &table =
+      ropeTable(pool, sequenceOf(args, s), half, theta, -1);
   if constexpr (std::is_same_v<T, float>) {
     std::memcpy(dl, dy, n * m * sizeof(float));
     rotateRows(pool, dl, n, 0, s, m, half, table);

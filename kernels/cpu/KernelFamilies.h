@@ -24,6 +24,8 @@ absl::Status registerPartsKernels(KernelRegistry &registry);
 // Fused kernels (docs/fusion.md).
 absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);
 absl::Status registerFusedAttentionKernels(KernelRegistry &registry);
+// attention_merge (context parallelism's ring of flash_attention steps).
+absl::Status registerAttentionMergeKernel(KernelRegistry &registry);
 absl::Status registerFusedLossKernels(KernelRegistry &registry);
 
 // A CPU kernel: its name and run function. Its check is the device-

@@ -1,6 +1,6 @@
-// The sequence-parallel layout kernels take_part, stack_parts and
-// unstack_parts (docs/kernels.md, "Sequence parallel"): copies of the runs
-// of PartCopy.h, byte for byte whatever the dtype, split over runs.
+// The sequence- and context-parallel layout kernels take_part, stack_parts
+// and unstack_parts (docs/kernels.md, "Sequence parallel"): copies of the
+// runs of PartCopy.h, byte for byte whatever the dtype, split over runs.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -19,9 +19,14 @@ constexpr int64_t kBytesPerTask = int64_t{1} << 16;
 
 void runCopy(const KernelArgs &args, std::string_view name) {
   const TensorView &x = args.ins[0], &y = args.outs[0];
-  const int64_t dim = paramsOf(args).intOr("dim", 0);
+  const KernelParams &params = paramsOf(args);
+  const KernelContext &ctx = contextOf(args);
+  // take_part's `axis`: 1 (TP, the default) or 2 (CP) names whose
+  // coordinate the part is.
+  const int64_t rank = params.intOr("axis", 1) == 2 ? ctx.cpRank : ctx.tpRank;
   const PartCopy plan =
-      PartCopy::of(name, *x.desc, *y.desc, dim, contextOf(args).tpRank);
+      PartCopy::of(name, *x.desc, *y.desc, params.intOr("dim", 0), rank,
+                   params.intOr("balanced", 0) != 0);
   const int64_t size = dtypeSize(y.desc->dtype);
   auto *dst = static_cast<unsigned char *>(y.data);
   const auto *src = static_cast<const unsigned char *>(x.data);
@@ -33,13 +38,17 @@ void runCopy(const KernelArgs &args, std::string_view name) {
   const int64_t bytes = plan.len * size;
   if (bytes == 0)
     return;
-  parallelFor(poolOf(args), plan.chunks,
-              std::max<int64_t>(1, kBytesPerTask / bytes),
-              [&](int64_t q0, int64_t q1) {
-                for (int64_t q = q0; q < q1; ++q)
-                  std::memcpy(dst + q * bytes, src + plan.source(q) * size,
-                              static_cast<size_t>(bytes));
-              });
+  parallelFor(
+      poolOf(args), plan.chunks, std::max<int64_t>(1, kBytesPerTask / bytes),
+      [&](int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q) {
+          const int64_t at = plan.source(q) * size;
+          if (plan.scatter)
+            std::memcpy(dst + at, src + q * bytes, static_cast<size_t>(bytes));
+          else
+            std::memcpy(dst + q * bytes, src + at, static_cast<size_t>(bytes));
+        }
+      });
 }
 
 void runTakePart(const KernelArgs &args) { runCopy(args, "take_part"); }

@@ -2,6 +2,9 @@
 // rotate-half layout. Pairs (i, i + Dh/2) of each head at position s turn by
 // a = s * theta^(-2i/Dh); the angle is computed in double and rounded to
 // float before cos and sin (docs/kernels.md). The gradient turns by -a.
+// With `cp` the sequence dimension holds this CP rank's part of the
+// sequence, and s is the position of a row in the whole
+// (SequenceLayout.h).
 //
 // Work is split by position, so each chunk computes the cos/sin of its
 // positions once and applies them to every batch row and head.
@@ -9,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/SequenceLayout.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
@@ -52,12 +56,13 @@ void rotateRows(const Bf16 *__restrict x, int64_t rows, int64_t stride,
   rotateRowsBody(x, rows, stride, width, half, cosA, sinA, y);
 }
 
-// Positions [s0, s1) of y = rotate(x, sign * a), for x [b, s, width] with
-// heads of 2 * half values.
+// Rows [s0, s1) of the sequence dimension of y = rotate(x, sign * a), for
+// x [b, s, width] with heads of 2 * half values; row r is at position
+// map.at(r).
 template <typename T>
 void rotatePositions(const T *x, int64_t b, int64_t s, int64_t width,
-                     int64_t half, double theta, int sign, int64_t s0,
-                     int64_t s1, T *y) {
+                     int64_t half, double theta, int sign,
+                     const SequenceMap &map, int64_t s0, int64_t s1, T *y) {
   float *cosA = threadScratch(0, half);
   float *sinA = threadScratch(1, half);
   // The frequencies depend on i only: computed once per chunk rather than
@@ -66,15 +71,16 @@ void rotatePositions(const T *x, int64_t b, int64_t s, int64_t width,
   freq.resize(half);
   for (int64_t i = 0; i < half; ++i)
     freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / (2 * half));
-  for (int64_t pos = s0; pos < s1; ++pos) {
+  for (int64_t r = s0; r < s1; ++r) {
+    const double pos = static_cast<double>(map.at(r));
     for (int64_t i = 0; i < half; ++i) {
-      const float a = static_cast<float>(static_cast<double>(pos) * freq[i]);
+      const float a = static_cast<float>(pos * freq[i]);
       cosA[i] = std::cos(a);
       sinA[i] = sign * std::sin(a);
     }
-    // Position pos of every batch row: rows s * width floats apart.
-    rotateRows(x + pos * width, b, s * width, width, half, cosA, sinA,
-               y + pos * width);
+    // Row r of every batch row: rows s * width floats apart.
+    rotateRows(x + r * width, b, s * width, width, half, cosA, sinA,
+               y + r * width);
   }
 }
 
@@ -88,10 +94,14 @@ template <int kSign, typename T> void runRopeLaunch(const KernelArgs &args) {
   const int64_t half = width / h / 2;
   if (b == 0 || half == 0)
     return;
-  parallelFor(poolOf(args), s, rowGrain(b * width),
-              [&](int64_t s0, int64_t s1) {
-                rotatePositions(x, b, s, width, half, theta, kSign, s0, s1, y);
-              });
+  const KernelContext &ctx = contextOf(args);
+  const SequenceMap map = paramsOf(args).intOr("cp", 0) != 0
+                              ? SequenceMap::part(s, ctx.cpRank, ctx.cpSize)
+                              : SequenceMap::whole(s);
+  parallelFor(
+      poolOf(args), s, rowGrain(b * width), [&](int64_t s0, int64_t s1) {
+        rotatePositions(x, b, s, width, half, theta, kSign, map, s0, s1, y);
+      });
 }
 
 } // namespace

@@ -28,6 +28,7 @@ absl::Status registerPartsKernels(KernelRegistry &registry);      // take_part, 
 // Fused kernels (docs/fusion.md).
 absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);
 absl::Status registerFusedAttentionKernels(KernelRegistry &registry);
+absl::Status registerAttentionMergeKernel(KernelRegistry &registry); // attention_merge
 absl::Status registerFusedLossKernels(KernelRegistry &registry);
 
 } // namespace braid::cuda

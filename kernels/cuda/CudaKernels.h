@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "kernels/checks/KernelChecks.h"
 #include "kernels/registry/Kernel.h"
 
 namespace braid {
@@ -23,8 +24,16 @@ struct CudaKernel {
   void (*run)(const KernelArgs &args);
 };
 
+// The check of CUDA kernel `name`: the shared kernelCheck(name), except for
+// attention, flash_attention and their gradients, whose CUDA kernels do not
+// implement context parallelism yet: their check refuses a launch with
+// cp = 1 first (docs/kernels.md, "Context parallel"), so that such a plan
+// is refused at load time rather than computed wrongly. Null for a name
+// without a check.
+KernelCheckFn cudaCheck(std::string_view name);
+
 // Adds `kernels` in order as Device::kCUDA entries, each with
-// kernelCheck(name), stopping at the first failure (a name without a check
+// cudaCheck(name), stopping at the first failure (a name without a check
 // is one).
 absl::Status addCudaKernels(KernelRegistry &registry,
                             std::initializer_list<CudaKernel> kernels);

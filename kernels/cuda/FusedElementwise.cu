@@ -349,10 +349,10 @@ void rotate(const KernelArgs &args, T *x, const TensorDesc &desc, int sign) {
   if (batch == 0 || seq == 0 || half == 0)
     return;
   // In place, with the angles of rope (RopeRotate.cuh).
-  rope::rotateKernel<T><<<rows::gridFor(seq * half, kBlock), kBlock, 0,
-                          rows::streamOf(args)>>>(x, x, batch, seq, width,
-                                                  half, theta,
-                                                  static_cast<float>(sign));
+  rope::rotateKernel<T>
+      <<<rows::gridFor(seq * half, kBlock), kBlock, 0, rows::streamOf(args)>>>(
+          x, x, batch, rope::positionsOf(args, seq), width, half, theta,
+          static_cast<float>(sign));
 }
 
 // As copyKernel of Elementwise.cu: the storage bits, unchanged.

@@ -1,12 +1,12 @@
-// The sequence-parallel layout kernels take_part, stack_parts and
-// unstack_parts on CUDA (docs/kernels.md, "Sequence parallel"): the copy
-// plan of PartCopy.h, as on the CPU. One thread per copied unit, grid-
+// The sequence- and context-parallel layout kernels take_part, stack_parts
+// and unstack_parts on CUDA (docs/kernels.md, "Sequence parallel"): the
+// copy plan of PartCopy.h, as on the CPU. One thread per copied unit, grid-
 // stride; the unit is the widest of 16, 8, 4, 2 or 1 bytes that divides
 // every run, stride and offset of the plan and both pointers, so runs of
 // bf16 or f32 rows move as 16-byte vectors. Pure copies: the bits are the
-// CPU's. take_part reads the TP rank from the kernel context (the same on
-// every run of a rank's program, so it may be a launch argument in a
-// captured graph).
+// CPU's. take_part reads the TP or CP rank (`axis`) from the kernel context
+// (the same on every run of a rank's program, so it may be a launch
+// argument in a captured graph).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -20,19 +20,19 @@
 namespace braid::cuda {
 namespace {
 
-// The plan in units of U.
-struct UnitPlan {
-  int64_t total; // chunks * len
-  int64_t len, mod, strideA, strideB, base;
-};
-
+// The plan `p` in units of U (its lengths, strides and offsets scaled);
+// total = chunks * len units.
 template <typename U>
 __global__ void __launch_bounds__(kThreads)
-    copyRuns(const U *__restrict__ x, U *__restrict__ y, UnitPlan p) {
-  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < p.total;
+    copyRuns(const U *__restrict__ x, U *__restrict__ y, PartCopy p,
+             int64_t total) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
     const int64_t q = t / p.len, e = t - q * p.len;
-    y[t] = x[(q / p.mod) * p.strideA + (q % p.mod) * p.strideB + p.base + e];
+    if (p.scatter)
+      y[p.source(q) + e] = x[t];
+    else
+      y[t] = x[p.source(q) + e];
   }
 }
 
@@ -40,23 +40,27 @@ template <typename U>
 void launch(const PartCopy &c, int64_t size, const void *x, void *y,
             cudaStream_t stream) {
   const int64_t k = static_cast<int64_t>(sizeof(U));
-  UnitPlan p;
+  PartCopy p = c;
   p.len = c.len * size / k;
-  p.total = c.chunks * p.len;
-  p.mod = c.mod;
   p.strideA = c.strideA * size / k;
   p.strideB = c.strideB * size / k;
   p.base = c.base * size / k;
-  copyRuns<U><<<static_cast<unsigned>(blocksFor(p.total, kThreads)), kThreads,
-                0, stream>>>(static_cast<const U *>(x), static_cast<U *>(y), p);
+  const int64_t total = c.chunks * p.len;
+  copyRuns<U>
+      <<<static_cast<unsigned>(blocksFor(total, kThreads)), kThreads, 0,
+         stream>>>(static_cast<const U *>(x), static_cast<U *>(y), p, total);
 }
 
 void runCopy(const KernelArgs &args, std::string_view name) {
   const TensorView &x = args.ins[0], &y = args.outs[0];
   const KernelParams *params = args.params;
   const int64_t dim = params ? params->intOr("dim", 0) : 0;
-  const int64_t rank = args.ctx ? args.ctx->tpRank : 0;
-  const PartCopy plan = PartCopy::of(name, *x.desc, *y.desc, dim, rank);
+  const bool cpAxis = params && params->intOr("axis", 1) == 2;
+  const int64_t rank =
+      args.ctx ? (cpAxis ? args.ctx->cpRank : args.ctx->tpRank) : 0;
+  const bool balanced = params && params->intOr("balanced", 0) != 0;
+  const PartCopy plan =
+      PartCopy::of(name, *x.desc, *y.desc, dim, rank, balanced);
   const int64_t size = dtypeSize(y.desc->dtype);
   cudaStream_t stream = static_cast<cudaStream_t>(args.ctx->gpu->stream);
   if (plan.zero) {

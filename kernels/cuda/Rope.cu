@@ -7,7 +7,8 @@
 // and sine once and applies them to every batch row and head. cos and sin
 // of the float angle are evaluated in double and rounded once, which gives
 // the correctly rounded float values the CPU's cosf and sinf return in
-// practically every case.
+// practically every case. With `cp`, s is the position of the row in the
+// whole sequence (RopeRotate.cuh).
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/RopeRotate.cuh"
 #include "kernels/cuda/RowKernelUtil.cuh"
@@ -30,10 +31,11 @@ template <int kSign, typename T> void runRope(const KernelArgs &args) {
   const int64_t half = heads > 0 ? width / heads / 2 : 0;
   if (batch == 0 || seq == 0 || half == 0)
     return;
-  rope::rotateKernel<T><<<rows::gridFor(seq * half, kBlock), kBlock, 0,
-                  rows::streamOf(args)>>>(
-      rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), batch, seq,
-      width, half, theta, static_cast<float>(kSign));
+  rope::rotateKernel<T>
+      <<<rows::gridFor(seq * half, kBlock), kBlock, 0, rows::streamOf(args)>>>(
+          rows::dataOf<T>(args.ins[0]), rows::dataOf<T>(args.outs[0]), batch,
+          rope::positionsOf(args, seq), width, half, theta,
+          static_cast<float>(kSign));
 }
 
 } // namespace

@@ -109,6 +109,7 @@ __device__ __forceinline__ float blockMax(float v, float *scratch) {
 
 #include "absl/status/status.h"
 #include "kernels/checks/KernelChecks.h"
+#include "kernels/cuda/CudaKernels.h"
 
 namespace braid::cuda::rows {
 
@@ -117,15 +118,15 @@ struct Entry {
   void (*run)(const KernelArgs &args);
 };
 
-// Adds one Device::kCUDA entry per kernel, each with the shared load-time
-// check of its name.
+// Adds one Device::kCUDA entry per kernel, each with the load-time check of
+// its name (cudaCheck: the shared one, but for the attention kernels).
 inline absl::Status registerEntries(KernelRegistry &registry,
                                     std::initializer_list<Entry> entries) {
   for (const Entry &e : entries) {
     KernelDef def;
     def.name = e.name;
     def.device = Device::kCUDA;
-    def.check = kernelCheck(e.name);
+    def.check = cudaCheck(e.name);
     def.run = e.run;
     absl::Status s = registry.add(def);
     if (!s.ok())

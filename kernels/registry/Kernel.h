@@ -107,6 +107,11 @@ struct StepValues {
   // draws by them (docs/parallel.md, "Tensor parallel").
   int64_t tpRank = 0;
   int64_t tpSize = 1;
+  // The same along the context-parallel axis: a kernel whose operands hold
+  // this rank's load-balanced part of the sequence (docs/parallel.md,
+  // "Context parallel") maps its positions to the whole sequence's.
+  int64_t cpRank = 0;
+  int64_t cpSize = 1;
 };
 
 // What CUDA kernels need from the runtime. Opaque pointers keep this header
@@ -128,6 +133,8 @@ struct KernelContext {
   int64_t update = 1;      // StepValues::update
   int64_t tpRank = 0;      // StepValues::tpRank
   int64_t tpSize = 1;      // StepValues::tpSize
+  int64_t cpRank = 0;      // StepValues::cpRank
+  int64_t cpSize = 1;      // StepValues::cpSize
   ThreadPool *pool = nullptr;          // CPU kernels
   const GpuContext *gpu = nullptr;     // CUDA kernels
 };

@@ -21,7 +21,9 @@ inline bool sameAttention(AttentionOp fwd, AttentionGradInputOp grad) {
          fwd.getSegmentIds() == grad.getSegmentIds() &&
          fwd.getScale() == grad.getScale() &&
          fwd.getDropout() == grad.getDropout() &&
-         fwd.getRngOffset() == grad.getRngOffset();
+         fwd.getRngOffset() == grad.getRngOffset() &&
+         fwd.getCpAttr() == grad.getCpAttr() &&
+         fwd.getCpKvStepAttr() == grad.getCpKvStepAttr();
 }
 
 } // namespace braid

@@ -142,12 +142,14 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
         b.getI64IntegerAttr(m->dropout ? m->dropout.getRngOffset() : 0);
     // Sequence parallel: the draws of each rank's part of the sequence.
     IntegerAttr tpDim = m->dropout ? m->dropout.getTpDimAttr() : IntegerAttr();
+    // Context parallel: the draws of each rank's part of the sequence.
+    IntegerAttr cpDim = m->dropout ? m->dropout.getCpDimAttr() : IntegerAttr();
     Value sum;
     if (rms) {
       auto f = FusedAddRMSNormOp::create(
           b, norm->getLoc(), input.getType(), rms.getResult().getType(),
           rms.getRstd().getType(), m->residual, m->branch, rms.getWeight(),
-          rms.getEpsAttr(), p, offset, tpDim);
+          rms.getEpsAttr(), p, offset, tpDim, cpDim);
       copyMarks(rms, f);
       rms.getResult().replaceAllUsesWith(f.getResult());
       rms.getRstd().replaceAllUsesWith(f.getRstd());
@@ -157,7 +159,7 @@ struct FuseAddNormPass : impl::FuseAddNormPassBase<FuseAddNormPass> {
           b, norm->getLoc(), input.getType(), layer.getResult().getType(),
           layer.getMean().getType(), layer.getRstd().getType(), m->residual,
           m->branch, layer.getWeight(), layer.getBias(), layer.getEpsAttr(),
-          p, offset, tpDim);
+          p, offset, tpDim, cpDim);
       copyMarks(layer, f);
       layer.getResult().replaceAllUsesWith(f.getResult());
       layer.getMean().replaceAllUsesWith(f.getMean());
@@ -310,7 +312,8 @@ struct FuseBiasDropoutAddPass
         b, add.getLoc(), add.getResult().getType(), h, bias, residual,
         dropout ? dropout.getPAttr() : b.getF32FloatAttr(0.0f),
         dropout ? dropout.getRngOffsetAttr() : b.getI64IntegerAttr(0),
-        dropout ? dropout.getTpDimAttr() : IntegerAttr());
+        dropout ? dropout.getTpDimAttr() : IntegerAttr(),
+        dropout ? dropout.getCpDimAttr() : IntegerAttr());
     copyMarks(add, fused);
     add.getResult().replaceAllUsesWith(fused.getResult());
     add->erase();
@@ -425,10 +428,12 @@ struct FuseRopeQkvPass : impl::FuseRopeQkvPassBase<FuseRopeQkvPass> {
     OpBuilder b(rope);
     auto fused = FusedLinearRoPEOp::create(
         b, rope.getLoc(), rope.getResult().getType(), linear.getInput(), w,
-        linear.getBias(), rope.getNumHeadsAttr(), rope.getThetaAttr());
+        linear.getBias(), rope.getNumHeadsAttr(), rope.getThetaAttr(),
+        rope.getCpAttr());
     copyMarks(rope, fused);
     const int64_t numHeads = rope.getNumHeads();
     const APFloat theta = rope.getTheta();
+    const BoolAttr cp = rope.getCpAttr();
     rope.getResult().replaceAllUsesWith(fused.getResult());
     rope->erase();
     linear->erase();
@@ -439,14 +444,14 @@ struct FuseRopeQkvPass : impl::FuseRopeQkvPassBase<FuseRopeQkvPass> {
       if (auto g = dyn_cast<LinearGradInputOp>(user))
         grads.push_back(g);
     for (LinearGradInputOp g : grads)
-      fuseBackward(g, numHeads, theta);
+      fuseBackward(g, numHeads, theta, cp);
   }
 
   void fuseBackward(LinearGradInputOp gradInput, int64_t numHeads,
-                    const APFloat &theta) {
+                    const APFloat &theta, BoolAttr cp) {
     auto ropeGrad = gradInput.getGrad().getDefiningOp<RoPEGradInputOp>();
     if (!ropeGrad || ropeGrad.getNumHeads() != numHeads ||
-        ropeGrad.getTheta() != theta)
+        ropeGrad.getTheta() != theta || ropeGrad.getCpAttr() != cp)
       return;
     Value unrotated = ropeGrad.getInputGrad();
     // Its readers: this input gradient and weight gradients only.
@@ -465,7 +470,8 @@ struct FuseRopeQkvPass : impl::FuseRopeQkvPassBase<FuseRopeQkvPass> {
     auto fused = FusedLinearRoPEGradInputOp::create(
         b, gradInput.getLoc(), gradInput.getInputGrad().getType(),
         unrotated.getType(), ropeGrad.getGrad(), gradInput.getWeight(),
-        ropeGrad.getNumHeadsAttr(), ropeGrad.getThetaAttr());
+        ropeGrad.getNumHeadsAttr(), ropeGrad.getThetaAttr(),
+        ropeGrad.getCpAttr());
     copyMarks(gradInput, fused);
     gradInput.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
     gradInput->erase();

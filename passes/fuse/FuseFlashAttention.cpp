@@ -30,10 +30,21 @@ using namespace mlir;
 namespace braid {
 namespace {
 
+// The same value, or (context parallel) the same whole sequence gathered
+// again for backward.
+bool sameKeys(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto ga = a.getDefiningOp<CommAllGatherOp>();
+  auto gb = b.getDefiningOp<CommAllGatherOp>();
+  return ga && gb && ga.getInput() == gb.getInput() &&
+         ga.getAxis() == gb.getAxis() && ga.getDim() == gb.getDim();
+}
+
 bool matches(AttentionOp a, AttentionGradInputOp g) {
   return g.getProbs() == a.getProbs() && g.getQuery() == a.getQuery() &&
-         g.getKey() == a.getKey() && g.getValue() == a.getValue() &&
-         sameAttention(a, g);
+         sameKeys(g.getKey(), a.getKey()) &&
+         sameKeys(g.getValue(), a.getValue()) && sameAttention(a, g);
 }
 
 bool fuse(AttentionOp at) {
@@ -47,7 +58,8 @@ bool fuse(AttentionOp at) {
   auto q = cast<RankedTensorType>(at.getQuery().getType());
   auto k = cast<RankedTensorType>(at.getKey().getType());
   // Flash attention's masks index queries and keys by one position.
-  if (k.getDimSize(1) != q.getDimSize(1))
+  // Context parallel's keys may be the whole sequence, queries one part.
+  if (k.getDimSize(1) != q.getDimSize(1) && !at.getCp().value_or(false))
     return false;
   const int64_t h = at.getNumHeads();
   auto lseType = RankedTensorType::get({q.getDimSize(0), h, q.getDimSize(1)},
@@ -60,7 +72,8 @@ bool fuse(AttentionOp at) {
       b, at.getLoc(), at.getResult().getType(), lseType, at.getQuery(),
       at.getKey(), at.getValue(), at.getSegmentIds(), at.getNumHeadsAttr(),
       at.getNumKvHeadsAttr(), at.getCausalAttr(), prefix, at.getScaleAttr(),
-      at.getDropoutAttr(), at.getRngOffsetAttr(), at.getHeadShardAttr());
+      at.getDropoutAttr(), at.getRngOffsetAttr(), at.getHeadShardAttr(),
+      at.getCpAttr(), at.getCpKvStepAttr());
   copyMarks(at, fwd);
   at.getResult().replaceAllUsesWith(fwd.getResult());
   for (AttentionGradInputOp g : backward) {
@@ -71,7 +84,7 @@ bool fuse(AttentionOp at) {
         g.getValue(), fwd.getResult(), fwd.getLse(), g.getSegmentIds(),
         g.getNumHeadsAttr(), g.getNumKvHeadsAttr(), g.getCausalAttr(), prefix,
         g.getScaleAttr(), g.getDropoutAttr(), g.getRngOffsetAttr(),
-        g.getHeadShardAttr());
+        g.getHeadShardAttr(), g.getCpAttr(), g.getCpKvStepAttr());
     copyMarks(g, ng);
     g.replaceAllUsesWith(ng.getResults());
     g.erase();

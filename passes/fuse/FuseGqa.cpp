@@ -88,7 +88,7 @@ bool fuse(AttentionOp at) {
       at.getQuery(), repK.getInput(), repV.getInput(), at.getSegmentIds(),
       at.getNumHeadsAttr(), hkv, at.getCausalAttr(), at.getScaleAttr(),
       at.getDropoutAttr(), at.getRngOffsetAttr(), at.getPrefixAttr(),
-      at.getHeadShardAttr());
+      at.getHeadShardAttr(), at.getCpAttr(), at.getCpKvStepAttr());
   copyMarks(at, fwd);
   at.replaceAllUsesWith(fwd.getResults());
   at.erase();
@@ -102,7 +102,7 @@ bool fuse(AttentionOp at) {
         repK.getInput(), repV.getInput(), fwd.getProbs(), g.getSegmentIds(),
         g.getNumHeadsAttr(), hkv, g.getCausalAttr(), g.getScaleAttr(),
         g.getDropoutAttr(), g.getRngOffsetAttr(), g.getPrefixAttr(),
-        g.getHeadShardAttr());
+        g.getHeadShardAttr(), g.getCpAttr(), g.getCpKvStepAttr());
     copyMarks(g, ng);
     g.getQueryGrad().replaceAllUsesWith(ng.getQueryGrad());
     bw.keySum.getInputGrad().replaceAllUsesWith(ng.getKeyGrad());

@@ -41,6 +41,11 @@ public:
                                  DType dtype) = 0;
   // Every rank's `bytes` bytes at data become root's.
   virtual absl::Status broadcast(void *data, size_t bytes, int root) = 0;
+  // One step of a ring: every rank sends `in` (count elements) to group
+  // rank (rank + offset) mod size and receives into `out` what group rank
+  // (rank - offset) mod size sent. Collective: every rank makes it.
+  virtual absl::Status shift(const void *in, void *out, size_t count,
+                             DType dtype, int offset) = 0;
   // Point to point, matched by peer and tag.
   virtual absl::Status send(const void *data, size_t bytes, int peer,
                             int tag) = 0;

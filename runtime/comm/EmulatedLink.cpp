@@ -71,6 +71,13 @@ absl::Status EmulatedLink::broadcast(void *data, size_t bytes, int root) {
   return hold(bytes, [&] { return inner_->broadcast(data, bytes, root); });
 }
 
+absl::Status EmulatedLink::shift(const void *in, void *out, size_t count,
+                                 DType dtype, int offset) {
+  return hold(static_cast<double>(count * dtypeSize(dtype)), [&] {
+    return inner_->shift(in, out, count, dtype, offset);
+  });
+}
+
 absl::Status EmulatedLink::send(const void *data, size_t bytes, int peer,
                                 int tag) {
   return hold(bytes, [&] { return inner_->send(data, bytes, peer, tag); });

@@ -2,7 +2,7 @@
 // until latency + bytes / bandwidth have passed since it started, where
 // bytes is what a ring algorithm sends per rank (all-reduce: 2 (n - 1) / n
 // of the buffer; reduce-scatter and all-gather: (n - 1) / n; broadcast,
-// send and recv: the buffer). Shared-memory MPI makes communication nearly
+// shift, send and recv: the buffer). Shared-memory MPI makes communication nearly
 // free on one machine, which would leave nothing for overlap to hide; with
 // this link, benchmarks measure how much of a realistic transfer time the
 // schedule hides (test/bench/run_dp_overlap_bench.sh).
@@ -42,6 +42,8 @@ public:
   absl::Status allGather(const void *in, void *out, size_t count,
                          DType dtype) override;
   absl::Status broadcast(void *data, size_t bytes, int root) override;
+  absl::Status shift(const void *in, void *out, size_t count, DType dtype,
+                     int offset) override;
   absl::Status send(const void *data, size_t bytes, int peer,
                     int tag) override;
   absl::Status recv(void *data, size_t bytes, int peer, int tag) override;

@@ -76,4 +76,22 @@ int64_t meshGroupIndex(const MeshShape &shape, int64_t rank, MeshAxis axis) {
   return index;
 }
 
+std::vector<int64_t> meshDataGroup(const MeshShape &shape, int64_t rank) {
+  MeshCoords c = meshCoords(shape, rank);
+  std::vector<int64_t> group;
+  for (int64_t dp = 0; dp < shape.size(MeshAxis::kDP); ++dp)
+    for (int64_t cp = 0; cp < shape.size(MeshAxis::kCP); ++cp) {
+      c[static_cast<int>(MeshAxis::kDP)] = dp;
+      c[static_cast<int>(MeshAxis::kCP)] = cp;
+      group.push_back(meshRank(shape, c));
+    }
+  return group;
+}
+
+int64_t meshDataGroupIndex(const MeshShape &shape, int64_t rank) {
+  const MeshCoords c = meshCoords(shape, rank);
+  return c[static_cast<int>(MeshAxis::kTP)] +
+         shape.size(MeshAxis::kTP) * c[static_cast<int>(MeshAxis::kPP)];
+}
+
 } // namespace braid

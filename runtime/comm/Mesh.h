@@ -53,4 +53,12 @@ std::vector<int64_t> meshGroup(const MeshShape &shape, int64_t rank,
 // 0 .. worldSize / size(axis) - 1 over the groups.
 int64_t meshGroupIndex(const MeshShape &shape, int64_t rank, MeshAxis axis);
 
+// Context parallel's gradient group (plan.proto MeshAxis DP_CP, Megatron's
+// data-parallel group with context parallel): the world ranks that differ
+// from `rank` in their DP and CP coordinates only, in the order of
+// dp * CP + cp, which is a rank's index in the group.
+std::vector<int64_t> meshDataGroup(const MeshShape &shape, int64_t rank);
+// Which such group `rank` is in: tp + TP * pp.
+int64_t meshDataGroupIndex(const MeshShape &shape, int64_t rank);
+
 } // namespace braid

@@ -54,6 +54,7 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
     for (MeshAxis a : kMeshAxes)
       ranks->comms_[static_cast<int>(a)] = std::make_unique<SelfCommunicator>(
           absl::StrCat(meshAxisName(a), " group 0 (rank 0)"));
+    // A CP of 1 sums over DP alone: dataGroup() is the DP axis's.
     return ranks;
   }
   if (*started != mesh.worldSize())
@@ -62,7 +63,7 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
         " were started; launch it with -np ", mesh.worldSize(),
         ", or recompile the spec for ", *started,
         " ranks (parallel.data_parallel x tensor_parallel x "
-        "pipeline_parallel)"));
+        "context_parallel x pipeline_parallel)"));
 #if BRAID_HAVE_MPI
   absl::StatusOr<std::unique_ptr<mpi::MpiWorld>> world = mpi::MpiWorld::init();
   if (!world.ok())
@@ -74,6 +75,12 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
   if (!comms.ok())
     return comms.status();
   ranks->comms_ = std::move(*comms);
+  if (mesh.size(MeshAxis::kCP) > 1) {
+    auto data = ranks->world_->dataGroupCommunicator(mesh, timeout);
+    if (!data.ok())
+      return data.status();
+    ranks->dataGroup_ = std::move(*data);
+  }
   return ranks;
 #else
   (void)timeout;
@@ -86,6 +93,8 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
 void Ranks::emulateLink(const LinkModel &link) {
   for (auto &c : comms_)
     c = std::make_unique<EmulatedLink>(std::move(c), link);
+  if (dataGroup_)
+    dataGroup_ = std::make_unique<EmulatedLink>(std::move(dataGroup_), link);
 }
 
 void Ranks::attachDevice(
@@ -104,6 +113,9 @@ Ranks::~Ranks() {
   deviceGradients_.reset();
   for (auto &c : deviceComms_)
     c.reset();
+  // In the reverse of their making: each frees its watchdog window, a
+  // collective call every rank makes in the same order.
+  dataGroup_.reset();
   for (auto &c : comms_)
     c.reset();
 }

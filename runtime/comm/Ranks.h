@@ -50,6 +50,12 @@ public:
   Communicator &axis(MeshAxis axis) const {
     return *comms_[static_cast<int>(axis)];
   }
+  // Context parallel's gradient group (meshDataGroup: the DP and CP ranks
+  // of this rank's TP and PP coordinates), which sums the gradients when
+  // CP is above 1; the DP axis's communicator when it is not.
+  Communicator &dataGroup() const {
+    return dataGroup_ ? *dataGroup_ : axis(MeshAxis::kDP);
+  }
   // The communicators for device memory of a GPU run (DeviceCommunicator.h,
   // made over these ranks by the device factory), which the GPU device
   // enqueues the plan's collectives on; null when none were attached.
@@ -84,6 +90,7 @@ private:
   MeshCoords coords_{};
   std::unique_ptr<mpi::MpiWorld> world_;
   std::array<std::unique_ptr<Communicator>, kNumMeshAxes> comms_;
+  std::unique_ptr<Communicator> dataGroup_; // null: CP of 1
   std::array<std::unique_ptr<DeviceCommunicator>, kNumMeshAxes> deviceComms_;
   std::unique_ptr<DeviceCommunicator> deviceGradients_;
 };

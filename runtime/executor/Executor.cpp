@@ -108,6 +108,7 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
       case LoadedInstruction::Kind::kCollective:
         op.collective = inst.collective;
         op.axis = inst.axis;
+        op.shiftOffset = inst.shiftOffset;
         for (uint32_t id : inst.inputs)
           op.ins.push_back(view(id));
         for (uint32_t id : inst.outputs)
@@ -168,7 +169,8 @@ absl::Status Executor::issue(const Program &program,
       return target.wait(op.stream, op.signal);
     case LoadedInstruction::Kind::kCollective:
       return target.collective(op.stream,
-                               CollectiveCall{op.collective, op.axis, op.ins, op.outs});
+                               CollectiveCall{op.collective, op.axis, op.ins,
+                                              op.outs, op.shiftOffset});
     case LoadedInstruction::Kind::kSend:
       return target.transfer(op.stream,
                              TransferCall{true, op.ins[0], op.peerOffset,

@@ -57,6 +57,7 @@ public:
     // kCollective: reads `ins`, writes `outs`.
     plan::CollectiveKind collective = plan::COLLECTIVE_UNSPECIFIED;
     plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
+    int32_t shiftOffset = 0;
     // kSend (its tensor is ins[0]) / kRecv (outs[0]): the peer's offset
     // along PP and the channel.
     int32_t peerOffset = 0;

@@ -30,6 +30,7 @@ absl::StatusOr<TensorCall> tensorCall(const CollectiveCall &call, size_t i) {
     t.count = static_cast<size_t>(call.outputs[i].desc->numel());
     return t;
   case plan::ALL_GATHER:
+  case plan::SHIFT:
     t.out = call.outputs[i].data;
     return t;
   default:
@@ -46,6 +47,18 @@ int transferPeer(int rank, int size, int32_t offset) {
 size_t transferBytes(const TransferCall &call) {
   return static_cast<size_t>(call.tensor.desc->numel()) *
          dtypeSize(call.tensor.desc->dtype);
+}
+
+// A shift on a device communicator: the send and the receive of one group,
+// which NCCL runs together.
+absl::Status shiftOn(DeviceCommunicator &comm, const TensorCall &t,
+                     int32_t offset, void *stream) {
+  const size_t bytes = t.count * dtypeSize(t.dtype);
+  const int to = transferPeer(comm.rank(), comm.size(), offset);
+  const int from = transferPeer(comm.rank(), comm.size(), -offset);
+  if (absl::Status s = comm.send(t.in, bytes, to, stream); !s.ok())
+    return s;
+  return comm.recv(t.out, bytes, from, stream);
 }
 
 } // namespace
@@ -75,6 +88,8 @@ absl::Status runCollective(Communicator &comm, const CollectiveCall &call) {
       s = comm.allReduceSum(t->in, t->count, t->dtype);
     else if (call.kind == plan::REDUCE_SCATTER_SUM)
       s = comm.reduceScatterSum(t->in, t->out, t->count, t->dtype);
+    else if (call.kind == plan::SHIFT)
+      s = comm.shift(t->in, t->out, t->count, t->dtype, call.shiftOffset);
     else
       s = comm.allGather(t->in, t->out, t->count, t->dtype);
     if (!s.ok())
@@ -97,6 +112,8 @@ absl::Status runCollective(DeviceCommunicator &comm,
     else if (call.kind == plan::REDUCE_SCATTER_SUM)
       enqueued =
           comm.reduceScatterSum(t->in, t->out, t->count, t->dtype, stream);
+    else if (call.kind == plan::SHIFT)
+      enqueued = shiftOn(comm, *t, call.shiftOffset, stream);
     else
       enqueued = comm.allGather(t->in, t->out, t->count, t->dtype, stream);
   }

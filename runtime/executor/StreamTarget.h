@@ -29,12 +29,15 @@ enum class CopyDirection { kToDevice, kToHost };
 
 // A collective over this rank's group along `axis` (plan.proto Collective),
 // on tensors in the arena: outputs[i] is written from tensors[i]; an
-// all-reduce's outputs are its tensors.
+// all-reduce's outputs are its tensors. A shift sends tensors[i] to the
+// rank `shiftOffset` places on and receives outputs[i] from the one as many
+// places before.
 struct CollectiveCall {
   plan::CollectiveKind kind = plan::COLLECTIVE_UNSPECIFIED;
   plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
   absl::Span<const TensorView> tensors;
   absl::Span<const TensorView> outputs;
+  int32_t shiftOffset = 0;
 };
 
 // A send or receive along the pipeline axis (plan.proto PeerTransfer): the

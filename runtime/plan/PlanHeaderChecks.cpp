@@ -19,8 +19,7 @@ constexpr uint32_t kMaxEvents = 1u << 16;
 bool positiveFinite(double v) { return std::isfinite(v) && v > 0; }
 bool nonNegativeFinite(double v) { return std::isfinite(v) && v >= 0; }
 
-// A mesh of at most 2^24 ranks, every axis at least 1. This runtime trains
-// data, tensor and pipeline parallel plans: context parallelism must be 1.
+// A mesh of at most 2^24 ranks, every axis at least 1.
 absl::Status checkMesh(const plan::Mesh &mesh) {
   constexpr int64_t kMaxRanks = int64_t{1} << 24;
   struct Axis {
@@ -40,12 +39,6 @@ absl::Status checkMesh(const plan::Mesh &mesh) {
     if (world > kMaxRanks)
       return refuse("plan.mesh has more than 2^24 ranks");
   }
-  for (const Axis &a : axes)
-    if (a.size != 1 && std::string_view(a.name) == "cp")
-      return refuse(absl::StrCat(
-          "plan.mesh.", a.name, " is ", a.size,
-          ": this runtime trains data, tensor and pipeline parallel plans "
-          "only (cp of 1)"));
   return absl::OkStatus();
 }
 

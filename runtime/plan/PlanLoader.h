@@ -56,6 +56,8 @@ struct LoadedInstruction {
   // writes `outputs` (an all-reduce's are its inputs, summed in place).
   plan::CollectiveKind collective = plan::COLLECTIVE_UNSPECIFIED;
   plan::MeshAxis axis = plan::AXIS_UNSPECIFIED;
+  // SHIFT: how many places along the ring the tensors move.
+  int32_t shiftOffset = 0;
   // kSend / kRecv: the peer along the PP axis, as an offset from this
   // rank's PP coordinate (modulo the PP size; never 0), and the channel
   // (0 activations, 1 gradients).

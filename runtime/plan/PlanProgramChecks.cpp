@@ -162,7 +162,9 @@ absl::Status resolveReadback(const plan::Plan &plan,
 // all-reduce sums f32 gradients and scalars in place along any axis, and
 // f32 or bf16 activations along TP (tensor parallelism's partial sums); a
 // reduce-scatter sums f32 gradients into shards; an all-gather stacks
-// shards of parameters, weight copies or activations into whole tensors.
+// shards of parameters, weight copies or activations into whole tensors; a
+// shift passes activations one step along a ring, into activations of the
+// same dtype and shape.
 // The group size divides or multiplies dimension 0 as the kind says, and a
 // stacked or split tensor that carries a Shard is one the collective's
 // stacking makes: along its axis, on dimension 0, in one block.
@@ -172,13 +174,13 @@ absl::Status resolveCollective(const plan::Plan &plan,
                                LoadedInstruction &out) {
   const plan::CollectiveKind kind = c.kind();
   if (kind != plan::ALL_REDUCE_SUM && kind != plan::REDUCE_SCATTER_SUM &&
-      kind != plan::ALL_GATHER)
+      kind != plan::ALL_GATHER && kind != plan::SHIFT)
     return refuse(absl::StrCat(where, ": the collective's kind is ", kind,
                                "; expected ALL_REDUCE_SUM, "
-                               "REDUCE_SCATTER_SUM or ALL_GATHER"));
-  if (c.axis() < plan::TP || c.axis() > plan::DP)
+                               "REDUCE_SCATTER_SUM, ALL_GATHER or SHIFT"));
+  if (c.axis() < plan::TP || c.axis() > plan::DP_CP)
     return refuse(absl::StrCat(where, ": the collective's axis is ", c.axis(),
-                               "; expected TP, CP, PP or DP"));
+                               "; expected TP, CP, PP, DP or DP_CP"));
   if (c.tensors().empty())
     return refuse(absl::StrCat(where, ": the collective names no tensor"));
   const bool inPlace = kind == plan::ALL_REDUCE_SUM;
@@ -193,6 +195,18 @@ absl::Status resolveCollective(const plan::Plan &plan,
   const int64_t group = meshAxisSize(plan.mesh(), c.axis());
   const std::string axisName =
       absl::AsciiStrToLower(plan::MeshAxis_Name(c.axis()));
+  if (kind == plan::SHIFT
+          ? c.shift_offset() == 0 || c.shift_offset() <= -group ||
+                c.shift_offset() >= group
+          : c.shift_offset() != 0)
+    return refuse(absl::StrCat(
+        where, ": the collective's shift_offset is ", c.shift_offset(),
+        kind == plan::SHIFT
+            ? absl::StrCat("; a shift along ", axisName, " (", group,
+                           " ranks) moves 1 to ", group - 1,
+                           " places either way")
+            : "; only a SHIFT has one"));
+  out.shiftOffset = c.shift_offset();
   absl::flat_hash_set<uint32_t> seen;
   auto known = [&](uint32_t id) -> absl::Status {
     if (id >= static_cast<uint32_t>(plan.tensors_size()))
@@ -253,11 +267,12 @@ absl::Status resolveCollective(const plan::Plan &plan,
       out.outputs.push_back(id);
       continue;
     }
-    if (kind == plan::ALL_GATHER
-            ? !kindIn(t, {plan::PARAMETER, plan::WEIGHT_COPY,
-                          plan::ACTIVATION})
-            : !kindIn(t, {plan::GRADIENT, plan::SCALAR, plan::ACTIVATION}) ||
-                  t.dtype() != plan::F32)
+    if (kind != plan::SHIFT &&
+        (kind == plan::ALL_GATHER
+             ? !kindIn(t, {plan::PARAMETER, plan::WEIGHT_COPY,
+                           plan::ACTIVATION})
+             : !kindIn(t, {plan::GRADIENT, plan::SCALAR, plan::ACTIVATION}) ||
+                   t.dtype() != plan::F32))
       return refuse(absl::StrCat(
           where, ": ", tensorRef(plan, id), " is ", tensorKindName(t.kind()),
           " ", planDTypeName(t.dtype()), "; ",
@@ -270,6 +285,24 @@ absl::Status resolveCollective(const plan::Plan &plan,
     const uint32_t o = c.outputs(i);
     if (absl::Status s = known(o); !s.ok())
       return s;
+    if (kind == plan::SHIFT) {
+      const plan::Tensor &u = plan.tensors(o);
+      bool same = t.kind() == plan::ACTIVATION && u.kind() == plan::ACTIVATION &&
+                  u.dtype() == t.dtype() && u.shape_size() == t.shape_size();
+      for (int d = 0; same && d < t.shape_size(); ++d)
+        same = t.shape(d) == u.shape(d);
+      if (!same)
+        return refuse(absl::StrCat(
+            where, ": shifts ", tensorRef(plan, id), " (",
+            tensorKindName(t.kind()), " ", planDTypeName(t.dtype()), " ",
+            shapeString(t), ") into ", tensorRef(plan, o), " (",
+            tensorKindName(u.kind()), " ", planDTypeName(u.dtype()), " ",
+            shapeString(u),
+            "); a shift moves an ACTIVATION into another of the same dtype "
+            "and shape"));
+      out.outputs.push_back(o);
+      continue;
+    }
     const plan::Tensor &u = plan.tensors(o);
     const plan::Tensor &whole = kind == plan::ALL_GATHER ? u : t;
     const plan::Tensor &part = kind == plan::ALL_GATHER ? t : u;
@@ -433,16 +466,18 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       return refuse(absl::StrCat(where, ": is on stream ", inst.stream(),
                                  " inside a Repeat body on stream ",
                                  bodyStream, "; a body runs on one stream"));
-    // Tensor parallelism sums and gathers each micro-batch's activations,
-    // so a body may hold collectives along TP (each iteration runs them);
-    // the others reduce once per step, after the micro-batches.
+    // Tensor and context parallelism sum, gather and pass on each
+    // micro-batch's activations, so a body may hold collectives along TP
+    // and CP (each iteration runs them); the others reduce once per step,
+    // after the micro-batches.
     if (inBody && inst.op_case() == plan::Instruction::kCollective &&
-        inst.collective().axis() != plan::TP)
+        inst.collective().axis() != plan::TP &&
+        inst.collective().axis() != plan::CP)
       return refuse(absl::StrCat(
           where, ": a collective along the ",
           absl::AsciiStrToLower(plan::MeshAxis_Name(inst.collective().axis())),
           " axis inside a Repeat body; a body holds launches, stages, "
-          "readbacks and collectives along tp only"));
+          "readbacks and collectives along tp and cp only"));
     if (inBody && (inst.op_case() == plan::Instruction::kRecord ||
                    inst.op_case() == plan::Instruction::kWait ||
                    inst.op_case() == plan::Instruction::kRepeat ||
@@ -451,7 +486,7 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
                    inst.op_case() == plan::Instruction::kMark))
       return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
                                         "stages, readbacks and collectives "
-                                        "along tp only"));
+                                        "along tp and cp only"));
     switch (inst.op_case()) {
     case plan::Instruction::kLaunch:
       where = absl::StrCat(where, " (kernel ",

@@ -162,6 +162,9 @@ int64_t meshAxisSize(const plan::Mesh &mesh, plan::MeshAxis axis) {
   case plan::DP:
     size = mesh.dp();
     break;
+  case plan::DP_CP:
+    size = mesh.dp() * mesh.cp();
+    break;
   default:
     break;
   }

@@ -138,6 +138,8 @@ StepValues Trainer::values(int64_t step) const {
   if (ranks_) {
     v.tpRank = ranks_->coords()[static_cast<int>(MeshAxis::kTP)];
     v.tpSize = ranks_->mesh().size(MeshAxis::kTP);
+    v.cpRank = ranks_->coords()[static_cast<int>(MeshAxis::kCP)];
+    v.cpSize = ranks_->mesh().size(MeshAxis::kCP);
   }
   return v;
 }
@@ -223,6 +225,22 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
                                        ", passing the losses on from pipeline "
                                        "rank ",
                                        lossStage_, ": ", s.message()));
+  }
+  // Context parallel: each rank's loss is the mean over its part of the
+  // sequences, and the parts are equal, so the micro-batch's loss is the
+  // mean of its CP group's.
+  const int64_t cpSize = ranks_ ? ranks_->mesh().size(MeshAxis::kCP) : 1;
+  if (cpSize > 1) {
+    if (absl::Status s = ranks_->axis(MeshAxis::kCP).allReduceSum(
+            local.data(), local.size(), DType::kF32);
+        !s.ok())
+      return absl::Status(s.code(), absl::StrCat("step ", result.step,
+                                                 ", summing the losses over "
+                                                 "the context-parallel "
+                                                 "ranks: ",
+                                                 s.message()));
+    for (float &loss : local)
+      loss /= static_cast<float>(cpSize);
   }
   std::vector<float> losses(local.size() * dpSize_);
   if (dpSize_ == 1) {
@@ -394,10 +412,12 @@ Trainer::saveCheckpoint(const std::string &rootDir,
       return ranks_ ? ranks_->axis(axis) : self;
     };
     // The writer is world rank 0: the other stages' tensors go to PP rank 0
-    // of its DP replica and TP coordinate 0 only (each TP rank holds the
-    // whole tensors after the gather).
+    // of its DP replica and TP and CP coordinate 0 only (each TP rank holds
+    // the whole tensors after the gather; CP ranks hold the same ones).
     const int64_t tpRank = coords()[static_cast<int>(MeshAxis::kTP)];
-    Communicator *pp = ppSize_ > 1 && dpRank_ == 0 && tpRank == 0
+    const int64_t cpRank = coords()[static_cast<int>(MeshAxis::kCP)];
+    Communicator *pp = ppSize_ > 1 && dpRank_ == 0 && tpRank == 0 &&
+                               cpRank == 0
                            ? &ranks_->axis(MeshAxis::kPP)
                            : nullptr;
     if (absl::Status s = whole_->gather(*device_, groups, pp, image->data());

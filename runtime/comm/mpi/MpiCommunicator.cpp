@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -183,7 +184,54 @@ public:
         });
   }
 
+  // Both transfers are posted before either is waited for, so that a ring
+  // of blocking sends cannot deadlock; numbered as a collective, since
+  // every rank of the group makes it.
+  absl::Status shift(const void *in, void *out, size_t count, DType dtype,
+                     int offset) override {
+    const size_t bytes = count * dtypeSize(dtype);
+    const int to = ((rank_ + offset) % size_ + size_) % size_;
+    const int from = ((rank_ - offset) % size_ + size_) % size_;
+    if (to == rank_) {
+      if (in != out && bytes > 0)
+        std::memmove(out, in, bytes);
+      return absl::OkStatus();
+    }
+    if (absl::Status s = fitsInt(bytes, "shift"); !s.ok())
+      return s;
+    const Call call{absl::StrCat("shift by ", offset), count, dtype};
+    const uint64_t seq = seq_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (board_)
+      board_->enter(seq);
+    const Touched touched{in, bytes, out, bytes};
+    markAccess(touched);
+    MPI_Request received, sent;
+    int posted;
+    {
+      MpiCallOrder order;
+      posted = api_.irecv(out, static_cast<int>(bytes), api_.byte, from,
+                          kShiftTag, comm_, &received);
+      if (posted == MPI_SUCCESS)
+        posted = api_.isend(in, static_cast<int>(bytes), api_.byte, to,
+                            kShiftTag, comm_, &sent);
+    }
+    if (absl::Status s = check(posted, call); !s.ok())
+      return s;
+    if (absl::Status s = complete(received, call, seq); !s.ok())
+      return s;
+    if (absl::Status s = complete(sent, call, seq); !s.ok())
+      return s;
+    markAccess(touched);
+    if (board_)
+      board_->leave(seq);
+    return absl::OkStatus();
+  }
+
 private:
+  // The tag of a shift's messages: each group's shifts are its only point
+  // to point messages with one tag, so they match in program order.
+  static constexpr int kShiftTag = 7;
+
   // MPI has no bf16 sum: every rank gathers the group's values and adds
   // them in f32 in rank order, rounding once, so all hold the same sum.
   absl::Status allReduceBf16(uint16_t *data, size_t count) {
@@ -420,6 +468,29 @@ MpiWorld::axisCommunicators(const MeshShape &shape,
         *api_, comm, std::move(name), std::move(members), timeout);
   }
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>>
+MpiWorld::dataGroupCommunicator(const MeshShape &shape,
+                                std::chrono::milliseconds timeout) const {
+  const int64_t group = meshDataGroupIndex(shape, rank_);
+  const MeshCoords c = meshCoords(shape, rank_);
+  const int64_t key = c[static_cast<int>(MeshAxis::kDP)] *
+                          shape.size(MeshAxis::kCP) +
+                      c[static_cast<int>(MeshAxis::kCP)];
+  MPI_Comm comm = nullptr;
+  if (int code = api_->commSplit(api_->commWorld, static_cast<int>(group),
+                                 static_cast<int>(key), &comm);
+      code != MPI_SUCCESS)
+    return absl::InternalError(
+        absl::StrCat("creating the dp_cp communicators failed: ",
+                     api_->describe(code)));
+  api_->commSetErrhandler(comm, api_->errorsReturn);
+  std::vector<int64_t> members = meshDataGroup(shape, rank_);
+  std::string name = absl::StrCat("dp_cp group ", group, " (ranks ",
+                                  absl::StrJoin(members, ", "), ")");
+  return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(
+      *api_, comm, std::move(name), std::move(members), timeout));
 }
 
 void MpiWorld::abort(int code) const {

@@ -42,6 +42,12 @@ public:
   absl::StatusOr<std::array<std::unique_ptr<Communicator>, kNumMeshAxes>>
   axisCommunicators(const MeshShape &shape,
                     std::chrono::milliseconds timeout) const;
+  // The communicator of context parallel's gradient group
+  // (meshDataGroup), made by splitting the world like the axes' (every rank
+  // calls it, after axisCommunicators).
+  absl::StatusOr<std::unique_ptr<Communicator>>
+  dataGroupCommunicator(const MeshShape &shape,
+                        std::chrono::milliseconds timeout) const;
 
   // Ends every rank of the job (after a failure on this one, so that no
   // rank is left waiting for it).

@@ -70,6 +70,8 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   ctx.seed = values.seed;
   ctx.tpRank = values.tpRank;
   ctx.tpSize = values.tpSize;
+  ctx.cpRank = values.cpRank;
+  ctx.cpSize = values.cpSize;
   ctx.pool = &pool_;
   absl::StatusOr<const Executor::Program *> program =
       executor_->program(kind);

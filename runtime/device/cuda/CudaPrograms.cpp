@@ -128,6 +128,12 @@ public:
   absl::Status collective(uint32_t s, const CollectiveCall &call) override {
     // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
     const int axis = static_cast<int>(call.axis) - 1;
+    if (call.axis == plan::DP_CP)
+      return absl::UnimplementedError(absl::StrCat(
+          "program \"", program_.bound->name,
+          "\" sums over context parallel's gradient group (dp_cp), which "
+          "has no device communicator yet; train context-parallel plans on "
+          "the CPU"));
     DeviceCommunicator *comm =
         axis >= 0 && axis < kNumMeshAxes ? device_.comms_[axis] : nullptr;
     if (comm == nullptr)
@@ -292,6 +298,8 @@ absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
     contexts[s].seed = values.seed;
     contexts[s].tpRank = values.tpRank;
     contexts[s].tpSize = values.tpSize;
+    contexts[s].cpRank = values.cpRank;
+    contexts[s].cpSize = values.cpSize;
     contexts[s].gpu = &gpuContexts_[s];
   }
 

@@ -395,3 +395,20 @@ func.func @marks(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %c = braid.gelu %b {braid.layer = #braid.layer<loss>, braid.phase = #braid.phase<weight_grad>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
   return %c : tensor<2x4xf32>
 }
+
+// Context parallel: the inputs' balanced parts, a ring step and the
+// reference attention over the whole sequence's keys.
+// CHECK-LABEL: func.func @context_parallel(
+// CHECK: braid.take_part %{{.+}} {axis = #braid.axis<cp>, dim = 1 : i64} : (tensor<2x4xi32>) -> tensor<2x2xi32>
+// CHECK: braid.comm.shift %{{.+}} {axis = #braid.axis<cp>, offset = 1 : i64} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+// CHECK: braid.attention {{.*}}cp = true{{.*}} -> (tensor<2x2x4xf32>, tensor<2x2x2x4xf32>)
+// CHECK: braid.rope {{.*}}cp = true
+// CHECK: braid.dropout {{.*}}cp_dim = 1 : i64
+func.func @context_parallel(%ids: tensor<2x4xi32>, %x: tensor<2x2x4xf32>, %k: tensor<2x4x4xf32>) -> tensor<2x2x4xf32> {
+  %part = braid.take_part %ids {axis = #braid.axis<cp>, dim = 1 : i64} : (tensor<2x4xi32>) -> tensor<2x2xi32>
+  %next = braid.comm.shift %x {axis = #braid.axis<cp>, offset = 1 : i64} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  %o, %p = braid.attention %next, %k, %k {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32, dropout = 0.0 : f32, rng_offset = 0 : i64, cp = true} : (tensor<2x2x4xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x2x4xf32>)
+  %r = braid.rope %o {num_heads = 2 : i64, theta = 1.0e+04 : f32, cp = true} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  %d = braid.dropout %r {p = 0.1 : f32, rng_offset = 1 : i64, cp_dim = 1 : i64} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %d : tensor<2x2x4xf32>
+}

@@ -366,3 +366,45 @@ sched.program @p step {
   // expected-error @+1 {{'sched.mark' op part must be "F", "B" or "W", not "BW"}}
   sched.mark "BW" stage 0 mb 0 on 0
 }
+
+// -----
+
+// collective: a shift says how far it moves its buffers.
+sched.program @p step {
+  %x = sched.alloc : memref<4xf32>
+  %y = sched.alloc : memref<4xf32>
+  // expected-error @+1 {{'sched.collective' op shift needs a non-zero offset}}
+  sched.collective shift cp(%x : memref<4xf32>) into(%y : memref<4xf32>) on 0
+}
+
+// -----
+
+// collective: a shift's output is another buffer of its buffer's type.
+sched.program @p step {
+  %x = sched.alloc : memref<4xf32>
+  %y = sched.alloc : memref<8xf32>
+  // expected-error @+1 {{'sched.collective' op shifts 'memref<4xf32>' into 'memref<8xf32>'; each output is another buffer of its buffer's type}}
+  sched.collective shift cp(%x : memref<4xf32>) into(%y : memref<8xf32>) on 0 {offset = 1 : si32}
+}
+
+// -----
+
+// collective: only a shift has an offset.
+sched.program @p step {
+  %x = sched.alloc : memref<4xf32>
+  %y = sched.alloc : memref<8xf32>
+  // expected-error @+1 {{'sched.collective' op only shift has an offset}}
+  sched.collective all_gather cp(%x : memref<4xf32>) into(%y : memref<8xf32>) on 0 {offset = 1 : si32}
+}
+
+// -----
+
+// repeat: collectives along dp reduce once per step, outside the body.
+sched.global @g.grad gradient of @g : memref<4xf32>
+sched.program @p step {
+  sched.repeat 2 {
+    %x = sched.get_global @g.grad : memref<4xf32>
+    // expected-error @+1 {{'sched.collective' op cannot be in a sched.repeat body, which holds launches, stages, readbacks, buffers, global reads and collectives along tp and cp only}}
+    sched.collective all_reduce_sum dp(%x : memref<4xf32>) on 1
+  }
+}

@@ -148,3 +148,19 @@ sched.program @step step {
   %n = sched.get_global @loss : memref<f32>
   sched.readback %n to 8 on 0 : memref<f32>
 }
+
+// Context parallel's ring step inside a micro-batch: a shift along cp, its
+// offset kept.
+// CHECK-LABEL: sched.program @ring step {
+// CHECK: sched.repeat 2 {
+// CHECK: sched.collective shift cp(%[[K:.+]] : memref<2x4x8xf32>) into(%{{.+}} : memref<2x4x8xf32>) on 0 {offset = 1 : si32}
+// CHECK: sched.collective shift cp(%[[K]] : memref<2x4x8xf32>) into(%{{.+}} : memref<2x4x8xf32>) on 0 {offset = -1 : si32}
+sched.program @ring step {
+  sched.repeat 2 {
+    %k = sched.alloc : memref<2x4x8xf32>
+    %k1 = sched.alloc : memref<2x4x8xf32>
+    %k2 = sched.alloc : memref<2x4x8xf32>
+    sched.collective shift cp(%k : memref<2x4x8xf32>) into(%k1 : memref<2x4x8xf32>) on 0 {offset = 1 : si32}
+    sched.collective shift cp(%k : memref<2x4x8xf32>) into(%k2 : memref<2x4x8xf32>) on 0 {offset = -1 : si32}
+  }
+}

@@ -2,6 +2,7 @@
 // holds exactly the catalogue of docs/kernels.md.
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "kernels/cpu/CpuKernels.h"
 #include "kernels/registry/Kernel.h"
+#include "test/unit/kernels/ValidLaunches.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -33,6 +35,14 @@ std::vector<std::string> catalogueNames() {
   return names;
 }
 
+#if BRAID_HAVE_CUDA
+// The kernels with a CPU context-parallel path (`cp`) and none on CUDA.
+bool refusesCpOnCuda(const std::string &name) {
+  return name == "attention" || name == "attention_grad_input" ||
+         name == "flash_attention" || name == "flash_attention_grad_input";
+}
+#endif
+
 TEST(DefaultRegistry, HoldsExactlyTheCatalogue) {
   const std::vector<std::string> want = catalogueNames();
   ASSERT_GE(want.size(), 30u);
@@ -48,10 +58,15 @@ TEST(DefaultRegistry, HoldsExactlyTheCatalogue) {
     EXPECT_NE(def->check, nullptr);
     EXPECT_NE(def->run, nullptr);
 #if BRAID_HAVE_CUDA
-    // Every kernel has a CUDA twin with the same, shared check.
+    // Every kernel has a CUDA twin with the same, shared check, but for the
+    // attention kernels, whose CUDA check refuses cp = 1 first
+    // (CudaAttentionCheck below).
     const KernelDef *gpu = r.find(n, Device::kCUDA);
     ASSERT_NE(gpu, nullptr) << n;
-    EXPECT_EQ(gpu->check, def->check) << n;
+    if (refusesCpOnCuda(n))
+      EXPECT_NE(gpu->check, def->check) << n;
+    else
+      EXPECT_EQ(gpu->check, def->check) << n;
     EXPECT_NE(gpu->run, nullptr) << n;
 #else
     EXPECT_EQ(r.find(n, Device::kCUDA), nullptr);
@@ -62,6 +77,34 @@ TEST(DefaultRegistry, HoldsExactlyTheCatalogue) {
   EXPECT_TRUE(r.names(Device::kCUDA).empty());
 #endif
 }
+
+#if BRAID_HAVE_CUDA
+// The CUDA attention kernels' check is the shared one, after refusing a
+// context-parallel launch (cp = 1), which only the CPU kernels implement.
+TEST(DefaultRegistry, CudaAttentionCheckRefusesContextParallel) {
+  const std::map<std::string, test::Sig> launches = test::validLaunches();
+  for (const char *name : {"attention", "attention_grad_input",
+                           "flash_attention", "flash_attention_grad_input"}) {
+    const KernelDef *gpu = defaultKernelRegistry().find(name, Device::kCUDA);
+    ASSERT_NE(gpu, nullptr) << name;
+    test::Sig s = launches.at(name);
+    EXPECT_TRUE(gpu->check({s.ins, s.outs, &s.params}).ok()) << name;
+    s.params.setInt("cp", 0);
+    EXPECT_TRUE(gpu->check({s.ins, s.outs, &s.params}).ok()) << name;
+    s.params.setInt("cp", 1);
+    const absl::Status st = gpu->check({s.ins, s.outs, &s.params});
+    EXPECT_THAT(std::string(st.message()),
+                HasSubstr(std::string(name) +
+                          ": context-parallel attention (cp = 1) has no CUDA "
+                          "kernel yet; train context-parallel plans on the "
+                          "CPU"));
+    // Without cp the shared check decides.
+    s.params.setInt("cp", 0);
+    s.ins[0].shape[2] = 5;
+    EXPECT_FALSE(gpu->check({s.ins, s.outs, &s.params}).ok()) << name;
+  }
+}
+#endif
 
 TEST(DefaultRegistry, IsBuiltOnceAcrossThreads) {
   std::vector<const KernelRegistry *> seen(4);

@@ -91,6 +91,15 @@ std::map<std::string, Sig> validLaunches() {
             .out({2, 3, 16})
             .out({2, 3, 8})
             .out({2, 3, 8}));
+  // Two ring steps' flash outputs merged (context parallelism).
+  add("attention_merge")
+      .in({2, 3, 16})
+      .in({2, 4, 3})
+      .in({2, 3, 16})
+      .in({2, 4, 3})
+      .out({2, 3, 16})
+      .out({2, 4, 3})
+      .i("num_heads", 4);
   add("repeat_kv")
       .in({2, 3, 8})
       .out({2, 3, 16})

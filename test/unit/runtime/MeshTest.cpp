@@ -57,6 +57,35 @@ TEST(Mesh, GroupsDifferAlongTheirAxisOnly) {
   }
 }
 
+// Context parallel's gradient group: the ranks of one TP and PP coordinate,
+// in the order dp * CP + cp.
+TEST(Mesh, TheDataGroupSpansDpAndCp) {
+  const MeshShape s = shape(2, 2, 1, 2);
+  EXPECT_EQ(meshDataGroup(s, 1), (std::vector<int64_t>{1, 3, 5, 7}));
+  EXPECT_EQ(meshDataGroup(s, 6), (std::vector<int64_t>{0, 2, 4, 6}));
+  const MeshShape p = shape(1, 2, 2, 1);
+  EXPECT_EQ(meshDataGroup(p, 3), (std::vector<int64_t>{2, 3}));
+  std::vector<int> seen(s.worldSize() / 4, 0);
+  for (int64_t r = 0; r < s.worldSize(); ++r) {
+    const int64_t g = meshDataGroupIndex(s, r);
+    ASSERT_LT(g, static_cast<int64_t>(seen.size()));
+    for (int64_t peer : meshDataGroup(s, r))
+      EXPECT_EQ(meshDataGroupIndex(s, peer), g);
+    ++seen[g];
+  }
+  for (int n : seen)
+    EXPECT_EQ(n, 4);
+}
+
+// Around a ring of one rank, a shift gives back what it sent.
+TEST(Mesh, AShiftOnOneRankCopies) {
+  SelfCommunicator self("cp group 0 (rank 0)");
+  const float in[3] = {1, 2, 3};
+  float out[3] = {};
+  ASSERT_TRUE(self.shift(in, out, 3, DType::kF32, 1).ok());
+  EXPECT_EQ(out[2], 3);
+}
+
 TEST(Ranks, OneProcessWithoutALauncherIsTheSingleRank) {
   if (launcherWorldSize())
     GTEST_SKIP() << "started by a launcher";
@@ -73,6 +102,8 @@ TEST(Ranks, OneProcessWithoutALauncherIsTheSingleRank) {
   EXPECT_TRUE(dp.allGather(v, out, 2, DType::kF32).ok());
   EXPECT_EQ(out[1], 2);
   EXPECT_FALSE(dp.send(v, 4, 1, 0).ok());
+  // Without CP the gradient group is the DP axis's.
+  EXPECT_EQ(&(*ranks)->dataGroup(), &dp);
 
   absl::StatusOr<std::unique_ptr<Ranks>> four =
       Ranks::join(shape(1, 1, 1, 4), std::chrono::seconds(1));
@@ -92,7 +123,7 @@ TEST(Ranks, AWorldOfTheWrongSizeIsRefusedBeforeAnyWork) {
             "the plan's mesh (tp 1 x cp 1 x pp 1 x dp 2) has 2 ranks but 3 "
             "were started; launch it with -np 2, or recompile the spec for 3 "
             "ranks (parallel.data_parallel x tensor_parallel x "
-            "pipeline_parallel)");
+            "context_parallel x pipeline_parallel)");
 }
 
 TEST(EmulatedLink, ParsesLatencyAndBandwidth) {

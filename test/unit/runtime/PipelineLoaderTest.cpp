@@ -174,9 +174,8 @@ TEST(PipelineLoader, RefusesAPipelineOfTheWrongShape) {
                 "pipeline plan (pp above 1) has stage plans");
   expectRefused([](plan::Plan &p) { p.clear_stage_plans(); },
                 "plan.stage_plans has 0 plans but plan.mesh.pp is 2");
-  expectRefused([](plan::Plan &p) { p.mutable_mesh()->set_cp(2); },
-                "plan.mesh.cp is 2: this runtime trains data, tensor and "
-                "pipeline parallel plans only (cp of 1)");
+  expectRefused([](plan::Plan &p) { p.mutable_mesh()->set_cp(0); },
+                "plan.mesh.cp is 0: a mesh axis has 1 to 2^24 ranks");
   expectRefused([](plan::Plan &p) { p.set_num_streams(2); },
                 "plan.num_streams is set in a pipeline plan, whose outer plan "
                 "carries only the header");
@@ -318,7 +317,7 @@ TEST(PipelineLoader, ChecksEachSendAndReceive) {
           step->mutable_instructions()->SwapElements(i, i - 1);
       },
       "a Repeat body holds launches, stages, readbacks and collectives along "
-      "tp only");
+      "tp and cp only");
 }
 
 TEST(PipelineLoader, RefusesTransfersOutsideAPipeline) {

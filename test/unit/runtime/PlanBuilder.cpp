@@ -205,12 +205,14 @@ void PlanBuilder::endMicroBatch() {
 
 void PlanBuilder::collective(uint32_t stream, plan::CollectiveKind kind,
                              plan::MeshAxis axis, std::vector<uint32_t> tensors,
-                             std::vector<uint32_t> outputs) {
+                             std::vector<uint32_t> outputs,
+                             int32_t shiftOffset) {
   plan::Instruction *inst = program("step")->add_instructions();
   inst->set_stream(stream);
   plan::Collective *c = inst->mutable_collective();
   c->set_kind(kind);
   c->set_axis(axis);
+  c->set_shift_offset(shiftOffset);
   for (uint32_t id : tensors)
     c->add_tensors(id);
   for (uint32_t id : outputs)

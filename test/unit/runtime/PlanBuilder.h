@@ -64,10 +64,12 @@ public:
   void stage(uint32_t stream, uint32_t tensor, uint32_t microBatch);
   void readback(uint32_t stream, uint32_t tensor, uint32_t slot);
   // A collective in "step" over `axis`: an all-reduce (no outputs) or a
-  // reduce-scatter or all-gather from `tensors` into `outputs`.
+  // reduce-scatter, all-gather or shift (by `shiftOffset`) from `tensors`
+  // into `outputs`.
   void collective(uint32_t stream, plan::CollectiveKind kind,
                   plan::MeshAxis axis, std::vector<uint32_t> tensors,
-                  std::vector<uint32_t> outputs = {});
+                  std::vector<uint32_t> outputs = {},
+                  int32_t shiftOffset = 0);
   // A send or receive in "step" of `tensor` with the pipeline rank
   // `peerOffset` away, on `channel`.
   void send(uint32_t stream, uint32_t tensor, int32_t peerOffset,

@@ -329,6 +329,9 @@ public:
   absl::Status broadcast(void *, size_t, int) override {
     return absl::UnimplementedError("not in this test");
   }
+  absl::Status shift(const void *, void *, size_t, DType, int) override {
+    return absl::UnimplementedError("not in this test");
+  }
   absl::Status send(const void *, size_t, int, int) override {
     return absl::UnimplementedError("not in this test");
   }
@@ -605,13 +608,14 @@ TEST(TensorParallelLoader, RefusesBadShards) {
                    "parameter is a shard along tp");
 }
 
-TEST(TensorParallelLoader, TheMeshMayHaveTpButNotCp) {
+TEST(TensorParallelLoader, TheMeshMayHaveTpAndCp) {
   plan::Plan p = test::tinyModelPlan();
   p.mutable_mesh()->set_tp(4);
   EXPECT_TRUE(load(p).ok()) << load(p);
   p.mutable_mesh()->set_cp(2);
-  expectRefused(p, "plan.mesh.cp is 2: this runtime trains data, tensor and "
-                   "pipeline parallel plans only (cp of 1)");
+  EXPECT_TRUE(load(p).ok()) << load(p);
+  p.mutable_mesh()->set_cp(0);
+  expectRefused(p, "plan.mesh.cp is 0: a mesh axis has 1 to 2^24 ranks");
 }
 
 // ---------------------------------------------------------------------------
@@ -625,6 +629,7 @@ struct Ids {
   uint32_t whole = 0; // bf16 activation [2 * tp, 8]
   uint32_t wide = 0;  // bf16 activation [2, 8 * tp]
   uint32_t grad = 0;  // f32 gradient [4]
+  uint32_t next = 0;  // f32 activation [4, 8], x's shape
 };
 
 // A plan on a mesh of `tp` (and `dp`) whose step writes the activations
@@ -650,13 +655,14 @@ plan::Plan collectivePlan(
   ids.whole = b.tensor("whole", {2 * tp, 8}, plan::BF16, plan::ACTIVATION);
   ids.wide = b.tensor("wide", {2, 8 * tp}, plan::BF16, plan::ACTIVATION);
   ids.grad = b.grad(w);
+  ids.next = b.tensor("next", {4, 8}, plan::F32, plan::ACTIVATION);
   if (adjust)
     adjust(b, ids);
   if (repeated)
     b.beginRepeat(1);
   b.beginMicroBatch(0);
   b.launch("step", 0, "test.touch", {},
-           {ids.x, ids.xb, ids.xi, ids.part, ids.wide, ids.grad});
+           {ids.x, ids.xb, ids.xi, ids.part, ids.wide, ids.grad, ids.next});
   if (stream != 0) {
     b.record("step", 0, 0, 1);
     b.wait("step", stream, 0, 1);
@@ -667,7 +673,8 @@ plan::Plan collectivePlan(
     b.wait("step", 0, 1, 1);
   }
   b.launch("step", 0, "test.touch",
-           {ids.x, ids.xb, ids.xi, ids.part, ids.whole, ids.wide, ids.grad},
+           {ids.x, ids.xb, ids.xi, ids.part, ids.whole, ids.wide, ids.grad,
+            ids.next},
            {});
   b.endMicroBatch();
   if (repeated)
@@ -710,6 +717,64 @@ TEST(TensorParallelLoader, AcceptsTheCollectivesOfTensorParallelism) {
     b.collective(0, plan::ALL_REDUCE_SUM, plan::DP, {ids.grad});
   });
   EXPECT_TRUE(load(p).ok()) << load(p);
+}
+
+// Context parallel's collectives: ring steps (shifts along cp, inside the
+// micro-batches) and the gradient sums over its DP x CP group.
+TEST(ContextParallelLoader, AcceptsRingStepsAndTheGradientGroup) {
+  auto onCp = [](test::PlanBuilder &b, Ids &) {
+    b.plan().mutable_mesh()->set_cp(4);
+  };
+  // (The body also gathers `whole` along TP, which its end reads.)
+  auto ring = [](test::PlanBuilder &b, const Ids &ids) {
+    b.collective(0, plan::SHIFT, plan::CP, {ids.x}, {ids.next}, 1);
+    b.collective(0, plan::SHIFT, plan::CP, {ids.next}, {ids.x}, -3);
+    b.collective(0, plan::ALL_GATHER, plan::TP, {ids.part}, {ids.whole});
+  };
+  plan::Plan p = collectivePlan(ring, 2, 0, true, onCp);
+  EXPECT_TRUE(load(p).ok()) << load(p);
+  p = collectivePlan(
+      [](test::PlanBuilder &b, const Ids &ids) {
+        b.collective(0, plan::ALL_REDUCE_SUM, plan::DP_CP, {ids.grad});
+      },
+      2, 0, false, onCp);
+  EXPECT_TRUE(load(p).ok()) << load(p);
+}
+
+TEST(ContextParallelLoader, RefusesShiftsItDoesNotMake) {
+  auto onCp = [](test::PlanBuilder &b, Ids &) {
+    b.plan().mutable_mesh()->set_cp(2);
+  };
+  auto shift = [&](uint32_t Ids::*in, uint32_t Ids::*out, int32_t offset,
+                   plan::CollectiveKind kind = plan::SHIFT) {
+    return collectivePlan(
+        [=](test::PlanBuilder &b, const Ids &ids) {
+          b.collective(0, kind, plan::CP, {ids.*in}, {ids.*out}, offset);
+        },
+        2, 0, true, onCp);
+  };
+  expectRefused(shift(&Ids::x, &Ids::next, 0),
+                "the collective's shift_offset is 0; a shift along cp (2 "
+                "ranks) moves 1 to 1 places either way");
+  expectRefused(shift(&Ids::x, &Ids::next, -2),
+                "the collective's shift_offset is -2; a shift along cp");
+  expectRefused(shift(&Ids::part, &Ids::whole, 1, plan::ALL_GATHER),
+                "the collective's shift_offset is 1; only a SHIFT has one");
+  expectRefused(shift(&Ids::x, &Ids::xb, 1),
+                "shifts plan.tensors[10] (x) (ACTIVATION f32 [4, 8]) into "
+                "plan.tensors[11] (xb) (ACTIVATION bf16 [4, 8]); a shift "
+                "moves an ACTIVATION into another of the same dtype and "
+                "shape");
+  expectRefused(shift(&Ids::grad, &Ids::next, 1),
+                "(GRADIENT f32 [4]) into plan.tensors[16] (next)");
+  // The gradient group sums once per step, after the micro-batches.
+  expectRefused(
+      collectivePlan(
+          [](test::PlanBuilder &b, const Ids &ids) {
+            b.collective(0, plan::ALL_REDUCE_SUM, plan::DP_CP, {ids.grad});
+          },
+          2, 0, true, onCp),
+      "a collective along the dp_cp axis inside a Repeat body");
 }
 
 TEST(TensorParallelLoader, RefusesCollectivesTensorParallelismDoesNotMake) {
@@ -774,7 +839,7 @@ TEST(TensorParallelLoader, RefusesCollectivesTensorParallelismDoesNotMake) {
           },
           2, 0, true),
       "a collective along the dp axis inside a Repeat body; a body holds "
-      "launches, stages, readbacks and collectives along tp only");
+      "launches, stages, readbacks and collectives along tp and cp only");
   // A collective on another stream races with stream 0 unless ordered.
   expectRefused(
       [] {

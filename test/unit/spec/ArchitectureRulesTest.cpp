@@ -450,6 +450,70 @@ TEST(SpecRules, SequenceParallelAndOverlap) {
             "remove one of the two");
 }
 
+// Context parallel cuts every sequence into 2 x CP equal chunks; it does
+// not yet combine with the pipeline, ZeRO, sequence parallel or the TP
+// overlap, nor its all-gather with BF16.
+TEST(SpecRules, ContextParallelLayouts) {
+  EXPECT_EQ(errorOf(std::string(kLlama) + "parallel { context_parallel: 3 }\n"),
+            "t.pbtxt:16:3: train.seq_len: 16 positions do not split into 6 "
+            "equal chunks (2 x context_parallel); choose a seq_len that is a "
+            "multiple of 6");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { context_parallel: -2 cp_comm_type: 7 }\n"),
+            "t.pbtxt:20:12: parallel.context_parallel: -2 is not a number of "
+            "ranks; set 1 to 1024 context-parallel ranks\n"
+            "t.pbtxt:20:33: parallel.cp_comm_type: 7 is not a way of "
+            "reaching the keys; set P2P (ring attention) or ALL_GATHER");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { context_parallel: 2 tensor_parallel: 2 "
+                    "pipeline_parallel: 2 zero_stage: 1 sequence_parallel: "
+                    "true tp_comm_overlap: true }\n"),
+            "t.pbtxt:20:51: parallel.pipeline_parallel: pipeline_parallel 2 "
+            "does not combine with context_parallel yet; remove it or set "
+            "context_parallel: 1\n"
+            "t.pbtxt:20:72: parallel.zero_stage: 1 does not combine with "
+            "tensor_parallel yet: ZeRO shards whole parameters over DP; set "
+            "zero_stage: 0 or tensor_parallel: 1\n"
+            "t.pbtxt:20:72: parallel.zero_stage: zero_stage 1 (ZeRO shards "
+            "over the data-parallel ranks only, while context parallel's "
+            "gradients are summed over DP x CP) does not combine with "
+            "context_parallel yet; remove it or set context_parallel: 1\n"
+            "t.pbtxt:20:86: parallel.sequence_parallel: sequence_parallel "
+            "does not combine with context_parallel yet; remove it or set "
+            "context_parallel: 1\n"
+            "t.pbtxt:20:110: parallel.tp_comm_overlap: does not combine with "
+            "pipeline_parallel yet: the pipeline's pieces keep the TP sums "
+            "on stream 0; remove the line or set pipeline_parallel: 1\n"
+            "t.pbtxt:20:110: parallel.tp_comm_overlap: does not combine with "
+            "sequence_parallel yet: it cuts the all-reduce of a row-parallel "
+            "GEMM, which sequence parallel replaces by a reduce-scatter; "
+            "remove one of the two\n"
+            "t.pbtxt:20:110: parallel.tp_comm_overlap: tp_comm_overlap does "
+            "not combine with context_parallel yet; remove it or set "
+            "context_parallel: 1");
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
+                         "  steps: 10\n  precision: BF16\n") +
+                    "parallel { context_parallel: 2 cp_comm_type: ALL_GATHER "
+                    "}\n"),
+            "t.pbtxt:21:32: parallel.cp_comm_type: ALL_GATHER does not "
+            "combine with BF16 yet: the key and value gradients' "
+            "reduce-scatter sums f32 only; use P2P (ring attention) or "
+            "precision: FP32");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { context_parallel: 2 tensor_parallel: 2 "
+                    "data_parallel: 2 }\n"),
+            "(loaded)");
+  EXPECT_EQ(errorOf(std::string(kLlama) +
+                    "parallel { context_parallel: 8 tensor_parallel: 4 "
+                    "pipeline_parallel: 1024 data_parallel: 1024 }\n"),
+            "t.pbtxt:20:1: parallel: tensor_parallel x context_parallel x "
+            "pipeline_parallel x data_parallel is 33554432 ranks; a run has "
+            "at most 2^24\n"
+            "t.pbtxt:20:51: parallel.pipeline_parallel: pipeline_parallel "
+            "1024 does not combine with context_parallel yet; remove it or "
+            "set context_parallel: 1");
+}
+
 // The schedule's and the partition's needs, each at the field to change.
 TEST(SpecRules, PipelineLayouts) {
   const std::string batch8 =

@@ -302,6 +302,8 @@ TwinHarness::runCpu(const TwinLaunch &launch,
     ctx.seed = sv.seed;
     ctx.tpRank = sv.tpRank;
     ctx.tpSize = sv.tpSize;
+    ctx.cpRank = sv.cpRank;
+    ctx.cpSize = sv.cpSize;
     KernelArgs args{inViews, outViews, &launch.params, &ctx};
     def->run(args);
   }
@@ -350,6 +352,8 @@ TwinHarness::runGpu(const TwinLaunch &launch,
     ctx.seed = sv.seed;
     ctx.tpRank = sv.tpRank;
     ctx.tpSize = sv.tpSize;
+    ctx.cpRank = sv.cpRank;
+    ctx.cpSize = sv.cpSize;
   };
   auto setDevice = [&](const StepValues &sv) -> absl::Status {
     TWIN_CUDA("cudaMemcpyAsync step values",

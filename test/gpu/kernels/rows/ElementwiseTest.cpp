@@ -147,6 +147,39 @@ TEST(CudaElementwiseKernels, DropoutOfAPartDrawsTheCpuMask) {
         }
 }
 
+// With cp_dim (docs/kernels.md, "Context parallel") each CP rank's
+// load-balanced part, and with tp_dim too each TP rank's part of it, draws
+// the whole tensor's mask: the CUDA draw index must be the CPU's.
+TEST(CudaElementwiseKernels, DropoutOfAContextParallelPartDrawsTheCpuMask) {
+  const std::vector<int64_t> whole = {4, 48, 37};
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const char *kernel : {"dropout", "dropout_grad_input"})
+      for (int64_t cp : {2, 4})
+        for (int64_t tp : {1, 3}) {
+          std::vector<int64_t> part = whole;
+          part[1] /= cp * tp;
+          for (int64_t r = 0; r < cp * tp; ++r) {
+            SCOPED_TRACE(::testing::Message()
+                         << kernel << " " << dtypeLabel(dt) << " CP " << cp
+                         << " TP " << tp << " rank " << r);
+            KernelParams params;
+            params.setFloat("p", 0.3);
+            params.setInt("rng_offset", 5);
+            params.setInt("cp_dim", 1);
+            if (tp > 1)
+              params.setInt("tp_dim", 1);
+            TwinLaunch l = launchOf(kernel, {randomTensor(part, dt, 50 + r)},
+                                    {zeros(part, dt)}, params);
+            l.step = StepValues{4, 0.0, 0x5eedull};
+            l.step.cpRank = r / tp;
+            l.step.cpSize = cp;
+            l.step.tpRank = r % tp;
+            l.step.tpSize = tp;
+            EXPECT_TRUE(twins(harness(), l, {kExact}));
+          }
+        }
+}
+
 TEST(CudaElementwiseKernels, SplitIsExact) {
   for (DType dt : {DType::kF32, DType::kBF16})
     for (int parts : {1, 3}) {

@@ -115,5 +115,53 @@ TEST(CudaFusedDropout, AddNormOfAPartDrawsTheCpuMask) {
         }
 }
 
+// With cp_dim (docs/kernels.md, "Context parallel"), alone or with tp_dim
+// on the same dimension: CP rank c's load-balanced part of the sequence,
+// and TP rank t's contiguous part of it.
+TEST(CudaFusedDropout, ContextParallelPartsDrawTheCpuMask) {
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (int64_t cp : {2, 4})
+      for (int64_t tp : {1, 3}) {
+        std::vector<int64_t> part = kWhole;
+        part[1] /= cp * tp;
+        const int64_t m = part.back();
+        const std::vector<int64_t> stats(part.begin(), part.end() - 1);
+        for (int64_t r = 0; r < cp * tp; ++r) {
+          SCOPED_TRACE(::testing::Message() << dtypeLabel(dt) << " CP " << cp
+                                            << " TP " << tp << " rank " << r);
+          KernelParams p;
+          p.setFloat("p", 0.25);
+          p.setInt("rng_offset", 7);
+          p.setInt("cp_dim", 1);
+          if (tp > 1)
+            p.setInt("tp_dim", 1);
+          StepValues step = stepOf(r % tp, tp);
+          step.cpRank = r / tp;
+          step.cpSize = cp;
+          TwinLaunch add = launchOf("fused_bias_dropout_add",
+                                    {randomTensor(part, dt, 100 + r),
+                                     randomTensor({m}, dt, 110),
+                                     randomTensor(part, dt, 120 + r)},
+                                    {zeros(part, dt)}, p);
+          add.step = step;
+          EXPECT_TRUE(twins(harness(), add, {elementTol(dt)}));
+          KernelParams np = p;
+          np.setFloat("eps", 1e-5);
+          TwinLaunch norm = launchOf(
+              "fused_add_rms_norm",
+              {randomTensor(part, dt, 130 + r), randomTensor(part, dt, 140 + r),
+               randomTensor({m}, dt, 150, 0.5f, 1.5f)},
+              {zeros(part, dt), zeros(part, dt), zeros(stats, DType::kF32)},
+              np);
+          norm.step = step;
+          const Tolerance smooth = dt == DType::kBF16
+                                       ? Tolerance{kBf16Rtol, 1e-3}
+                                       : Tolerance{1e-5, 1e-5};
+          EXPECT_TRUE(twins(harness(), norm,
+                            {elementTol(dt), smooth, Tolerance{1e-5, 1e-5}}));
+        }
+      }
+}
+
 } // namespace
 } // namespace braid::gpu_test::rows_test

@@ -87,6 +87,50 @@ TEST(CudaPartsKernels, StackAndUnstackAreExact) {
     }
 }
 
+// Context parallelism's balanced parts (docs/kernels.md, "Context
+// parallel"): take_part of every CP rank (axis 2), and stack_parts /
+// unstack_parts whose runs are half parts.
+TEST(CudaPartsKernels, BalancedPartsAreExact) {
+  struct Case {
+    std::vector<int64_t> x; // the whole tensor (of stack_parts)
+    int64_t dim, parts;
+  };
+  for (const Case &c : {Case{{3, 40, 64}, 1, 4}, Case{{3, 40, 7}, 1, 2},
+                        Case{{2, 5, 48}, 2, 4}, Case{{2, 3, 12, 5}, 2, 3}})
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kI32}) {
+      SCOPED_TRACE(::testing::Message()
+                   << label(dt) << " dim " << c.dim << " parts " << c.parts
+                   << " last " << c.x.back());
+      KernelParams p = dimParam(c.dim);
+      p.setInt("balanced", 1);
+      std::vector<int64_t> part = c.x;
+      part[c.dim] /= c.parts;
+      std::vector<int64_t> stacked = part;
+      stacked[0] *= c.parts;
+      EXPECT_TRUE(twins(harness(),
+                        launchOf("stack_parts", {input(c.x, dt, 14)},
+                                 {zeros(stacked, dt)}, p),
+                        {kExact}));
+      EXPECT_TRUE(twins(harness(),
+                        launchOf("unstack_parts", {input(stacked, dt, 15)},
+                                 {zeros(c.x, dt)}, p),
+                        {kExact}));
+      KernelParams take = p;
+      take.setInt("axis", 2);
+      // Ranks past the parts too: a CP axis of parts + 1.
+      for (int64_t r = 0; r <= c.parts; ++r) {
+        SCOPED_TRACE(::testing::Message() << "CP rank " << r);
+        TwinLaunch l = launchOf("take_part", {input(c.x, dt, 16)},
+                                {zeros(part, dt)}, take);
+        l.step.cpRank = r;
+        l.step.cpSize = c.parts + 1;
+        l.step.tpRank = c.parts + 1; // not the axis read
+        l.step.tpSize = c.parts + 2;
+        EXPECT_TRUE(twins(harness(), l, {kExact}));
+      }
+    }
+}
+
 // Captured once and replayed: a copy has no step values, and the TP rank
 // is the rank's own on every run.
 TEST(CudaPartsKernels, TakePartInGraphs) {

@@ -53,5 +53,31 @@ TEST(CudaRopeKernels, MatchCpu) {
       }
 }
 
+// With `cp` (docs/kernels.md, "Context parallel") the rows are CP rank r's
+// part of the sequence, rotated by their positions in the whole.
+TEST(CudaRopeKernels, ContextParallelPartsMatchCpu) {
+  const std::vector<int64_t> shape = {2, 24, 3 * 8};
+  uint64_t seed = 40;
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (int64_t ranks : {2, 4})
+      for (int64_t r = 0; r < ranks; ++r)
+        for (const char *kernel : {"rope", "rope_grad_input"}) {
+          SCOPED_TRACE(::testing::Message()
+                       << kernel << " " << dtypeLabel(dt) << " CP rank " << r
+                       << " of " << ranks);
+          KernelParams p;
+          p.setInt("num_heads", 3);
+          p.setFloat("theta", 10000.0);
+          p.setInt("cp", 1);
+          const Tolerance tol = dt == DType::kBF16 ? Tolerance{kBf16Rtol, 1e-6}
+                                                   : Tolerance{1e-5, 1e-6};
+          TwinLaunch l = launchOf(kernel, {randomTensor(shape, dt, ++seed)},
+                                  {zeros(shape, dt)}, p);
+          l.step.cpRank = r;
+          l.step.cpSize = ranks;
+          EXPECT_TRUE(twins(harness(), l, {tol}));
+        }
+}
+
 } // namespace
 } // namespace braid::gpu_test::rows_test
