@@ -200,10 +200,6 @@ LogicalResult Lowering::checkSignature() {
                          p.getCheckpointTransposed()});
       auto tp = func_.getArgAttrOfType<TpLayoutAttr>(i, BraidDialect::kTpAttr);
       if (tp && tp.isSplit()) {
-        if (sharded())
-          return func_.emitOpError()
-                 << "ZeRO does not yet shard tensor-parallel parameters ('"
-                 << p.getName() << "'); set zero_stage 0 or tensor_parallel 1";
         params_.back().tpShard = sched::ShardAttr::get(
             b_.getContext(), sched::MeshAxis::Tp,
             static_cast<unsigned>(tp.getDim()),
@@ -291,7 +287,7 @@ LogicalResult Lowering::createGlobals() {
   if (zeroStage_ == 1)
     for (auto &p : params_)
       global(p.name + ".grad.full", sched::GlobalKind::Gradient,
-             p.arg.getType(), p.name);
+             p.arg.getType(), p.name, std::nullopt, {}, false, p.tpShard);
   for (auto &p : params_) {
     global(p.name + ".exp_avg", sched::GlobalKind::OptimizerState,
            p.arg.getType(), p.name, std::nullopt, {}, sharded(), p.tpShard);

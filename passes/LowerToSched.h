@@ -127,14 +127,20 @@ private:
                          sched::ParamInfoAttr info = {}, bool shard = false,
                          sched::ShardAttr tpShard = {}) {
     MLIRContext *ctx = b_.getContext();
+    // A DP shard of a TP part keeps the part's description, with dp_rows.
+    sched::ShardAttr shardAttr = tpShard;
+    if (shard)
+      shardAttr = tpShard ? sched::ShardAttr::get(ctx, tpShard.getAxis(),
+                                                  tpShard.getDim(),
+                                                  tpShard.getBlocks(), true)
+                          : sched::ShardAttr::get(ctx, sched::MeshAxis::Dp, 0);
     auto g = sched::GlobalOp::create(
         b_, module_.getLoc(), b_.getStringAttr(sym),
         sched::GlobalKindAttr::get(ctx, kind),
         of.empty() ? FlatSymbolRefAttr() : FlatSymbolRefAttr::get(ctx, of),
         role ? sched::RoleAttr::get(ctx, *role) : sched::RoleAttr(),
         TypeAttr::get(shard ? shardBuffer(tensorType) : bufferType(tensorType)),
-        IntegerAttr(), info,
-        shard ? sched::ShardAttr::get(ctx, sched::MeshAxis::Dp, 0) : tpShard);
+        IntegerAttr(), info, shardAttr);
     globals_[sym] = g;
     return g;
   }

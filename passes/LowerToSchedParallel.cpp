@@ -224,29 +224,58 @@ LogicalResult Lowering::lowerComm(Operation &op,
 
 // With TP, a split parameter's gradient is one rank's part: the parts' norms
 // are gathered over the group and joined with the replicated parameters'
-// norm, which every rank holds whole.
+// norm, which every rank holds whole. With ZeRO each of those norms is
+// first the norm of the DP group's shards' norms, gathered.
 Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
   Value norm = getGlobal("grad_norm");
+  Type f32 = b_.getF32Type();
+  auto scalar = [&](int64_t n) {
+    return sched::AllocOp::create(b_, loc, MemRefType::get({n}, f32),
+                                  IntegerAttr())
+        .getResult();
+  };
+  // The norm of `gs` as this rank holds them, and its parts' gathered over
+  // `axis` into a buffer of the group's size.
+  auto partsOver = [&](ValueRange gs, sched::MeshAxis axis, int64_t size) {
+    Value mine = scalar(1);
+    optimizerLaunch(loc, "grad_norm", gs, {mine}, DictionaryAttr());
+    Value all = scalar(size);
+    setPhaseMark(collective(loc, sched::CollectiveKind::AllGather, {mine},
+                            {all}, axis),
+                 Phase::Optimizer);
+    return all;
+  };
+  // The norm of whole (unsharded) gradients, or of ZeRO's shards of them.
+  auto wholeNorm = [&](ValueRange gs) -> Value {
+    if (!sharded()) {
+      Value n = scalar(1);
+      optimizerLaunch(loc, "grad_norm", gs, {n}, DictionaryAttr());
+      return n;
+    }
+    Value n = scalar(1);
+    optimizerLaunch(loc, "grad_norm",
+                    {partsOver(gs, sched::MeshAxis::Dp, dataParallel_)}, {n},
+                    DictionaryAttr());
+    return n;
+  };
   if (tensorParallel_ > 1) {
     SmallVector<Value> split, whole;
     for (auto [p, g] : llvm::zip(params_, grads))
       (p.tpShard ? split : whole).push_back(g);
-    Type f32 = b_.getF32Type();
-    Value mine = sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32),
-                                        IntegerAttr());
-    optimizerLaunch(loc, "grad_norm", split, {mine}, DictionaryAttr());
-    Value all = sched::AllocOp::create(
-        b_, loc, MemRefType::get({tensorParallel_}, f32), IntegerAttr());
-    setPhaseMark(collective(loc, sched::CollectiveKind::AllGather, {mine},
-                            {all}, sched::MeshAxis::Tp),
-                 Phase::Optimizer);
-    SmallVector<Value> parts = {all};
-    if (!whole.empty()) {
-      Value rest = sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32),
-                                          IntegerAttr());
-      optimizerLaunch(loc, "grad_norm", whole, {rest}, DictionaryAttr());
-      parts.push_back(rest);
+    SmallVector<Value> parts;
+    if (sharded()) {
+      // Each TP part's norm (over its DP shards), then the parts'.
+      Value part = wholeNorm(split);
+      Value all = scalar(tensorParallel_);
+      setPhaseMark(collective(loc, sched::CollectiveKind::AllGather, {part},
+                              {all}, sched::MeshAxis::Tp),
+                   Phase::Optimizer);
+      parts.push_back(all);
+    } else {
+      parts.push_back(partsOver(split, sched::MeshAxis::Tp, tensorParallel_));
     }
+    if (!whole.empty())
+      parts.push_back(wholeNorm(whole));
     optimizerLaunch(loc, "grad_norm", parts, {norm}, DictionaryAttr());
     return norm;
   }
@@ -254,14 +283,9 @@ Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
     optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
     return norm;
   }
-  Type f32 = b_.getF32Type();
-  Value mine =
-      sched::AllocOp::create(b_, loc, MemRefType::get({1}, f32), IntegerAttr());
-  optimizerLaunch(loc, "grad_norm", grads, {mine}, DictionaryAttr());
-  Value all = sched::AllocOp::create(
-      b_, loc, MemRefType::get({dataParallel_}, f32), IntegerAttr());
-  collective(loc, sched::CollectiveKind::AllGather, {mine}, {all});
-  optimizerLaunch(loc, "grad_norm", {all}, {norm}, DictionaryAttr());
+  optimizerLaunch(loc, "grad_norm",
+                  {partsOver(grads, sched::MeshAxis::Dp, dataParallel_)},
+                  {norm}, DictionaryAttr());
   return norm;
 }
 

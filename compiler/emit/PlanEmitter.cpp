@@ -133,13 +133,18 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
     s->set_dim(shard.getDim());
     if (shard.getBlocks() > 1)
       s->set_blocks(shard.getBlocks());
+    if (shard.getDpRows())
+      s->set_dp_rows(true);
     const plan::Mesh &mesh = plan_.mesh();
-    const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp()};
+    const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp(),
+                             mesh.dp() * mesh.cp()};
     for (int d = 0; d < t->shape_size(); ++d)
-      s->add_global_shape(t->shape(d) *
-                          (d == static_cast<int>(shard.getDim())
-                               ? sizes[static_cast<int>(shard.getAxis())]
-                               : 1));
+      s->add_global_shape(
+          t->shape(d) *
+          (d == static_cast<int>(shard.getDim())
+               ? sizes[static_cast<int>(shard.getAxis())]
+               : 1) *
+          (d == 0 && shard.getDpRows() ? mesh.dp() : 1));
   }
   // The verifier gives inputs and scalars a role of their kind, and
   // parameters their info.
@@ -215,10 +220,15 @@ LogicalResult Emitter::linkParameters() {
       if (failed(copy))
         return failure();
       const plan::Tensor &c = plan_.tensors(*copy);
-      // A sharded parameter's copy is whole, or sharded as it is (ZeRO 3).
-      const auto &shape = t->has_shard() && !c.has_shard()
-                              ? t->shard().global_shape()
-                              : t->shape();
+      // A sharded parameter's copy is whole, or sharded as it is (ZeRO 3);
+      // ZeRO over a tensor-parallel part (dp_rows) copies that part.
+      std::vector<int64_t> shape(t->shape().begin(), t->shape().end());
+      if (t->has_shard() && !c.has_shard())
+        shape.assign(t->shard().global_shape().begin(),
+                     t->shard().global_shape().end());
+      else if (t->has_shard() && t->shard().dp_rows() &&
+               !c.shard().dp_rows() && !shape.empty())
+        shape[0] *= plan_.mesh().dp();
       if (c.kind() != plan::WEIGHT_COPY ||
           !std::equal(c.shape().begin(), c.shape().end(), shape.begin(),
                       shape.end()))

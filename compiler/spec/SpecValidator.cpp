@@ -136,12 +136,6 @@ void checkContextParallel(const spec::ModelSpec &spec, RuleSink &sink) {
     notYet("parallel.sequence_parallel", "sequence_parallel");
   if (p.tp_comm_overlap())
     notYet("parallel.tp_comm_overlap", "tp_comm_overlap");
-  if (p.cp_comm_type() == spec::ALL_GATHER &&
-      spec.train().precision() == spec::BF16)
-    sink.report("parallel.cp_comm_type",
-                "ALL_GATHER does not combine with BF16 yet: the key and value "
-                "gradients' reduce-scatter sums f32 only; use P2P (ring "
-                "attention) or precision: FP32");
 }
 
 // Tensor parallel splits heads, kv heads (or replicates them, when there are
@@ -193,10 +187,6 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                              "over them; choose a tensor_parallel that "
                              "divides ",
                              kv, " or is a multiple of it"));
-  if (p.sequence_parallel() && spec.train().precision() == spec::BF16)
-    sink.report("parallel.sequence_parallel",
-                "does not combine with BF16 yet: its reduce-scatters sum in "
-                "f32 only; set precision: FP32 or remove the line");
   if (p.tp_comm_overlap() && p.pipeline_parallel() > 1)
     sink.report("parallel.tp_comm_overlap",
                 "does not combine with pipeline_parallel yet: the pipeline's "
@@ -207,12 +197,6 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                 "does not combine with sequence_parallel yet: it cuts the "
                 "all-reduce of a row-parallel GEMM, which sequence parallel "
                 "replaces by a reduce-scatter; remove one of the two");
-  if (p.zero_stage() > 0)
-    sink.report("parallel.zero_stage",
-                absl::StrCat(p.zero_stage(),
-                             " does not combine with tensor_parallel yet: "
-                             "ZeRO shards whole parameters over DP; set "
-                             "zero_stage: 0 or tensor_parallel: 1"));
 }
 
 // Every data-parallel rank accumulates the same number of whole

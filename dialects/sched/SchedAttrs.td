@@ -163,24 +163,31 @@ def Sched_ShardAttr : AttrDef<Sched_Dialect, "Shard"> {
     above 1 (left out: 1) that dimension of the whole tensor is `blocks`
     equal consecutive blocks, and rank k holds part k of each, in order
     (a TP-split GPT-2 q/k/v projection: its rows of q, of k and of v).
+    With `dp_rows` (ZeRO over a tensor-parallel part; axis tp) the global
+    holds, of that part, the rows of the rank's DP coordinate: its first
+    dimension is the part's divided by the DP group's size.
 
     ```mlir
     sched.global @w parameter : memref<96x64xf32> shard <axis = dp, dim = 0>
         info <...>
     sched.global @qkv parameter : memref<96x64xf32> shard <axis = tp, dim = 0, blocks = 3>
         info <...>
+    sched.global @o parameter : memref<32x32xf32> shard <axis = tp, dim = 1, dp_rows = true>
+        info <...>
     ```
   }];
   let parameters = (ins AttrParameter<"::braid::sched::MeshAxis",
                                       "tp, cp, pp or dp">:$axis,
                         "unsigned":$dim,
-                        DefaultValuedParameter<"unsigned", "1">:$blocks);
+                        DefaultValuedParameter<"unsigned", "1">:$blocks,
+                        DefaultValuedParameter<"bool", "false">:$dp_rows);
   let assemblyFormat = "`<` struct(params) `>`";
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "::braid::sched::MeshAxis":$axis, "unsigned":$dim,
-                     CArg<"unsigned", "1">:$blocks), [{
-      return $_get($_ctxt, axis, dim, blocks);
+                     CArg<"unsigned", "1">:$blocks,
+                     CArg<"bool", "false">:$dp_rows), [{
+      return $_get($_ctxt, axis, dim, blocks, dp_rows);
     }]>];
 }
 

@@ -261,8 +261,15 @@ LogicalResult CollectiveOp::verify() {
                            << (gather ? "output" : "buffer")
                            << " must be whole rows of the other, stacked "
                               "along dimension 0";
-    if (!gather && !part.getElementType().isF32())
-      return emitOpError() << "sums f32 buffers, not " << in.getType();
+    // Along tp and cp the sums are activations', bf16 in BF16 plans.
+    const bool activations =
+        getAxis() == MeshAxis::Tp || getAxis() == MeshAxis::Cp;
+    if (!gather && !part.getElementType().isF32() &&
+        !(activations && part.getElementType().isBF16() &&
+          !in.getDefiningOp<GetGlobalOp>()))
+      return emitOpError() << "sums f32 buffers"
+                           << (activations ? " (or bf16 activations)" : "")
+                           << ", not " << in.getType();
   }
   return success();
 }

@@ -100,8 +100,22 @@ absl::Status checkStacking(const KernelSignature &sig, bool stack) {
   }
   for (int64_t i = 1; i < cut.rank(); ++i)
     ok = ok && (i == d || cut.dim(i) == stacked.dim(i));
-  if (ok)
+  if (ok) {
+    // `ring` (0 or 1): the blocks in a ring's order from this rank's
+    // coordinate on `axis` (1 TP, 2 CP), shifted by `ring_offset`; not with
+    // balanced parts.
+    absl::StatusOr<int64_t> ring = c.intParamOr("ring", 0, 0, 1);
+    if (!ring.ok())
+      return ring.status();
+    BRAID_KERNEL_TRY(c.intParamOr("ring_offset", 0, -(int64_t{1} << 30),
+                                  int64_t{1} << 30)
+                         .status());
+    BRAID_KERNEL_TRY(c.intParamOr("axis", 1, 1, 2).status());
+    if (*ring == 1 && c.intParamOr("balanced", 0, 0, 1).value_or(0) == 1)
+      return c.error("ring and balanced orders do not combine: a ring's "
+                     "blocks are contiguous parts");
     return checkBalanced(c, stacked, d);
+  }
   const std::string p = parts >= 1 ? std::to_string(parts) : "P";
   const Operand &have = stack ? stacked : cut;
   const std::string want =

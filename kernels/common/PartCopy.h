@@ -31,6 +31,14 @@
 // cut side), mirror = 2P - 1, rows = d0A (`mod`). take_part reads block
 // `rank` of that plan (its runs start at firstRun = rank * 2 * outer,
 // rows = outer), and unstack_parts runs it backwards (`scatter`).
+//
+// `ring` order (stack_parts and unstack_parts, contiguous parts): block s
+// along dimension 0 holds part (rank - s - offset) mod P, the order in
+// which the steps of a ring meet the parts: a ring that starts from its
+// own part and receives the previous rank's at each step (offset 0), or
+// one that starts from the next rank's part (offset 1, a reduce-scatter
+// whose sums travel forward). The block index of a run (its quotient for
+// stack_parts, its remainder for unstack_parts) is mapped so.
 #pragma once
 
 #include <cstdint>
@@ -54,11 +62,24 @@ struct PartCopy {
   int64_t mirror = 0;
   int64_t firstRun = 0;
   bool scatter = false;
+  // Ring order: P (0: none), the rank and the offset of its first part,
+  // and whether the block index is q's quotient (stack_parts) or remainder.
+  int64_t ringParts = 0;
+  int64_t ringRank = 0;
+  int64_t ringOffset = 0;
+  bool ringQuotient = false;
 
   // Offset of run q's first element on the side it is not contiguous in.
   BRAID_HOST_DEVICE int64_t source(int64_t q) const {
-    if (mirror == 0)
-      return (q / mod) * strideA + (q % mod) * strideB + base;
+    if (mirror == 0) {
+      int64_t a = q / mod, b = q % mod;
+      if (ringParts > 0) {
+        int64_t &block = ringQuotient ? a : b;
+        block = ((ringRank - block - ringOffset) % ringParts + ringParts) %
+                ringParts;
+      }
+      return a * strideA + b * strideB + base;
+    }
     const int64_t r = q + firstRun;
     const int64_t h = r % 2, ia = (r / 2) % mod, k = r / (2 * mod);
     return ia * strideB + (h ? mirror - k : k) * strideA + base;
@@ -66,11 +87,12 @@ struct PartCopy {
 
   // The plan of kernel `name` ("take_part", "stack_parts" or
   // "unstack_parts") from x to y along dimension `dim`, for part `rank`
-  // (take_part only), with contiguous or `balanced` parts. The shapes are
-  // those the kernel's check accepted.
+  // (take_part, and the `ring` order of the others), with contiguous or
+  // `balanced` parts. The shapes are those the kernel's check accepted.
   static PartCopy of(std::string_view name, const TensorDesc &x,
                      const TensorDesc &y, int64_t dim, int64_t rank,
-                     bool balanced = false) {
+                     bool balanced = false, bool ring = false,
+                     int64_t ringOffset = 0) {
     PartCopy p;
     if (dim < 0 || dim >= x.rank() || x.rank() != y.rank())
       return p;
@@ -126,6 +148,12 @@ struct PartCopy {
     p.strideA = p.len;
     p.mod = stack ? d0a : parts;
     p.strideB = stack ? parts * p.len : d0a * p.len;
+    if (ring && parts > 0) {
+      p.ringParts = parts;
+      p.ringRank = rank;
+      p.ringOffset = ringOffset;
+      p.ringQuotient = stack;
+    }
     if (p.mod == 0) {
       p.chunks = 0;
       p.mod = 1;

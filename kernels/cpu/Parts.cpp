@@ -21,12 +21,13 @@ void runCopy(const KernelArgs &args, std::string_view name) {
   const TensorView &x = args.ins[0], &y = args.outs[0];
   const KernelParams &params = paramsOf(args);
   const KernelContext &ctx = contextOf(args);
-  // take_part's `axis`: 1 (TP, the default) or 2 (CP) names whose
-  // coordinate the part is.
+  // `axis`: 1 (TP, the default) or 2 (CP) names whose coordinate the
+  // part (take_part) or the ring order (the others) is.
   const int64_t rank = params.intOr("axis", 1) == 2 ? ctx.cpRank : ctx.tpRank;
-  const PartCopy plan =
-      PartCopy::of(name, *x.desc, *y.desc, params.intOr("dim", 0), rank,
-                   params.intOr("balanced", 0) != 0);
+  const PartCopy plan = PartCopy::of(
+      name, *x.desc, *y.desc, params.intOr("dim", 0), rank,
+      params.intOr("balanced", 0) != 0, params.intOr("ring", 0) != 0,
+      params.intOr("ring_offset", 0));
   const int64_t size = dtypeSize(y.desc->dtype);
   auto *dst = static_cast<unsigned char *>(y.data);
   const auto *src = static_cast<const unsigned char *>(x.data);

@@ -59,8 +59,10 @@ void runCopy(const KernelArgs &args, std::string_view name) {
   const int64_t rank =
       args.ctx ? (cpAxis ? args.ctx->cpRank : args.ctx->tpRank) : 0;
   const bool balanced = params && params->intOr("balanced", 0) != 0;
-  const PartCopy plan =
-      PartCopy::of(name, *x.desc, *y.desc, dim, rank, balanced);
+  const bool ring = params && params->intOr("ring", 0) != 0;
+  const int64_t ringOffset = params ? params->intOr("ring_offset", 0) : 0;
+  const PartCopy plan = PartCopy::of(name, *x.desc, *y.desc, dim, rank,
+                                     balanced, ring, ringOffset);
   const int64_t size = dtypeSize(y.desc->dtype);
   cudaStream_t stream = static_cast<cudaStream_t>(args.ctx->gpu->stream);
   if (plan.zero) {

@@ -7,8 +7,10 @@
 // and the ranks that had not joined, where the implementation can tell.
 //
 // Buffers hold `count` elements of `dtype`. Sums are offered for f32 and
-// i32 (gradients reduce in f32), and host all-reduces (MPI, self) for bf16
-// too (tensor-parallel activations); gathers and broadcasts move any dtype.
+// i32 (gradients reduce in f32), and host all-reduces and reduce-scatters
+// (MPI, self) for bf16 too (tensor- and context-parallel activations, added
+// in f32 in rank order and rounded once); gathers, shifts and broadcasts
+// move any dtype.
 #pragma once
 
 #include <cstddef>

@@ -231,6 +231,9 @@ absl::Status resolveCollective(const plan::Plan &plan,
     const plan::Shard &shard = t.shard();
     if (shard.axis() == c.axis() && shard.dim() == 0 && shard.blocks() <= 1)
       return absl::OkStatus();
+    // ZeRO's rows of a TP part stack over DP into that part.
+    if (shard.dp_rows() && c.axis() == plan::DP)
+      return absl::OkStatus();
     return refuse(absl::StrCat(
         where, ": ", side, " ", tensorRef(plan, id), " is a shard along the ",
         absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
@@ -267,12 +270,17 @@ absl::Status resolveCollective(const plan::Plan &plan,
       out.outputs.push_back(id);
       continue;
     }
+    // A reduce-scatter sums f32; bf16 activations too along tp and cp
+    // (sequence parallel, context parallel's key and value gradients).
+    const bool bf16Activation = t.kind() == plan::ACTIVATION &&
+                                t.dtype() == plan::BF16 &&
+                                (c.axis() == plan::TP || c.axis() == plan::CP);
     if (kind != plan::SHIFT &&
         (kind == plan::ALL_GATHER
              ? !kindIn(t, {plan::PARAMETER, plan::WEIGHT_COPY,
                            plan::ACTIVATION})
              : !kindIn(t, {plan::GRADIENT, plan::SCALAR, plan::ACTIVATION}) ||
-                   t.dtype() != plan::F32))
+                   (t.dtype() != plan::F32 && !bf16Activation)))
       return refuse(absl::StrCat(
           where, ": ", tensorRef(plan, id), " is ", tensorKindName(t.kind()),
           " ", planDTypeName(t.dtype()), "; ",
@@ -280,7 +288,8 @@ absl::Status resolveCollective(const plan::Plan &plan,
               ? "an all-gather reads PARAMETER, WEIGHT_COPY or ACTIVATION "
                 "tensors"
               : "a reduce-scatter sums f32 GRADIENT, SCALAR or "
-                "ACTIVATION tensors"));
+                "ACTIVATION tensors, and bf16 ACTIVATION tensors along tp "
+                "and cp"));
     out.inputs.push_back(id);
     const uint32_t o = c.outputs(i);
     if (absl::Status s = known(o); !s.ok())

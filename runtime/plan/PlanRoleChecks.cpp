@@ -5,6 +5,7 @@
 #include <iterator>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -31,7 +32,7 @@ bool sameShard(const plan::Tensor &a, const plan::Tensor &b) {
   const plan::Shard &x = a.shard();
   const plan::Shard &y = b.shard();
   return x.axis() == y.axis() && x.dim() == y.dim() &&
-         shardBlocks(x) == shardBlocks(y) &&
+         shardBlocks(x) == shardBlocks(y) && x.dp_rows() == y.dp_rows() &&
          std::equal(x.global_shape().begin(), x.global_shape().end(),
                     y.global_shape().begin(), y.global_shape().end());
 }
@@ -45,8 +46,9 @@ std::string shardString(const plan::Tensor &t) {
   for (int i = 0; i < s.global_shape_size(); ++i)
     absl::StrAppend(&global, i ? ", " : "", s.global_shape(i));
   return absl::StrCat(
-      "a shard along ", absl::AsciiStrToLower(plan::MeshAxis_Name(s.axis())),
-      ", dimension ", s.dim(), ", in ", shardBlocks(s),
+      s.dp_rows() ? "the dp rows of " : "", "a shard along ",
+      absl::AsciiStrToLower(plan::MeshAxis_Name(s.axis())), ", dimension ",
+      s.dim(), ", in ", shardBlocks(s),
       shardBlocks(s) == 1 ? " block" : " blocks", ", of ", global, "]");
 }
 
@@ -166,24 +168,37 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
                                " of kind ", tensorKindName(t.kind()),
                                ": it must be WEIGHT_COPY"));
   const bool bf16 = plan.train().precision() == plan::TrainConfig::BF16;
-  // ZeRO 3 keeps the copy sharded like its master; 1 and 2 keep it whole.
+  // ZeRO 3 keeps the copy sharded like its master; 1 and 2 keep it whole,
+  // or, over a tensor-parallel part (dp_rows), that part.
+  const bool rows = p.has_shard() && p.shard().dp_rows();
+  const bool part = rows && t.has_shard() && !t.shard().dp_rows();
   const bool whole = p.has_shard() && !t.has_shard();
-  if (!bf16 && !whole)
+  if (!bf16 && !whole && !part)
     return refuse(absl::StrCat(
         tensorRef(plan, id),
         " is a WEIGHT_COPY but plan.train.precision is FP32: only BF16 plans "
         "have weight copies of whole parameters"));
   const plan::DType dtype = bf16 ? plan::BF16 : plan::F32;
-  const auto &shape = whole ? p.shard().global_shape() : p.shape();
+  std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
+  if (whole)
+    shape.assign(p.shard().global_shape().begin(),
+                 p.shard().global_shape().end());
+  else if (part && !shape.empty())
+    shape[0] *= meshAxisSize(plan.mesh(), plan::DP);
   if (t.dtype() != dtype || (t.has_shard() && !p.has_shard()) ||
       !std::equal(t.shape().begin(), t.shape().end(), shape.begin(),
                   shape.end()))
     return refuse(absl::StrCat(
         where, " names ", tensorRef(plan, id), ", ", planDTypeName(t.dtype()),
         " ", shapeString(t), ": it must be ", planDTypeName(dtype), " ",
-        whole ? "the parameter's whole shape" : shapeString(p),
-        whole ? "" : " like the parameter"));
-  if (t.has_shard() && !sameShard(p, t))
+        whole  ? "the parameter's whole shape"
+        : part ? "the parameter's tensor-parallel part"
+               : shapeString(p),
+        whole || part ? "" : " like the parameter"));
+  plan::Tensor unrowed = p;
+  if (part)
+    unrowed.mutable_shard()->set_dp_rows(false);
+  if (t.has_shard() && !sameShard(unrowed, t))
     return refuse(absl::StrCat(where, " names ", tensorRef(plan, id),
                                ", which is ", shardString(t),
                                ", but the parameter is ", shardString(p),

@@ -56,6 +56,13 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
         ref, ": a shard along dimension ", shard.dim(), " in ", blocks,
         " blocks of the dp axis; this runtime shards along dp on dimension "
         "0 in one block only (ZeRO)"));
+  const bool rows = shard.dp_rows();
+  if (rows && shard.axis() != plan::TP)
+    return refuse(absl::StrCat(
+        ref, ": a shard along ", axis,
+        " with dp_rows; dp_rows takes the DP rows of a tensor-parallel part, "
+        "so its axis is tp"));
+  const int64_t dp = rows ? meshAxisSize(plan.mesh(), plan::DP) : 1;
   const int64_t parts = meshAxisSize(plan.mesh(), shard.axis());
   std::string global = "[";
   for (int i = 0; i < shard.global_shape_size(); ++i)
@@ -74,9 +81,13 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
   bool fits = shard.global_shape_size() == t.shape_size();
   for (int d = 0; fits && d < t.shape_size(); ++d) {
     const int64_t g = shard.global_shape(d);
-    fits = d == static_cast<int>(shard.dim())
-               ? g >= 0 && g % pieces == 0 && g / parts == t.shape(d)
-               : g == t.shape(d);
+    int64_t mine = g;
+    if (d == static_cast<int>(shard.dim()))
+      mine = g >= 0 && g % pieces == 0 ? g / parts : -1;
+    // With dp_rows, this rank's rows of the TP part.
+    if (d == 0 && mine >= 0)
+      mine = mine % dp == 0 ? mine / dp : -1;
+    fits = mine >= 0 && mine == t.shape(d);
   }
   if (!fits)
     return refuse(absl::StrCat(
@@ -88,7 +99,10 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
         blocks > 1 ? absl::StrCat(" (and divisible by ", pieces,
                                   ", blocks times ranks)")
                    : std::string(),
-        " and every other dimension whole"));
+        " and every other dimension whole",
+        rows ? absl::StrCat(", but dimension 0 further divided by the ", dp,
+                            " ranks of the dp axis (dp_rows)")
+             : std::string()));
   return absl::OkStatus();
 }
 

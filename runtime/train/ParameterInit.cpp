@@ -10,14 +10,14 @@ namespace braid {
 namespace {
 
 // out[i] for i in [begin, end) is the whole tensor's element
-// layout.wholeIndex(i).
+// layout.wholeIndex(rows + i) (`rows`: dpRowsFirst).
 void fillNormal(float *out, int64_t begin, int64_t end, uint64_t key,
-                double stddev, const ShardLayout &layout) {
+                double stddev, const ShardLayout &layout, int64_t rows) {
   const int64_t run = layout.runLength();
   for (int64_t i = begin; i < end;) {
-    const int64_t r = i / run;
-    const int64_t stop = std::min(end, (r + 1) * run);
-    const int64_t first = layout.wholeStart(r) - r * run;
+    const int64_t r = (rows + i) / run;
+    const int64_t stop = std::min(end, (r + 1) * run - rows);
+    const int64_t first = layout.wholeStart(r) - r * run + rows;
     for (; i < stop; ++i)
       out[i] = static_cast<float>(
           stddev * rng::normal(key, static_cast<uint64_t>(first + i)));
@@ -38,6 +38,14 @@ ShardLayout tensorLayout(const LoadedPlan &plan, uint32_t id,
                          coord);
 }
 
+int64_t dpRowsFirst(const LoadedPlan &plan, uint32_t id,
+                    const MeshCoords &coords) {
+  const plan::Tensor &t = plan.proto.tensors(id);
+  if (!t.has_shard() || !t.shard().dp_rows())
+    return 0;
+  return coords[static_cast<int>(MeshAxis::kDP)] * plan.descs[id].numel();
+}
+
 void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
                    ThreadPool *pool, const MeshCoords &coords) {
   const plan::Tensor &t = plan.proto.tensors(id);
@@ -53,14 +61,15 @@ void initParameter(const LoadedPlan &plan, uint32_t id, float *out,
     if (n == 0)
       break;
     const ShardLayout layout = tensorLayout(plan, id, coords);
+    const int64_t rows = dpRowsFirst(plan, id, coords);
     const uint64_t key = rng::parameterKey(plan.proto.train().seed(), t.name());
     const double stddev = t.param().init_std();
     if (pool != nullptr)
       pool->parallelFor(n, 4096, [&](int64_t begin, int64_t end) {
-        fillNormal(out, begin, end, key, stddev, layout);
+        fillNormal(out, begin, end, key, stddev, layout, rows);
       });
     else
-      fillNormal(out, 0, n, key, stddev, layout);
+      fillNormal(out, 0, n, key, stddev, layout, rows);
     break;
   }
   }

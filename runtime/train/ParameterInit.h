@@ -23,6 +23,13 @@ class ThreadPool;
 ShardLayout tensorLayout(const LoadedPlan &plan, uint32_t id,
                          const MeshCoords &coords);
 
+// With dp_rows (plan.proto Shard: ZeRO over a tensor-parallel part) the
+// rank holds only its DP coordinate's rows of the part tensorLayout
+// describes: local element i is element dpRowsFirst + i of the part. 0 for
+// any other tensor.
+int64_t dpRowsFirst(const LoadedPlan &plan, uint32_t id,
+                    const MeshCoords &coords);
+
 // Writes the initial value of every PARAMETER of `plan` into `arena`, for
 // the rank at mesh coordinates `coords` (Ranks::coords(); all 0 for a
 // single rank): of a sharded parameter, the part that rank holds. Spreads

@@ -71,9 +71,14 @@ WholeTensors::WholeTensors(const LoadedPlan &local,
         const bool sharded = t.has_shard();
         if (sharded) {
           t.mutable_shape()->CopyFrom(t.shard().global_shape());
+          const int64_t rows =
+              t.shard().dp_rows()
+                  ? plan_checks::meshAxisSize(plan.proto.mesh(), plan::DP)
+                  : 1;
           t.set_size_bytes(t.size_bytes() *
-                           static_cast<uint64_t>(plan_checks::meshAxisSize(
-                               plan.proto.mesh(), t.shard().axis())));
+                           static_cast<uint64_t>(
+                               rows * plan_checks::meshAxisSize(
+                                          plan.proto.mesh(), t.shard().axis())));
           t.clear_shard();
         }
         tensors_.push_back({k, id, imageBytes_, t.size_bytes(), sharded});
@@ -128,8 +133,19 @@ absl::Status WholeTensors::gather(DeviceBackend &device,
     if (absl::Status s = device.read(t.offset(), part.data(), part.size());
         !s.ok())
       return s;
-    const int64_t n = local_.descs[e.id].numel();
+    int64_t n = local_.descs[e.id].numel();
     const DType dtype = local_.descs[e.id].dtype;
+    // dp_rows: the rank's rows of its TP part, gathered over DP first (the
+    // rows are consecutive, so the gather stacks them in place).
+    if (t.shard().dp_rows()) {
+      Communicator &dp = groups(MeshAxis::kDP);
+      std::vector<uint8_t> rows(part.size() * static_cast<size_t>(dp.size()));
+      if (absl::Status s = dp.allGather(part.data(), rows.data(), n, dtype);
+          !s.ok())
+        return s;
+      part = std::move(rows);
+      n *= dp.size();
+    }
     // One run per part (dimension 0, one block): the gather stacks the
     // parts where the whole tensor has them.
     const bool stacked = layout.runs() <= 1;
@@ -192,12 +208,16 @@ absl::Status WholeTensors::scatter(const uint8_t *image,
     const ShardLayout layout = tensorLayout(local_, e.id, coords);
     const size_t es = dtypeSize(local_.descs[e.id].dtype);
     const size_t runBytes = static_cast<size_t>(layout.runLength()) * es;
-    part.resize(t.size_bytes());
+    part.resize(static_cast<size_t>(layout.localNumel()) * es);
     for (int64_t k = 0; k < layout.runs(); ++k)
       std::memcpy(part.data() + static_cast<size_t>(k) * runBytes,
                   whole + static_cast<size_t>(layout.wholeStart(k)) * es,
                   runBytes);
-    if (absl::Status s = device.write(t.offset(), part.data(), part.size());
+    // dp_rows: of the TP part, the rank's rows.
+    const size_t first =
+        static_cast<size_t>(dpRowsFirst(local_, e.id, coords)) * es;
+    if (absl::Status s =
+            device.write(t.offset(), part.data() + first, t.size_bytes());
         !s.ok())
       return s;
   }

@@ -38,6 +38,7 @@ absl::StatusOr<MpiApi> load() {
   resolve("MPI_Iallreduce", api.iallreduce);
   resolve("MPI_Ireduce_scatter_block", api.ireduceScatterBlock);
   resolve("MPI_Iallgather", api.iallgather);
+  resolve("MPI_Ialltoall", api.ialltoall);
   resolve("MPI_Ibcast", api.ibcast);
   resolve("MPI_Isend", api.isend);
   resolve("MPI_Irecv", api.irecv);

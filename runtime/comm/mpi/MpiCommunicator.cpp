@@ -118,6 +118,9 @@ public:
 
   absl::Status reduceScatterSum(const void *in, void *out, size_t count,
                                 DType dtype) override {
+    if (dtype == DType::kBF16)
+      return reduceScatterBf16(static_cast<const uint16_t *>(in),
+                               static_cast<uint16_t *>(out), count);
     absl::StatusOr<MPI_Datatype> type = summable(dtype, "reduce-scatter");
     if (!type.ok())
       return type.status();
@@ -246,6 +249,39 @@ private:
       for (int r = 0; r < size_; ++r)
         sum += cpu::widen(all[static_cast<size_t>(r) * count + i]);
       data[i] = cpu::roundToBf16(sum);
+    }
+    return absl::OkStatus();
+  }
+
+  // Likewise for a reduce-scatter: every rank receives the group's values
+  // of its part (an all-to-all) and adds them in f32 in rank order,
+  // rounding once.
+  absl::Status reduceScatterBf16(const uint16_t *in, uint16_t *out,
+                                 size_t count) {
+    if (size_ == 1 || count == 0) {
+      if (in != out && count > 0)
+        std::memmove(out, in, count * sizeof(uint16_t));
+      return absl::OkStatus();
+    }
+    if (absl::Status s = fitsInt(count, "reduce-scatter"); !s.ok())
+      return s;
+    std::vector<uint16_t> parts(count * static_cast<size_t>(size_));
+    const size_t bytes = count * sizeof(uint16_t);
+    if (absl::Status s = collective(
+            Call{"reduce-scatter", count, DType::kBF16},
+            Touched{in, bytes * size_, parts.data(), bytes * size_},
+            [&](MPI_Request *request) {
+              return api_.ialltoall(in, static_cast<int>(count), api_.uint16,
+                                    parts.data(), static_cast<int>(count),
+                                    api_.uint16, comm_, request);
+            });
+        !s.ok())
+      return s;
+    for (size_t i = 0; i < count; ++i) {
+      float sum = 0.0f;
+      for (int r = 0; r < size_; ++r)
+        sum += cpu::widen(parts[static_cast<size_t>(r) * count + i]);
+      out[i] = cpu::roundToBf16(sum);
     }
     return absl::OkStatus();
   }

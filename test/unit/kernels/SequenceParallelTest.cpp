@@ -325,6 +325,42 @@ TEST_P(StackParts, ReduceScatterAndAllGatherAlongTheDimension) {
   EXPECT_EQ(u.output(0), sum);
 }
 
+// The ring order of the TP overlap's rings (docs/kernels.md): block s of
+// stack_parts holds part (rank - s - ring_offset) mod P, and unstack_parts
+// with the same order puts each block back at its part.
+TEST_P(StackParts, RingOrderRotatesTheBlocksByRank) {
+  const std::vector<float> x = randomVector(numelOf(c.shape), 43);
+  const std::vector<float> plain = stackedReference(x, c.shape, c.dim, c.parts);
+  const int64_t block = numelOf(c.shape) / c.parts;
+  for (int64_t offset : {0, 1})
+    for (int64_t r = 0; r < c.parts; ++r) {
+      SCOPED_TRACE(absl::StrCat("offset ", offset, ", ", rankName(r, c.parts)));
+      Launch s("stack_parts");
+      s.in(c.shape, x).out(stacked()).param("dim", c.dim);
+      s.param("ring", 1).param("ring_offset", offset);
+      setRank(s, r, c.parts);
+      s.run(&testPool(3));
+      for (int64_t b = 0; b < c.parts; ++b) {
+        const int64_t part = ((r - b - offset) % c.parts + c.parts) % c.parts;
+        EXPECT_TRUE(std::equal(s.output(0).begin() + b * block,
+                               s.output(0).begin() + (b + 1) * block,
+                               plain.begin() + part * block))
+            << "block " << b << " is not part " << part;
+      }
+      Launch u("unstack_parts");
+      u.in(stacked(), s.output(0)).out(c.shape).param("dim", c.dim);
+      u.param("ring", 1).param("ring_offset", offset);
+      setRank(u, r, c.parts);
+      u.run(&testPool(2));
+      EXPECT_EQ(u.output(0), x);
+    }
+  // Not with balanced parts.
+  Launch bad("stack_parts");
+  bad.in(c.shape, x).out(stacked()).param("dim", c.dim);
+  bad.param("ring", 1).param("balanced", 1);
+  EXPECT_FALSE(bad.check().ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, StackParts,
                          ::testing::Values(StackCase{{4, 8, 6}, 1, 2},
                                            StackCase{{4, 8, 6}, 1, 4},

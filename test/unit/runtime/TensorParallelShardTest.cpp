@@ -136,10 +136,13 @@ TEST(ShardLayout, OneBlockOnDimensionZeroIsOneRun) {
 
 // ---------------------------------------------------------------------------
 // Hand-made plans of parameters (each with its two moments), sharded along
-// TP as `splits` say over `parts` ranks, or whole with parts = 0. No
-// programs: initialisation and checkpoints read only the tensor table.
+// TP as `splits` say over `parts` ranks, or whole with parts = 0; with `dp`
+// above 1, each TP part further cut into the rows of `dp` DP ranks (ZeRO's
+// dp_rows). No programs: initialisation and checkpoints read only the
+// tensor table.
 
-LoadedPlan paramPlan(const std::vector<Split> &splits, int64_t parts) {
+LoadedPlan paramPlan(const std::vector<Split> &splits, int64_t parts,
+                     int64_t dp = 1) {
   LoadedPlan p;
   p.proto.set_format_version(kPlanFormatVersion);
   p.proto.set_name("tp");
@@ -147,7 +150,7 @@ LoadedPlan paramPlan(const std::vector<Split> &splits, int64_t parts) {
   p.proto.mutable_mesh()->set_tp(std::max<int64_t>(parts, 1));
   p.proto.mutable_mesh()->set_cp(1);
   p.proto.mutable_mesh()->set_pp(1);
-  p.proto.mutable_mesh()->set_dp(1);
+  p.proto.mutable_mesh()->set_dp(dp);
   uint64_t offset = 0;
   auto add = [&](const std::string &name, const Split &s,
                  plan::TensorKind kind) {
@@ -156,8 +159,10 @@ LoadedPlan paramPlan(const std::vector<Split> &splits, int64_t parts) {
     t.set_name(name);
     t.set_kind(kind);
     t.set_dtype(plan::F32);
-    const std::vector<int64_t> shape =
+    std::vector<int64_t> shape =
         parts > 0 ? localShapeOf(s.whole, s.dim, parts) : s.whole;
+    if (parts > 0 && dp > 1)
+      shape[0] /= dp;
     for (int64_t d : shape)
       t.add_shape(d);
     if (parts > 0) {
@@ -165,6 +170,7 @@ LoadedPlan paramPlan(const std::vector<Split> &splits, int64_t parts) {
       shard.set_axis(plan::TP);
       shard.set_dim(static_cast<uint32_t>(s.dim));
       shard.set_blocks(static_cast<uint32_t>(s.blocks));
+      shard.set_dp_rows(dp > 1);
       for (int64_t d : s.whole)
         shard.add_global_shape(d);
     }
@@ -386,6 +392,57 @@ private:
   ThreadPool pool_;
 };
 
+// ZeRO over TP parts (dp_rows): DP rank j of TP part k holds the part's
+// rows [j n0, (j + 1) n0), so its local element i is element j * numel + i
+// of the part, drawn as one rank would draw it.
+std::vector<Split> splitsWithRowsFor(int64_t parts, int64_t dp) {
+  std::vector<Split> fit;
+  for (const Split &s : kSplits)
+    if (s.whole[s.dim] % (s.blocks * parts) == 0 &&
+        localShapeOf(s.whole, s.dim, parts)[0] % dp == 0)
+      fit.push_back(s);
+  return fit;
+}
+
+MeshCoords tpDpCoords(int64_t k, int64_t j) {
+  MeshCoords c = tpCoords(k);
+  c[static_cast<int>(MeshAxis::kDP)] = j;
+  return c;
+}
+
+TEST(TensorParallelInit, DpRowsAreTheirRowsOfTheTpPart) {
+  const int64_t parts = 2, dp = 2;
+  const std::vector<Split> fit = splitsWithRowsFor(parts, dp);
+  // Blocks (fused q/k/v) whose rows the DP cut splits inside a block.
+  ASSERT_GE(fit.size(), 4u);
+  const LoadedPlan wholePlan = paramPlan(fit, 0);
+  std::vector<uint8_t> wholeArena(wholePlan.proto.memory().arena_bytes());
+  initParameters(wholePlan, wholeArena.data(), nullptr);
+  const LoadedPlan sharded = paramPlan(fit, parts, dp);
+  ThreadPool pool(3);
+  for (int64_t k = 0; k < parts; ++k)
+    for (int64_t j = 0; j < dp; ++j) {
+      std::vector<uint8_t> arena(sharded.proto.memory().arena_bytes());
+      initParameters(sharded, arena.data(), j % 2 ? &pool : nullptr,
+                     tpDpCoords(k, j));
+      for (size_t n = 0; n < fit.size(); ++n) {
+        const std::vector<float> mine =
+            tensorOf(sharded, arena.data(), sharded.parameters[n]);
+        const std::vector<float> all = tensorOf(wholePlan, wholeArena.data(),
+                                                wholePlan.parameters[n]);
+        const int64_t first = j * static_cast<int64_t>(mine.size());
+        SCOPED_TRACE(absl::StrCat("dim ", fit[n].dim, " blocks ",
+                                  fit[n].blocks, " tp ", k, " dp ", j));
+        for (size_t i = 0; i < mine.size(); ++i)
+          ASSERT_EQ(mine[i],
+                    all[referenceWholeIndex(fit[n].whole, fit[n].dim,
+                                            fit[n].blocks, parts, k,
+                                            first + static_cast<int64_t>(i))])
+              << "element " << i;
+      }
+    }
+}
+
 // The value a test puts at whole element `i` of stored tensor `n`.
 float marker(size_t n, int64_t i) {
   return static_cast<float>(n * 100000 + i) + 0.5f;
@@ -477,6 +534,82 @@ TEST(TensorParallelCheckpoint, GatherAndScatterRebuildTheWholeTensors) {
       EXPECT_EQ(fresh.arena(), devices[k]->arena()) << "rank " << k;
     }
   }
+}
+
+// TP 2 x DP 2 with dp_rows: a checkpoint gathers each part's rows over DP,
+// then the parts over TP; resuming keeps each rank's rows of its part.
+TEST(TensorParallelCheckpoint, DpRowsGatherOverDpThenTp) {
+  const int parts = 2, dp = 2;
+  const std::vector<Split> fit = splitsWithRowsFor(parts, dp);
+  const LoadedPlan sharded = paramPlan(fit, parts, dp);
+  WholeTensors whole(sharded);
+  const LoadedPlan wholePlan = paramPlan(fit, 0);
+  ASSERT_EQ(whole.imageBytes(), wholePlan.proto.memory().arena_bytes());
+  // Rank (k, j) holds rows j of TP part k of tensors valued marker(n, i).
+  std::vector<std::unique_ptr<ArenaDevice>> devices;
+  for (int k = 0; k < parts; ++k)
+    for (int j = 0; j < dp; ++j) {
+      devices.push_back(
+          std::make_unique<ArenaDevice>(sharded.proto.memory().arena_bytes()));
+      for (int n = 0; n < sharded.proto.tensors_size(); ++n) {
+        const plan::Tensor &t = sharded.proto.tensors(n);
+        const Split &s = fit[n / 3];
+        std::vector<float> local(t.size_bytes() / 4);
+        const int64_t first = j * static_cast<int64_t>(local.size());
+        for (size_t i = 0; i < local.size(); ++i)
+          local[i] = marker(n, referenceWholeIndex(s.whole, s.dim, s.blocks,
+                                                   parts, k, first + i));
+        std::memcpy(devices.back()->arena().data() + t.offset(), local.data(),
+                    t.size_bytes());
+      }
+    }
+  // One TP group per DP coordinate, one DP group per TP coordinate.
+  std::vector<std::unique_ptr<ThreadGroup>> tpGroups, dpGroups;
+  for (int j = 0; j < dp; ++j)
+    tpGroups.push_back(std::make_unique<ThreadGroup>(parts));
+  for (int k = 0; k < parts; ++k)
+    dpGroups.push_back(std::make_unique<ThreadGroup>(dp));
+  std::vector<std::vector<uint8_t>> images(
+      parts * dp, std::vector<uint8_t>(whole.imageBytes()));
+  std::vector<absl::Status> gathered(parts * dp);
+  {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < parts; ++k)
+      for (int j = 0; j < dp; ++j)
+        threads.emplace_back([&, k, j] {
+          ThreadCommunicator tp(*tpGroups[j], k), dpComm(*dpGroups[k], j);
+          WholeTensors::AxisGroups groups =
+              [&](MeshAxis axis) -> Communicator & {
+            return axis == MeshAxis::kTP ? static_cast<Communicator &>(tp)
+                                         : dpComm;
+          };
+          const int r = k * dp + j;
+          gathered[r] =
+              whole.gather(*devices[r], groups, nullptr, images[r].data());
+        });
+    for (std::thread &t : threads)
+      t.join();
+  }
+  for (int r = 0; r < parts * dp; ++r) {
+    ASSERT_TRUE(gathered[r].ok()) << gathered[r];
+    for (int n = 0; n < whole.plan().proto.tensors_size(); ++n) {
+      const plan::Tensor &t = whole.plan().proto.tensors(n);
+      std::vector<float> values(t.size_bytes() / 4);
+      std::memcpy(values.data(), images[r].data() + t.offset(),
+                  t.size_bytes());
+      for (size_t i = 0; i < values.size(); ++i)
+        ASSERT_EQ(values[i], marker(n, static_cast<int64_t>(i)))
+            << t.name() << " element " << i << " on rank " << r;
+    }
+  }
+  for (int k = 0; k < parts; ++k)
+    for (int j = 0; j < dp; ++j) {
+      ArenaDevice fresh(sharded.proto.memory().arena_bytes());
+      ASSERT_TRUE(
+          whole.scatter(images[0].data(), tpDpCoords(k, j), fresh).ok());
+      EXPECT_EQ(fresh.arena(), devices[k * dp + j]->arena())
+          << "tp " << k << " dp " << j;
+    }
 }
 
 TEST(TensorParallelCheckpoint, AGroupOfTheWrongSizeIsAnError) {
@@ -608,6 +741,46 @@ TEST(TensorParallelLoader, RefusesBadShards) {
                    "parameter is a shard along tp");
 }
 
+// ZeRO over TP parts: lm_head.weight [256, 16] is the DP rows of a TP part
+// (dp_rows), [256, 32] split along columns over TP 2, rows over DP 2.
+plan::Plan rowsOfHead(uint32_t dim, std::vector<int64_t> global) {
+  plan::Plan p = shardedHead(2, plan::TP, dim, std::move(global));
+  p.mutable_mesh()->set_dp(2);
+  for (const char *suffix : {"", ".exp_avg", ".exp_avg_sq", ".grad"})
+    named(p, std::string("lm_head.weight") + suffix)
+        .mutable_shard()
+        ->set_dp_rows(true);
+  return p;
+}
+
+TEST(TensorParallelLoader, DpRowsAreRowsOfATpPart) {
+  EXPECT_TRUE(load(rowsOfHead(1, {512, 32})).ok());
+  // Split along dimension 0: TP 2 then DP 2 of its rows, 4 x 256 in all.
+  EXPECT_TRUE(load(rowsOfHead(0, {1024, 16})).ok());
+  expectRefused(rowsOfHead(1, {256, 32}),
+                "has shape [256, 16] but is a shard of [256, 32] along "
+                "dimension 1 over the 2 ranks of a tp group: the shard must "
+                "be that dimension divided by 2 and every other dimension "
+                "whole, but dimension 0 further divided by the 2 ranks of "
+                "the dp axis (dp_rows)");
+  plan::Plan dp = shardedHead(1, plan::DP, 0, {512, 16});
+  dp.mutable_mesh()->set_dp(2);
+  for (const char *suffix : {"", ".exp_avg", ".exp_avg_sq", ".grad"})
+    named(dp, std::string("lm_head.weight") + suffix)
+        .mutable_shard()
+        ->set_dp_rows(true);
+  expectRefused(dp, "(lm_head.weight): a shard along dp with dp_rows; dp_rows "
+                    "takes the DP rows of a tensor-parallel part, so its axis "
+                    "is tp");
+  // A moment is the same rows as its parameter: without dp_rows its shape
+  // would be the whole TP part's.
+  plan::Plan p = rowsOfHead(1, {512, 32});
+  named(p, "lm_head.weight.exp_avg").mutable_shard()->set_dp_rows(false);
+  expectRefused(p, "(lm_head.weight.exp_avg) has shape [256, 16] but is a "
+                   "shard of [512, 32] along dimension 1 over the 2 ranks of "
+                   "a tp group");
+}
+
 TEST(TensorParallelLoader, TheMeshMayHaveTpAndCp) {
   plan::Plan p = test::tinyModelPlan();
   p.mutable_mesh()->set_tp(4);
@@ -710,6 +883,11 @@ TEST(TensorParallelLoader, AcceptsTheCollectivesOfTensorParallelism) {
       [](test::PlanBuilder &b, Ids &ids) {
         setShard(*b.plan().mutable_tensors(ids.part), plan::TP, 0, {4, 8});
       });
+  EXPECT_TRUE(load(p).ok()) << load(p);
+  // Sequence parallel's reduce-scatter sums bf16 activations too.
+  p = collectivePlan([](test::PlanBuilder &b, const Ids &ids) {
+    b.collective(0, plan::REDUCE_SCATTER_SUM, plan::TP, {ids.xb}, {ids.part});
+  });
   EXPECT_TRUE(load(p).ok()) << load(p);
   // Gradients and scalars still sum along any axis.
   p = collectivePlan([](test::PlanBuilder &b, const Ids &ids) {

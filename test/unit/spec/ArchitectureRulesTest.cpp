@@ -383,8 +383,8 @@ TEST(SpecRules, ParallelDegrees) {
 }
 
 // Tensor parallel splits heads, the FFN and the vocabulary into equal parts,
-// and kv heads too or replicates them evenly; it does not yet combine with
-// the pipeline, ZeRO or BF16.
+// and kv heads too or replicates them evenly; its overlap does not yet
+// combine with the pipeline; sequence parallel does with BF16.
 TEST(SpecRules, TensorParallelLayouts) {
   EXPECT_EQ(errorOf(std::string(kLlama) + "parallel { tensor_parallel: 3 }\n"),
             "t.pbtxt:3:3: model.vocab_size: 256 vocabulary entries (the "
@@ -408,18 +408,13 @@ TEST(SpecRules, TensorParallelLayouts) {
   EXPECT_EQ(errorOf(std::string(kLlama) +
                     "parallel { tensor_parallel: 2 pipeline_parallel: 2 "
                     "zero_stage: 1 tp_comm_overlap: true }\n"),
-            "t.pbtxt:20:52: parallel.zero_stage: 1 does not combine with "
-            "tensor_parallel yet: ZeRO shards whole parameters over DP; set "
-            "zero_stage: 0 or tensor_parallel: 1\n"
             "t.pbtxt:20:66: parallel.tp_comm_overlap: does not combine with "
             "pipeline_parallel yet: the pipeline's pieces keep the TP sums "
             "on stream 0; remove the line or set pipeline_parallel: 1");
   EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
                          "  steps: 10\n  precision: BF16\n") +
                     "parallel { tensor_parallel: 2 sequence_parallel: true }\n"),
-            "t.pbtxt:21:31: parallel.sequence_parallel: does not combine "
-            "with BF16 yet: its reduce-scatters sum in f32 only; set "
-            "precision: FP32 or remove the line");
+            "(loaded)");
 }
 
 // Sequence parallel and the TP overlap need a TP group; the sequence splits
@@ -452,7 +447,7 @@ TEST(SpecRules, SequenceParallelAndOverlap) {
 
 // Context parallel cuts every sequence into 2 x CP equal chunks; it does
 // not yet combine with the pipeline, ZeRO, sequence parallel or the TP
-// overlap, nor its all-gather with BF16.
+// overlap (its all-gather does with BF16).
 TEST(SpecRules, ContextParallelLayouts) {
   EXPECT_EQ(errorOf(std::string(kLlama) + "parallel { context_parallel: 3 }\n"),
             "t.pbtxt:16:3: train.seq_len: 16 positions do not split into 6 "
@@ -471,9 +466,6 @@ TEST(SpecRules, ContextParallelLayouts) {
             "t.pbtxt:20:51: parallel.pipeline_parallel: pipeline_parallel 2 "
             "does not combine with context_parallel yet; remove it or set "
             "context_parallel: 1\n"
-            "t.pbtxt:20:72: parallel.zero_stage: 1 does not combine with "
-            "tensor_parallel yet: ZeRO shards whole parameters over DP; set "
-            "zero_stage: 0 or tensor_parallel: 1\n"
             "t.pbtxt:20:72: parallel.zero_stage: zero_stage 1 (ZeRO shards "
             "over the data-parallel ranks only, while context parallel's "
             "gradients are summed over DP x CP) does not combine with "
@@ -495,10 +487,7 @@ TEST(SpecRules, ContextParallelLayouts) {
                          "  steps: 10\n  precision: BF16\n") +
                     "parallel { context_parallel: 2 cp_comm_type: ALL_GATHER "
                     "}\n"),
-            "t.pbtxt:21:32: parallel.cp_comm_type: ALL_GATHER does not "
-            "combine with BF16 yet: the key and value gradients' "
-            "reduce-scatter sums f32 only; use P2P (ring attention) or "
-            "precision: FP32");
+            "(loaded)");
   EXPECT_EQ(errorOf(std::string(kLlama) +
                     "parallel { context_parallel: 2 tensor_parallel: 2 "
                     "data_parallel: 2 }\n"),
