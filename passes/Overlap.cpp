@@ -450,6 +450,9 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
         TpOverlapStats tp = overlapTensorParallel(program, tpChunks.getInt());
         tpChunkedGemms += tp.chunkedGemms;
         tpHiddenSums += tp.hiddenSums;
+        tpGatherRings += tp.gatherRings;
+        tpScatterRings += tp.scatterRings;
+        tpPrefetchedGathers += tp.prefetchedGathers;
       }
       FailureOr<std::optional<Reductions>> found = findReductions(program);
       if (failed(found))

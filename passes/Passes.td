@@ -361,6 +361,12 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     its output run in pieces over `sched.view`s, a piece summed on the TP
     stream while the next computes (events 5 and 6); each backward sum runs
     on the TP stream behind the weight-gradient launches that preceded it.
+    Under sequence parallel each all-gather along the sequence becomes a
+    ring of shifts whose blocks the GEMMs reading it compute on as they
+    arrive, and each reduce-scatter a ring whose steps compute one part's
+    rows, add the received partial sum and pass it on; backward's
+    re-gathers for the weight gradients are passed round the ring on the
+    TP stream ahead of where they are read.
 
     Runs on braid-lower-to-sched's data-parallel step, whose gradients are
     summed by the collectives of one hand-over after every micro-batch (or,
@@ -423,6 +429,14 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
               "Row-parallel GEMMs summed piece by piece">,
     Statistic<"tpHiddenSums", "tp-hidden-sums",
               "Backward TP sums run behind weight gradients">,
+    Statistic<"tpGatherRings", "tp-gather-rings",
+              "Sequence-parallel all-gathers run as rings beside their GEMMs">,
+    Statistic<"tpScatterRings", "tp-scatter-rings",
+              "Sequence-parallel reduce-scatters run as rings beside their "
+              "GEMMs">,
+    Statistic<"tpPrefetchedGathers", "tp-prefetched-gathers",
+              "Sequence-parallel re-gathers passed round the ring ahead of "
+              "their reader">,
   ];
 }
 

@@ -12,6 +12,13 @@ struct TpOverlapStats {
   int64_t chunkedGemms = 0;
   // Backward sums moved to the TP stream, behind weight-gradient launches.
   int64_t hiddenSums = 0;
+  // Sequence parallel: all-gathers decomposed into a ring beside the GEMMs
+  // that read them, and reduce-scatters beside the GEMMs that make them.
+  int64_t gatherRings = 0;
+  int64_t scatterRings = 0;
+  // Sequence parallel: other all-gathers (backward's re-gathers for the
+  // weight gradients) passed round the ring ahead of their reader.
+  int64_t prefetchedGathers = 0;
 };
 
 // Hides the TP group's sums of `step` (braid-overlap, see TpOverlap.cpp),

@@ -347,11 +347,15 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   if (parallel.context_parallel() > 1 &&
       parallel.cp_comm_type() == spec::ALL_GATHER)
     module->setAttr(BraidDialect::kCpAllGatherAttr, b_.getUnitAttr());
-  if (parallel.tensor_parallel() > 1 && parallel.tp_comm_overlap())
+  // Default pieces: 4 per row-parallel GEMM, 2 per block of sequence
+  // parallel's rings (a block is already 1/TP of the GEMM).
+  if (parallel.tensor_parallel() > 1 && parallel.tp_comm_overlap()) {
+    const int64_t chunks = parallel.tp_comm_chunks() > 0
+                               ? parallel.tp_comm_chunks()
+                               : (parallel.sequence_parallel() ? 2 : 4);
     module->setAttr(BraidDialect::kTpCommChunksAttr,
-                    b_.getI64IntegerAttr(parallel.tp_comm_chunks() > 0
-                                             ? parallel.tp_comm_chunks()
-                                             : 4));
+                    b_.getI64IntegerAttr(chunks));
+  }
   if (parallel.pipeline_parallel() > 1) {
     SmallVector<NamedAttribute> settings = {
         b_.getNamedAttr("schedule",

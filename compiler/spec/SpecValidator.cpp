@@ -157,7 +157,7 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
     sink.report("parallel.tp_comm_chunks",
                 absl::StrCat(p.tp_comm_chunks(),
                              " is not a number of pieces; set 2 to 64 (0: "
-                             "4)"));
+                             "4, or 2 with sequence_parallel)"));
   if (tp <= 1)
     return;
   const int64_t seq = spec.train().seq_len();
@@ -192,11 +192,6 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                 "does not combine with pipeline_parallel yet: the pipeline's "
                 "pieces keep the TP sums on stream 0; remove the line or set "
                 "pipeline_parallel: 1");
-  if (p.tp_comm_overlap() && p.sequence_parallel())
-    sink.report("parallel.tp_comm_overlap",
-                "does not combine with sequence_parallel yet: it cuts the "
-                "all-reduce of a row-parallel GEMM, which sequence parallel "
-                "replaces by a reduce-scatter; remove one of the two");
 }
 
 // Every data-parallel rank accumulates the same number of whole

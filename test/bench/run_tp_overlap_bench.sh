@@ -10,10 +10,16 @@
 #     GEMM and its sum in pieces, backward sums behind the weight
 #     gradients): the step time of each, the communication fraction of the
 #     serial step and the share of the communication hidden.
+# With --sequence-parallel all three runs are sequence parallel, and the
+# overlap is the rings: each all-gather along the sequence beside the GEMMs
+# that read it, each reduce-scatter beside the GEMMs that make it, each
+# re-gather for a weight gradient passed round ahead of it. --chunks sets
+# tp_comm_chunks (default: the spec's, 4 pieces per GEMM or 2 per block).
 #
 #   test/bench/run_tp_overlap_bench.sh [--steps N] [--rounds R]
 #                                      [--latency-us L] [--gbps B]
-#                                      [--chunks K] [--out DIR]
+#                                      [--chunks K] [--sequence-parallel]
+#                                      [--out DIR]
 #
 # Step times on a shared 2-core machine vary by 10 to 20% from run to run:
 # the runs are made in turn, R rounds of each (default 3), and each figure
@@ -27,19 +33,22 @@ steps=20
 rounds=3
 latency=10
 gbps=""
-chunks=4
-out="$build/bench/tp-overlap"
+chunks=""
+sp=false
+out=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --sequence-parallel) sp=true; shift ;;
     --steps) steps="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --latency-us) latency="$2"; shift 2 ;;
     --gbps) gbps="$2"; shift 2 ;;
     --chunks) chunks="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "run_tp_overlap_bench.sh: unknown option '$1' (use --steps N, --rounds R, --latency-us L, --gbps B, --chunks K, --out DIR)" >&2; exit 2 ;;
+    *) echo "run_tp_overlap_bench.sh: unknown option '$1' (use --steps N, --rounds R, --latency-us L, --gbps B, --chunks K, --sequence-parallel, --out DIR)" >&2; exit 2 ;;
   esac
 done
+[ -n "$out" ] || out="$build/bench/tp-overlap$([ "$sp" = true ] && echo -sp)"
 command -v mpirun >/dev/null || {
   echo "run_tp_overlap_bench.sh: no mpirun; run scripts/install-deps.sh" >&2; exit 1; }
 [ -x "$build/bin/braidc" ] || {
@@ -48,8 +57,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
 mkdir -p "$out"
 spec="$root/test/bench/specs/cpu-small.pbtxt"
-sed -e 's/tensor_parallel: 1/tensor_parallel: 2/' "$spec" > "$out/serial.pbtxt"
-sed -e "s/tensor_parallel: 1/tensor_parallel: 2 tp_comm_overlap: true tp_comm_chunks: $chunks/" \
+sed -e "s/tensor_parallel: 1/tensor_parallel: 2 sequence_parallel: $sp/" "$spec" > "$out/serial.pbtxt"
+sed -e "s/tensor_parallel: 1/tensor_parallel: 2 sequence_parallel: $sp tp_comm_overlap: true${chunks:+ tp_comm_chunks: $chunks}/" \
   "$spec" > "$out/overlapped.pbtxt"
 for p in serial overlapped; do
   "$build/bin/braidc" "$out/$p.pbtxt" -o "$out/$p.plan" 2>/dev/null
@@ -74,18 +83,20 @@ for r in range(1, rounds + 1):
 print(statistics.median(per_round))
 PY
 }
-# The bytes the link carries per step: each TP sum of the step program (a
-# 2-rank all-reduce sends its buffer once), and the loss's gather.
+# The bytes the link carries per step: each TP collective of the step
+# program (between 2 ranks an all-reduce sends its buffer once, an
+# all-gather its part, a reduce-scatter the part it keeps), and the loss's
+# gather.
 bytes=$("$build/bin/braidc" "$out/serial.pbtxt" --emit=mlir -o - 2>/dev/null | python3 -c '
 import re, sys
 total = 0
 for line in sys.stdin:
-    m = re.search(r"sched.collective (all_reduce_sum|all_gather) tp\(%\S+ : memref<([0-9x]+)xf32>", line)
+    m = re.search(r"sched.collective (all_reduce_sum|all_gather|reduce_scatter_sum) tp\(%\S+ : memref<([0-9x]+)xf32>", line)
     if m:
         n = 1
         for d in m.group(2).split("x"):
             n *= int(d)
-        total += 4 * n
+        total += 4 * n // (2 if m.group(1) == "reduce_scatter_sum" else 1)
 print(total)')
 if [ -z "$gbps" ]; then
   # Aim the sums at half the compute step, from one run without the link.
@@ -100,13 +111,16 @@ for r in $(seq 1 "$rounds"); do
 done
 compute=$(step_time compute)
 
-python3 - "$latency" "$gbps" "$bytes" "$chunks" "$compute" \
-  "$(step_time serial)" "$(step_time overlapped)" <<'PY'
+python3 - "$latency" "$gbps" "$bytes" "${chunks:-$([ "$sp" = true ] && echo 2 || echo 4)}" "$compute" \
+  "$(step_time serial)" "$(step_time overlapped)" "$sp" <<'PY'
 import sys
 latency, gbps, nbytes, chunks = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 compute, serial, overlapped = (float(x) for x in sys.argv[5:8])
 comm = serial - compute
-print(f"link: {latency} us, {gbps:.3g} GB/s; TP traffic {nbytes / 2**20:.1f} MiB per step; {chunks} pieces per GEMM")
+sp = sys.argv[8] == "true"
+print(f"link: {latency} us, {gbps:.3g} GB/s; TP traffic {nbytes / 2**20:.1f} MiB per step; "
+      + (f"sequence parallel, rings of one shift per block in {chunks} pieces" if sp
+         else f"{chunks} pieces per GEMM"))
 print(f"step time  TP 2, no link:  {compute*1e3:8.1f} ms  (compute only)")
 print(f"           TP 2, serial:   {serial*1e3:8.1f} ms  ({serial/compute:.2f}x compute)")
 print(f"           TP 2, overlap:  {overlapped*1e3:8.1f} ms  ({overlapped/compute:.2f}x compute)")
