@@ -86,6 +86,8 @@ namespace {
 SmallVector<Value> weightGradResults(Operation *op) {
   if (auto fused = dyn_cast<LinearCrossEntropyWithGradOp>(op))
     return {fused.getWeightGrad()};
+  if (auto fused = dyn_cast<LinearCrossEntropyGradOp>(op))
+    return {fused.getWeightGrad()};
   if (op->hasTrait<WeightGradient>())
     return SmallVector<Value>(op->getResults());
   return {};
@@ -487,7 +489,8 @@ LogicalResult Lowering::lowerMicroBatch() {
     SmallVector<NamedAttribute> extra;
     if (accumulate)
       extra.push_back(b_.getNamedAttr("accumulate", b_.getI64IntegerAttr(1)));
-    if (isa<CrossEntropyGradInputOp, LinearCrossEntropyWithGradOp>(op))
+    if (isa<CrossEntropyGradInputOp, LinearCrossEntropyWithGradOp,
+            LinearCrossEntropyGradOp>(op))
       extra.push_back(
           b_.getNamedAttr("scale", b_.getF64FloatAttr(1.0 / numMicro)));
     // A part of the sequence along cp is the rank's load-balanced one

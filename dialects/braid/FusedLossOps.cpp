@@ -37,24 +37,50 @@ LogicalResult LinearCrossEntropyOp::verify() {
                     getChunk());
 }
 
-LogicalResult LinearCrossEntropyWithGradOp::verify() {
-  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(),
-                        Value(), /*chunk=*/1)) ||
-      failed(expectLike(*this, getInputGrad(), getInput(), "input gradient",
-                        "input")) ||
-      failed(expectShape(*this, getWeightGrad(), shapeOf(getWeight()),
-                         "weight gradient")) ||
-      failed(expectWeightGradType(*this, getWeightGrad(), getInput(),
-                                  "weight gradient", "input")) ||
-      failed(expectRank(*this, getWorkspace(), 2, "workspace")))
+namespace {
+
+// dx like x, dW like W (a weight gradient's type), and a workspace of
+// [R, V] with 1 <= R <= the rows of x.
+LogicalResult verifyHeadGrads(Operation *op, Value x, Value w, Value dx,
+                              Value dw, Value workspace) {
+  if (failed(expectLike(op, dx, x, "input gradient", "input")) ||
+      failed(expectShape(op, dw, shapeOf(w), "weight gradient")) ||
+      failed(expectWeightGradType(op, dw, x, "weight gradient", "input")) ||
+      failed(expectRank(op, workspace, 2, "workspace")))
     return failure();
   int64_t rows = 1;
-  for (int64_t d : leading(getInput()))
+  for (int64_t d : leading(x))
     rows *= d;
-  auto ws = shapeOf(getWorkspace());
-  if (ws[1] != shapeOf(getWeight())[0] || ws[0] < 1 || ws[0] > rows)
-    return emitOpError() << "workspace has shape " << shapeStr(ws)
-                         << ", expected [R, " << shapeOf(getWeight())[0]
-                         << "] with 1 <= R <= " << rows << " (the rows)";
+  auto ws = shapeOf(workspace);
+  if (ws[1] != shapeOf(w)[0] || ws[0] < 1 || ws[0] > rows)
+    return op->emitOpError()
+           << "workspace has shape " << shapeStr(ws) << ", expected [R, "
+           << shapeOf(w)[0] << "] with 1 <= R <= " << rows << " (the rows)";
   return success();
+}
+
+} // namespace
+
+LogicalResult LinearCrossEntropyWithGradOp::verify() {
+  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(),
+                        Value(), /*chunk=*/1)))
+    return failure();
+  return verifyHeadGrads(*this, getInput(), getWeight(), getInputGrad(),
+                         getWeightGrad(), getWorkspace());
+}
+
+LogicalResult LinearCrossEntropyStatsOp::verify() {
+  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(), Value(),
+                        getChunk())))
+    return failure();
+  return expectShape(*this, getStats(), append(leading(getInput()), 3),
+                     "stats");
+}
+
+LogicalResult LinearCrossEntropyGradOp::verify() {
+  if (failed(verifyHead(*this, getInput(), getWeight(), getLabels(), getLse(),
+                        /*chunk=*/1)))
+    return failure();
+  return verifyHeadGrads(*this, getInput(), getWeight(), getInputGrad(),
+                         getWeightGrad(), getWorkspace());
 }

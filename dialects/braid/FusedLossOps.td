@@ -60,4 +60,58 @@ def Braid_LinearCrossEntropyWithGradOp
                       Braid_StatTensor:$workspace);
 }
 
+//===----------------------------------------------------------------------===//
+// The same, vocabulary-parallel: W is one TP rank's rows of the vocabulary
+//===----------------------------------------------------------------------===//
+
+def Braid_LinearCrossEntropyStatsOp
+    : Braid_PureOp<"linear_cross_entropy_stats"> {
+  let summary = "Per-token statistics of x W^T for one TP rank's vocabulary";
+  let description = [{
+    Computes what `braid.linear %x, %w` followed by
+    `braid.cross_entropy_stats` computes: for each row, the maximum of this
+    rank's logits, the sum of their exponentials shifted by it, and the
+    label's logit where this rank's vocabulary shard holds it (column 0 is
+    vocabulary id tpRank * V). As `braid.linear_cross_entropy`, one chunk
+    of rows at a time in kernel scratch of at most `chunk` elements.
+
+    ```mlir
+    %st = braid.linear_cross_entropy_stats %x, %w, %labels {chunk = 1048576 : i64}
+        : (tensor<8x64x64xf32>, tensor<128x64xf32>, tensor<8x64xi32>) -> tensor<8x64x3xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
+                       Braid_IdTensor:$labels, I64Attr:$chunk);
+  let results = (outs Braid_StatTensor:$stats);
+}
+
+def Braid_LinearCrossEntropyGradOp : Braid_PureOp<"linear_cross_entropy_grad"> {
+  let summary = "dx and dW of a vocabulary-parallel LM head and cross-entropy";
+  let description = [{
+    What `braid.cross_entropy_grad_input` (vocab_shard) followed by
+    `braid.linear_grad_input` and `braid.linear_grad_weight` compute, from
+    the whole vocabulary's per-row log-sum-exp `lse`
+    (`braid.cross_entropy_combine`), without the logits or their gradient
+    as tensors: per chunk of R rows (the first dimension of `workspace`
+    [R, V], f32), the chunk's logits GEMM again, its dlogits
+    `scale * (exp(logits - lse) - onehot) / rows` for this rank's columns,
+    then `dx = dlogits W` (this rank's part of the sum the TP group makes)
+    and `dW += dlogits^T x`. Four GEMMs over the logits where the unfused
+    ops make three (the logits are computed again), and nothing of size
+    [rows, V] but the workspace.
+
+    ```mlir
+    %dx, %dw, %ws = braid.linear_cross_entropy_grad %x, %w, %labels, %lse {scale = 1.0 : f32}
+        : (tensor<8x64x64xf32>, tensor<128x64xf32>, tensor<8x64xi32>, tensor<8x64xf32>)
+        -> (tensor<8x64x64xf32>, tensor<128x64xf32>, tensor<512x128xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
+                       Braid_IdTensor:$labels, Braid_StatTensor:$lse,
+                       F32Attr:$scale);
+  let results = (outs Braid_FloatTensor:$input_grad,
+                      Braid_FloatTensor:$weight_grad,
+                      Braid_StatTensor:$workspace);
+}
+
 #endif // BRAID_FUSED_LOSS_OPS_TD

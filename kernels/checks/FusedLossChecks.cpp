@@ -12,7 +12,7 @@ namespace braid::checks {
 namespace {
 
 // x [..., D], weight [V, D], labels [...] and an optional positive `chunk`:
-// what the two linear_cross_entropy kernels share.
+// what the linear_cross_entropy kernels share.
 absl::Status checkHead(const LaunchChecker &c) {
   Operand x = c.in(0), w = c.in(1), labels = c.in(2);
   BRAID_KERNEL_TRY(c.floatStorage(x));
@@ -58,19 +58,15 @@ absl::Status checkLinearCrossEntropy(const KernelSignature &sig) {
                  "(the leading dimensions of input 0)");
 }
 
-absl::Status checkLinearCrossEntropyWithGrad(const KernelSignature &sig) {
-  LaunchChecker c("linear_cross_entropy_with_grad", sig);
-  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels"}));
-  BRAID_KERNEL_TRY(c.outputs({"loss", "dx", "dweight", "workspace"}));
-  BRAID_KERNEL_TRY(checkHead(c));
-  BRAID_KERNEL_TRY(c.f32(c.out(0), "the loss stays f32 in every plan"));
-  BRAID_KERNEL_TRY(c.shape(c.out(0), {}, "(a scalar)"));
-  BRAID_KERNEL_TRY(c.sameDtype(c.out(1), c.in(0)));
-  BRAID_KERNEL_TRY(c.sameShape(c.out(1), c.in(0)));
-  BRAID_KERNEL_TRY(c.gradWeightDtype(c.out(2), c.in(0)));
-  BRAID_KERNEL_TRY(c.sameShape(c.out(2), c.in(1)));
+// Outputs dx, dW and the workspace from index `out`, and the parameters
+// of the kernels with the gradient.
+absl::Status checkHeadGrads(const LaunchChecker &c, int out) {
+  BRAID_KERNEL_TRY(c.sameDtype(c.out(out), c.in(0)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(out), c.in(0)));
+  BRAID_KERNEL_TRY(c.gradWeightDtype(c.out(out + 1), c.in(0)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(out + 1), c.in(1)));
   // One chunk of R rows of f32 logits, 1 <= R <= the rows of x.
-  Operand ws = c.out(3);
+  Operand ws = c.out(out + 2);
   BRAID_KERNEL_TRY(c.f32(ws, "the logits of a chunk are f32"));
   BRAID_KERNEL_TRY(c.rank(ws, 2, "[R, V]"));
   int64_t rows = 1;
@@ -83,6 +79,39 @@ absl::Status checkLinearCrossEntropyWithGrad(const KernelSignature &sig) {
                                 " (the rows of input 0)"));
   BRAID_KERNEL_TRY(c.accumulateParam());
   return c.floatParam("scale").status();
+}
+
+absl::Status checkLinearCrossEntropyWithGrad(const KernelSignature &sig) {
+  LaunchChecker c("linear_cross_entropy_with_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels"}));
+  BRAID_KERNEL_TRY(c.outputs({"loss", "dx", "dweight", "workspace"}));
+  BRAID_KERNEL_TRY(checkHead(c));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), "the loss stays f32 in every plan"));
+  BRAID_KERNEL_TRY(c.shape(c.out(0), {}, "(a scalar)"));
+  return checkHeadGrads(c, 1);
+}
+
+absl::Status checkLinearCrossEntropyStats(const KernelSignature &sig) {
+  LaunchChecker c("linear_cross_entropy_stats", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels"}));
+  BRAID_KERNEL_TRY(c.outputs({"stats"}));
+  BRAID_KERNEL_TRY(checkHead(c));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kStatistics));
+  std::vector<int64_t> shape = leadingDims(*c.in(0).desc);
+  shape.push_back(3);
+  return c.shape(c.out(0), shape,
+                 "(the leading dimensions of input 0, then 3)");
+}
+
+absl::Status checkLinearCrossEntropyGrad(const KernelSignature &sig) {
+  LaunchChecker c("linear_cross_entropy_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "labels", "lse"}));
+  BRAID_KERNEL_TRY(c.outputs({"dx", "dweight", "workspace"}));
+  BRAID_KERNEL_TRY(checkHead(c));
+  BRAID_KERNEL_TRY(c.f32(c.in(3), kStatistics));
+  BRAID_KERNEL_TRY(c.shape(c.in(3), leadingDims(*c.in(0).desc),
+                           "(the leading dimensions of input 0)"));
+  return checkHeadGrads(c, 0);
 }
 
 absl::Status checkRange(const LaunchChecker &c, absl::string_view name,
@@ -132,6 +161,8 @@ absl::Span<const NamedCheck> fusedLossChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"linear_cross_entropy", checkLinearCrossEntropy},
       {"linear_cross_entropy_with_grad", checkLinearCrossEntropyWithGrad},
+      {"linear_cross_entropy_stats", checkLinearCrossEntropyStats},
+      {"linear_cross_entropy_grad", checkLinearCrossEntropyGrad},
       {"multi_adamw", checkMultiAdamw},
   };
   return kChecks;

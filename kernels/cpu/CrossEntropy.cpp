@@ -49,6 +49,22 @@ void logSumExpRows(const float *logits, int64_t v, int64_t r0, int64_t r1,
   }
 }
 
+// The first two statistics formed as logSumExpRows forms them.
+BRAID_VECTOR_CLONES
+void statsRows(const float *logits, const int32_t *labels, int64_t v,
+               int64_t first, int64_t r0, int64_t r1, float *e,
+               float *stats) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *row = logits + r * v;
+    const float m = maxOf(row, v);
+    expShiftScale(row, m, 1.0f, e, v);
+    const int64_t label = labels[r] - first;
+    stats[3 * r] = m;
+    stats[3 * r + 1] = sum(e, v);
+    stats[3 * r + 2] = label >= 0 && label < v ? row[label] : 0.0f;
+  }
+}
+
 namespace {
 
 bool validLabel(int64_t label, int64_t v) { return label >= 0 && label < v; }
@@ -84,24 +100,6 @@ template <typename T> void runCrossEntropy(const KernelArgs &args) {
     total += static_cast<double>(lse[r]) - target;
   }
   args.outs[0].f32()[0] = static_cast<float>(total / static_cast<double>(rows));
-}
-
-// Rows [r0, r1) of cross_entropy_stats: stats[r] = (max m, sum of
-// exp(x - m) in f32, the target logit or 0), the first two formed as
-// logSumExpRows forms them; `e` holds v floats.
-BRAID_VECTOR_CLONES
-void statsRows(const float *logits, const int32_t *labels, int64_t v,
-               int64_t first, int64_t r0, int64_t r1, float *e,
-               float *stats) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const float *row = logits + r * v;
-    const float m = maxOf(row, v);
-    expShiftScale(row, m, 1.0f, e, v);
-    const int64_t label = labels[r] - first;
-    stats[3 * r] = m;
-    stats[3 * r + 1] = sum(e, v);
-    stats[3 * r + 2] = validLabel(label, v) ? row[label] : 0.0f;
-  }
 }
 
 template <typename T> void runCrossEntropyStats(const KernelArgs &args) {

@@ -21,6 +21,13 @@
 // is summed over the chunks in f32 and rounded once; the logits and
 // dlogits, which the unfused bf16 kernels store as bf16, keep f32 here.
 //
+// The vocabulary-parallel pair (docs/parallel.md, "Tensor parallel"): W is
+// the TP rank's rows [tpRank * V, (tpRank + 1) * V) of the vocabulary.
+// linear_cross_entropy_stats makes cross_entropy_stats' per-row statistics
+// chunk by chunk; linear_cross_entropy_grad takes the whole vocabulary's lse
+// (cross_entropy_combine) and computes each chunk's logits again, then its
+// dlogits, dx and dW as the kernel with the gradient does.
+//
 // multi_adamw is adamw over several tensors in one launch: the same
 // coefficients (two sets: with and without weight decay) and the same
 // element loop, so every bit matches the per-tensor launches.
@@ -63,7 +70,7 @@ int64_t chunkOf(const KernelArgs &args) {
   return std::max<int64_t>(1, paramsOf(args).intOr("chunk", kDefaultChunk));
 }
 
-bool validLabel(int32_t label, int64_t v) { return label >= 0 && label < v; }
+bool validLabel(int64_t label, int64_t v) { return label >= 0 && label < v; }
 
 // `rows` x `cols` of src (leading dimension ld) as f32 with leading
 // dimension `cols`: src itself when it is f32 and contiguous, else a widened
@@ -95,9 +102,9 @@ void logitsChunk(const float *x, const float *w, int64_t rows, int64_t cols,
 }
 
 // d = factor * (exp(l - lse) - onehot(label)) over the v logits of one row
-// (CrossEntropy.cpp).
+// (CrossEntropy.cpp); `label` counts from the row's first column.
 BRAID_VECTOR_CLONES
-void dlogitsRow(const float *l, float lse, int32_t label, int64_t v,
+void dlogitsRow(const float *l, float lse, int64_t label, int64_t v,
                 float factor, float *d) {
   expShiftScale(l, lse, factor, d, v);
   if (validLabel(label, v))
@@ -158,20 +165,28 @@ float meanLoss(const float *lse, const float *target, int64_t rows) {
   return static_cast<float>(total / static_cast<double>(rows));
 }
 
+// fn(r0, rows, logits) for each chunk of rows of x in turn, the chunk's
+// f32 logits in launch scratch (the forward kernels).
+template <typename T, typename Fn>
+void forEachLogitsChunk(const KernelArgs &args, const Head &h, Fn fn) {
+  const int64_t chunkRows = chunkRowsOf(args, h);
+  for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
+    const int64_t rows = std::min(chunkRows, h.n - r0);
+    fn(r0, rows,
+       logitsOfRows(poolOf(args), h, dataOf<T>(args.ins[0]), r0, rows,
+                    launchScratch(kLogits, rows * h.v))
+           .logits);
+  }
+}
+
 template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
-  ThreadPool *pool = poolOf(args);
   const Head h = headOf<T>(args);
   const int32_t *labels = args.ins[2].i32();
   float *lse = args.outs[1].f32();
-  const int64_t chunkRows = chunkRowsOf(args, h);
   std::vector<float> target(h.n);
-  for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
-    const int64_t rows = std::min(chunkRows, h.n - r0);
-    const float *logits =
-        logitsOfRows(pool, h, dataOf<T>(args.ins[0]), r0, rows,
-                     launchScratch(kLogits, rows * h.v))
-            .logits;
-    parallelFor(pool, rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
+  forEachLogitsChunk<T>(args, h, [&](int64_t r0, int64_t rows,
+                                     const float *logits) {
+    parallelFor(poolOf(args), rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
       float *e = threadScratch(0, h.v);
       logSumExpRows(logits, h.v, a, b, e, lse + r0);
     });
@@ -179,9 +194,24 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
       const int32_t label = labels[r0 + r];
       target[r0 + r] = validLabel(label, h.v) ? logits[r * h.v + label] : 0.0f;
     }
-  }
-  args.outs[0].f32()[0] =
-      meanLoss(lse, target.data(), h.n);
+  });
+  args.outs[0].f32()[0] = meanLoss(lse, target.data(), h.n);
+}
+
+// cross_entropy_stats of x W^T, a chunk of rows at a time; W holds the
+// vocabulary ids from tpRank * V.
+template <typename T> void runLinearCrossEntropyStats(const KernelArgs &args) {
+  const Head h = headOf<T>(args);
+  const int32_t *labels = args.ins[2].i32();
+  float *stats = args.outs[0].f32();
+  const int64_t first = contextOf(args).tpRank * h.v;
+  forEachLogitsChunk<T>(args, h, [&](int64_t r0, int64_t rows,
+                                     const float *logits) {
+    parallelFor(poolOf(args), rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
+      statsRows(logits, labels + r0, h.v, first, a, b, threadScratch(0, h.v),
+                stats + 3 * r0);
+    });
+  });
 }
 
 float factorOf(const KernelArgs &args, int64_t rows) {
@@ -189,17 +219,23 @@ float factorOf(const KernelArgs &args, int64_t rows) {
                             static_cast<double>(rows));
 }
 
+// The head's backward for linear_cross_entropy_with_grad (lse == nullptr:
+// each row's lse and target come from its logits, and the loss is written)
+// and for linear_cross_entropy_grad (lse given, the whole vocabulary's; W's
+// column 0 is vocabulary id `first`). `out` is the index of dx among the
+// outputs, dW and the workspace following it.
 template <typename T, typename U>
-void linearCrossEntropyWithGrad(const KernelArgs &args, U *dw) {
+void headBackward(const KernelArgs &args, int out, U *dw,
+                  const float *givenLse, int64_t first) {
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   ThreadPool *pool = poolOf(args);
   const Head h = headOf<T>(args);
   // The chunk's logits (then dlogits) live in the workspace output.
-  float *workspace = args.outs[3].f32();
-  const int64_t chunkRows = args.outs[3].desc->shape[0];
+  float *workspace = args.outs[out + 2].f32();
+  const int64_t chunkRows = args.outs[out + 2].desc->shape[0];
   const T *x = dataOf<T>(args.ins[0]);
   const int32_t *labels = args.ins[2].i32();
-  T *dx = dataOf<T>(args.outs[1]);
+  T *dx = dataOf<T>(args.outs[out]);
   const bool accumulate = accumulateOf(args);
   const float factor = factorOf(args, h.n);
   // dW in f32 while the chunks add into it.
@@ -211,18 +247,21 @@ void linearCrossEntropyWithGrad(const KernelArgs &args, U *dw) {
     if (accumulate)
       widenMatrix(pool, dw, h.d, h.v, h.d, dwF);
   }
-  std::vector<float> lse(h.n), target(h.n);
+  std::vector<float> ownLse(givenLse ? 0 : h.n), target(givenLse ? 0 : h.n);
+  const float *lse = givenLse ? givenLse : ownLse.data();
   for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
     const int64_t rows = std::min(chunkRows, h.n - r0);
     const LogitsChunk c = logitsOfRows(pool, h, x, r0, rows, workspace);
     // Each row's statistics, then its dlogits in place of its logits.
     parallelFor(pool, rows, rowGrain(h.v), [&](int64_t a, int64_t b) {
       float *e = threadScratch(0, h.v);
-      logSumExpRows(c.logits, h.v, a, b, e, lse.data() + r0);
+      if (!givenLse)
+        logSumExpRows(c.logits, h.v, a, b, e, ownLse.data() + r0);
       for (int64_t r = a; r < b; ++r) {
         float *row = c.logits + r * h.v;
-        const int32_t label = labels[r0 + r];
-        target[r0 + r] = validLabel(label, h.v) ? row[label] : 0.0f;
+        const int64_t label = int64_t{labels[r0 + r]} - first;
+        if (!givenLse)
+          target[r0 + r] = validLabel(label, h.v) ? row[label] : 0.0f;
         dlogitsRow(row, lse[r0 + r], label, h.v, factor, e);
         std::memcpy(row, e, h.v * sizeof(float));
       }
@@ -245,16 +284,28 @@ void linearCrossEntropyWithGrad(const KernelArgs &args, U *dw) {
   if constexpr (!std::is_same_v<U, float>)
     if (h.d > 0)
       roundMatrix(pool, dwF, h.v, h.d, dw, h.d);
-  args.outs[0].f32()[0] = meanLoss(lse.data(), target.data(), h.n);
+  if (!givenLse)
+    args.outs[0].f32()[0] = meanLoss(lse, target.data(), h.n);
+}
+
+template <typename T>
+void headBackward(const KernelArgs &args, int out, const float *givenLse,
+                  int64_t first) {
+  const TensorView &dw = args.outs[out + 1];
+  if (isBf16(dw))
+    headBackward<T>(args, out, dw.bf16(), givenLse, first);
+  else
+    headBackward<T>(args, out, dw.f32(), givenLse, first);
 }
 
 template <typename T>
 void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
-  const TensorView &dw = args.outs[2];
-  if (isBf16(dw))
-    linearCrossEntropyWithGrad<T>(args, dw.bf16());
-  else
-    linearCrossEntropyWithGrad<T>(args, dw.f32());
+  headBackward<T>(args, 1, nullptr, 0);
+}
+
+template <typename T> void runLinearCrossEntropyGrad(const KernelArgs &args) {
+  headBackward<T>(args, 0, args.ins[3].f32(),
+                  contextOf(args).tpRank * args.ins[1].desc->shape[0]);
 }
 
 // --- multi_adamw ---------------------------------------------------------
@@ -324,6 +375,12 @@ absl::Status registerFusedLossKernels(KernelRegistry &registry) {
           {"linear_cross_entropy_with_grad",
            byStorage<runLinearCrossEntropyWithGrad<float>,
                      runLinearCrossEntropyWithGrad<Bf16>>},
+          {"linear_cross_entropy_stats",
+           byStorage<runLinearCrossEntropyStats<float>,
+                     runLinearCrossEntropyStats<Bf16>>},
+          {"linear_cross_entropy_grad",
+           byStorage<runLinearCrossEntropyGrad<float>,
+                     runLinearCrossEntropyGrad<Bf16>>},
           {"multi_adamw", runMultiAdamw},
       });
 }

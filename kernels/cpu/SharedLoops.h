@@ -15,6 +15,13 @@ namespace braid::cpu {
 void logSumExpRows(const float *logits, int64_t v, int64_t r0, int64_t r1,
                    float *e, float *lse);
 
+// stats[r] = (max m, sum of exp(x - m), the target logit or 0) of rows
+// [r0, r1) of logits [..., v] whose column 0 is vocabulary id `first`:
+// cross_entropy_stats and the fused vocabulary-parallel LM head (defined in
+// CrossEntropy.cpp); `e` holds v floats.
+void statsRows(const float *logits, const int32_t *labels, int64_t v,
+               int64_t first, int64_t r0, int64_t r1, float *e, float *stats);
+
 // Sum of (x - m)^2 in fixed lanes: the variance pass of layer_norm and of
 // fused_add_layer_norm.
 BRAID_INLINE float sumSqDiff(const float *__restrict x, float m, int64_t n) {

@@ -22,11 +22,11 @@ namespace braid::cuda {
 namespace {
 
 using rows::Bf16;
-using rows::blockMax;
 using rows::blockSum;
 using rows::kBlock;
 using rows::kWarps;
 using rows::load;
+using rows::rowMaxAndSum;
 using rows::store;
 
 __device__ __forceinline__ bool validLabel(int64_t label, int64_t v) {
@@ -36,20 +36,6 @@ __device__ __forceinline__ bool validLabel(int64_t label, int64_t v) {
 // The vocabulary id of column 0 of the launch's logits [..., v].
 int64_t firstColumnOf(const KernelArgs &args, int64_t v, bool sharded) {
   return sharded && args.ctx != nullptr ? args.ctx->tpRank * v : 0;
-}
-
-// The block's row: its maximum m and the sum of exp(x - m), in f32.
-template <typename T>
-__device__ __forceinline__ float2 rowMaxAndSum(const T *__restrict__ row,
-                                               int64_t v, float *red) {
-  float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < v; j += kBlock)
-    m = fmaxf(m, load(row, j));
-  m = blockMax(m, red);
-  float acc = 0.0f;
-  for (int64_t j = threadIdx.x; j < v; j += kBlock)
-    acc += expf(load(row, j) - m);
-  return make_float2(m, blockSum(acc, red));
 }
 
 template <typename T>

@@ -19,6 +19,12 @@
 // lse and the loss are f32 as on the CPU. The loss is the mean of
 // lse - logits[label] summed in double by one block.
 //
+// The vocabulary-parallel pair: linear_cross_entropy_stats holds its chunks
+// in the cuBLASLt workspace as linear_cross_entropy does and writes each
+// row's (max, sum of exp, target logit of the TP rank's shard);
+// linear_cross_entropy_grad runs the gradient's chunks from the given lse
+// (the whole vocabulary's), the labels shifted by the shard's first id.
+//
 // multi_adamw runs the adamw element update of Optimizer.cu over all its
 // tensors in one launch per group of kTensorsPerLaunch tensors (their
 // pointers are a kernel argument), with the coefficients computed on the
@@ -42,11 +48,11 @@ namespace braid::cuda {
 namespace {
 
 using rows::Bf16;
-using rows::blockMax;
 using rows::blockSum;
 using rows::kBlock;
 using rows::kWarps;
 using rows::load;
+using rows::rowMaxAndSum;
 using rows::store;
 
 const GpuContext &gpuOf(const KernelArgs &args) { return *args.ctx->gpu; }
@@ -129,17 +135,10 @@ __global__ void __launch_bounds__(kBlock)
   __shared__ float red[kWarps];
   for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
     const float *row = logits + r * v;
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < v; j += kBlock)
-      m = fmaxf(m, row[j]);
-    m = blockMax(m, red);
-    float acc = 0.0f;
-    for (int64_t j = threadIdx.x; j < v; j += kBlock)
-      acc += expf(row[j] - m);
-    const float total = blockSum(acc, red);
+    const float2 ms = rowMaxAndSum(row, v, red);
     if (threadIdx.x == 0) {
       const int32_t label = labels[row0 + r];
-      lse[row0 + r] = m + logf(total);
+      lse[row0 + r] = ms.x + logf(ms.y);
       target[row0 + r] = validLabel(label, v) ? row[label] : 0.0f;
     }
   }
@@ -158,20 +157,41 @@ __global__ void __launch_bounds__(kBlock)
     loss[0] = static_cast<float>(total / static_cast<double>(numRows));
 }
 
+// The cross_entropy_stats of each row of a chunk [count, v] of f32 logits
+// whose first row is row `row0` of the launch and whose column 0 is
+// vocabulary id `first`.
+__global__ void __launch_bounds__(kBlock)
+    chunkStats(const float *__restrict__ logits, int64_t count, int64_t v,
+               int64_t row0, int64_t first,
+               const int32_t *__restrict__ labels, float *__restrict__ stats) {
+  __shared__ float red[kWarps];
+  for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
+    const float *row = logits + r * v;
+    const float2 ms = rowMaxAndSum(row, v, red);
+    if (threadIdx.x == 0) {
+      const int64_t label = labels[row0 + r] - first;
+      float *out = stats + 3 * (row0 + r);
+      out[0] = ms.x;
+      out[1] = ms.y;
+      out[2] = label >= 0 && label < v ? row[label] : 0.0f;
+    }
+  }
+}
+
 // f32 dlogits of a chunk [count, v] of f32 logits whose first row is row
-// `row0` of the launch, in place of the logits (each element is read and
-// then written by the same thread).
+// `row0` of the launch and whose column 0 is vocabulary id `first`, in
+// place of the logits (each element is read and then written by the same
+// thread).
 __global__ void __launch_bounds__(kBlock)
     chunkDlogits(float *logits, int64_t count, int64_t v, int64_t row0,
-                 const int32_t *__restrict__ labels,
+                 int64_t first, const int32_t *__restrict__ labels,
                  const float *__restrict__ lse, float factor) {
   const int64_t n = count * v;
   for (int64_t i = blockIdx.x * int64_t{kBlock} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * kBlock) {
     const int64_t r = i / v, j = i - r * v;
     float d = expf(logits[i] - lse[row0 + r]) * factor;
-    const int32_t label = labels[row0 + r];
-    if (validLabel(label, v) && label == j)
+    if (labels[row0 + r] - first == j)
       d -= factor;
     logits[i] = d;
   }
@@ -235,7 +255,8 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
 }
 
 // bf16 dlogits of a chunk [count, v] of f32 logits whose first row is row
-// `row0` of the launch, written over the logits: row r's v bf16 values take
+// `row0` of the launch (column 0: vocabulary id `first`), written over the
+// logits: row r's v bf16 values take
 // the first half of its own f32 row, so the bf16 matrix has 2v elements
 // between rows. One block per row, a tile of kBlock values at a time: the
 // tile's logits are read, then (after the barrier) its dlogits written.
@@ -243,19 +264,20 @@ template <typename T> void runLinearCrossEntropy(const KernelArgs &args) {
 // earlier one has read already, and never on those of a later tile.
 __global__ void __launch_bounds__(kBlock)
     chunkDlogitsBf16InPlace(float *logits, int64_t count, int64_t v,
-                            int64_t row0, const int32_t *__restrict__ labels,
+                            int64_t row0, int64_t first,
+                            const int32_t *__restrict__ labels,
                             const float *__restrict__ lse, float factor) {
   for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
     float *row = logits + r * v;
     Bf16 *out = reinterpret_cast<Bf16 *>(row);
     const float shift = lse[row0 + r];
-    const int32_t label = labels[row0 + r];
+    const int64_t label = labels[row0 + r] - first;
     for (int64_t j0 = 0; j0 < v; j0 += kBlock) {
       const int64_t j = j0 + threadIdx.x;
       float d = 0.0f;
       if (j < v) {
         d = expf(row[j] - shift) * factor;
-        if (validLabel(label, v) && label == j)
+        if (label == j)
           d -= factor;
       }
       __syncthreads();
@@ -266,37 +288,41 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// dx, dW and the workspace of the kernels with the gradient, outputs
+// `out` to `out + 2`, and the NaNs they hold when the launch cannot run.
+struct HeadGrads {
+  TensorView dx, dw, workspace;
+};
+
+HeadGrads headGradsOf(const KernelArgs &args, int out) {
+  return {args.outs[out], args.outs[out + 1], args.outs[out + 2]};
+}
+
 template <typename T>
-void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
+void nanGrads(cudaStream_t stream, const Head &h, const HeadGrads &g) {
+  nanOut(stream, rows::dataOf<T>(g.dx), h.n * h.d);
+  if (g.dw.desc->dtype == DType::kBF16)
+    nanOut(stream, g.dw.bf16(), h.v * h.d);
+  else
+    nanOut(stream, g.dw.f32(), h.v * h.d);
+}
+
+// The chunks of the gradient: per chunk of R rows (the workspace's first
+// dimension), the logits GEMM, then, when `target` is given, each row's lse
+// (into `lse`) and target logit, the dlogits, and the dx and dW GEMMs.
+// `gemmSpace` is what the GEMMs get of the cuBLASLt workspace.
+template <typename T>
+void headBackward(const KernelArgs &args, const Head &h, const HeadGrads &g,
+                  float *lse, float *target, int64_t first, void *gemmSpace,
+                  size_t gemmBytes) {
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   const GpuContext &gpu = gpuOf(args);
   cudaStream_t stream = rows::streamOf(args);
-  const Head h = headOf(args);
-  float *loss = args.outs[0].f32();
-  T *dx = rows::dataOf<T>(args.outs[1]);
-  const TensorView &dw = args.outs[2];
+  T *dx = rows::dataOf<T>(g.dx);
   // The chunk: R rows of f32 logits in the workspace output (the arena).
-  float *logits = args.outs[3].f32();
-  const int64_t chunkRows = args.outs[3].desc->shape[0];
+  float *logits = g.workspace.f32();
+  const int64_t chunkRows = g.workspace.desc->shape[0];
   const bool accumulate = rows::paramsOf(args).intOr("accumulate", 0) != 0;
-  // The lse and target logit of every row sit at the start of the launch's
-  // cuBLASLt workspace; cuBLASLt gets the rest.
-  const size_t perRows = alignUp(static_cast<size_t>(h.n) * sizeof(float));
-  const size_t bytes = gpu.workspace ? gpu.workspaceBytes : 0;
-  if (2 * perRows >= bytes) {
-    fillNan<<<1, 1, 0, stream>>>(loss, 1);
-    nanOut(stream, dx, h.n * h.d);
-    if (dw.desc->dtype == DType::kBF16)
-      nanOut(stream, dw.bf16(), h.v * h.d);
-    else
-      nanOut(stream, dw.f32(), h.v * h.d);
-    return;
-  }
-  float *lse = static_cast<float *>(gpu.workspace);
-  float *target = reinterpret_cast<float *>(
-      static_cast<char *>(gpu.workspace) + perRows);
-  void *gemmSpace = static_cast<char *>(gpu.workspace) + 2 * perRows;
-  const size_t gemmBytes = bytes - 2 * perRows;
   const ChunkSpace s{chunkRows, logits, gemmSpace, gemmBytes};
   const int32_t *labels = args.ins[2].i32();
   const float factor = factorOf(args, h.n);
@@ -305,15 +331,17 @@ void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
   for (int64_t r0 = 0; r0 < h.n; r0 += chunkRows) {
     const int64_t count = std::min(chunkRows, h.n - r0);
     logitsGemm<T>(gpu, args, h, s, r0, count);
-    chunkLogSumExp<<<rows::gridFor(count, 1), kBlock, 0, stream>>>(
-        logits, count, h.v, r0, labels, lse, target);
+    if (target)
+      chunkLogSumExp<<<rows::gridFor(count, 1), kBlock, 0, stream>>>(
+          logits, count, h.v, r0, labels, lse, target);
     if constexpr (kBf16)
       chunkDlogitsBf16InPlace<<<rows::gridFor(count, 1), kBlock, 0,
-                                stream>>>(logits, count, h.v, r0, labels, lse,
-                                          factor);
+                                stream>>>(logits, count, h.v, r0, first,
+                                          labels, lse, factor);
     else
       chunkDlogits<<<rows::gridFor(count * h.v, kBlock * 4), kBlock, 0,
-                     stream>>>(logits, count, h.v, r0, labels, lse, factor);
+                     stream>>>(logits, count, h.v, r0, first, labels, lse,
+                               factor);
     if (h.d == 0)
       continue;
     GemmOperands in;
@@ -327,14 +355,72 @@ void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
     GemmOperands wt;
     wt.a = static_cast<const T *>(args.ins[0].data) + r0 * h.d;
     wt.b = logits;
-    wt.c = dw.data;
+    wt.c = g.dw.data;
     enqueueGemm(gpu,
                 linearGradWeight(count, h.v, h.d, h.dtype, h.dtype,
-                                 dw.desc->dtype, accumulate || r0 > 0,
+                                 g.dw.desc->dtype, accumulate || r0 > 0,
                                  dlogitsLd),
                 wt, gemmSpace, gemmBytes);
   }
+}
+
+template <typename T>
+void runLinearCrossEntropyWithGrad(const KernelArgs &args) {
+  const GpuContext &gpu = gpuOf(args);
+  cudaStream_t stream = rows::streamOf(args);
+  const Head h = headOf(args);
+  const HeadGrads g = headGradsOf(args, 1);
+  float *loss = args.outs[0].f32();
+  // The lse and target logit of every row sit at the start of the launch's
+  // cuBLASLt workspace; cuBLASLt gets the rest.
+  const size_t perRows = alignUp(static_cast<size_t>(h.n) * sizeof(float));
+  const size_t bytes = gpu.workspace ? gpu.workspaceBytes : 0;
+  if (2 * perRows >= bytes) {
+    fillNan<<<1, 1, 0, stream>>>(loss, 1);
+    nanGrads<T>(stream, h, g);
+    return;
+  }
+  float *lse = static_cast<float *>(gpu.workspace);
+  float *target = reinterpret_cast<float *>(
+      static_cast<char *>(gpu.workspace) + perRows);
+  headBackward<T>(args, h, g, lse, target, 0,
+                  static_cast<char *>(gpu.workspace) + 2 * perRows,
+                  bytes - 2 * perRows);
   meanLoss<<<1, kBlock, 0, stream>>>(lse, target, h.n, loss);
+}
+
+template <typename T> void runLinearCrossEntropyStats(const KernelArgs &args) {
+  const GpuContext &gpu = gpuOf(args);
+  cudaStream_t stream = rows::streamOf(args);
+  const Head h = headOf(args);
+  float *stats = args.outs[0].f32();
+  const ChunkSpace s = planChunks(gpu, 0, h.v, h.n, chunkParamOf(args));
+  if (s.count == 0) {
+    fillNan<<<rows::gridFor(3 * h.n, kBlock), kBlock, 0, stream>>>(stats,
+                                                                  3 * h.n);
+    return;
+  }
+  const int64_t first = args.ctx ? args.ctx->tpRank * h.v : 0;
+  for (int64_t r0 = 0; r0 < h.n; r0 += s.count) {
+    const int64_t count = std::min(s.count, h.n - r0);
+    logitsGemm<T>(gpu, args, h, s, r0, count);
+    chunkStats<<<rows::gridFor(count, 1), kBlock, 0, stream>>>(
+        s.logits, count, h.v, r0, first, args.ins[2].i32(), stats);
+  }
+}
+
+template <typename T> void runLinearCrossEntropyGrad(const KernelArgs &args) {
+  const GpuContext &gpu = gpuOf(args);
+  const Head h = headOf(args);
+  const HeadGrads g = headGradsOf(args, 0);
+  if (!gpu.workspace || gpu.workspaceBytes == 0) {
+    nanGrads<T>(rows::streamOf(args), h, g);
+    return;
+  }
+  // The lse is an input: the whole cuBLASLt workspace goes to the GEMMs.
+  headBackward<T>(args, h, g, args.ins[3].f32(),
+                  nullptr, args.ctx ? args.ctx->tpRank * h.v : 0,
+                  gpu.workspace, gpu.workspaceBytes);
 }
 
 // --- multi_adamw ------------------------------------------------------------
@@ -473,6 +559,12 @@ absl::Status registerFusedLossKernels(KernelRegistry &registry) {
           {"linear_cross_entropy_with_grad",
            byStorage<runLinearCrossEntropyWithGrad<float>,
                      runLinearCrossEntropyWithGrad<Bf16>>},
+          {"linear_cross_entropy_stats",
+           byStorage<runLinearCrossEntropyStats<float>,
+                     runLinearCrossEntropyStats<Bf16>>},
+          {"linear_cross_entropy_grad",
+           byStorage<runLinearCrossEntropyGrad<float>,
+                     runLinearCrossEntropyGrad<Bf16>>},
           {"multi_adamw", runMultiAdamw},
       });
 }

@@ -102,6 +102,21 @@ __device__ __forceinline__ float blockMax(float v, float *scratch) {
   return m;
 }
 
+// The block's row of v values: its maximum m and the sum of exp(x - m), in
+// f32 (the log-sum-exp and the vocabulary-parallel statistics).
+template <typename T>
+__device__ __forceinline__ float2 rowMaxAndSum(const T *__restrict__ row,
+                                               int64_t v, float *red) {
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < v; j += kBlock)
+    m = fmaxf(m, load(row, j));
+  m = blockMax(m, red);
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < v; j += kBlock)
+    acc += expf(load(row, j) - m);
+  return make_float2(m, blockSum(acc, red));
+}
+
 } // namespace braid::cuda::rows
 
 #include <initializer_list>

@@ -25,6 +25,12 @@ def FuseLinearCrossEntropyPass
     included): the head's backward runs first in the backward, so moving it
     to the end of the forward leaves the order of gradient sums unchanged.
     A cross-entropy with no backward becomes `braid.linear_cross_entropy`.
+    Under tensor parallel (braid-shard's vocabulary-parallel loss) the
+    head's `linear` and `braid.cross_entropy_stats` become
+    `braid.linear_cross_entropy_stats`, and the `cross_entropy_grad_input`
+    (vocab_shard) with its two GEMMs `braid.linear_cross_entropy_grad` at
+    its place, reading the group's lse (a re-gather of x for the weight
+    gradient under sequence parallel is replaced by the forward's copy).
     Any other shape of the group is left alone.
   }];
   let dependentDialects = ["::braid::BraidDialect"];

@@ -172,3 +172,51 @@ func.func @input_grad_only(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: t
   %dx = braid.linear_grad_input %dl, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
   return %loss, %dx : tensor<f32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Vocabulary-parallel (braid-shard's form under TP 2 with sequence
+// parallel): the statistics become linear_cross_entropy_stats at their
+// place; the backward, from the group's lse, linear_cross_entropy_grad at
+// the place of the logits' gradient, reading the forward's gathered input,
+// and the gather again for the weight gradient goes.
+// CHECK-LABEL: func.func @vocab_parallel
+// CHECK: %[[X:.+]] = braid.comm.all_gather %arg0
+// CHECK-NEXT: %[[ST:.+]] = braid.linear_cross_entropy_stats %[[X]], %arg1, %arg2 {chunk = 64 : i64} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<2x4xi32>) -> tensor<2x4x3xf32>
+// CHECK-NEXT: %[[ALL:.+]] = braid.comm.all_gather %[[ST]]
+// CHECK-NEXT: %{{.+}}, %[[LSE:.+]] = braid.cross_entropy_combine %[[ALL]], %arg2
+// CHECK-NEXT: %[[DX:.+]], %[[DW:.+]], %{{.+}} = braid.linear_cross_entropy_grad %[[X]], %arg1, %arg2, %[[LSE]] {scale = 1.000000e+00 : f32} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>)
+// CHECK-NEXT: braid.comm.reduce_scatter %[[DX]]
+// CHECK-NOT: braid.comm.all_gather
+// CHECK: return
+func.func @vocab_parallel(%part: tensor<2x2x8xf32>, %w: tensor<8x8xf32>, %labels: tensor<2x4xi32>) -> (tensor<f32>, tensor<2x2x8xf32>, tensor<8x8xf32>) {
+  %x = braid.comm.all_gather %part {axis = #braid.axis<tp>, dim = 1 : i64} : (tensor<2x2x8xf32>) -> tensor<2x4x8xf32>
+  %logits = braid.linear %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %st = braid.cross_entropy_stats %logits, %labels : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4x3xf32>
+  %all = braid.comm.all_gather %st {axis = #braid.axis<tp>} : (tensor<2x4x3xf32>) -> tensor<4x4x3xf32>
+  %loss, %lse = braid.cross_entropy_combine %all, %labels : (tensor<4x4x3xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+  %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32, vocab_shard = true} : (tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x8xf32>
+  %dxp = braid.linear_grad_input %dl, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %dx = braid.comm.reduce_scatter %dxp {axis = #braid.axis<tp>, dim = 1 : i64} : (tensor<2x4x8xf32>) -> tensor<2x2x8xf32>
+  %again = braid.comm.all_gather %part {axis = #braid.axis<tp>, dim = 1 : i64} : (tensor<2x2x8xf32>) -> tensor<2x4x8xf32>
+  %dw = braid.linear_grad_weight %dl, %again : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<8x8xf32>
+  return %loss, %dx, %dw : tensor<f32>, tensor<2x2x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// The logits' gradient without vocab_shard (not braid-shard's form): the
+// group is left alone.
+// CHECK-LABEL: func.func @shard_grad_without_vocab_shard
+// CHECK: braid.linear %arg0, %arg1
+// CHECK-NOT: braid.linear_cross_entropy
+func.func @shard_grad_without_vocab_shard(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %labels: tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x8xf32>, tensor<8x8xf32>) {
+  %logits = braid.linear %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %st = braid.cross_entropy_stats %logits, %labels : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4x3xf32>
+  %all = braid.comm.all_gather %st {axis = #braid.axis<tp>} : (tensor<2x4x3xf32>) -> tensor<4x4x3xf32>
+  %loss, %lse = braid.cross_entropy_combine %all, %labels : (tensor<4x4x3xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+  %dl = braid.cross_entropy_grad_input %logits, %labels, %lse {scale = 1.0 : f32} : (tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4x8xf32>
+  %dx = braid.linear_grad_input %dl, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %dw = braid.linear_grad_weight %dl, %x : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<8x8xf32>
+  return %loss, %dx, %dw : tensor<f32>, tensor<2x4x8xf32>, tensor<8x8xf32>
+}

@@ -72,6 +72,8 @@ bool mayBeF32(const std::string &name, bool input, size_t index) {
     return true;
   if (name == "linear_cross_entropy_with_grad")
     return !input && index == 2;  // dW
+  if (name == "linear_cross_entropy_grad")
+    return !input && index == 1;  // dW
   return !input && absl::EndsWith(name, "_grad_weight");
 }
 

@@ -211,6 +211,14 @@ std::map<std::string, Sig> validLaunches() {
       .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32)
       .out({}).out({2, 3, 4}).out({7, 4}).out({4, 7})
       .f("scale", 0.5).i("accumulate", 1);
+  add("linear_cross_entropy_stats")
+      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32)
+      .out({2, 3, 3})
+      .i("chunk", 14);
+  add("linear_cross_entropy_grad")
+      .in({2, 3, 4}).in({7, 4}).in({2, 3}, kI32).in({2, 3})
+      .out({2, 3, 4}).out({7, 4}).out({4, 7})
+      .f("scale", 0.5).i("accumulate", 1);
   add("multi_adamw")
       .in({4, 2}).in({3}).in({}).in({})
       .out({4, 2}).out({3}).out({4, 2}).out({3}).out({4, 2}).out({3})
