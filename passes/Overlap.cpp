@@ -443,17 +443,27 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
     }
     auto tpChunks =
         module->getAttrOfType<IntegerAttr>(BraidDialect::kTpCommChunksAttr);
+    auto hideTpSums = [&](sched::ProgramOp program) {
+      if (!tpChunks || tpChunks.getInt() <= 1 ||
+          program.getKind() != sched::ProgramKind::Step)
+        return;
+      TpOverlapStats tp = overlapTensorParallel(program, tpChunks.getInt());
+      tpChunkedGemms += tp.chunkedGemms;
+      tpHiddenSums += tp.hiddenSums;
+      tpGatherRings += tp.gatherRings;
+      tpScatterRings += tp.scatterRings;
+      tpPrefetchedGathers += tp.prefetchedGathers;
+    };
+    // The pipeline ranks' stage programs (braid-lower-pipeline's nested
+    // modules) get the TP part only: their data-parallel sums stay where
+    // the pipeline placed them.
+    for (auto stage : module.getOps<ModuleOp>())
+      for (auto program : stage.getOps<sched::ProgramOp>())
+        hideTpSums(program);
     for (auto program : module.getOps<sched::ProgramOp>()) {
       if (program.getKind() != sched::ProgramKind::Step)
         continue;
-      if (tpChunks && tpChunks.getInt() > 1) {
-        TpOverlapStats tp = overlapTensorParallel(program, tpChunks.getInt());
-        tpChunkedGemms += tp.chunkedGemms;
-        tpHiddenSums += tp.hiddenSums;
-        tpGatherRings += tp.gatherRings;
-        tpScatterRings += tp.scatterRings;
-        tpPrefetchedGathers += tp.prefetchedGathers;
-      }
+      hideTpSums(program);
       FailureOr<std::optional<Reductions>> found = findReductions(program);
       if (failed(found))
         return signalPassFailure();

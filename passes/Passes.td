@@ -366,7 +366,8 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     arrive, and each reduce-scatter a ring whose steps compute one part's
     rows, add the received partial sum and pass it on; backward's
     re-gathers for the weight gradients are passed round the ring on the
-    TP stream ahead of where they are read.
+    TP stream ahead of where they are read. This TP part also runs on the
+    pipeline ranks' stage programs (nested modules); the rest does not.
 
     Runs on braid-lower-to-sched's data-parallel step, whose gradients are
     summed by the collectives of one hand-over after every micro-batch (or,

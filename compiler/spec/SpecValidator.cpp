@@ -187,11 +187,6 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                              "over them; choose a tensor_parallel that "
                              "divides ",
                              kv, " or is a multiple of it"));
-  if (p.tp_comm_overlap() && p.pipeline_parallel() > 1)
-    sink.report("parallel.tp_comm_overlap",
-                "does not combine with pipeline_parallel yet: the pipeline's "
-                "pieces keep the TP sums on stream 0; remove the line or set "
-                "pipeline_parallel: 1");
 }
 
 // Every data-parallel rank accumulates the same number of whole
