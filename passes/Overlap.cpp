@@ -447,7 +447,13 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
       if (!tpChunks || tpChunks.getInt() <= 1 ||
           program.getKind() != sched::ProgramKind::Step)
         return;
-      TpOverlapStats tp = overlapTensorParallel(program, tpChunks.getInt());
+      FailureOr<TpOverlapStats> overlapped = overlapTensorParallel(
+          program, tpChunks.getInt(),
+          module->hasAttr(BraidDialect::kTpCommPairsAttr));
+      if (failed(overlapped))
+        return signalPassFailure();
+      const TpOverlapStats &tp = *overlapped;
+      tpPairs += tp.pairs;
       tpChunkedGemms += tp.chunkedGemms;
       tpHiddenSums += tp.hiddenSums;
       tpGatherRings += tp.gatherRings;

@@ -438,6 +438,8 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     Statistic<"tpPrefetchedGathers", "tp-prefetched-gathers",
               "Sequence-parallel re-gathers passed round the ring ahead of "
               "their reader">,
+    Statistic<"tpPairs", "tp-pairs",
+              "Pairs of micro-batches run interleaved">,
   ];
 }
 

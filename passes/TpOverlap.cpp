@@ -32,6 +32,10 @@
 //    ring on the TP stream ahead of its reader.
 // The micro-batches are stated one by one first, since a sched.repeat body
 // holds no events. Events and the stream are the first ones free.
+// With braid.tp_comm_pairs there are no pieces and no rings: every TP
+// collective of a micro-batch moves whole to the TP stream, stream 0
+// waiting right before the first op that reads it, and TpPairing.cpp then
+// runs the micro-batches two by two, each beside the other's collectives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,15 +147,18 @@ std::pair<sched::LaunchOp, Operation *> writerAndReader(Value buffer) {
 
 class TpOverlapper {
 public:
-  TpOverlapper(sched::ProgramOp step, int64_t chunks)
-      : step_(step), b_(step.getContext()), chunks_(chunks) {}
+  TpOverlapper(sched::ProgramOp step, int64_t chunks, bool pairs)
+      : step_(step), b_(step.getContext()), chunks_(chunks), pairs_(pairs) {}
 
-  TpOverlapStats run();
+  FailureOr<TpOverlapStats> run();
 
 private:
   void unroll();
   void chunkGemm(sched::LaunchOp gemm, sched::CollectiveOp sum);
   void hideBackwardSum(sched::CollectiveOp sum);
+  void toTpStream(sched::CollectiveOp c);
+  void waitBeforeReader(ValueRange buffers, Location loc);
+  void moveWhole(sched::CollectiveOp c);
   // Sequence parallel's all-gather along the sequence (an all-gather of
   // stacked parts, then unstack_parts into the whole) and the GEMMs that
   // read the whole, which its ring computes block by block; `others` read
@@ -219,6 +226,9 @@ private:
   sched::ProgramOp step_;
   OpBuilder b_;
   int64_t chunks_;
+  bool pairs_;
+  // Whether unroll() found micro-batches to pair.
+  bool paired_ = false;
   // The rings' views, by (base buffer, first row, rows).
   std::map<std::tuple<const void *, int64_t, int64_t>, Value> views_;
   int32_t sendEvent_ = 0, backEvent_ = 0;
@@ -231,6 +241,11 @@ void TpOverlapper::unroll() {
   SmallVector<sched::RepeatOp> repeats;
   for (auto r : step_.getBody().front().getOps<sched::RepeatOp>())
     repeats.push_back(r);
+  // The pairing tells the micro-batches apart by slot.
+  int64_t slot = 0;
+  if (pairs_)
+    for (Operation &op : step_.getBody().front())
+      op.setAttr(kTpPairSlotAttr, i64(-1));
   for (sched::RepeatOp r : repeats) {
     bool hasSum = false;
     r.getBody().walk([&](sched::CollectiveOp c) {
@@ -241,7 +256,13 @@ void TpOverlapper::unroll() {
     b_.setInsertionPoint(r);
     for (uint32_t i = 0; i < r.getCount(); ++i) {
       IRMapping map;
-      cloneIteration(b_, r, i, map);
+      SmallVector<Operation *> ops = cloneIteration(b_, r, i, map);
+      if (pairs_) {
+        for (Operation *op : ops)
+          op->setAttr(kTpPairSlotAttr, i64(slot));
+        ++slot;
+        paired_ = true;
+      }
     }
     r.erase();
   }
@@ -328,22 +349,36 @@ void TpOverlapper::hideBackwardSum(sched::CollectiveOp sum) {
       writtenBetween.insert(v);
   }
   Location loc = sum.getLoc();
-  b_.setInsertionPoint(sum);
-  handOver(loc);
-  sum.setStreamAttr(i32(stream_));
-  b_.setInsertionPointAfter(sum);
-  handBackRecord(loc);
+  toTpStream(sum);
   for (sched::LaunchOp l : llvm::reverse(moved))
     l->moveBefore(b_.getInsertionBlock(), b_.getInsertionPoint());
-  // Stream 0 goes on with what does not read the sum, up to the first op
-  // that does, or that is not one of its own launches.
+  waitBeforeReader(buffer, loc);
+  stats_.hiddenSums += 1;
+}
+
+// Stream 0 hands `c` over to the TP stream, which runs it and records the
+// hand-back after it; the builder is left right after that record.
+void TpOverlapper::toTpStream(sched::CollectiveOp c) {
+  Location loc = c.getLoc();
+  b_.setInsertionPoint(c);
+  handOver(loc);
+  c.setStreamAttr(i32(stream_));
+  b_.setInsertionPointAfter(c);
+  handBackRecord(loc);
+}
+
+// Stream 0 goes on from the insertion point with what does not touch
+// `buffers`, up to the first op that does, or that is not one of its own
+// launches, and waits for the TP stream there.
+void TpOverlapper::waitBeforeReader(ValueRange buffers, Location loc) {
   Operation *at = b_.getInsertionPoint() == b_.getInsertionBlock()->end()
                       ? nullptr
                       : &*b_.getInsertionPoint();
   auto touches = [&](sched::LaunchOp l) {
     return llvm::any_of(l->getOperands(), [&](Value v) {
       auto view = v.getDefiningOp<sched::ViewOp>();
-      return v == buffer || (view && view.getSource() == buffer);
+      return llvm::is_contained(buffers, v) ||
+             (view && llvm::is_contained(buffers, view.getSource()));
     });
   };
   while (at) {
@@ -358,7 +393,14 @@ void TpOverlapper::hideBackwardSum(sched::CollectiveOp sum) {
   else
     b_.setInsertionPointToEnd(b_.getInsertionBlock());
   handBackWait(loc);
-  stats_.hiddenSums += 1;
+}
+
+// Paired micro-batches: the collective runs whole on the TP stream, and
+// the other micro-batch computes beside it (TpPairing.cpp).
+void TpOverlapper::moveWhole(sched::CollectiveOp c) {
+  toTpStream(c);
+  waitBeforeReader(c->getOperands(), c.getLoc());
+  stats_.movedWhole += 1;
 }
 
 // One view per range of rows of dimension 0 (rows [first, first + n)),
@@ -775,7 +817,7 @@ void TpOverlapper::scatterRing(ScatterRing &ring) {
   ++stats_.scatterRings;
 }
 
-TpOverlapStats TpOverlapper::run() {
+FailureOr<TpOverlapStats> TpOverlapper::run() {
   unroll();
   int32_t event = -1;
   uint32_t stream = 0;
@@ -802,7 +844,18 @@ TpOverlapStats TpOverlapper::run() {
     std::optional<Prefetch> prefetch;
   };
   std::vector<Work> work;
+  SmallVector<sched::CollectiveOp> whole;
   for (Operation &op : step_.getBody().front()) {
+    // Paired, the other micro-batch hides each collective whole: no
+    // pieces, no rings.
+    if (pairs_) {
+      auto c = dyn_cast<sched::CollectiveOp>(op);
+      auto slot = op.getAttrOfType<IntegerAttr>(kTpPairSlotAttr);
+      if (c && c.getAxis() == sched::MeshAxis::Tp && c.getStream() == 0 &&
+          slot && slot.getInt() >= 0)
+        whole.push_back(c);
+      continue;
+    }
     if (auto l = dyn_cast<sched::LaunchOp>(op)) {
       if (sched::CollectiveOp s = summedGemm(l))
         work.push_back({l, s, {}, {}, {}});
@@ -820,6 +873,8 @@ TpOverlapStats TpOverlapper::run() {
     else if (std::optional<Prefetch> p = matchPrefetch(c))
       work.push_back({{}, {}, {}, {}, std::move(p)});
   }
+  for (sched::CollectiveOp c : whole)
+    moveWhole(c);
   for (Work &w : work) {
     if (w.prefetch)
       prefetch(*w.prefetch);
@@ -832,13 +887,21 @@ TpOverlapStats TpOverlapper::run() {
     else
       hideBackwardSum(w.sum);
   }
+  if (pairs_ && !paired_)
+    return step_.emitOpError()
+           << "has no repeat of micro-batches with TP collectives for "
+              "tp_comm_pair_micro_batches to pair";
+  if (pairs_ && failed(pairMicroBatches(
+                    step_, {sendEvent_, backEvent_, stream_}, stats_.pairs)))
+    return failure();
   return stats_;
 }
 
 } // namespace
 
-TpOverlapStats overlapTensorParallel(sched::ProgramOp step, int64_t chunks) {
-  return TpOverlapper(step, chunks).run();
+FailureOr<TpOverlapStats> overlapTensorParallel(sched::ProgramOp step,
+                                                int64_t chunks, bool pairs) {
+  return TpOverlapper(step, chunks, pairs).run();
 }
 
 } // namespace braid

@@ -355,6 +355,8 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                                : (parallel.sequence_parallel() ? 2 : 4);
     module->setAttr(BraidDialect::kTpCommChunksAttr,
                     b_.getI64IntegerAttr(chunks));
+    if (parallel.tp_comm_pair_micro_batches())
+      module->setAttr(BraidDialect::kTpCommPairsAttr, b_.getUnitAttr());
   }
   if (parallel.pipeline_parallel() > 1) {
     SmallVector<NamedAttribute> settings = {

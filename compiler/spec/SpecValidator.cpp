@@ -1,5 +1,7 @@
 #include "compiler/spec/SpecValidator.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/spec/SpecErrors.h"
 #include "compiler/spec/SpecPipeline.h"
@@ -158,6 +160,36 @@ void checkTensorParallel(const spec::ModelSpec &spec, RuleSink &sink) {
                 absl::StrCat(p.tp_comm_chunks(),
                              " is not a number of pieces; set 2 to 64 (0: "
                              "4, or 2 with sequence_parallel)"));
+  if (p.tp_comm_pair_micro_batches()) {
+    const int64_t mb = spec.train().micro_batch_size();
+    const int64_t dp = std::max<int64_t>(p.data_parallel(), 1);
+    const int64_t global = spec.train().global_batch_size();
+    if (!p.tp_comm_overlap())
+      sink.report("parallel.tp_comm_pair_micro_batches",
+                  "pairs the micro-batches of tp_comm_overlap; set "
+                  "tp_comm_overlap: true or remove the line");
+    else if (p.pipeline_parallel() > 1)
+      sink.report("parallel.tp_comm_pair_micro_batches",
+                  "does not combine with pipeline_parallel: the pipeline "
+                  "schedule orders the micro-batches (DualPipeV pairs "
+                  "forward and backward itself); remove the line");
+    else if (p.zero_stage() >= 2)
+      sink.report("parallel.tp_comm_pair_micro_batches",
+                  absl::StrCat("does not combine with zero_stage ",
+                               p.zero_stage(),
+                               " yet: its reduce-scatters and gathers run "
+                               "inside the micro-batches on a stream of "
+                               "their own; use zero_stage 0 or 1 or remove "
+                               "the line"));
+    else if (mb > 0 && global > 0 && global / (mb * dp) < 2)
+      sink.report("parallel.tp_comm_pair_micro_batches",
+                  absl::StrCat("needs two micro-batches per step or more, "
+                               "and global_batch_size ",
+                               global, " is one micro-batch of ", mb,
+                               " per data-parallel rank; set "
+                               "global_batch_size to ",
+                               2 * mb * dp, " or more"));
+  }
   if (tp <= 1)
     return;
   const int64_t seq = spec.train().seq_len();

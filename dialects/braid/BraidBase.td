@@ -91,6 +91,11 @@ def Braid_Dialect : Dialect {
     // tp_comm_overlap); absent: whole.
     static constexpr ::llvm::StringLiteral kTpCommChunksAttr =
         "braid.tp_comm_chunks";
+    // On the module, with kTpCommChunksAttr: braid-overlap interleaves the
+    // step's micro-batches two by two (a unit attribute, set by
+    // braid-import from tp_comm_pair_micro_batches).
+    static constexpr ::llvm::StringLiteral kTpCommPairsAttr =
+        "braid.tp_comm_pairs";
     // On the module, with a mesh of cp above 1: context-parallel attention
     // gathers the whole sequence's keys and values (a unit attribute, set
     // by braid-import from cp_comm_type ALL_GATHER); absent: ring attention.

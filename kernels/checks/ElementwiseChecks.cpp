@@ -72,6 +72,16 @@ absl::Status checkFill(const KernelSignature &sig) {
   return c.floatParam("value").status();
 }
 
+// A copy of a buffer of any element type into one of the same shape and
+// type (a micro-batch's own copy of its staged tokens, say).
+absl::Status checkCopy(const KernelSignature &sig) {
+  LaunchChecker c("copy", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x"}));
+  BRAID_KERNEL_TRY(c.outputs({"y"}));
+  BRAID_KERNEL_TRY(c.dtype(c.out(0), c.in(0).desc->dtype));
+  return c.sameShape(c.out(0), c.in(0));
+}
+
 absl::Status checkDropoutLaunch(const KernelSignature &sig, bool grad) {
   LaunchChecker c(grad ? "dropout_grad_input" : "dropout", sig);
   BRAID_KERNEL_TRY(c.inputs({grad ? "dy" : "x"}));
@@ -156,6 +166,7 @@ absl::Span<const NamedCheck> elementwiseChecks() {
       {"add", checkAdd},
       {"accumulate", checkAccumulate},
       {"fill", checkFill},
+      {"copy", checkCopy},
       {"dropout", checkDropout},
       {"dropout_grad_input", checkDropoutGradInput},
       {"split", checkSplit},

@@ -1,6 +1,6 @@
-// Element-wise kernels: gelu, swiglu, add, dropout, split, accumulate, fill
-// and their gradients. Every element is independent, so work is split over
-// flat index ranges (rows for split) and results never depend on the thread
+// Element-wise kernels: gelu, swiglu, add, dropout, split, accumulate, fill,
+// copy and their gradients. Every element is independent, so work is split
+// over flat index ranges (rows for split) and results never depend on the thread
 // count. exp goes through expFloat, which vectorises.
 //
 // Each loop is a template body over the storage type, instantiated in one
@@ -282,6 +282,14 @@ template <typename T> void runDropoutLaunch(const KernelArgs &args) {
   });
 }
 
+// --- copy ---------------------------------------------------------------
+
+void runCopy(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &y = args.outs[0];
+  std::memcpy(y.data, x.data,
+              static_cast<size_t>(x.numel() * dtypeSize(x.desc->dtype)));
+}
+
 // --- split --------------------------------------------------------------
 
 template <typename T> void runSplit(const KernelArgs &args) {
@@ -329,6 +337,7 @@ absl::Status registerElementwiseKernels(KernelRegistry &registry) {
           {"add", byStorage<runAdd<float>, runAdd<Bf16>>},
           {"accumulate", byStorage<runAccumulate<float>, runAccumulate<Bf16>>},
           {"fill", byStorage<runFill<float>, runFill<Bf16>>},
+          {"copy", runCopy},
           {"dropout",
            byStorage<runDropoutLaunch<float>, runDropoutLaunch<Bf16>>},
           {"dropout_grad_input",

@@ -96,6 +96,16 @@ void runFill(const KernelArgs &args) {
                                                                    value, n);
 }
 
+// Any element type, byte for byte, on the launch's stream.
+void runCopy(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &y = args.outs[0];
+  const size_t bytes =
+      static_cast<size_t>(x.numel() * dtypeSize(x.desc->dtype));
+  if (bytes != 0)
+    cudaMemcpyAsync(y.data, x.data, bytes, cudaMemcpyDeviceToDevice,
+                    streamOf(args));
+}
+
 }  // namespace
 
 absl::Status registerCastKernels(KernelRegistry &registry) {
@@ -103,6 +113,7 @@ absl::Status registerCastKernels(KernelRegistry &registry) {
                                       {"cast", runCast},
                                       {"fill", runFill},
                                       {"accumulate", runAccumulate},
+                                      {"copy", runCopy},
                                   });
 }
 

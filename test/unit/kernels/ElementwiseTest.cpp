@@ -127,6 +127,24 @@ Launch dropoutLaunch(const char *name, const std::vector<float> &x,
   return l;
 }
 
+TEST(Copy, CopiesTokensAndFloatsExactly) {
+  Launch ids("copy");
+  ids.inIds({2, 3}, {7, -1, 2047, 0, 5, 3}).outIds({2, 3});
+  ids.run(&testPool(2));
+  EXPECT_EQ(ids.outputIds(0), (std::vector<int32_t>{7, -1, 2047, 0, 5, 3}));
+  const std::vector<float> x = randomVector(kN, 11);
+  Launch floats("copy");
+  floats.in(kShape, x).out(kShape);
+  floats.run();
+  EXPECT_EQ(floats.output(0), x);
+  Launch mixed("copy");
+  mixed.inIds({2, 3}, {1, 2, 3, 4, 5, 6}).out({2, 3});
+  EXPECT_FALSE(mixed.check().ok());
+  Launch reshaped("copy");
+  reshaped.in({6}, {1, 2, 3, 4, 5, 6}).out({2, 3});
+  EXPECT_FALSE(reshaped.check().ok());
+}
+
 TEST(Dropout, MaskFollowsTheDocumentedRule) {
   const double p = 0.3;
   auto x = randomVector(kN, 10, 0.5f, 1.5f);

@@ -155,6 +155,7 @@ std::map<std::string, Sig> validLaunches() {
   add("cast").in({3, 5}).out({3, 5}, DType::kBF16);
   add("accumulate").in({4}).out({4});
   add("fill").out({4}).f("value", 0.0);
+  add("copy").in({2, 3}).out({2, 3});
   add("grad_norm").in({4}).in({2, 3}).out({});
   add("step_guard").in({}).in({}).out({});
   add("adamw")

@@ -440,6 +440,49 @@ TEST(SpecRules, SequenceParallelAndOverlap) {
             "(loaded)");
 }
 
+// Pairing the micro-batches needs the TP overlap, two micro-batches per
+// data-parallel rank and step, no pipeline and ZeRO below stage 2.
+TEST(SpecRules, PairedMicroBatches) {
+  const std::string tp2 = "parallel { tensor_parallel: 2 ";
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
+                         "  steps: 10\n  global_batch_size: 4\n") +
+                    tp2 + "tp_comm_pair_micro_batches: true }\n"),
+            "t.pbtxt:21:31: parallel.tp_comm_pair_micro_batches: pairs the "
+            "micro-batches of tp_comm_overlap; set tp_comm_overlap: true or "
+            "remove the line");
+  EXPECT_EQ(errorOf(std::string(kLlama) + tp2 +
+                    "tp_comm_overlap: true tp_comm_pair_micro_batches: true "
+                    "}\n"),
+            "t.pbtxt:20:53: parallel.tp_comm_pair_micro_batches: needs two "
+            "micro-batches per step or more, and global_batch_size 2 is one "
+            "micro-batch of 2 per data-parallel rank; set global_batch_size "
+            "to 4 or more");
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
+                         "  steps: 10\n  global_batch_size: 8\n") +
+                    tp2 +
+                    "data_parallel: 2 zero_stage: 3 tp_comm_overlap: true "
+                    "tp_comm_pair_micro_batches: true }\n"),
+            "t.pbtxt:21:84: parallel.tp_comm_pair_micro_batches: does not "
+            "combine with zero_stage 3 yet: its reduce-scatters and gathers "
+            "run inside the micro-batches on a stream of their own; use "
+            "zero_stage 0 or 1 or remove the line");
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
+                         "  steps: 10\n  global_batch_size: 8\n") +
+                    tp2 +
+                    "pipeline_parallel: 2 tp_comm_overlap: true "
+                    "tp_comm_pair_micro_batches: true }\n"),
+            "t.pbtxt:21:74: parallel.tp_comm_pair_micro_batches: does not "
+            "combine with pipeline_parallel: the pipeline schedule orders the "
+            "micro-batches (DualPipeV pairs forward and backward itself); "
+            "remove the line");
+  EXPECT_EQ(errorOf(edit(std::string(kLlama), "  steps: 10\n",
+                         "  steps: 10\n  global_batch_size: 8\n") +
+                    tp2 +
+                    "data_parallel: 2 zero_stage: 1 tp_comm_overlap: true "
+                    "tp_comm_pair_micro_batches: true }\n"),
+            "(loaded)");
+}
+
 // Context parallel cuts every sequence into 2 x CP equal chunks; it does
 // not yet combine with the pipeline, ZeRO, sequence parallel or the TP
 // overlap (its all-gather does with BF16).
