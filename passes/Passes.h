@@ -35,6 +35,12 @@ struct TrainingPipelineOptions
                      "(docs/fusion.md), or spec: the spec's compile.fusion "
                      "(none when it has none)"),
       llvm::cl::init("spec")};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("Recompute policy: none, full, selective, uniform-N, "
+                     "block-N or op kinds (docs/memory.md), or spec: the "
+                     "spec's compile.recompute (none when it has none)"),
+      llvm::cl::init("spec")};
   Option<bool> stopAfterSchedule{
       *this, "stop-after-schedule",
       llvm::cl::desc("Stop after braid-schedule: the pipeline's partition "

@@ -176,6 +176,44 @@ def ShardPass : Pass<"braid-shard", "mlir::ModuleOp"> {
   let dependentDialects = ["::braid::BraidDialect"];
 }
 
+def RecomputePass : Pass<"braid-recompute", "mlir::ModuleOp"> {
+  let summary = "Compute forward values again in the backward instead of keeping them";
+  let description = [{
+    Under a policy (the `policy` option, or the module's `braid.recompute`
+    from the spec's compile.recompute; docs/memory.md "Recompute"), after
+    braid-partition: `full` and `uniform-N` take the layers of each
+    pipeline stage in groups (1 or N consecutive layers), `block-N` each
+    stage's first N layers one by one, and a list of op kinds (`selective`
+    for the attention core, `norm`, `activation`, op names) the ops of
+    those kinds in each layer. Policies separated by `|` apply one per
+    pipeline rank or one per stage.
+    In each group, the forward ops whose results a backward op reads, and
+    the group's ops they read in turn, are cloned right before the first
+    backward op that reads one of them, marked `braid.recomputed` and
+    phase `input_grad`; the backward ops read the clones. A group's op
+    that a forward op outside the group reads (its output) is kept and
+    never cloned, and so is what the group reads from outside (its input,
+    the weights): the checkpoints. Clones keep their attributes, so fused
+    ops recompute fused and dropout draws the same mask. The numbers do
+    not change.
+
+    ```mlir
+    %y, %rstd = braid.rms_norm %x, %w {braid.phase = #braid.phase<forward>}
+    ...
+    %y2, %rstd2 = braid.rms_norm %x, %w {braid.phase = #braid.phase<input_grad>, braid.recomputed}
+    %dx = braid.rms_norm_grad_input %dy, %x, %w, %rstd2 ...
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"\"",
+           "none, full, selective, uniform-N, block-N or op kinds "
+           "(default: the module's braid.recompute, else none)">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "num-recomputed", "Forward ops cloned into the backward">,
+  ];
+}
+
 def PartitionPass : Pass<"braid-partition", "mlir::ModuleOp"> {
   let summary = "Cut the layers into pipeline stages, padded with empty layers";
   let description = [{

@@ -51,6 +51,13 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kGraph, error)))
     return failure();
   pm.addPass(createPartitionPass());
+  // After the partition, whose stages a policy per stage follows. With
+  // "spec" braid-recompute reads what braid-import put on the module.
+  RecomputePassOptions recompute;
+  if (options.recompute != "spec")
+    recompute.policy = options.recompute.empty() ? std::string("none")
+                                                 : std::string(options.recompute);
+  pm.addPass(createRecomputePass(recompute));
   pm.addPass(createSchedulePass());
   if (options.stopAfterSchedule)
     return success();

@@ -318,6 +318,10 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
       numParams += cast<RankedTensorType>(t).getNumElements();
 
   module->setAttr("braid.name", b_.getStringAttr(spec_.name()));
+  // braid-recompute parses it (the spec's rules already did).
+  if (const std::string &policy = spec_.compile().recompute();
+      !policy.empty() && policy != "none")
+    module->setAttr(BraidDialect::kRecomputeAttr, b_.getStringAttr(policy));
   module->setAttr(
       BraidDialect::kModelAttr,
       ModelAttr::get(

@@ -96,6 +96,10 @@ def Braid_Dialect : Dialect {
     // braid-import from tp_comm_pair_micro_batches).
     static constexpr ::llvm::StringLiteral kTpCommPairsAttr =
         "braid.tp_comm_pairs";
+    // On the module: braid-recompute's policy (a string, set by
+    // braid-import from compile.recompute when it is not none).
+    static constexpr ::llvm::StringLiteral kRecomputeAttr =
+        "braid.recompute";
     // On the module, with a mesh of cp above 1: context-parallel attention
     // gathers the whole sequence's keys and values (a unit attribute, set
     // by braid-import from cp_comm_type ALL_GATHER); absent: ring attention.

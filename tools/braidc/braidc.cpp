@@ -2,6 +2,7 @@
 //
 //   braidc SPEC [-o OUT] [--emit=plan|mlir|binary] [--plan-format=binary|text]
 //               [--report-memory] [--fusion=all|none|LIST]
+//               [--recompute=POLICY]
 //               [--runtime=BRAID_RUN] [--dump-schedule=FILE] [--simulate]
 //               [--schedule-svg=FILE] [--sim-gflops=X] [--sim-link=L:B]
 //               [--sim-profile=DIR] [--sim-cores=N]
@@ -41,6 +42,7 @@
 
 #include "compiler/emit/PlanEmitter.h"
 #include "compiler/spec/FusionList.h"
+#include "compiler/spec/RecomputePolicy.h"
 #include "compiler/spec/SpecLoader.h"
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
@@ -90,6 +92,12 @@ static cl::opt<std::string>
                     "commas (docs/fusion.md); overrides the spec's "
                     "compile.fusion, whose default is none"),
            cl::value_desc("list"), cl::cat(braidcOptions));
+static cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Recompute policy: none, full, selective, uniform-N, block-N or "
+             "op kinds separated by commas (docs/memory.md); overrides the "
+             "spec's compile.recompute, whose default is none"),
+    cl::value_desc("policy"), cl::cat(braidcOptions));
 static cl::opt<std::string>
     runtimePath("runtime",
                 cl::desc("braid-run executable to embed the plan into "
@@ -343,6 +351,13 @@ int main(int argc, char **argv) {
   const bool fusionFlag = fusion.getNumOccurrences() > 0;
   options.fusion = braid::effectiveFusionList(
       fusionFlag ? std::string(fusion) : std::string("spec"), *spec);
+  if (recompute.getNumOccurrences() > 0) {
+    if (absl::StatusOr<std::vector<braid::RecomputePolicy>> policy =
+            braid::parseRecomputeStages(recompute);
+        !policy.ok())
+      return fail("--recompute: " + std::string(policy.status().message()));
+    options.recompute = recompute;
+  }
   std::string pipelineError;
   if (mlir::failed(braid::buildTrainingPipeline(pm, options, pipelineError)))
     return fail((fusionFlag ? "--fusion: " : "compile.fusion: ") +

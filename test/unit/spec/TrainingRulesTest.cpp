@@ -1,5 +1,6 @@
 // Validation rules of `train`: each rule's full message, line:column and
 // field path.
+#include "compiler/spec/RecomputePolicy.h"
 #include "test/unit/spec/SpecTestSupport.h"
 
 namespace braid::test {
@@ -203,17 +204,24 @@ TEST(TrainRules, TokensOfRunOverflow) {
             "steps");
 }
 
+// kLlama loads with each of `values` as compile.`field`.
+void expectCompileLoads(const std::string &field,
+                        std::initializer_list<const char *> values) {
+  for (const char *ok : values)
+    EXPECT_EQ(errorOf(std::string(kLlama) + "compile { " + field + ": \"" +
+                      ok + "\" }\n"),
+              "(loaded)")
+        << field << ": " << ok;
+}
+
 // compile.fusion: "all", "none", empty or known names separated by commas;
 // "all" may stand beside names, "none" may not.
 TEST(CompileRules, FusionList) {
   const std::string spec(kLlama);
-  for (const char *ok : {"all", "none", "", "add-norm", " add-norm , bias-gelu",
-                         "all,gqa",
-                         "rope-qkv,add-norm,bias-gelu,bias-swiglu,"
-                         "bias-dropout-add"})
-    EXPECT_EQ(errorOf(spec + "compile { fusion: \"" + ok + "\" }\n"),
-              "(loaded)")
-        << ok;
+  expectCompileLoads("fusion", {"all", "none", "", "add-norm",
+                                " add-norm , bias-gelu", "all,gqa",
+                                "rope-qkv,add-norm,bias-gelu,bias-swiglu,"
+                                "bias-dropout-add"});
   EXPECT_EQ(errorOf(spec + "compile { fusion: \"add-norm,bias-gleu\" }\n"),
             "t.pbtxt:20:11: compile.fusion: \"bias-gleu\" is not a fusion; "
             "write \"all\", \"none\" or names separated by commas from: gqa, "
@@ -227,6 +235,54 @@ TEST(CompileRules, FusionList) {
   EXPECT_EQ(errorOf(spec + "compile { fusion: \"none,gqa\" }\n"),
             "t.pbtxt:20:11: compile.fusion: \"none\" cannot stand beside "
             "fusions; write \"none\" alone for no fusion");
+}
+
+// compile.recompute: a policy, or op kinds separated by commas.
+TEST(CompileRules, RecomputePolicy) {
+  const std::string spec(kLlama);
+  expectCompileLoads("recompute",
+                     {"", "none", "full", "selective", "uniform-2", "block-1",
+                      "norm", " norm , activation ", "rope,add",
+                      "full|selective|none"});
+  EXPECT_EQ(errorOf(spec + "compile { recompute: \"uniform-0\" }\n"),
+            "t.pbtxt:20:11: compile.recompute: 'uniform-0' needs a number of "
+            "layers from 1 to 1048576 after the dash; use none, full, "
+            "selective, uniform-N, block-N (N a number of layers, 1 or more), "
+            "or op kinds separated by commas: norm, activation, attention or "
+            "forward op names such as rms_norm or rope");
+  EXPECT_EQ(errorOf(spec + "compile { recompute: \"norm,,rope\" }\n"),
+            "t.pbtxt:20:11: compile.recompute: 'norm,,rope' has an empty op "
+            "kind; use none, full, selective, uniform-N, block-N (N a number "
+            "of layers, 1 or more), or op kinds separated by commas: norm, "
+            "activation, attention or forward op names such as rms_norm or "
+            "rope");
+  const std::string unknown =
+      errorOf(spec + "compile { recompute: \"full|norm,softmax\" }\n");
+  EXPECT_EQ(unknown.rfind("t.pbtxt:20:11: compile.recompute: 'softmax' is not "
+                          "a recompute policy or an op kind; use none, full,",
+                          0),
+            0u)
+      << unknown;
+}
+
+// The parsed policies: groups stand for their fused and unfused op kinds.
+TEST(RecomputePolicy, ParsesEveryForm) {
+  using Kind = RecomputePolicy::Kind;
+  EXPECT_EQ(parseRecomputePolicy("")->kind, Kind::kNone);
+  EXPECT_EQ(parseRecomputePolicy("full")->kind, Kind::kFull);
+  EXPECT_EQ(parseRecomputePolicy("full")->layers, 1);
+  EXPECT_EQ(parseRecomputePolicy("uniform-3")->kind, Kind::kUniform);
+  EXPECT_EQ(parseRecomputePolicy("uniform-3")->layers, 3);
+  EXPECT_EQ(parseRecomputePolicy("block-2")->kind, Kind::kBlock);
+  EXPECT_EQ(parseRecomputePolicy("block-2")->layers, 2);
+  EXPECT_EQ(parseRecomputePolicy("selective")->ops,
+            (std::vector<std::string>{"attention", "flash_attention"}));
+  EXPECT_EQ(parseRecomputePolicy("activation, rope, swiglu")->ops,
+            (std::vector<std::string>{"swiglu", "gelu", "fused_bias_swiglu",
+                                      "fused_bias_gelu", "rope"}));
+  EXPECT_FALSE(parseRecomputePolicy("block-x").ok());
+  EXPECT_FALSE(parseRecomputePolicy("uniform-").ok());
+  EXPECT_FALSE(parseRecomputePolicy("full,norm").ok());
 }
 
 } // namespace
