@@ -443,33 +443,37 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
     }
     auto tpChunks =
         module->getAttrOfType<IntegerAttr>(BraidDialect::kTpCommChunksAttr);
-    auto hideTpSums = [&](sched::ProgramOp program) {
+    auto hideTpSums = [&](sched::ProgramOp program) -> LogicalResult {
       if (!tpChunks || tpChunks.getInt() <= 1 ||
           program.getKind() != sched::ProgramKind::Step)
-        return;
+        return success();
       FailureOr<TpOverlapStats> overlapped = overlapTensorParallel(
           program, tpChunks.getInt(),
           module->hasAttr(BraidDialect::kTpCommPairsAttr));
       if (failed(overlapped))
-        return signalPassFailure();
+        return failure();
       const TpOverlapStats &tp = *overlapped;
       tpPairs += tp.pairs;
+      tpMovedWhole += tp.movedWhole;
       tpChunkedGemms += tp.chunkedGemms;
       tpHiddenSums += tp.hiddenSums;
       tpGatherRings += tp.gatherRings;
       tpScatterRings += tp.scatterRings;
       tpPrefetchedGathers += tp.prefetchedGathers;
+      return success();
     };
     // The pipeline ranks' stage programs (braid-lower-pipeline's nested
     // modules) get the TP part only: their data-parallel sums stay where
     // the pipeline placed them.
     for (auto stage : module.getOps<ModuleOp>())
       for (auto program : stage.getOps<sched::ProgramOp>())
-        hideTpSums(program);
+        if (failed(hideTpSums(program)))
+          return signalPassFailure();
     for (auto program : module.getOps<sched::ProgramOp>()) {
       if (program.getKind() != sched::ProgramKind::Step)
         continue;
-      hideTpSums(program);
+      if (failed(hideTpSums(program)))
+        return signalPassFailure();
       FailureOr<std::optional<Reductions>> found = findReductions(program);
       if (failed(found))
         return signalPassFailure();

@@ -478,6 +478,9 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
               "their reader">,
     Statistic<"tpPairs", "tp-pairs",
               "Pairs of micro-batches run interleaved">,
+    Statistic<"tpMovedWhole", "tp-moved-whole",
+              "TP collectives of paired micro-batches moved whole to the TP "
+              "stream">,
   ];
 }
 

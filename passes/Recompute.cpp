@@ -16,7 +16,6 @@
 
 #include "passes/Passes.h"
 
-#include <functional>
 #include <map>
 
 #include "llvm/ADT/DenseSet.h"
@@ -54,20 +53,31 @@ std::optional<int64_t> layerOf(Operation *op) {
 
 class Recomputer {
 public:
-  // `stageOf` gives a layer's pipeline stage (0 without a pipeline),
-  // `policyOf` a stage's entry of `policies`.
+  // `policies`: one for all, one per pipeline rank, or one per stage of
+  // `partition` (empty without a pipeline: one stage).
   Recomputer(std::vector<RecomputePolicy> policies,
-             std::function<int64_t(int64_t)> stageOf,
-             std::function<size_t(int64_t)> policyOf)
-      : policies_(std::move(policies)), stageOf_(std::move(stageOf)),
-        policyOf_(std::move(policyOf)) {}
+             pipeline::Partition partition)
+      : policies_(std::move(policies)), partition_(std::move(partition)) {}
 
   // Returns the number of ops cloned.
   int64_t run(func::FuncOp func);
 
 private:
+  // The pipeline stage holding `layer`.
+  int64_t stageOf(int64_t layer) const {
+    for (size_t s = 0; s < partition_.stages.size(); ++s)
+      if (layer >= partition_.stages[s].first &&
+          layer < partition_.stages[s].first + partition_.stages[s].layers)
+        return static_cast<int64_t>(s);
+    return 0;
+  }
+  // A stage's policy: the one for all, its own, or its rank's.
   const RecomputePolicy &policyOf(int64_t stage) const {
-    return policies_[policyOf_(stage)];
+    if (policies_.size() == 1)
+      return policies_.front();
+    if (policies_.size() == partition_.stages.size())
+      return policies_[stage];
+    return policies_[partition_.placement.rankOf(stage)];
   }
   // The group of a forward op under its stage's policy, among the stage's
   // layers in order; nullopt when it is kept.
@@ -77,8 +87,7 @@ private:
                          const RecomputePolicy &policy);
 
   std::vector<RecomputePolicy> policies_;
-  std::function<int64_t(int64_t)> stageOf_;
-  std::function<size_t(int64_t)> policyOf_;
+  pipeline::Partition partition_;
 };
 
 std::optional<int64_t>
@@ -182,7 +191,7 @@ int64_t Recomputer::run(func::FuncOp func) {
     std::optional<int64_t> l = layerOf(op);
     if (!l || !isForward(op))
       return;
-    std::vector<int64_t> &layers = layersOf[stageOf_(*l)];
+    std::vector<int64_t> &layers = layersOf[stageOf(*l)];
     if (!llvm::is_contained(layers, *l))
       layers.push_back(*l);
   });
@@ -200,7 +209,7 @@ int64_t Recomputer::run(func::FuncOp func) {
     std::optional<int64_t> layer = layerOf(&op);
     if (!layer)
       continue;
-    const int64_t stage = stageOf_(*layer);
+    const int64_t stage = stageOf(*layer);
     const RecomputePolicy &policy = policyOf(stage);
     std::optional<int64_t> g = groupOf(&op, policy, layersOf[stage]);
     if (!g)
@@ -281,22 +290,7 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
              "in model order";
       return signalPassFailure();
     }
-    auto stageOf = [&partition](int64_t layer) -> int64_t {
-      for (size_t s = 0; s < partition.stages.size(); ++s)
-        if (layer >= partition.stages[s].first &&
-            layer < partition.stages[s].first + partition.stages[s].layers)
-          return static_cast<int64_t>(s);
-      return 0;
-    };
-    // A stage's policy: the one for all, its own, or its rank's.
-    auto policyOf = [&partition, given, numStages](int64_t stage) -> size_t {
-      if (given == 1)
-        return 0;
-      if (given == numStages)
-        return static_cast<size_t>(stage);
-      return static_cast<size_t>(partition.placement.rankOf(stage));
-    };
-    Recomputer recomputer(*parsed, stageOf, policyOf);
+    Recomputer recomputer(std::move(*parsed), std::move(partition));
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())
         numRecomputed += recomputer.run(func);

@@ -153,7 +153,8 @@ public:
   FailureOr<TpOverlapStats> run();
 
 private:
-  void unroll();
+  // States the micro-batches out of their repeats; returns how many.
+  int64_t unroll();
   void chunkGemm(sched::LaunchOp gemm, sched::CollectiveOp sum);
   void hideBackwardSum(sched::CollectiveOp sum);
   void toTpStream(sched::CollectiveOp c);
@@ -227,8 +228,6 @@ private:
   OpBuilder b_;
   int64_t chunks_;
   bool pairs_;
-  // Whether unroll() found micro-batches to pair.
-  bool paired_ = false;
   // The rings' views, by (base buffer, first row, rows).
   std::map<std::tuple<const void *, int64_t, int64_t>, Value> views_;
   int32_t sendEvent_ = 0, backEvent_ = 0;
@@ -237,11 +236,12 @@ private:
   TpOverlapStats stats_;
 };
 
-void TpOverlapper::unroll() {
+int64_t TpOverlapper::unroll() {
   SmallVector<sched::RepeatOp> repeats;
   for (auto r : step_.getBody().front().getOps<sched::RepeatOp>())
     repeats.push_back(r);
-  // The pairing tells the micro-batches apart by slot.
+  // The pairing tells the micro-batches apart by slot (the micro-batch
+  // stated out, in program order).
   int64_t slot = 0;
   if (pairs_)
     for (Operation &op : step_.getBody().front())
@@ -257,15 +257,14 @@ void TpOverlapper::unroll() {
     for (uint32_t i = 0; i < r.getCount(); ++i) {
       IRMapping map;
       SmallVector<Operation *> ops = cloneIteration(b_, r, i, map);
-      if (pairs_) {
+      if (pairs_)
         for (Operation *op : ops)
           op->setAttr(kTpPairSlotAttr, i64(slot));
-        ++slot;
-        paired_ = true;
-      }
+      ++slot;
     }
     r.erase();
   }
+  return slot;
 }
 
 // Pieces along the first dimension above 1 of the output's leading ones.
@@ -818,7 +817,7 @@ void TpOverlapper::scatterRing(ScatterRing &ring) {
 }
 
 FailureOr<TpOverlapStats> TpOverlapper::run() {
-  unroll();
+  const int64_t microBatches = unroll();
   int32_t event = -1;
   uint32_t stream = 0;
   step_.walk([&](Operation *op) {
@@ -887,7 +886,7 @@ FailureOr<TpOverlapStats> TpOverlapper::run() {
     else
       hideBackwardSum(w.sum);
   }
-  if (pairs_ && !paired_)
+  if (pairs_ && microBatches == 0)
     return step_.emitOpError()
            << "has no repeat of micro-batches with TP collectives for "
               "tp_comm_pair_micro_batches to pair";

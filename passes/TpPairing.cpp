@@ -32,7 +32,9 @@
 
 #include "passes/TpOverlap.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "llvm/ADT/DenseMap.h"
@@ -63,7 +65,7 @@ struct Access {
   SmallVector<Key> reads, writes;
 };
 
-Access accessOf(Operation *op) {
+Access readAccess(Operation *op) {
   Access a;
   if (auto l = dyn_cast<sched::LaunchOp>(op)) {
     for (Value v : l.getIns())
@@ -99,6 +101,14 @@ private:
     Operation *peek() const { return ops[next]; }
   };
 
+  // What `op` reads and writes, worked out once (the references stay
+  // valid: an unordered_map does not move its elements).
+  const Access &accessOf(Operation *op) {
+    auto [it, added] = accesses_.try_emplace(op);
+    if (added)
+      it->second = readAccess(op);
+    return it->second;
+  }
   LogicalResult checkStreams(ArrayRef<Operation *> ops);
   void ownInputs(Sequence &s);
   void hoistScalars(Sequence &s);
@@ -111,11 +121,11 @@ private:
   }
   // Whether `op` of the second micro-batch may run now: what it uses is
   // made and nothing of the first still to come conflicts with it.
-  bool mayGoAhead(Operation *op) const {
+  bool mayGoAhead(Operation *op) {
     for (Value v : op->getOperands())
       if (Operation *def = v.getDefiningOp(); def && pending_.contains(def))
         return false;
-    const Access a = accessOf(op);
+    const Access &a = accessOf(op);
     for (Key k : a.writes)
       if (auto it = firstLeft_.find(k);
           it != firstLeft_.end() && (it->second.first || it->second.second))
@@ -136,6 +146,7 @@ private:
   DenseSet<Operation *> pending_;
   // Reads and writes of the first micro-batch's ops not placed yet.
   DenseMap<Key, std::pair<int64_t, int64_t>> firstLeft_;
+  std::unordered_map<Operation *, Access> accesses_;
 };
 
 // The pairs' micro-batches run on stream 0 and the TP stream only, with
@@ -230,18 +241,17 @@ void Pairer::hoistScalars(Sequence &s) {
     Operation *op = s.ops[i];
     if (!isBookkeeping(op))
       continue;
-    // The global reads it alone uses go with it.
-    SmallVector<Operation *> moving;
-    for (Value v : op->getOperands())
-      if (auto get = v.getDefiningOp<sched::GetGlobalOp>();
-          get && get->hasOneUse() && !llvm::is_contained(moving, get))
-        moving.push_back(get);
-    moving.push_back(op);
-    const Access access = accessOf(op);
+    // It moves up past what neither makes what it reads nor conflicts with
+    // it, and the global reads it alone uses, which it meets on the way,
+    // go with it.
+    const Access &access = accessOf(op);
+    SmallVector<Operation *> moving = {op};
     size_t to = i;
     while (to > 0) {
       Operation *before = s.ops[to - 1];
-      if (llvm::is_contained(moving, before)) {
+      if (isa<sched::GetGlobalOp>(before) && before->hasOneUse() &&
+          *before->user_begin() == op) {
+        moving.push_back(before);
         --to;
         continue;
       }
@@ -253,6 +263,7 @@ void Pairer::hoistScalars(Sequence &s) {
         break;
       --to;
     }
+    std::reverse(moving.begin(), moving.end());
     if (to == i)
       continue;
     SmallVector<Operation *> rest;
@@ -270,7 +281,7 @@ void Pairer::merge(Sequence &first, Sequence &second, Operation *end) {
   for (Sequence *s : {&first, &second})
     pending_.insert(s->ops.begin(), s->ops.end());
   for (Operation *op : first.ops) {
-    const Access a = accessOf(op);
+    const Access &a = accessOf(op);
     for (Key k : a.reads)
       ++firstLeft_[k].first;
     for (Key k : a.writes)
@@ -307,7 +318,7 @@ void Pairer::merge(Sequence &first, Sequence &second, Operation *end) {
     }
     c.yielded = false;
     if (cur == 0) {
-      const Access a = accessOf(op);
+      const Access &a = accessOf(op);
       for (Key k : a.reads)
         --firstLeft_[k].first;
       for (Key k : a.writes)
