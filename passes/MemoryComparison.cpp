@@ -12,6 +12,20 @@ using namespace mlir;
 
 namespace braid {
 
+std::string humanBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.2f %s", v, units[u]);
+  return s;
+}
+
 FailureOr<MemoryFigures> readMemoryFigures(ModuleOp module) {
   auto memory = module->getAttrOfType<DictionaryAttr>("sched.memory");
   if (!memory)

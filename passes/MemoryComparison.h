@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "llvm/ADT/StringRef.h"
@@ -41,6 +42,9 @@ struct MemoryFigures {
   int64_t arena = 0;
   std::vector<LayerMemory> layers;
 };
+
+// "8.17 MiB": bytes in the largest binary unit below 1024 of it.
+std::string humanBytes(int64_t bytes);
 
 // The figures braid-plan-memory recorded on `module`; fails, with an error
 // on the module, when it has not run or the attributes are malformed.

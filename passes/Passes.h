@@ -63,6 +63,15 @@ mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
                                           const TrainingPipelineOptions &options,
                                           std::string &error);
 
+// What follows braid-recompute: schedule -> lower-to-sched ->
+// lower-pipeline -> overlap -> the sched-stage fusions of `fusionList` ->
+// plan-memory (printing its report with `reportMemory`). braid-recompute's
+// auto mode plans its candidates with it. Fails, with a sentence in
+// `error`, on a bad fusion list.
+mlir::LogicalResult addPlanningPasses(mlir::OpPassManager &pm,
+                                      llvm::StringRef fusionList,
+                                      bool reportMemory, std::string &error);
+
 // The fusion list a compilation of `spec` with `option` (the pipeline's
 // fusion option) applies: the option, or for "spec" the spec's
 // compile.fusion, "none" when that is empty.

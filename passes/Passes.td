@@ -181,7 +181,10 @@ def RecomputePass : Pass<"braid-recompute", "mlir::ModuleOp"> {
   let description = [{
     Under a policy (the `policy` option, or the module's `braid.recompute`
     from the spec's compile.recompute; docs/memory.md "Recompute"), after
-    braid-partition: `full` and `uniform-N` take the layers of each
+    braid-partition (or, with `auto`, the one per pipeline rank of least
+    recompute FLOPs whose plan fits the module's braid.memory_budget, each
+    candidate planned on a copy by the passes that follow: `fusion` names
+    the compilation's fusions for them): `full` and `uniform-N` take the layers of each
     pipeline stage in groups (1 or N consecutive layers), `block-N` each
     stage's first N layers one by one, and a list of op kinds (`selective`
     for the attention core, `norm`, `activation`, op names) the ops of
@@ -206,8 +209,14 @@ def RecomputePass : Pass<"braid-recompute", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"\"",
-           "none, full, selective, uniform-N, block-N or op kinds "
+           "none, auto, full, selective, uniform-N, block-N or op kinds "
            "(default: the module's braid.recompute, else none)">,
+    Option<"fusion", "fusion", "std::string", /*default=*/"\"none\"",
+           "The fusions of the compilation (docs/fusion.md), with which "
+           "auto plans its candidates">,
+    Option<"compare", "compare", "bool", /*default=*/"false",
+           "Also plan the module without recompute, for the memory "
+           "report's saving">,
   ];
   let statistics = [
     Statistic<"numRecomputed", "num-recomputed", "Forward ops cloned into the backward">,

@@ -57,17 +57,30 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   if (options.recompute != "spec")
     recompute.policy = options.recompute.empty() ? std::string("none")
                                                  : std::string(options.recompute);
+  recompute.fusion = list;
+  recompute.compare = options.reportMemory;
   pm.addPass(createRecomputePass(recompute));
-  pm.addPass(createSchedulePass());
-  if (options.stopAfterSchedule)
+  if (options.stopAfterSchedule) {
+    pm.addPass(createSchedulePass());
     return success();
+  }
+  return addPlanningPasses(pm, list, options.reportMemory, error);
+}
+
+LogicalResult addPlanningPasses(OpPassManager &pm, StringRef fusionList,
+                                bool reportMemory, std::string &error) {
+  FailureOr<SmallVector<const Fusion *>> fusions =
+      parseFusionList(fusionList.str(), error);
+  if (failed(fusions))
+    return failure();
+  pm.addPass(createSchedulePass());
   pm.addPass(createLowerToSchedPass());
   pm.addPass(createLowerPipelinePass());
   pm.addPass(createOverlapPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kSched, error)))
     return failure();
   PlanMemoryPassOptions memory;
-  memory.report = options.reportMemory;
+  memory.report = reportMemory;
   pm.addPass(createPlanMemoryPass(memory));
   return success();
 }

@@ -26,6 +26,7 @@
 #include "dialects/sched/SchedOps.h"
 #include "passes/MemoryComparison.h"
 #include "passes/PipelineAttrs.h"
+#include "passes/Recomputer.h"
 #include "passes/analysis/FirstFit.h"
 #include "passes/analysis/Liveness.h"
 
@@ -183,19 +184,6 @@ activationsPerLayer(const std::vector<LiveRange> &ranges,
   return perLayer;
 }
 
-std::string humanBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::format("%.2f %s", v, units[u]);
-  return s;
-}
 
 // Every offset the planner computes is at most the sum of all buffer sizes,
 // so bounding that sum once makes all later int64 arithmetic safe.
@@ -228,6 +216,55 @@ LogicalResult checkAddressable(ModuleOp module) {
   return success();
 }
 
+// The budget the arena fits, and what braid-recompute chose on the rank,
+// with what it saved and cost.
+void printBudgetAndRecompute(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
+                             const MemoryTotals &totals) {
+  if (auto budget =
+          top->getAttrOfType<IntegerAttr>(BraidDialect::kMemoryBudgetAttr))
+    os << llvm::format("  %-22s %14lld bytes  %12s  (%s to spare)\n",
+                       "budget", static_cast<long long>(budget.getInt()),
+                       humanBytes(budget.getInt()).c_str(),
+                       humanBytes(budget.getInt() - totals.arena).c_str());
+  auto report =
+      top->getAttrOfType<ArrayAttr>(BraidDialect::kRecomputeReportAttr);
+  if (!report || rank >= static_cast<int64_t>(report.size()))
+    return;
+  auto entry = dyn_cast<DictionaryAttr>(report[rank]);
+  if (!entry)
+    return;
+  auto policy = entry.getAs<StringAttr>("policy");
+  auto flops = entry.getAs<FloatAttr>("flops");
+  auto forward = entry.getAs<FloatAttr>("forward_flops");
+  if (!policy || !flops || !forward)
+    return;
+  os << "  recompute              " << policy.getValue();
+  if (auto candidates = entry.getAs<IntegerAttr>("candidates"))
+    if (auto planned = entry.getAs<IntegerAttr>("planned"))
+      os << "  (auto: the least recompute FLOPs that fit the budget; "
+         << planned.getInt() << " of " << candidates.getInt()
+         << " candidate policies planned)";
+  os << "\n";
+  if (policy.getValue() == "none")
+    return;
+  if (auto without = entry.getAs<IntegerAttr>("arena_without")) {
+    const int64_t saved = without.getInt() - totals.arena;
+    os << llvm::format("    %-20s %14lld bytes  %12s  of arena (%lld without)\n",
+                       "saves", static_cast<long long>(saved),
+                       humanBytes(saved).c_str(),
+                       static_cast<long long>(without.getInt()));
+  }
+  // Training FLOPs of the rank: three times its forward (forward, input
+  // and weight gradients).
+  const double training = 3 * forward.getValueAsDouble();
+  os << llvm::format("    %-20s %14.0f FLOPs per micro-batch  (%.3g%% of "
+                     "the rank's %.4g training FLOPs)\n",
+                     "costs", flops.getValueAsDouble(),
+                     training > 0 ? 100 * flops.getValueAsDouble() / training
+                                  : 0.0,
+                     training);
+}
+
 struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
@@ -240,6 +277,42 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     for (ModuleOp module : stages)
       if (failed(planModule(module)))
         return signalPassFailure();
+  }
+
+  // The module the spec was imported into: a pipeline rank's parent.
+  static ModuleOp topModule(ModuleOp module) {
+    ModuleOp parent = module->getParentOfType<ModuleOp>();
+    return parent ? parent : module;
+  }
+
+  // Refuses a plan over compile.memory_budget_gb, with the shortfall and
+  // what would close it.
+  static LogicalResult checkBudget(ModuleOp module, int64_t rank,
+                                   const MemoryTotals &totals) {
+    ModuleOp top = topModule(module);
+    auto budget =
+        top->getAttrOfType<IntegerAttr>(BraidDialect::kMemoryBudgetAttr);
+    if (!budget || totals.arena <= budget.getInt())
+      return success();
+    RankMemory memory;
+    memory.arena = totals.arena;
+    memory.activationPeak = totals.activationPeak;
+    memory.savedActivations = totals.savedActivations;
+    memory.persistent = totals.parameter + totals.gradient + totals.optimizer +
+                        totals.weightCopy;
+    std::string policy = "none";
+    if (auto report = top->getAttrOfType<ArrayAttr>(
+            BraidDialect::kRecomputeReportAttr);
+        report && rank < static_cast<int64_t>(report.size()))
+      if (auto entry = dyn_cast<DictionaryAttr>(report[rank]))
+        if (auto p = entry.getAs<StringAttr>("policy"))
+          policy = p.str();
+    return module.emitError()
+           << "braid-plan-memory: the plan does not fit "
+              "compile.memory_budget_gb: "
+           << budgetShortfall(top, rank, memory, policy, budget.getInt())
+           << "; " << closingHints(top, memory, budget.getInt())
+           << "\n  - recompute: 'auto' (the least recompute that fits)";
   }
 
   LogicalResult planModule(ModuleOp module) {
@@ -262,6 +335,12 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       }
     }
     totals.arena = transientBase + totals.activationPeak;
+    int64_t rank = 0;
+    if (auto r = module->getAttrOfType<IntegerAttr>(
+            BraidDialect::kPipelineRankAttr))
+      rank = r.getInt();
+    if (failed(checkBudget(module, rank, totals)))
+      return failure();
 
     OpBuilder b(module.getContext());
     auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
@@ -326,6 +405,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       line("activations (peak)", totals.activationPeak);
       line("  saved for backward", totals.savedActivations);
       line("arena", totals.arena);
+      printBudgetAndRecompute(os, topModule(module), rank, totals);
       // Transient bytes per layer and micro-batch, runs of equal layers on
       // one line: what fusion and recompute change.
       if (!perLayer.empty()) {

@@ -24,18 +24,22 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "compiler/spec/RecomputePolicy.h"
 #include "dialects/braid/Marks.h"
 #include "passes/PipelineAttrs.h"
+#include "passes/Recomputer.h"
+#include "passes/analysis/OpFlops.h"
 
 namespace braid {
 
 #define GEN_PASS_DEF_RECOMPUTEPASS
 #include "passes/Passes.h.inc"
 
-namespace {
-
 using namespace mlir;
+
+namespace {
 
 // On each clone: it computes again what a forward op computed.
 constexpr llvm::StringLiteral kRecomputedAttr = "braid.recomputed";
@@ -51,6 +55,15 @@ std::optional<int64_t> layerOf(Operation *op) {
   return layer.getIndex();
 }
 
+// The pipeline stage holding `layer` (0 without a pipeline).
+int64_t stageOfLayer(const pipeline::Partition &partition, int64_t layer) {
+  for (size_t s = 0; s < partition.stages.size(); ++s)
+    if (layer >= partition.stages[s].first &&
+        layer < partition.stages[s].first + partition.stages[s].layers)
+      return static_cast<int64_t>(s);
+  return 0;
+}
+
 class Recomputer {
 public:
   // `policies`: one for all, one per pipeline rank, or one per stage of
@@ -63,13 +76,8 @@ public:
   int64_t run(func::FuncOp func);
 
 private:
-  // The pipeline stage holding `layer`.
   int64_t stageOf(int64_t layer) const {
-    for (size_t s = 0; s < partition_.stages.size(); ++s)
-      if (layer >= partition_.stages[s].first &&
-          layer < partition_.stages[s].first + partition_.stages[s].layers)
-        return static_cast<int64_t>(s);
-    return 0;
+    return stageOfLayer(partition_, layer);
   }
   // A stage's policy: the one for all, its own, or its rank's.
   const RecomputePolicy &policyOf(int64_t stage) const {
@@ -246,6 +254,131 @@ int64_t Recomputer::run(func::FuncOp func) {
   return n;
 }
 
+} // namespace
+
+int64_t applyRecompute(ModuleOp module,
+                       const std::vector<RecomputePolicy> &policies,
+                       const pipeline::Partition &partition) {
+  Recomputer recomputer(policies, partition);
+  int64_t n = 0;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      n += recomputer.run(func);
+  return n;
+}
+
+std::vector<RecomputeCost> recomputeCosts(ModuleOp module,
+                                          const pipeline::Partition &partition) {
+  const int64_t ranks =
+      partition.stages.empty() ? 1 : partition.placement.ranks;
+  const int64_t lastStage =
+      std::max<int64_t>(static_cast<int64_t>(partition.stages.size()) - 1, 0);
+  std::vector<RecomputeCost> costs(ranks);
+  module.walk([&](Operation *op) {
+    LayerAttr layer = layerMark(op);
+    if (!layer)
+      return;
+    const bool recomputed = op->hasAttr(kRecomputedAttr);
+    if (!recomputed && !isForward(op))
+      return;
+    const int64_t stage = layer.isEmbedding() ? 0
+                          : layer.isLoss()    ? lastStage
+                                              : stageOfLayer(partition,
+                                                             layer.getIndex());
+    const int64_t rank =
+        partition.stages.empty() ? 0 : partition.placement.rankOf(stage);
+    (recomputed ? costs[rank].flops : costs[rank].forwardFlops) +=
+        forwardFlops(op);
+  });
+  return costs;
+}
+
+namespace {
+
+// A rank's policy as written: the one for all, its own, or its stages'
+// joined by " / " in model order.
+std::string rankPolicyText(const std::string &text, int64_t rank,
+                           const pipeline::Partition &partition) {
+  std::vector<std::string> parts;
+  for (absl::string_view part : absl::StrSplit(text, '|'))
+    parts.emplace_back(absl::StripAsciiWhitespace(part));
+  for (std::string &p : parts)
+    if (p.empty())
+      p = "none";
+  if (parts.size() == 1)
+    return parts.front();
+  if (static_cast<int64_t>(parts.size()) == partition.placement.ranks &&
+      parts.size() != partition.stages.size())
+    return parts[rank];
+  std::string joined;
+  for (size_t s = 0; s < partition.stages.size() && s < parts.size(); ++s)
+    if (partition.placement.rankOf(static_cast<int64_t>(s)) == rank)
+      joined += (joined.empty() ? "" : " / ") + parts[s];
+  return joined;
+}
+
+// A layer policy naming more layers than the layout holds where it
+// applies recomputes layers that are not there: refused, with the stage
+// and its layers. One policy for every stage applies as far as each
+// stage's layers go, so only more than the largest stage holds is refused.
+LogicalResult checkLayerCounts(ModuleOp module, const std::string &text,
+                               const std::vector<RecomputePolicy> &policies,
+                               const pipeline::Partition &partition) {
+  std::vector<pipeline::StageLayers> stages = partition.stages;
+  if (stages.empty()) {
+    pipeline::StageLayers all;
+    if (auto model = module->getAttrOfType<ModelAttr>(BraidDialect::kModelAttr))
+      all.layers = model.getNumLayers();
+    stages.push_back(all);
+  }
+  // The stages each policy is held against: its own, or the largest.
+  std::vector<std::pair<size_t, const RecomputePolicy *>> checks;
+  if (policies.size() == 1) {
+    size_t largest = 0;
+    for (size_t s = 1; s < stages.size(); ++s)
+      if (stages[s].layers > stages[largest].layers)
+        largest = s;
+    checks.push_back({largest, &policies.front()});
+  } else {
+    for (size_t s = 0; s < stages.size(); ++s)
+      checks.push_back(
+          {s, policies.size() == stages.size()
+                  ? &policies[s]
+                  : &policies[partition.placement.rankOf(
+                        static_cast<int64_t>(s))]});
+  }
+  for (auto [s, p] : checks) {
+    if ((p->kind != RecomputePolicy::Kind::kBlock &&
+         p->kind != RecomputePolicy::Kind::kUniform) ||
+        p->layers <= stages[s].layers)
+      continue;
+    const std::string name =
+        p->kind == RecomputePolicy::Kind::kBlock ? "block-" : "uniform-";
+    InFlightDiagnostic d = module.emitError()
+                           << "braid-recompute: '" << text << "' asks for "
+                           << name << p->layers << " on ";
+    if (partition.stages.empty())
+      d << "a model of " << stages[s].layers << " layers";
+    else
+      d << (policies.size() == 1 ? "every pipeline stage; the largest, stage "
+                                 : "pipeline stage ")
+        << s << " (rank "
+        << partition.placement.rankOf(static_cast<int64_t>(s))
+        << (policies.size() == 1 ? "), holds " : "), which holds ")
+        << (stages[s].layers == 1
+                ? "1 layer (layer " + std::to_string(stages[s].first) + ")"
+                : std::to_string(stages[s].layers) + " layers (" +
+                      std::to_string(stages[s].first) + "-" +
+                      std::to_string(stages[s].first + stages[s].layers - 1) +
+                      ")");
+    d << "; give N up to " << stages[s].layers
+      << ", 'full' for every layer, or one policy per stage separated by "
+         "'|'";
+    return failure();
+  }
+  return success();
+}
+
 struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
   using RecomputePassBase::RecomputePassBase;
 
@@ -279,6 +412,8 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
     const int64_t numRanks = partition.stages.empty()
                                  ? 1
                                  : partition.placement.ranks;
+    if (parsed->front().kind == RecomputePolicy::Kind::kAuto)
+      return runAuto(module, partition);
     const int64_t given = static_cast<int64_t>(parsed->size());
     if (given != 1 && given != numStages && given != numRanks) {
       module.emitError()
@@ -290,10 +425,87 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
              "in model order";
       return signalPassFailure();
     }
-    Recomputer recomputer(std::move(*parsed), std::move(partition));
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal())
-        numRecomputed += recomputer.run(func);
+    if (failed(checkLayerCounts(module, text, *parsed, partition)))
+      return signalPassFailure();
+    const bool recomputes =
+        llvm::any_of(*parsed, [](const RecomputePolicy &p) {
+          return p.kind != RecomputePolicy::Kind::kNone;
+        });
+    // What the arena would be without: for the memory report's saving.
+    std::vector<RankMemory> without;
+    if (recomputes && compare) {
+      std::string error;
+      FailureOr<std::vector<RankMemory>> planned = planWithRecompute(
+          module, {RecomputePolicy{}}, partition, fusion, error);
+      if (failed(planned)) {
+        module.emitError() << "braid-recompute: " << error;
+        return signalPassFailure();
+      }
+      without = std::move(*planned);
+    }
+    numRecomputed += applyRecompute(module, *parsed, partition);
+    if (!recomputes)
+      return;
+    std::vector<RecomputeChoice> report;
+    const std::vector<RecomputeCost> costs = recomputeCosts(module, partition);
+    for (int64_t r = 0; r < numRanks; ++r) {
+      RecomputeChoice c;
+      c.policy = rankPolicyText(text, r, partition);
+      c.cost = costs[r];
+      if (!without.empty())
+        c.arenaWithout = without[r].arena;
+      report.push_back(std::move(c));
+    }
+    writeReport(module, report);
+  }
+
+  void runAuto(ModuleOp module, const pipeline::Partition &partition) {
+    auto budget =
+        module->getAttrOfType<IntegerAttr>(BraidDialect::kMemoryBudgetAttr);
+    if (!budget || budget.getInt() <= 0) {
+      module.emitError()
+          << "braid-recompute: auto chooses under a memory budget; set "
+             "compile.memory_budget_gb in the spec or braidc "
+             "--memory-budget-gb (GiB per rank)";
+      return signalPassFailure();
+    }
+    std::string error;
+    FailureOr<std::vector<RecomputeChoice>> chosen =
+        chooseRecompute(module, partition, budget.getInt(), fusion, error);
+    if (failed(chosen)) {
+      module.emitError() << "braid-recompute: " << error;
+      return signalPassFailure();
+    }
+    std::vector<RecomputePolicy> policies;
+    for (const RecomputeChoice &c : *chosen)
+      policies.push_back(*parseRecomputePolicy(c.policy));
+    numRecomputed += applyRecompute(module, policies, partition);
+    writeReport(module, *chosen);
+  }
+
+  // One dictionary per pipeline rank, for braid-plan-memory's report.
+  static void writeReport(ModuleOp module,
+                          const std::vector<RecomputeChoice> &choices) {
+    Builder b(module.getContext());
+    SmallVector<Attribute> ranks;
+    for (const RecomputeChoice &c : choices) {
+      SmallVector<NamedAttribute> entries = {
+          b.getNamedAttr("policy", b.getStringAttr(c.policy)),
+          b.getNamedAttr("flops", b.getF64FloatAttr(c.cost.flops)),
+          b.getNamedAttr("forward_flops",
+                         b.getF64FloatAttr(c.cost.forwardFlops))};
+      if (c.arenaWithout > 0)
+        entries.push_back(b.getNamedAttr(
+            "arena_without", b.getI64IntegerAttr(c.arenaWithout)));
+      if (c.candidates > 0) {
+        entries.push_back(
+            b.getNamedAttr("planned", b.getI64IntegerAttr(c.planned)));
+        entries.push_back(
+            b.getNamedAttr("candidates", b.getI64IntegerAttr(c.candidates)));
+      }
+      ranks.push_back(b.getDictionaryAttr(entries));
+    }
+    module->setAttr(BraidDialect::kRecomputeReportAttr, b.getArrayAttr(ranks));
   }
 };
 

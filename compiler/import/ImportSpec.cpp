@@ -322,6 +322,11 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   if (const std::string &policy = spec_.compile().recompute();
       !policy.empty() && policy != "none")
     module->setAttr(BraidDialect::kRecomputeAttr, b_.getStringAttr(policy));
+  // In bytes (the spec's rules bound it to 2^62).
+  if (const double gib = spec_.compile().memory_budget_gb(); gib > 0)
+    module->setAttr(BraidDialect::kMemoryBudgetAttr,
+                    b_.getI64IntegerAttr(
+                        static_cast<int64_t>(gib * double(int64_t{1} << 30))));
   module->setAttr(
       BraidDialect::kModelAttr,
       ModelAttr::get(

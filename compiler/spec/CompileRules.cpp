@@ -1,5 +1,8 @@
-// Rules of the `compile` block: the fusion list and the recompute policy.
+// Rules of the `compile` block: the fusion list, the recompute policy and
+// the memory budget.
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/spec/RuleChecks.h"
 #include "compiler/spec/FusionList.h"
 #include "compiler/spec/RecomputePolicy.h"
 #include "compiler/spec/SpecValidator.h"
@@ -12,6 +15,24 @@ void validateCompile(const spec::Compile &compile, RuleSink &sink) {
   if (!recompute.ok())
     sink.report("compile.recompute",
                 std::string(recompute.status().message()));
+  // In GiB; a budget in bytes must fit the arena's 2^62-byte range.
+  const double budget = compile.memory_budget_gb();
+  if (checkFloat(budget, FloatRange::kNonNegative, "compile.memory_budget_gb",
+                 "give the device memory of one rank in GiB, e.g. 80, or 0 "
+                 "for no budget",
+                 sink) &&
+      budget > double(int64_t{1} << 32))
+    sink.report("compile.memory_budget_gb",
+                absl::StrCat(formatFloat(budget),
+                             " GiB is beyond the 2^32 GiB an arena can "
+                             "address; give the device memory of one rank"));
+  if (recompute.ok() && recompute->size() == 1 &&
+      recompute->front().kind == RecomputePolicy::Kind::kAuto &&
+      !(budget > 0))
+    sink.report("compile.recompute",
+                "auto chooses under a memory budget; set "
+                "compile.memory_budget_gb (GiB per rank), e.g. "
+                "memory_budget_gb: 80");
   // Unset (empty) means no fusion; anything written must parse.
   if (absl::StripAsciiWhitespace(compile.fusion()).empty())
     return;

@@ -28,7 +28,7 @@ const std::map<std::string, std::vector<std::string>> &groups() {
 }
 
 constexpr const char *kAccepted =
-    "none, full, selective, uniform-N, block-N (N a number of layers, 1 or "
+    "none, auto, full, selective, uniform-N, block-N (N a number of layers, 1 or "
     "more), or op kinds separated by commas: norm, activation, attention or "
     "forward op names such as rms_norm or rope";
 
@@ -74,6 +74,10 @@ absl::StatusOr<RecomputePolicy> parseRecomputePolicy(std::string_view text) {
   RecomputePolicy policy;
   if (whole.empty() || whole == "none")
     return policy;
+  if (whole == "auto") {
+    policy.kind = RecomputePolicy::Kind::kAuto;
+    return policy;
+  }
   if (whole == "full") {
     policy.kind = RecomputePolicy::Kind::kFull;
     policy.layers = 1;
@@ -130,6 +134,13 @@ parseRecomputeStages(std::string_view text) {
       return policy.status();
     stages.push_back(std::move(*policy));
   }
+  if (stages.size() > 1)
+    for (const RecomputePolicy &p : stages)
+      if (p.kind == RecomputePolicy::Kind::kAuto)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", std::string(text.data(), text.size()),
+            "': auto chooses the policy of every pipeline rank, so it "
+            "stands alone; write 'auto', or a policy for each rank"));
   return stages;
 }
 

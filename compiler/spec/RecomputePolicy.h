@@ -29,6 +29,9 @@ struct RecomputePolicy {
     // reads them (selective: the attention core; granular: norms,
     // activation functions, any op kinds).
     kOps,
+    // For each pipeline rank, the policy of least recompute FLOPs whose
+    // plan fits the memory budget (braid-recompute chooses).
+    kAuto,
   };
   Kind kind = Kind::kNone;
   int64_t layers = 0;
@@ -36,8 +39,8 @@ struct RecomputePolicy {
   std::vector<std::string> ops;
 };
 
-// Parses a policy: "none" (or nothing), "full", "uniform-N", "block-N"
-// (N >= 1), "selective", or op kinds separated by commas: the groups
+// Parses a policy: "none" (or nothing), "auto", "full", "uniform-N",
+// "block-N" (N >= 1), "selective", or op kinds separated by commas: the groups
 // "norm", "activation" and "attention" or the names of forward ops
 // ("rms_norm", "rope"). InvalidArgument with a sentence naming what is
 // wrong and what is accepted.
@@ -45,6 +48,7 @@ absl::StatusOr<RecomputePolicy> parseRecomputePolicy(std::string_view text);
 
 // Parses policies separated by '|', one per pipeline stage in model order
 // (as pipeline_layout's sections), or one for every stage: "full|none".
+// "auto" chooses for every rank, so it stands alone.
 absl::StatusOr<std::vector<RecomputePolicy>>
 parseRecomputeStages(std::string_view text);
 

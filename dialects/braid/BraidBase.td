@@ -100,6 +100,16 @@ def Braid_Dialect : Dialect {
     // braid-import from compile.recompute when it is not none).
     static constexpr ::llvm::StringLiteral kRecomputeAttr =
         "braid.recompute";
+    // On the module: the device bytes each rank may plan (an i64, set by
+    // braid-import from compile.memory_budget_gb when it is above 0).
+    static constexpr ::llvm::StringLiteral kMemoryBudgetAttr =
+        "braid.memory_budget";
+    // On the module: what braid-recompute did on each pipeline rank, one
+    // dictionary per rank (policy, recompute FLOPs per micro-batch, and
+    // the arena with and without it where it planned both), for the
+    // memory report.
+    static constexpr ::llvm::StringLiteral kRecomputeReportAttr =
+        "braid.recompute_report";
     // On the module, with a mesh of cp above 1: context-parallel attention
     // gathers the whole sequence's keys and values (a unit attribute, set
     // by braid-import from cp_comm_type ALL_GATHER); absent: ring attention.

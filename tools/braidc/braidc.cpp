@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <cmath>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -94,10 +95,16 @@ static cl::opt<std::string>
            cl::value_desc("list"), cl::cat(braidcOptions));
 static cl::opt<std::string> recompute(
     "recompute",
-    cl::desc("Recompute policy: none, full, selective, uniform-N, block-N or "
-             "op kinds separated by commas (docs/memory.md); overrides the "
-             "spec's compile.recompute, whose default is none"),
+    cl::desc("Recompute policy: none, auto, full, selective, uniform-N, "
+             "block-N or op kinds separated by commas (docs/memory.md); "
+             "overrides the spec's compile.recompute, whose default is none"),
     cl::value_desc("policy"), cl::cat(braidcOptions));
+static cl::opt<double> memoryBudget(
+    "memory-budget-gb",
+    cl::desc("Device memory each rank may plan, in GiB: the plan is refused "
+             "above it, and --recompute=auto chooses under it; overrides "
+             "the spec's compile.memory_budget_gb (0: no budget)"),
+    cl::value_desc("GiB"), cl::cat(braidcOptions));
 static cl::opt<std::string>
     runtimePath("runtime",
                 cl::desc("braid-run executable to embed the plan into "
@@ -195,7 +202,8 @@ static std::string siblingRuntime(const char *argv0) {
 // emission, none of the pass-manager options of the command line.
 static mlir::LogicalResult
 compareWithUnfused(mlir::MLIRContext &context, mlir::ModuleOp fused,
-                   std::shared_ptr<const braid::spec::ModelSpec> spec) {
+                   std::shared_ptr<const braid::spec::ModelSpec> spec,
+                   const std::string &recomputePolicy) {
   mlir::OwningOpRef<mlir::ModuleOp> unfused = mlir::ModuleOp::create(
       mlir::FileLineColLoc::get(&context, specPath, 1, 1));
   mlir::PassManager pm(&context);
@@ -203,6 +211,7 @@ compareWithUnfused(mlir::MLIRContext &context, mlir::ModuleOp fused,
   options.spec = specPath;
   options.loadedSpec = std::move(spec);
   options.fusion = "none";
+  options.recompute = recomputePolicy;
   options.reportMemory = false;
   std::string error;
   if (mlir::failed(braid::buildTrainingPipeline(pm, options, error)) ||
@@ -281,6 +290,14 @@ int main(int argc, char **argv) {
   if (!loaded.ok()) {
     llvm::errs() << std::string(loaded.status().message()) << "\n";
     return 1;
+  }
+  if (memoryBudget.getNumOccurrences() > 0) {
+    const double gib = memoryBudget;
+    if (!std::isfinite(gib) || gib < 0 || gib > double(int64_t{1} << 32))
+      return fail("--memory-budget-gb: give the device memory of one rank "
+                  "in GiB, from 0 (no budget) to 2^32, not " +
+                  absl::StrCat(gib));
+    loaded->mutable_compile()->set_memory_budget_gb(gib);
   }
   auto spec =
       std::make_shared<const braid::spec::ModelSpec>(std::move(*loaded));
@@ -382,7 +399,8 @@ int main(int argc, char **argv) {
       braid::parseFusionList(options.fusion, pipelineError);
   bool fuses = mlir::succeeded(fusions) && !fusions->empty();
   if (reportMemory && fuses &&
-      mlir::failed(compareWithUnfused(context, *module, spec)))
+      mlir::failed(compareWithUnfused(context, *module, spec,
+                                      options.recompute)))
     llvm::errs() << "braidc: warning: the plan without fusion failed, so the "
                     "memory report has no comparison with it\n";
 

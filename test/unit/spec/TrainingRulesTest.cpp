@@ -246,29 +246,59 @@ TEST(CompileRules, RecomputePolicy) {
                       "full|selective|none"});
   EXPECT_EQ(errorOf(spec + "compile { recompute: \"uniform-0\" }\n"),
             "t.pbtxt:20:11: compile.recompute: 'uniform-0' needs a number of "
-            "layers from 1 to 1048576 after the dash; use none, full, "
+            "layers from 1 to 1048576 after the dash; use none, auto, full, "
             "selective, uniform-N, block-N (N a number of layers, 1 or more), "
             "or op kinds separated by commas: norm, activation, attention or "
             "forward op names such as rms_norm or rope");
   EXPECT_EQ(errorOf(spec + "compile { recompute: \"norm,,rope\" }\n"),
             "t.pbtxt:20:11: compile.recompute: 'norm,,rope' has an empty op "
-            "kind; use none, full, selective, uniform-N, block-N (N a number "
+            "kind; use none, auto, full, selective, uniform-N, block-N (N a number "
             "of layers, 1 or more), or op kinds separated by commas: norm, "
             "activation, attention or forward op names such as rms_norm or "
             "rope");
   const std::string unknown =
       errorOf(spec + "compile { recompute: \"full|norm,softmax\" }\n");
   EXPECT_EQ(unknown.rfind("t.pbtxt:20:11: compile.recompute: 'softmax' is not "
-                          "a recompute policy or an op kind; use none, full,",
+                          "a recompute policy or an op kind; use none, auto, "
+                          "full,",
                           0),
             0u)
       << unknown;
+  EXPECT_EQ(errorOf(spec + "compile { recompute: \"auto|full\" }\n"),
+            "t.pbtxt:20:11: compile.recompute: 'auto|full': auto chooses the "
+            "policy of every pipeline rank, so it stands alone; write 'auto', "
+            "or a policy for each rank");
+}
+
+// compile.memory_budget_gb: GiB per rank, 0 for none; auto needs one.
+TEST(CompileRules, MemoryBudget) {
+  const std::string spec(kLlama);
+  EXPECT_EQ(errorOf(spec + "compile { recompute: \"auto\" }\n"),
+            "t.pbtxt:20:11: compile.recompute: auto chooses under a memory "
+            "budget; set compile.memory_budget_gb (GiB per rank), e.g. "
+            "memory_budget_gb: 80");
+  EXPECT_EQ(errorOf(spec + "compile { memory_budget_gb: -1 }\n"),
+            "t.pbtxt:20:11: compile.memory_budget_gb: -1 is negative; give "
+            "the device memory of one rank in GiB, e.g. 80, or 0 for no "
+            "budget");
+  EXPECT_EQ(errorOf(spec + "compile { memory_budget_gb: 1e12 }\n"),
+            "t.pbtxt:20:11: compile.memory_budget_gb: 1e+12 GiB is beyond the "
+            "2^32 GiB an arena can address; give the device memory of one "
+            "rank");
+  for (const char *gib : {"0", "80", "0.5"})
+    EXPECT_EQ(errorOf(spec + "compile { memory_budget_gb: " + gib + " }\n"),
+              "(loaded)")
+        << gib;
+  EXPECT_EQ(
+      errorOf(spec + "compile { recompute: \"auto\" memory_budget_gb: 40 }\n"),
+      "(loaded)");
 }
 
 // The parsed policies: groups stand for their fused and unfused op kinds.
 TEST(RecomputePolicy, ParsesEveryForm) {
   using Kind = RecomputePolicy::Kind;
   EXPECT_EQ(parseRecomputePolicy("")->kind, Kind::kNone);
+  EXPECT_EQ(parseRecomputePolicy(" auto ")->kind, Kind::kAuto);
   EXPECT_EQ(parseRecomputePolicy("full")->kind, Kind::kFull);
   EXPECT_EQ(parseRecomputePolicy("full")->layers, 1);
   EXPECT_EQ(parseRecomputePolicy("uniform-3")->kind, Kind::kUniform);
