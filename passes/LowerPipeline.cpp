@@ -50,6 +50,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -151,6 +152,14 @@ private:
   SmallVector<Piece> piecesOf(int64_t rank, const pipeline::Entry &e) const;
   void postReceives(RankState &st, size_t entry, int64_t waitValue);
   void emitPiece(RankState &st, const Piece &piece, uint32_t stream);
+  // A whole backward (BW) of `piece`'s stage and micro-batch, layer by
+  // layer: each layer's B ops, then its W ops, each run between its marks,
+  // and the B's sends right after its last op.
+  void emitWholeBackward(RankState &st, const Piece &piece, uint32_t stream);
+  // One op of a piece, with what it reads and writes cloned for the
+  // micro-batch (inputs staged again where `staged` has not had them).
+  void emitOp(RankState &st, const Piece &piece, Operation *op,
+              uint32_t onStream, llvm::StringSet<> &staged);
   void postSends(RankState &st, const Piece &piece, uint32_t stream);
   // Brackets a piece with sched.mark: where it begins (or ends) on `stream`.
   void mark(const Piece &piece, uint32_t stream, bool end);
@@ -460,39 +469,96 @@ void PipelineLowering::postReceives(RankState &st, size_t entry,
 
 void PipelineLowering::emitPiece(RankState &st, const Piece &piece,
                                  uint32_t onStream) {
-  IRMapping &map = st.maps[{piece.stage, piece.mb}];
   if (piece.part == Part::kB)
     for (auto [stream, value] : st.activationSends[{piece.stage, piece.mb}])
       wait(eventOf(stream), value, onStream);
   mark(piece, onStream, /*end=*/false);
   llvm::StringSet<> staged;
-  for (Operation *op : pieces_[{piece.stage, piece.part}]) {
-    for (Value in : op->getOperands()) {
-      Value copy = cloneValue(st, map, in, piece.stage, piece.mb);
-      // An input is staged again for this micro-batch before the piece
-      // first reads it: other micro-batches may have been staged since.
-      auto get = in.getDefiningOp<sched::GetGlobalOp>();
-      if (get && inputs_.contains(get.getGlobal()) &&
-          staged.insert(get.getGlobal()).second)
-        sched::StageOp::create(b_, loc(), copy, b_.getI32IntegerAttr(piece.mb),
-                               b_.getI32IntegerAttr(onStream));
-    }
-    if (auto launch = dyn_cast<sched::LaunchOp>(op))
-      for (Value out : launch.getOuts())
-        cloneValue(st, map, out, piece.stage, piece.mb);
-    if (auto sum = dyn_cast<sched::CollectiveOp>(op))
-      for (Value out : sum.getOutputs())
-        cloneValue(st, map, out, piece.stage, piece.mb);
-    Operation *copy = b_.clone(*op, map);
-    copy->setAttr("stream", b_.getI32IntegerAttr(onStream));
-    if (auto l = dyn_cast<sched::LaunchOp>(copy))
-      l.setMicroBatchAttr(b_.getI32IntegerAttr(l.getMicroBatch().value_or(0) +
-                                               static_cast<int32_t>(piece.mb)));
-    else if (auto rb = dyn_cast<sched::ReadbackOp>(copy))
-      rb.setSlotAttr(
-          b_.getI32IntegerAttr(rb.getSlot() + static_cast<int32_t>(piece.mb)));
-  }
+  for (Operation *op : pieces_[{piece.stage, piece.part}])
+    emitOp(st, piece, op, onStream, staged);
   mark(piece, onStream, /*end=*/true);
+}
+
+void PipelineLowering::emitWholeBackward(RankState &st, const Piece &piece,
+                                         uint32_t onStream) {
+  for (auto [stream, value] : st.activationSends[{piece.stage, piece.mb}])
+    wait(eventOf(stream), value, onStream);
+  // Layer by layer, in the order of the micro-batch's program: a layer's
+  // input gradients, then its weight gradients (W ops follow the B ops
+  // they read), so what the weight gradients read dies with each layer
+  // instead of at the end of the stage's backward.
+  const SmallVector<Operation *> &b = pieces_[{piece.stage, Part::kB}];
+  const SmallVector<Operation *> &w = pieces_[{piece.stage, Part::kW}];
+  SmallVector<Operation *> ops(b.begin(), b.end());
+  ops.append(w.begin(), w.end());
+  const llvm::DenseSet<Operation *> weightOps(w.begin(), w.end());
+  llvm::stable_sort(ops, [](Operation *x, Operation *y) {
+    return x->isBeforeInBlock(y);
+  });
+  Operation *lastB = b.empty() ? nullptr : b.back();
+  llvm::StringSet<> staged;
+  SmallVector<Operation *> held; // the current layer's W ops
+  auto run = [&](ArrayRef<Operation *> segment, Part part) {
+    if (segment.empty())
+      return;
+    const Piece p{piece.stage, piece.mb, part};
+    mark(p, onStream, /*end=*/false);
+    for (Operation *op : segment)
+      emitOp(st, p, op, onStream, staged);
+    mark(p, onStream, /*end=*/true);
+  };
+  SmallVector<Operation *> inputGrads;
+  for (Operation *op : ops) {
+    if (weightOps.contains(op)) {
+      held.push_back(op);
+      continue;
+    }
+    // A B op of another layer: the held layer's B and W run first.
+    if (!held.empty() && layerMark(held.front()) != layerMark(op)) {
+      run(inputGrads, Part::kB);
+      inputGrads.clear();
+      run(held, Part::kW);
+      held.clear();
+    }
+    inputGrads.push_back(op);
+    if (op == lastB) {
+      run(inputGrads, Part::kB);
+      inputGrads.clear();
+      // The gradient goes to the stage before as soon as it is computed.
+      postSends(st, {piece.stage, piece.mb, Part::kB}, onStream);
+    }
+  }
+  run(inputGrads, Part::kB);
+  run(held, Part::kW);
+}
+
+void PipelineLowering::emitOp(RankState &st, const Piece &piece, Operation *op,
+                              uint32_t onStream, llvm::StringSet<> &staged) {
+  IRMapping &map = st.maps[{piece.stage, piece.mb}];
+  for (Value in : op->getOperands()) {
+    Value copy = cloneValue(st, map, in, piece.stage, piece.mb);
+    // An input is staged again for this micro-batch before the piece
+    // first reads it: other micro-batches may have been staged since.
+    auto get = in.getDefiningOp<sched::GetGlobalOp>();
+    if (get && inputs_.contains(get.getGlobal()) &&
+        staged.insert(get.getGlobal()).second)
+      sched::StageOp::create(b_, loc(), copy, b_.getI32IntegerAttr(piece.mb),
+                             b_.getI32IntegerAttr(onStream));
+  }
+  if (auto launch = dyn_cast<sched::LaunchOp>(op))
+    for (Value out : launch.getOuts())
+      cloneValue(st, map, out, piece.stage, piece.mb);
+  if (auto sum = dyn_cast<sched::CollectiveOp>(op))
+    for (Value out : sum.getOutputs())
+      cloneValue(st, map, out, piece.stage, piece.mb);
+  Operation *copy = b_.clone(*op, map);
+  copy->setAttr("stream", b_.getI32IntegerAttr(onStream));
+  if (auto l = dyn_cast<sched::LaunchOp>(copy))
+    l.setMicroBatchAttr(b_.getI32IntegerAttr(l.getMicroBatch().value_or(0) +
+                                             static_cast<int32_t>(piece.mb)));
+  else if (auto rb = dyn_cast<sched::ReadbackOp>(copy))
+    rb.setSlotAttr(
+        b_.getI32IntegerAttr(rb.getSlot() + static_cast<int32_t>(piece.mb)));
 }
 
 void PipelineLowering::mark(const Piece &piece, uint32_t stream, bool end) {
@@ -675,6 +741,12 @@ void PipelineLowering::buildRank(int64_t rank) {
   for (size_t k = 0; k < order.size(); ++k) {
     record(progressEvent(), ++st.progress, kCompute);
     postReceives(st, k + 1, st.progress);
+    if (order[k].kind == pipeline::Kind::kBW) {
+      for (auto [stream, value, backward] : st.recvWaits[k])
+        wait(eventOf(stream), value, kCompute);
+      emitWholeBackward(st, piecesOf(rank, order[k]).front(), kCompute);
+      continue;
+    }
     // An FB pair's backward half runs on a second compute stream, beside
     // its forward half on stream 0: it starts once everything before the
     // entry has run, and stream 0 waits for it before the next entry.

@@ -29,6 +29,7 @@
 #include "passes/Recomputer.h"
 #include "passes/analysis/FirstFit.h"
 #include "passes/analysis/Liveness.h"
+#include "passes/analysis/PeakBreakdown.h"
 
 namespace braid {
 #define GEN_PASS_DEF_PLANMEMORYPASS
@@ -89,6 +90,8 @@ int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
   return offset;
 }
 
+// Places one program's transient buffers in the transient region that
+// starts at `base`; returns the region size the program needs.
 // Places one program's transient buffers in the transient region that
 // starts at `base`; returns the region size the program needs.
 int64_t placeTransients(std::vector<LiveRange> &ranges, int64_t base) {
@@ -216,6 +219,62 @@ LogicalResult checkAddressable(ModuleOp module) {
   return success();
 }
 
+// "linear (layer 3, input_grad)": the instruction where the peak falls.
+std::string describeUser(Operation *op) {
+  std::string s;
+  if (auto launch = dyn_cast<sched::LaunchOp>(op))
+    s = launch.getKernel().str();
+  else
+    s = op->getName().stripDialect().str();
+  std::string where;
+  if (LayerAttr layer = layerMark(op))
+    where = describeLayer(layer);
+  if (std::optional<Phase> phase = phaseMark(op))
+    where += (where.empty() ? "" : ", ") + stringifyPhase(*phase).str();
+  return where.empty() ? s : s + " (" + where + ")";
+}
+
+// The transients live where the most are, and why: saved for backward
+// (per layer, runs of equal layers on one line), pipeline transfers,
+// forward and backward transients, and the gaps the placement leaves.
+void printPeakBreakdown(llvm::raw_ostream &os, const PeakBreakdown &b,
+                        const std::string &user, int64_t placed,
+                        bool onlyHeld) {
+  auto line = [&](StringRef what, int64_t bytes) {
+    os << llvm::format("    %-20s %14lld bytes  %12s\n", what.str().c_str(),
+                       static_cast<long long>(bytes),
+                       humanBytes(bytes).c_str());
+  };
+  os << llvm::format("  %-22s %14lld bytes  %12s  at %s\n",
+                     "live at the peak", static_cast<long long>(b.live),
+                     humanBytes(b.live).c_str(), user.c_str());
+  int64_t saved = b.savedOther;
+  for (int64_t l : b.savedPerLayer)
+    saved += l;
+  line("saved for backward", saved);
+  for (size_t i = 0; i < b.savedPerLayer.size();) {
+    size_t j = i;
+    while (j + 1 < b.savedPerLayer.size() &&
+           b.savedPerLayer[j + 1] == b.savedPerLayer[i])
+      ++j;
+    if (b.savedPerLayer[i] != 0 || !onlyHeld) {
+      std::string label =
+          i == j ? "layer " + std::to_string(i)
+                 : "layers " + std::to_string(i) + "-" + std::to_string(j);
+      os << llvm::format("      %-18s %14lld bytes each\n", label.c_str(),
+                         static_cast<long long>(b.savedPerLayer[i]));
+    }
+    i = j + 1;
+  }
+  if (b.savedOther != 0)
+    os << llvm::format("      %-18s %14lld bytes\n", "no layer",
+                       static_cast<long long>(b.savedOther));
+  line("pipeline transfers", b.transfers);
+  line("forward transients", b.forwardTransient);
+  line("backward transients", b.backwardTransient);
+  line("placement gaps", placed - b.live);
+}
+
 // The budget the arena fits, and what braid-recompute chose on the rank,
 // with what it saved and cost.
 void printBudgetAndRecompute(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
@@ -321,12 +380,20 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     MemoryTotals totals;
     std::vector<LayerBytes> perLayer;
     int64_t transientBase = alignUp(placeGlobals(module, totals));
+    // What is live at the peak of the program that sets the arena's.
+    PeakBreakdown atPeak;
+    std::string peakUser;
 
     for (auto program : module.getOps<sched::ProgramOp>()) {
       std::vector<Operation *> launches;
       std::vector<LiveRange> ranges = computeLiveRanges(program, &launches);
       numTransient += ranges.size();
       int64_t peak = placeTransients(ranges, transientBase);
+      if (peak > totals.activationPeak || atPeak.at < 0) {
+        atPeak = breakdownAtPeak(ranges, launches, kAlignment);
+        if (atPeak.at >= 0)
+          peakUser = describeUser(launches[atPeak.at]);
+      }
       totals.activationPeak = std::max(totals.activationPeak, peak);
       if (program.getKind() == sched::ProgramKind::Step) {
         totals.savedActivations = savedAcrossBoundary(ranges, launches);
@@ -433,6 +500,9 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
           i = j + 1;
         }
       }
+      if (atPeak.at >= 0)
+        printPeakBreakdown(os, atPeak, peakUser, totals.activationPeak,
+                           module->hasAttr(BraidDialect::kPipelineRankAttr));
     }
     return success();
   }

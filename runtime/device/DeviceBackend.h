@@ -50,6 +50,10 @@ struct DeviceStats {
   int64_t eagerRuns = 0;    // runs that launched every kernel from the host
   int64_t graphCaptures = 0; // runs that captured a graph, then launched it
   int64_t graphReplays = 0;  // runs that launched an existing graph
+  // The arena's high-water mark: the end of the highest 64-byte block of
+  // the arena that an instruction issued so far reads or writes
+  // (Executor::arenaHighWater); the plan predicts plan.memory.arena_bytes.
+  uint64_t arenaHighWater = 0;
 };
 
 class DeviceBackend {

@@ -61,6 +61,7 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
                      plan.proto.memory().arena_bytes()));
   std::unique_ptr<Executor> ex(new Executor());
   ex->microBatches_ = microBatches;
+  ex->arena_ = arena;
   auto view = [&](uint32_t id) {
     return TensorView{arena + plan.proto.tensors(id).offset(), &plan.descs[id]};
   };
@@ -144,10 +145,22 @@ Executor::program(plan::ProgramKind kind) const {
       "the plan has no ", plan::ProgramKind_Name(kind), " program"));
 }
 
+void Executor::touch(const std::vector<TensorView> &views) const {
+  constexpr uint64_t kBlock = 64;
+  for (const TensorView &v : views) {
+    const uint64_t end =
+        static_cast<uint64_t>(static_cast<const uint8_t *>(v.data) - arena_) +
+        static_cast<uint64_t>(v.numel() * dtypeSize(v.desc->dtype));
+    highWater_ = std::max(highWater_, (end + kBlock - 1) / kBlock * kBlock);
+  }
+}
+
 absl::Status Executor::issue(const Program &program,
                              StreamTarget &target) const {
   return forEachRun(program.ops, [&](const Op &op,
                                      int64_t iteration) -> absl::Status {
+    touch(op.ins);
+    touch(op.outs);
     switch (op.kind) {
     case LoadedInstruction::Kind::kLaunch:
       return target.launch(op.stream, *op.kernel,

@@ -100,11 +100,20 @@ public:
   // at the first error the target returns.
   absl::Status issue(const Program &program, StreamTarget &target) const;
 
+  // The arena's high-water mark, measured as instructions are issued: the
+  // end of the highest 64-byte block of the arena that an issued launch,
+  // collective or transfer reads or writes (blocks, since the planner
+  // places buffers at 64-byte offsets and rounds their sizes up to 64).
+  uint64_t arenaHighWater() const { return highWater_; }
+
 private:
   Executor() = default;
+  void touch(const std::vector<TensorView> &views) const;
 
   std::vector<Program> programs_;
   MicroBatchMap microBatches_;
+  const uint8_t *arena_ = nullptr;
+  mutable uint64_t highWater_ = 0;
 };
 
 } // namespace braid

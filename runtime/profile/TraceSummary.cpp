@@ -45,6 +45,37 @@ double unionLength(std::vector<std::pair<double, double>> spans) {
   return open ? total + (to - from) : total;
 }
 
+// One part of one micro-batch on one stage, as a rank ran it: a whole
+// backward (BW) runs its B and W layer by layer, so each part comes in
+// several spans between its marks. The merged span runs from the first
+// one's begin to the last one's end; `wall` and the span's `cpu` add up
+// the pieces.
+struct Merged {
+  ScheduleTrace::Span span;
+  double wall = 0;
+};
+
+std::vector<Merged> mergeParts(const std::vector<ScheduleTrace::Span> &spans) {
+  using Key = std::tuple<int64_t, uint32_t, int64_t, int>;
+  std::map<Key, size_t> at;
+  std::vector<Merged> out;
+  for (const ScheduleTrace::Span &s : spans) {
+    auto [it, inserted] = at.try_emplace(
+        Key{s.step, s.stage, s.microBatch, static_cast<int>(s.part)},
+        out.size());
+    if (inserted) {
+      out.push_back({s, s.end - s.begin});
+      continue;
+    }
+    Merged &m = out[it->second];
+    m.span.begin = std::min(m.span.begin, s.begin);
+    m.span.end = std::max(m.span.end, s.end);
+    m.span.cpu += s.cpu;
+    m.wall += s.end - s.begin;
+  }
+  return out;
+}
+
 // The hand-overs of TraceSummary::handoffSeconds (`gradients` false) or
 // gradientHandoffSeconds (true), in the steps `steps`.
 std::vector<double> handoffSamples(const std::vector<RankTrace> &ranks,
@@ -69,8 +100,10 @@ std::vector<double> handoffSamples(const std::vector<RankTrace> &ranks,
     if (from == parts.end() || from->second.first == here.first)
       continue; // the first (or last) stage, or a hand-over in memory
     double sent = from->second.second->end;
-    // A whole backward (BW) sends once its W is done: a W of the same
-    // stage and micro-batch that follows the B on its stream at once.
+    // The backward half of an FB pair sends once its W is done: a W of
+    // the same stage and micro-batch that follows the B on its stream at
+    // once. (A whole backward, BW, sends after its last B op, so its W,
+    // which began among the B's pieces, does not follow it.)
     if (gradients) {
       auto w = parts.find({plan::PART_W, step, fromStage, mb});
       if (w != parts.end() && w->second.first == from->second.first &&
@@ -140,9 +173,16 @@ absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks
         last = any ? std::max(last, s.end) : s.end;
         any = true;
         perRank[r].push_back({s.begin, s.end});
-        auto &[cpu, wall] = samples[{s.stage, static_cast<int>(s.part)}];
-        cpu.push_back(s.cpu);
-        wall.push_back(s.end - s.begin);
+      }
+    // One sample per part of a micro-batch, its pieces added up.
+    for (size_t r = 0; r < n; ++r)
+      for (const Merged &m : mergeParts(ranks[r].spans)) {
+        if (m.span.step != step)
+          continue;
+        auto &[cpu, wall] =
+            samples[{m.span.stage, static_cast<int>(m.span.part)}];
+        cpu.push_back(m.span.cpu);
+        wall.push_back(m.wall);
       }
     const double window = last - first;
     windows.push_back(window);
@@ -163,10 +203,18 @@ absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks
     if (hosts > 0)
       hostSteps.push_back(host / hosts);
   }
-  std::vector<double> handoffs = handoffSamples(ranks, stepsSeen, false);
+  // Handoffs go by whole parts: from a part's last span to the next
+  // stage's first.
+  std::vector<RankTrace> merged = ranks;
+  for (size_t r = 0; r < n; ++r) {
+    merged[r].spans.clear();
+    for (const Merged &m : mergeParts(ranks[r].spans))
+      merged[r].spans.push_back(m.span);
+  }
+  std::vector<double> handoffs = handoffSamples(merged, stepsSeen, false);
   out.handoffSamples = static_cast<int64_t>(handoffs.size());
   out.handoffSeconds = mean(handoffs);
-  handoffs = handoffSamples(ranks, stepsSeen, true);
+  handoffs = handoffSamples(merged, stepsSeen, true);
   out.gradientHandoffSamples = static_cast<int64_t>(handoffs.size());
   out.gradientHandoffSeconds = mean(handoffs);
   out.scheduleSeconds = median(windows);

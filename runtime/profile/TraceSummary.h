@@ -44,9 +44,10 @@ struct TraceSummary {
   // and the software's wake-ups together); 0 with no such sample.
   double handoffSeconds = 0;
   int64_t handoffSamples = 0;
-  // The same for gradients: from the end of a micro-batch's backward on
-  // one stage (its B, or its W where the W follows the B at once, a whole
-  // backward) to the start of its B on the stage before.
+  // The same for gradients: from the end of a micro-batch's B on one
+  // stage (its last piece; or its W's end, where the W follows the B at
+  // once, an FB pair's backward half) to the start of its B on the stage
+  // before.
   double gradientHandoffSeconds = 0;
   int64_t gradientHandoffSamples = 0;
   // Per rank, means over the steps: busy seconds and busy / window.

@@ -103,6 +103,7 @@ public:
   const std::string &lastCheckpoint() const { return lastCheckpoint_; }
   // The ranks of the run (1 without a launcher).
   int64_t worldSize() const { return ranks_ ? ranks_->worldSize() : 1; }
+  int64_t worldRank() const { return ranks_ ? ranks_->rank() : 0; }
   // The pipeline's ranks and this rank's PP coordinate, whose stage plan
   // plan() is (1 and 0 for a plan that is no pipeline).
   int64_t pipelineSize() const { return ppSize_; }

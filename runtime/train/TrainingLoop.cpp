@@ -332,6 +332,26 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     if (absl::Status s = writeTrace(*trace, trainer, options); !s.ok())
       return s;
   }
+  // What the run touched of the arena, against what the plan predicted:
+  // every rank says so when they differ, the first prints both.
+  if (trainer.stepsDone() > firstStep) {
+    const uint64_t touched = trainer.device().stats().arenaHighWater;
+    const uint64_t planned = trainer.plan().proto.memory().arena_bytes();
+    if (!options.quiet)
+      std::fprintf(options.out,
+                   "arena high-water mark: %llu bytes measured, %llu "
+                   "planned%s\n",
+                   static_cast<unsigned long long>(touched),
+                   static_cast<unsigned long long>(planned),
+                   touched == planned ? " (equal)" : "");
+    if (touched != planned)
+      std::fprintf(options.err,
+                   "braid-run: warning: rank %lld touched %llu bytes of its "
+                   "arena, the plan predicted %llu\n",
+                   static_cast<long long>(trainer.worldRank()),
+                   static_cast<unsigned long long>(touched),
+                   static_cast<unsigned long long>(planned));
+  }
   if (trainer.deviceInfo().kind == Device::kCUDA && !options.quiet) {
     const DeviceStats stats = trainer.device().stats();
     std::fprintf(options.out,

@@ -59,8 +59,21 @@
 // CHECK-NEXT: sched.event.wait 2 value 1 on 0
 // The loss stage reads each micro-batch's loss back into its own slot.
 // CHECK: sched.readback %{{.*}} to 0 on 0
-// Entry 1, BW0: the gradient goes back to rank 0.
+// Entry 1, BW0, layer by layer: the loss's B and W (the head's and the
+// final norm's weight gradients), then layer 1's B, its gradient going
+// back to rank 0 right away, then layer 1's W.
+// CHECK: sched.mark "B" stage 1 mb 0 on 0
+// CHECK: sched.mark end "B" stage 1 mb 0 on 0
+// CHECK-NEXT: sched.mark "W" stage 1 mb 0 on 0
+// CHECK: sched.launch "linear_grad_weight" on 0 micro_batch 0 {{.*}}braid.layer = #braid.layer<loss>
+// CHECK: sched.mark end "W" stage 1 mb 0 on 0
+// CHECK-NEXT: sched.mark "B" stage 1 mb 0 on 0
+// CHECK-NOT: grad_weight
+// CHECK: sched.mark end "B" stage 1 mb 0 on 0
 // CHECK: sched.send %{{.*}} to -1 channel 1 on 2
+// CHECK: sched.mark "W" stage 1 mb 0 on 0
+// CHECK: sched.launch "linear_grad_weight" on 0 micro_batch 0 {{.*}}braid.layer = #braid.layer<1>
+// CHECK: sched.mark end "W" stage 1 mb 0 on 0
 // CHECK: sched.readback %{{.*}} to 1 on 0
 // CHECK: sched.readback %{{.*}} to 2 on 0
 // CHECK: sched.collective all_reduce_sum pp(

@@ -44,7 +44,11 @@ public:
   absl::StatusOr<std::vector<float>> readbacks() override;
   void setProfile(KernelProfile *profile) override { profile_ = profile; }
   void setTrace(ScheduleTrace *trace) override { trace_ = trace; }
-  DeviceStats stats() const override { return stats_; }
+  DeviceStats stats() const override {
+    DeviceStats s = stats_;
+    s.arenaHighWater = executor_ ? executor_->arenaHighWater() : 0;
+    return s;
+  }
   ThreadPool &hostPool() override { return pool_; }
 
 private:

@@ -671,6 +671,34 @@ TEST(TraceSummary, HandOversAreBetweenRanks) {
   EXPECT_DOUBLE_EQ(waited->handoffSeconds, 0.5);
 }
 
+// A whole backward runs its B and W layer by layer, each part in pieces
+// between its marks: a part of a micro-batch is one sample, its pieces
+// added up, and its gradient leaves at the end of its last B piece.
+TEST(TraceSummary, PartsInPiecesAreOnePart) {
+  std::vector<RankTrace> ranks = handOverTraces(2, 1);
+  std::vector<Span> &r1 = ranks[1].spans;
+  r1.erase(r1.begin() + 1, r1.end());
+  using plan::PART_B;
+  using plan::PART_W;
+  r1.push_back(span(1, 0, PART_B, 1, 0, 2.5, 2.7, 0.2));
+  r1.push_back(span(1, 0, PART_W, 1, 0, 2.7, 2.8, 0.1));
+  r1.push_back(span(1, 0, PART_B, 1, 0, 2.8, 3.0, 0.25));
+  r1.push_back(span(1, 0, PART_W, 1, 0, 3.0, 3.5, 0.5));
+  absl::StatusOr<TraceSummary> s = summarizeTraces(ranks, 2);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const StageProfile &s1 = s->stages[1];
+  EXPECT_EQ(s1.b.samples, 1);
+  EXPECT_EQ(s1.w.samples, 1);
+  EXPECT_DOUBLE_EQ(s1.b.cpu, 0.45);
+  EXPECT_NEAR(s1.b.wall, 0.4, 1e-12);
+  EXPECT_DOUBLE_EQ(s1.w.cpu, 0.6);
+  EXPECT_NEAR(s1.w.wall, 0.6, 1e-12);
+  // Sent at 3.0, the last B piece's end; stage 0's B starts at 4.
+  EXPECT_EQ(s->gradientHandoffSamples, 1);
+  EXPECT_DOUBLE_EQ(s->gradientHandoffSeconds, 1.0);
+  EXPECT_DOUBLE_EQ(s->busySeconds[1], 2.0);
+}
+
 TEST(TraceSummary, RefusesTracesWithoutSpans) {
   std::vector<RankTrace> ranks(2);
   ranks[0].steps = {{1, 0.0, 1.0}};
