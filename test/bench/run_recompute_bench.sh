@@ -6,6 +6,8 @@
 # --report-memory figure, which the arena's checks hold the runtime to;
 # the step time is the median step of each run after three warm-up steps,
 # then the median over R rounds (the policies run in turn in each round).
+# The policy "auto" runs recompute auto (docs/memory.md, "Recompute under
+# a budget") under a budget halfway between none's arena and full's.
 #
 #   test/bench/run_recompute_bench.sh [--steps N] [--rounds R]
 #                                     [--threads T] [--fusion LIST]
@@ -20,7 +22,7 @@ steps=12
 rounds=3
 threads=2
 fusion=all
-policies="none selective norm activation norm,activation block-4 uniform-2 full"
+policies="none selective norm activation norm,activation block-4 uniform-2 full auto"
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,6 +39,11 @@ case " $policies " in
   *" none "*) ;;
   *) policies="none $policies" ;;
 esac
+# auto's budget comes from full's arena.
+case " $policies " in
+  *" auto "*) case " $policies " in *" full "*) ;; *) policies="$policies full" ;; esac
+    policies="$(echo " $policies " | sed -e 's/ auto / /') auto" ;;
+esac
 [ -n "$out" ] || out="$build/bench/recompute"
 [ -x "$build/bin/braidc" ] || {
   echo "run_recompute_bench.sh: no $build/bin/braidc; build first (scripts/build.sh)" >&2; exit 1; }
@@ -44,9 +51,15 @@ data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
 spec="$root/test/bench/specs/cpu-medium.pbtxt"
 mkdir -p "$out"
 name() { echo "$1" | tr ',|' '+_'; }
+arena() { grep -o '^  arena *[0-9]*' "$out/$1.report" | grep -o '[0-9]*$'; }
 for p in $policies; do
   n=$(name "$p")
-  "$build/bin/braidc" "$spec" --fusion="$fusion" --recompute="$p" \
+  budget=()
+  if [ "$p" = auto ]; then
+    gib=$(python3 -c "import sys; print((int(sys.argv[1]) + int(sys.argv[2])) / 2 / 2**30)" "$(arena none)" "$(arena full)")
+    budget=(--memory-budget-gb="$gib")
+  fi
+  "$build/bin/braidc" "$spec" --fusion="$fusion" --recompute="$p" "${budget[@]}" \
     --report-memory -o "$out/$n.plan" > "$out/$n.report" 2>&1 || {
     cat "$out/$n.report" >&2; exit 1; }
 done
@@ -70,11 +83,15 @@ for arg in sys.argv[4:]:
     for r in range(1, rounds + 1):
         log = [json.loads(l) for l in open(f"{out}/{n}.{r}.jsonl")][3:]
         per_round.append(statistics.median(1.0 / x["tokens_per_s"] for x in log))
+    if policy == "auto":
+        chosen = re.search(r"\n  recompute\s+(\S+)", report).group(1)
+        budget = int(re.search(r"\n  budget\s+(\d+) bytes", report).group(1))
+        policy = f"auto {budget / 2**20:.0f} MiB: {chosen}"
     rows.append((policy, statistics.median(per_round), peak, arena))
 base_time, base_peak, base_arena = rows[0][1], rows[0][2], rows[0][3]
 print(f"cpu-medium, one rank, fusion {fusion}, median of {rounds} rounds")
-print(f"{'policy':<18} {'step vs none':>12} {'activation peak':>16} {'vs none':>8} {'arena':>11} {'vs none':>8}")
+print(f"{'policy':<26} {'step vs none':>12} {'activation peak':>16} {'vs none':>8} {'arena':>11} {'vs none':>8}")
 for policy, t, peak, arena in rows:
-    print(f"{policy:<18} {t / base_time:>11.2f}x {peak / 2**20:>12.1f} MiB {peak / base_peak:>7.2f}x"
+    print(f"{policy:<26} {t / base_time:>11.2f}x {peak / 2**20:>12.1f} MiB {peak / base_peak:>7.2f}x"
           f" {arena / 2**20:>7.1f} MiB {arena / base_arena:>7.2f}x")
 PY
