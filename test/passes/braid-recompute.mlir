@@ -9,6 +9,9 @@
 // RUN: sed -e 's/pipeline_parallel: 1/pipeline_parallel: 2/' -e 's/num_layers: 2/num_layers: 4/' -e 's/global_batch_size: 16/global_batch_size: 32/' %models/llama-tiny.pbtxt > %t/pp.pbtxt
 // RUN: braid-opt %s --braid-import=spec=%t/pp.pbtxt --braid-autodiff --braid-partition --braid-recompute='policy=full|selective' | FileCheck %s --check-prefix=PERSTAGE
 // RUN: braid-opt %s --braid-import=spec=%t/pp.pbtxt --braid-autodiff --braid-partition --braid-recompute=policy=block-1 | FileCheck %s --check-prefix=PPBLOCK
+// RUN: cp %models/llama-tiny.pbtxt %t/auto.pbtxt && echo 'compile { memory_budget_gb: 0.00586 }' >> %t/auto.pbtxt
+// RUN: braid-opt %s --braid-import=spec=%t/auto.pbtxt --braid-autodiff --braid-partition --braid-recompute=policy=auto | FileCheck %s --check-prefix=AUTO
+// RUN: not braid-opt %s --braid-import=spec=%models/llama-tiny.pbtxt --braid-autodiff --braid-recompute=policy=auto 2>&1 | FileCheck %s --check-prefix=NOBUDGET
 
 // Granular (norm): each norm is cloned right before the first backward op
 // that reads it (here the MLP's norm of layer 1, before its weight
@@ -71,3 +74,14 @@
 // PPBLOCK-NOT: braid.layer<1>, braid.phase = #braid.phase<input_grad>, braid.recomputed
 // PPBLOCK: braid.layer<0>, braid.phase = #braid.phase<input_grad>, braid.recomputed
 module {}
+
+// Auto under a budget of 0.00586 GiB (6,292,127 bytes; none plans
+// 8,566,016): of 9 candidates it planned 6, in the order of their FLOPs,
+// and the cheapest that fits is the attention core, the norms and SwiGLU
+// recomputed in both layers: 8 clones. The module records the choice for
+// the memory report.
+// AUTO: braid.recompute_report = [{arena_without = 8566016 : i64, candidates = 9 : i64, flops = {{.*}}, forward_flops = {{.*}}, planned = 6 : i64, policy = "selective,norm,activation"}]
+// AUTO-COUNT-8: braid.recomputed
+// AUTO-NOT: braid.recomputed
+
+// NOBUDGET: error: braid-recompute: auto chooses under a memory budget; set compile.memory_budget_gb in the spec or braidc --memory-budget-gb (GiB per rank)
