@@ -42,6 +42,10 @@ FailureOr<MemoryFigures> readMemoryFigures(ModuleOp module) {
       return module.emitError("sched.memory has no integer ") << key;
     *field = value.getInt();
   }
+  for (StringRef key : {"parameter_bytes", "gradient_bytes", "optimizer_bytes",
+                        "weight_copy_bytes"})
+    if (auto value = memory.getAs<IntegerAttr>(key))
+      figures.persistent += value.getInt();
   Attribute layers = module->getAttr(kMemoryLayersAttr);
   if (!layers)
     return figures;

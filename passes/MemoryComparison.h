@@ -35,11 +35,14 @@ struct LayerMemory {
   }
 };
 
-// The figures of a planned module that fusion can change.
+// The figures of a planned module: what fusion and recompute change, and
+// what they leave.
 struct MemoryFigures {
   int64_t activationPeak = 0;
   int64_t savedActivations = 0;
   int64_t arena = 0;
+  // Parameters, gradients, optimizer state and weight copies.
+  int64_t persistent = 0;
   std::vector<LayerMemory> layers;
 };
 

@@ -275,6 +275,16 @@ void printPeakBreakdown(llvm::raw_ostream &os, const PeakBreakdown &b,
   line("placement gaps", placed - b.live);
 }
 
+// braid-recompute's entry for pipeline rank `rank` (braid.recompute_report
+// on the module the spec was imported into); null without one.
+DictionaryAttr recomputeEntry(ModuleOp top, int64_t rank) {
+  auto report =
+      top->getAttrOfType<ArrayAttr>(BraidDialect::kRecomputeReportAttr);
+  if (!report || rank >= static_cast<int64_t>(report.size()))
+    return {};
+  return dyn_cast<DictionaryAttr>(report[rank]);
+}
+
 // The budget the arena fits, and what braid-recompute chose on the rank,
 // with what it saved and cost.
 void printBudgetAndRecompute(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
@@ -285,11 +295,7 @@ void printBudgetAndRecompute(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
                        "budget", static_cast<long long>(budget.getInt()),
                        humanBytes(budget.getInt()).c_str(),
                        humanBytes(budget.getInt() - totals.arena).c_str());
-  auto report =
-      top->getAttrOfType<ArrayAttr>(BraidDialect::kRecomputeReportAttr);
-  if (!report || rank >= static_cast<int64_t>(report.size()))
-    return;
-  auto entry = dyn_cast<DictionaryAttr>(report[rank]);
+  DictionaryAttr entry = recomputeEntry(top, rank);
   if (!entry)
     return;
   auto policy = entry.getAs<StringAttr>("policy");
@@ -353,19 +359,16 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         top->getAttrOfType<IntegerAttr>(BraidDialect::kMemoryBudgetAttr);
     if (!budget || totals.arena <= budget.getInt())
       return success();
-    RankMemory memory;
+    MemoryFigures memory;
     memory.arena = totals.arena;
     memory.activationPeak = totals.activationPeak;
     memory.savedActivations = totals.savedActivations;
     memory.persistent = totals.parameter + totals.gradient + totals.optimizer +
                         totals.weightCopy;
     std::string policy = "none";
-    if (auto report = top->getAttrOfType<ArrayAttr>(
-            BraidDialect::kRecomputeReportAttr);
-        report && rank < static_cast<int64_t>(report.size()))
-      if (auto entry = dyn_cast<DictionaryAttr>(report[rank]))
-        if (auto p = entry.getAs<StringAttr>("policy"))
-          policy = p.str();
+    if (DictionaryAttr entry = recomputeEntry(top, rank))
+      if (auto p = entry.getAs<StringAttr>("policy"))
+        policy = p.str();
     return module.emitError()
            << "braid-plan-memory: the plan does not fit "
               "compile.memory_budget_gb: "

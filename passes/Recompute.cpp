@@ -64,6 +64,18 @@ int64_t stageOfLayer(const pipeline::Partition &partition, int64_t layer) {
   return 0;
 }
 
+// A stage's policy among `policies`: the one for all, its own, or its
+// rank's.
+const RecomputePolicy &policyForStage(
+    const std::vector<RecomputePolicy> &policies,
+    const pipeline::Partition &partition, int64_t stage) {
+  if (policies.size() == 1)
+    return policies.front();
+  if (policies.size() == partition.stages.size())
+    return policies[stage];
+  return policies[partition.placement.rankOf(stage)];
+}
+
 class Recomputer {
 public:
   // `policies`: one for all, one per pipeline rank, or one per stage of
@@ -79,13 +91,8 @@ private:
   int64_t stageOf(int64_t layer) const {
     return stageOfLayer(partition_, layer);
   }
-  // A stage's policy: the one for all, its own, or its rank's.
   const RecomputePolicy &policyOf(int64_t stage) const {
-    if (policies_.size() == 1)
-      return policies_.front();
-    if (policies_.size() == partition_.stages.size())
-      return policies_[stage];
-    return policies_[partition_.placement.rankOf(stage)];
+    return policyForStage(policies_, partition_, stage);
   }
   // The group of a forward op under its stage's policy, among the stage's
   // layers in order; nullopt when it is kept.
@@ -342,10 +349,7 @@ LogicalResult checkLayerCounts(ModuleOp module, const std::string &text,
   } else {
     for (size_t s = 0; s < stages.size(); ++s)
       checks.push_back(
-          {s, policies.size() == stages.size()
-                  ? &policies[s]
-                  : &policies[partition.placement.rankOf(
-                        static_cast<int64_t>(s))]});
+          {s, &policyForStage(policies, partition, static_cast<int64_t>(s))});
   }
   for (auto [s, p] : checks) {
     if ((p->kind != RecomputePolicy::Kind::kBlock &&
@@ -432,10 +436,10 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
           return p.kind != RecomputePolicy::Kind::kNone;
         });
     // What the arena would be without: for the memory report's saving.
-    std::vector<RankMemory> without;
+    std::vector<MemoryFigures> without;
     if (recomputes && compare) {
       std::string error;
-      FailureOr<std::vector<RankMemory>> planned = planWithRecompute(
+      FailureOr<std::vector<MemoryFigures>> planned = planWithRecompute(
           module, {RecomputePolicy{}}, partition, fusion, error);
       if (failed(planned)) {
         module.emitError() << "braid-recompute: " << error;

@@ -13,10 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 
-#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -30,24 +28,6 @@ using namespace mlir;
 
 namespace braid {
 namespace {
-
-RankMemory readRankMemory(ModuleOp module) {
-  RankMemory m;
-  auto memory = module->getAttrOfType<DictionaryAttr>("sched.memory");
-  if (!memory)
-    return m;
-  auto get = [&](StringRef key) -> int64_t {
-    auto v = memory.getAs<IntegerAttr>(key);
-    return v ? v.getInt() : 0;
-  };
-  m.arena = get("arena_bytes");
-  m.activationPeak = get("activation_peak_bytes");
-  m.savedActivations = get("saved_activation_bytes");
-  m.persistent = get("parameter_bytes") + get("gradient_bytes") +
-                 get("optimizer_bytes") + get("weight_copy_bytes");
-  return m;
-}
-
 
 // The layers of each stage (the whole model without a pipeline).
 std::vector<int64_t> stageLayers(ModuleOp module,
@@ -65,7 +45,7 @@ struct Candidate {
   std::string text;
   RecomputePolicy policy;
   std::vector<RecomputeCost> cost;               // per rank
-  std::optional<std::vector<RankMemory>> memory; // per rank, once planned
+  std::optional<std::vector<MemoryFigures>> memory; // per rank, once planned
 };
 
 // From no recompute to all of it: the op kinds alone and together, the
@@ -87,7 +67,7 @@ std::vector<std::string> candidateTexts(int64_t maxLayers) {
 
 } // namespace
 
-FailureOr<std::vector<RankMemory>>
+FailureOr<std::vector<MemoryFigures>>
 planWithRecompute(ModuleOp module, const std::vector<RecomputePolicy> &policies,
                   const pipeline::Partition &partition,
                   const std::string &fusionList, std::string &error) {
@@ -109,20 +89,28 @@ planWithRecompute(ModuleOp module, const std::vector<RecomputePolicy> &policies,
     error = "planning failed: " + diagnostics;
     return failure();
   }
-  std::vector<RankMemory> ranks;
-  SmallVector<ModuleOp> nested(copy->getOps<ModuleOp>());
-  if (nested.empty())
-    return std::vector<RankMemory>{readRankMemory(*copy)};
-  ranks.resize(nested.size());
-  for (ModuleOp rank : nested) {
-    auto index =
-        rank->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
-    if (!index || index.getInt() < 0 ||
-        index.getInt() >= static_cast<int64_t>(ranks.size())) {
-      error = "a planned pipeline rank has no valid braid.pipeline_rank";
+  // The figures of each rank's plan, as the planner recorded them.
+  SmallVector<ModuleOp> planned(copy->getOps<ModuleOp>());
+  const bool pipelined = !planned.empty();
+  if (!pipelined)
+    planned.push_back(*copy);
+  std::vector<MemoryFigures> ranks(planned.size());
+  for (ModuleOp rank : planned) {
+    int64_t index = 0;
+    if (pipelined) {
+      auto attr =
+          rank->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
+      index = attr ? attr.getInt() : -1;
+    }
+    FailureOr<MemoryFigures> figures = readMemoryFigures(rank);
+    if (index < 0 || index >= static_cast<int64_t>(ranks.size()) ||
+        failed(figures)) {
+      error = "a planned pipeline rank has no valid braid.pipeline_rank or "
+              "sched.memory" +
+              (diagnostics.empty() ? std::string() : ": " + diagnostics);
       return failure();
     }
-    ranks[index.getInt()] = readRankMemory(rank);
+    ranks[index] = *figures;
   }
   return ranks;
 }
@@ -183,7 +171,7 @@ chooseRecompute(ModuleOp module, const pipeline::Partition &partition,
     }
     if (!toPlan)
       break;
-    FailureOr<std::vector<RankMemory>> memory = planWithRecompute(
+    FailureOr<std::vector<MemoryFigures>> memory = planWithRecompute(
         module, {toPlan->policy}, partition, fusionList, error);
     if (failed(memory)) {
       error = "planning '" + toPlan->text + "' for recompute auto: " + error;
@@ -201,7 +189,7 @@ chooseRecompute(ModuleOp module, const pipeline::Partition &partition,
 
   std::vector<RecomputeChoice> choices;
   std::string refusals;
-  std::optional<RankMemory> worst;
+  std::optional<MemoryFigures> worst;
   for (int64_t r = 0; r < ranks; ++r) {
     const Candidate *fit = best(r);
     if (!fit) {
@@ -211,7 +199,7 @@ chooseRecompute(ModuleOp module, const pipeline::Partition &partition,
         if (c.memory && (!smallest || (*c.memory)[r].arena <
                                           (*smallest->memory)[r].arena))
           smallest = &c;
-      const RankMemory &m = (*smallest->memory)[r];
+      const MemoryFigures &m = (*smallest->memory)[r];
       refusals += "\n" + budgetShortfall(module, r, m, smallest->text, budget);
       if (!worst || m.arena > worst->arena)
         worst = m;
@@ -237,7 +225,7 @@ chooseRecompute(ModuleOp module, const pipeline::Partition &partition,
 }
 
 std::string budgetShortfall(ModuleOp module, int64_t rank,
-                            const RankMemory &best, const std::string &policy,
+                            const MemoryFigures &best, const std::string &policy,
                             int64_t budget) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -253,7 +241,7 @@ std::string budgetShortfall(ModuleOp module, int64_t rank,
   return s;
 }
 
-std::string closingHints(ModuleOp module, const RankMemory &worst,
+std::string closingHints(ModuleOp module, const MemoryFigures &worst,
                          int64_t budget) {
   std::vector<std::string> hints;
   auto train = module->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);

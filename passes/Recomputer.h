@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "compiler/spec/RecomputePolicy.h"
+#include "passes/MemoryComparison.h"
 #include "passes/pipeline/Partition.h"
 
 namespace braid {
@@ -38,20 +39,11 @@ int64_t applyRecompute(mlir::ModuleOp module,
 std::vector<RecomputeCost> recomputeCosts(mlir::ModuleOp module,
                                           const pipeline::Partition &partition);
 
-// A rank's plan, as braid-plan-memory records it.
-struct RankMemory {
-  int64_t arena = 0;
-  int64_t activationPeak = 0;
-  int64_t savedActivations = 0;
-  // Parameters, gradients, optimizer state and weight copies.
-  int64_t persistent = 0;
-};
-
 // Plans a copy of `module` (after braid-partition) with `policies` applied,
 // through the passes that follow braid-recompute with the sched-stage
 // fusions of `fusionList`; returns each pipeline rank's figures, or fails
 // with a sentence in `error`.
-mlir::FailureOr<std::vector<RankMemory>>
+mlir::FailureOr<std::vector<MemoryFigures>>
 planWithRecompute(mlir::ModuleOp module,
                   const std::vector<RecomputePolicy> &policies,
                   const pipeline::Partition &partition,
@@ -83,14 +75,14 @@ chooseRecompute(mlir::ModuleOp module, const pipeline::Partition &partition,
 // "pipeline rank R needs an arena of ... bytes over the budget ..." for a
 // rank whose smallest plan (`best`, under `policy`) exceeds `budget`.
 std::string budgetShortfall(mlir::ModuleOp module, int64_t rank,
-                            const RankMemory &best, const std::string &policy,
+                            const MemoryFigures &best, const std::string &policy,
                             int64_t budget);
 
 // "what would close it:" and a line for each change of the spec that would
 // (a smaller micro-batch or sequence, sequence parallel, more tensor or
 // pipeline parallel, ZeRO), from `module`'s settings and the rank furthest
 // over (`worst`).
-std::string closingHints(mlir::ModuleOp module, const RankMemory &worst,
+std::string closingHints(mlir::ModuleOp module, const MemoryFigures &worst,
                          int64_t budget);
 
 } // namespace braid

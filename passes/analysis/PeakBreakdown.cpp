@@ -1,9 +1,6 @@
 #include "passes/analysis/PeakBreakdown.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include "llvm/Support/raw_ostream.h"
 
 #include "llvm/ADT/DenseMap.h"
 

@@ -160,6 +160,10 @@ absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks
   std::map<std::pair<int64_t, int>, std::pair<std::vector<double>,
                                               std::vector<double>>>
       samples;
+  // Each rank's parts, their pieces merged, once.
+  std::vector<std::vector<Merged>> parts(n);
+  for (size_t r = 0; r < n; ++r)
+    parts[r] = mergeParts(ranks[r].spans);
   std::vector<double> windows, hostSteps;
   for (int64_t step : stepsSeen) {
     double first = 0, last = 0;
@@ -176,7 +180,7 @@ absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks
       }
     // One sample per part of a micro-batch, its pieces added up.
     for (size_t r = 0; r < n; ++r)
-      for (const Merged &m : mergeParts(ranks[r].spans)) {
+      for (const Merged &m : parts[r]) {
         if (m.span.step != step)
           continue;
         auto &[cpu, wall] =
@@ -208,7 +212,7 @@ absl::StatusOr<TraceSummary> summarizeTraces(const std::vector<RankTrace> &ranks
   std::vector<RankTrace> merged = ranks;
   for (size_t r = 0; r < n; ++r) {
     merged[r].spans.clear();
-    for (const Merged &m : mergeParts(ranks[r].spans))
+    for (const Merged &m : parts[r])
       merged[r].spans.push_back(m.span);
   }
   std::vector<double> handoffs = handoffSamples(merged, stepsSeen, false);
