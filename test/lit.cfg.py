@@ -15,7 +15,8 @@ config.environment["PATH"] = os.pathsep.join(
     [config.braid_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
 )
 # Multi-rank tests run under Open MPI: one kernel thread per rank, as root
-# where CI runs as root, and more ranks than cores (--oversubscribe).
+# where CI runs as root, and more ranks than cores (--oversubscribe), each
+# job with a session directory of its own (test/mpirun.sh).
 import shutil
 
 for var in ("HOME", "TMPDIR", "USER"):
@@ -27,7 +28,8 @@ config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
 if config.braid_have_mpi == "1" and shutil.which("mpirun"):
     config.available_features.add("mpi")
 config.substitutions.append(
-    ("%mpirun", "mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np")
+    ("%mpirun", os.path.join(config.braid_source_dir, "test", "mpirun.sh")
+     + " --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np")
 )
 config.substitutions.append(("%models", os.path.join(config.braid_source_dir, "models")))
 config.substitutions.append(("%data", config.braid_data_dir))
