@@ -493,6 +493,50 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
   ];
 }
 
+def OffloadPass : Pass<"braid-offload", "mlir::ModuleOp"> {
+  let summary = "Keep chosen layers' saved activations in host memory between forward and backward";
+  let description = [{
+    Under `targets` (or the module's `braid.offload`, from the spec's
+    compile.offload; docs/memory.md "Activation offload"): every buffer of
+    the step program that a forward launch of a chosen layer writes and a
+    backward launch of the same micro-batch reads later (used by launches
+    only, its forward uses on one stream and its backward uses on one) is
+    copied to a `host` buffer on a copy stream of its own after its last
+    forward use, and back into a new device buffer, which the backward
+    launches read instead, one layer ahead of its first backward use.
+    Events order the copies: the copy out waits for the forward stream's
+    record after the last forward use, and the forward stream waits for
+    the copy out where the layer after next begins (so one layer's copy
+    runs beside the next one's forward); the copy in waits for the
+    backward stream's record where the layer above the reading one begins
+    its backward, and the backward stream waits for the copy in right
+    before the first backward use. A step in a `sched.repeat` is stated
+    out micro-batch by micro-batch first. The numbers do not change.
+
+    ```mlir
+    sched.launch "swiglu" on 0 micro_batch 0 ins(%g, %u : ...) outs(%a : ...)
+    sched.event.record 4 value 3 on 0
+    sched.event.wait 4 value 3 on 3
+    sched.launch "copy" on 3 micro_batch 0 ins(%a : ...) outs(%a.host : ...)
+    sched.event.record 5 value 3 on 3
+    ...
+    sched.event.record 6 value 2 on 0
+    sched.event.wait 6 value 2 on 3
+    sched.launch "copy" on 3 micro_batch 0 ins(%a.host : ...) outs(%a2 : ...)
+    sched.event.record 5 value 7 on 3
+    ...
+    sched.event.wait 5 value 7 on 0
+    sched.launch "swiglu_grad_input" on 0 micro_batch 0 ins(%dy, %a2 ...)
+    ```
+  }];
+  let options = [
+    Option<"targets", "targets", "std::string", /*default=*/"\"\"",
+           "activations, or activations: followed by layers (N, N-M) and "
+           "stages (stage-S) separated by commas (default: the module's "
+           "braid.offload, else none)">,
+  ];
+}
+
 def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign static arena offsets from buffer liveness";
   let description = [{
@@ -518,7 +562,9 @@ def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
     All
     offsets are 64-byte aligned. The module's `sched.memory` attribute
     records the byte counts the plan's memory report carries
-    (`weight_copy_bytes` only when there are weight copies); with
+    (`weight_copy_bytes` only when there are weight copies, `host_bytes`
+    only when some buffer is a `host` one: braid-offload's copies, which
+    the pass places in a host arena of their own, from offset 0); with
     `report=true` the pass prints that report. What is saved for backward
     is what is live at the first launch marked `input_grad` or
     `weight_grad` in the program of kind `step`, and the per-layer figures

@@ -79,6 +79,7 @@ LogicalResult addPlanningPasses(OpPassManager &pm, StringRef fusionList,
   pm.addPass(createOverlapPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kSched, error)))
     return failure();
+  pm.addPass(createOffloadPass());
   PlanMemoryPassOptions memory;
   memory.report = reportMemory;
   pm.addPass(createPlanMemoryPass(memory));
@@ -93,7 +94,7 @@ void registerAllBraidPasses() {
   registerPassPipeline(
       "braid-training-pipeline",
       "Compile a model spec to planned sched programs (import, autodiff, "
-      "fusion, partition, schedule, lower-to-sched, overlap, plan-memory)",
+      "fusion, partition, schedule, lower-to-sched, overlap, offload, plan-memory)",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         TrainingPipelineOptions options;

@@ -51,7 +51,22 @@ struct MemoryTotals {
   int64_t parameter = 0, gradient = 0, optimizer = 0, weightCopy = 0;
   int64_t input = 0;
   int64_t activationPeak = 0, savedActivations = 0, arena = 0;
+  // The host arena (braid-offload's copies) and the bytes copied out to it
+  // in a step.
+  int64_t host = 0, offloaded = 0;
 };
+
+// Host buffers (braid-offload's) go to the host arena, the rest to the
+// device's transient region: two address spaces, planned apart.
+std::vector<LiveRange> takeHostRanges(std::vector<LiveRange> &ranges) {
+  std::vector<LiveRange> host;
+  auto device = std::stable_partition(
+      ranges.begin(), ranges.end(),
+      [](LiveRange &r) { return !r.alloc.getHost(); });
+  host.assign(device, ranges.end());
+  ranges.erase(device, ranges.end());
+  return host;
+}
 
 // Lays out the persistent globals kind by kind; returns the end offset.
 int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
@@ -127,8 +142,7 @@ int64_t placeTransients(std::vector<LiveRange> &ranges, int64_t base) {
 // none.
 int64_t backwardBoundary(const std::vector<Operation *> &launches) {
   for (size_t i = 0; i < launches.size(); ++i) {
-    std::optional<Phase> phase = phaseMark(launches[i]);
-    if (phase == Phase::InputGrad || phase == Phase::WeightGrad)
+    if (isBackwardPhase(launches[i]))
       return static_cast<int64_t>(i);
   }
   return -1;
@@ -391,6 +405,11 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       std::vector<Operation *> launches;
       std::vector<LiveRange> ranges = computeLiveRanges(program, &launches);
       numTransient += ranges.size();
+      std::vector<LiveRange> host = takeHostRanges(ranges);
+      totals.host = std::max(totals.host, placeTransients(host, 0));
+      if (program.getKind() == sched::ProgramKind::Step)
+        for (const LiveRange &r : host)
+          totals.offloaded += r.bytes;
       int64_t peak = placeTransients(ranges, transientBase);
       if (peak > totals.activationPeak || atPeak.at < 0) {
         atPeak = breakdownAtPeak(ranges, launches, kAlignment);
@@ -427,6 +446,9 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     if (totals.weightCopy > 0)
       memory.push_back(
           b.getNamedAttr("weight_copy_bytes", i64(totals.weightCopy)));
+    // Likewise only plans that offload carry a host arena.
+    if (totals.host > 0)
+      memory.push_back(b.getNamedAttr("host_bytes", i64(totals.host)));
     module->setAttr("sched.memory", b.getDictionaryAttr(memory));
     // The per-layer figures, one [forward, saved, backward] triple per
     // layer, for whoever compares two compilations (MemoryComparison.h).
@@ -475,6 +497,10 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       line("activations (peak)", totals.activationPeak);
       line("  saved for backward", totals.savedActivations);
       line("arena", totals.arena);
+      if (totals.host > 0) {
+        line("host arena (offload)", totals.host);
+        line("  copied out per step", totals.offloaded);
+      }
       printBudgetAndRecompute(os, topModule(module), rank, totals);
       // Transient bytes per layer and micro-batch, runs of equal layers on
       // one line: what fusion and recompute change.

@@ -270,6 +270,14 @@ std::string closingHints(ModuleOp module, const MemoryFigures &worst,
                     std::to_string(mesh.getPp() * 2) +
                     " (a rank then holds about half the parameters and "
                     "activations)");
+  // What the forward saves for the backward can wait in host memory
+  // instead (braid-offload).
+  if (worst.savedActivations > 0 && !module->hasAttr(BraidDialect::kOffloadAttr))
+    hints.push_back("compile.offload: \"activations\" (the saved "
+                    "activations, " + std::to_string(worst.savedActivations) +
+                    " bytes at the start of the backward, wait in host "
+                    "memory between their forward and backward, brought "
+                    "back one layer ahead)");
   std::string s = "what would close it:";
   for (const std::string &h : hints)
     s += "\n  - " + h;

@@ -274,6 +274,7 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
             .str();
     plan::Tensor *t =
         newTensor(name, alloc.getType(), alloc.getOffset(), plan::ACTIVATION);
+    t->set_host(alloc.getHost());
     ids[v] = t->id();
     return t->id();
   };
@@ -519,7 +520,7 @@ LogicalResult Emitter::copySettings() {
                        : plan::TrainConfig::FP32);
 
   // The memory figures are the planner's; weight_copy_bytes is absent in
-  // FP32 plans.
+  // FP32 plans, host_bytes in plans that offload nothing.
   auto bytes = [&](StringRef k) -> int64_t {
     auto a = memory.getAs<IntegerAttr>(k);
     return a ? a.getInt() : 0;
@@ -533,6 +534,7 @@ LogicalResult Emitter::copySettings() {
   r->set_saved_activation_bytes(bytes("saved_activation_bytes"));
   r->set_arena_bytes(bytes("arena_bytes"));
   r->set_weight_copy_bytes(bytes("weight_copy_bytes"));
+  r->set_host_bytes(bytes("host_bytes"));
   return success();
 }
 

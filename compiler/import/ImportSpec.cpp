@@ -322,6 +322,11 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   if (const std::string &policy = spec_.compile().recompute();
       !policy.empty() && policy != "none")
     module->setAttr(BraidDialect::kRecomputeAttr, b_.getStringAttr(policy));
+  // braid-offload parses it and resolves its stages to layers (the spec's
+  // rules already checked that every target exists).
+  if (const std::string &targets = spec_.compile().offload();
+      !targets.empty() && targets != "none")
+    module->setAttr(BraidDialect::kOffloadAttr, b_.getStringAttr(targets));
   // In bytes (the spec's rules bound it to 2^62).
   if (const double gib = spec_.compile().memory_budget_gb(); gib > 0)
     module->setAttr(BraidDialect::kMemoryBudgetAttr,

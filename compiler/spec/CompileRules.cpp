@@ -1,10 +1,12 @@
-// Rules of the `compile` block: the fusion list, the recompute policy and
-// the memory budget.
+// Rules of the `compile` block: the fusion list, the recompute policy,
+// the memory budget and the offload targets.
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/spec/RuleChecks.h"
 #include "compiler/spec/FusionList.h"
+#include "compiler/spec/OffloadTargets.h"
 #include "compiler/spec/RecomputePolicy.h"
+#include "compiler/spec/SpecPipeline.h"
 #include "compiler/spec/SpecValidator.h"
 
 namespace braid {
@@ -33,6 +35,12 @@ void validateCompile(const spec::Compile &compile, RuleSink &sink) {
                 "auto chooses under a memory budget; set "
                 "compile.memory_budget_gb (GiB per rank), e.g. "
                 "memory_budget_gb: 80");
+  // The syntax alone: whether its layers and stages exist needs the model
+  // and the layout valid (validateOffloadTargets).
+  if (absl::StatusOr<OffloadTargets> offload =
+          parseOffloadTargets(compile.offload());
+      !offload.ok())
+    sink.report("compile.offload", std::string(offload.status().message()));
   // Unset (empty) means no fusion; anything written must parse.
   if (absl::StripAsciiWhitespace(compile.fusion()).empty())
     return;
@@ -40,6 +48,30 @@ void validateCompile(const spec::Compile &compile, RuleSink &sink) {
       parseFusionNames(compile.fusion());
   if (!names.ok())
     sink.report("compile.fusion", std::string(names.status().message()));
+}
+
+absl::Status checkOffload(const spec::ModelSpec &spec) {
+  absl::StatusOr<OffloadTargets> targets =
+      parseOffloadTargets(spec.compile().offload());
+  if (!targets.ok())
+    return targets.status();
+  // "activations" names every layer there is; only numbers can miss.
+  if (targets->layers.empty() && targets->stages.empty())
+    return absl::OkStatus();
+  // Stages are numbered as the partition numbers them: in model order,
+  // one per rank and chunk (interleaved's virtual stages, DualPipeV's two
+  // per rank), so the count is the schedule's placement's.
+  absl::StatusOr<pipeline::Schedule> schedule = specSchedule(spec);
+  if (!schedule.ok())
+    return absl::OkStatus(); // parallel.pipeline_schedule says why
+  const pipeline::Placement &placement = schedule->placement;
+  return checkOffloadTargetsExist(*targets, spec.model().num_layers(),
+                                  placement.stages(), placement.ranks);
+}
+
+void validateOffloadTargets(const spec::ModelSpec &spec, RuleSink &sink) {
+  if (absl::Status s = checkOffload(spec); !s.ok())
+    sink.report("compile.offload", std::string(s.message()));
 }
 
 } // namespace braid

@@ -344,6 +344,9 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
   if (counting.count() == 0)
     checkPipeline(spec, counting);
   validateCompile(spec.compile(), counting);
+  // Offload targets name layers and stages: they need both counts valid.
+  if (counting.count() == 0)
+    validateOffloadTargets(spec, counting);
   // Sizes are only meaningful once every one of them is valid.
   if (counting.count() == 0)
     validateSizes(spec, counting);

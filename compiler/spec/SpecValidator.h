@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "compiler/spec/RuleChecks.h"
 #include "compiler/spec/spec.pb.h"
 
@@ -25,8 +26,20 @@ void validateArchitecture(const spec::Architecture &model, RuleSink &sink);
 // precision.
 void validateTraining(const spec::Training &train, RuleSink &sink);
 
-// CompileRules.cpp: the `compile` settings (the fusion list).
+// CompileRules.cpp: the `compile` settings (the fusion list, the recompute
+// policy, the memory budget, the offload targets' syntax).
 void validateCompile(const spec::Compile &compile, RuleSink &sink);
+
+// CompileRules.cpp: compile.offload against the model and its pipeline
+// layout: the targets parse and every layer and stage they name exists.
+// Assumes the other rules passed (it needs num_layers and the schedule's
+// stages).
+void validateOffloadTargets(const spec::ModelSpec &spec, RuleSink &sink);
+
+// validateOffloadTargets' rule as a status, its message without the field
+// path: braidc checks --offload's value with it once set in the loaded
+// spec.
+absl::Status checkOffload(const spec::ModelSpec &spec);
 
 // SpecSizes.cpp: sizes whose products overflow 64-bit integers. Assumes the
 // other rules passed.

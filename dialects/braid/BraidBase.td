@@ -104,6 +104,9 @@ def Braid_Dialect : Dialect {
     // braid-import from compile.memory_budget_gb when it is above 0).
     static constexpr ::llvm::StringLiteral kMemoryBudgetAttr =
         "braid.memory_budget";
+    // On the module: braid-offload's targets (a string, set by
+    // braid-import from compile.offload when it is not none).
+    static constexpr ::llvm::StringLiteral kOffloadAttr = "braid.offload";
     // On the module: what braid-recompute did on each pipeline rank, one
     // dictionary per rank (policy, recompute FLOPs per micro-batch, and
     // the arena with and without it where it planned both), for the

@@ -17,6 +17,11 @@ std::optional<Phase> phaseMark(Operation *op) {
   return std::nullopt;
 }
 
+bool isBackwardPhase(Operation *op) {
+  std::optional<Phase> phase = phaseMark(op);
+  return phase == Phase::InputGrad || phase == Phase::WeightGrad;
+}
+
 void setLayerMark(Operation *op, LayerAttr layer) {
   op->setAttr(BraidDialect::kLayerMark, layer);
 }

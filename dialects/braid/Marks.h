@@ -21,6 +21,10 @@ namespace braid {
 LayerAttr layerMark(mlir::Operation *op);
 std::optional<Phase> phaseMark(mlir::Operation *op);
 
+// Whether `op` is marked input_grad or weight_grad (recomputed forward ops
+// are input_grad ones).
+bool isBackwardPhase(mlir::Operation *op);
+
 void setLayerMark(mlir::Operation *op, LayerAttr layer);
 void setPhaseMark(mlir::Operation *op, Phase phase);
 

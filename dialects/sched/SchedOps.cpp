@@ -98,6 +98,15 @@ GetGlobalOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 LogicalResult AllocOp::verify() {
   if (auto offset = getOffset(); offset && static_cast<int64_t>(*offset) < 0)
     return emitOpError("offset must be non-negative");
+  if (getHost()) {
+    for (Operation *user : getResult().getUsers()) {
+      auto launch = dyn_cast<LaunchOp>(user);
+      if (!launch || launch.getKernel() != "copy")
+        return emitOpError("is a host buffer, which only 'copy' launches "
+                           "may read or write; used by ")
+               << user->getName();
+    }
+  }
   return success();
 }
 

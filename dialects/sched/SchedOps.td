@@ -104,15 +104,20 @@ def Sched_AllocOp : Sched_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
   let summary = "A transient buffer; its lifetime spans its first to last use";
   let description = [{
     `braid-plan-memory` sets `offset`; buffers whose lifetimes do not
-    overlap may share bytes.
+    overlap may share bytes. A `host` buffer lives in the rank's host
+    arena (pinned host memory on a GPU), which the planner lays out apart
+    from the device arena: only `copy` launches read or write it
+    (braid-offload's copies of saved activations).
 
     ```mlir
     %x = sched.alloc offset(4096) : memref<8x64x64xf32>
+    %h = sched.alloc host offset(0) : memref<8x64x64xf32>
     ```
   }];
-  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let arguments = (ins OptionalAttr<I64Attr>:$offset, UnitAttr:$host);
   let results = (outs Sched_Buffer:$result);
-  let assemblyFormat = "(`offset` `(` $offset^ `)`)? attr-dict `:` type($result)";
+  let assemblyFormat =
+      "(`host` $host^)? (`offset` `(` $offset^ `)`)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

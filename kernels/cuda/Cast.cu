@@ -96,14 +96,16 @@ void runFill(const KernelArgs &args) {
                                                                    value, n);
 }
 
-// Any element type, byte for byte, on the launch's stream.
+// Any element type, byte for byte, on the launch's stream. Either side may
+// be a host tensor in the pinned host arena (activation offload: device to
+// host and back), so the direction is the one unified addressing gives the
+// two pointers; a copy to or from pinned memory stays asynchronous.
 void runCopy(const KernelArgs &args) {
   const TensorView &x = args.ins[0], &y = args.outs[0];
   const size_t bytes =
       static_cast<size_t>(x.numel() * dtypeSize(x.desc->dtype));
   if (bytes != 0)
-    cudaMemcpyAsync(y.data, x.data, bytes, cudaMemcpyDeviceToDevice,
-                    streamOf(args));
+    cudaMemcpyAsync(y.data, x.data, bytes, cudaMemcpyDefault, streamOf(args));
 }
 
 }  // namespace

@@ -12,11 +12,6 @@ namespace braid {
 
 namespace {
 
-bool isBackward(Operation *op) {
-  std::optional<Phase> phase = phaseMark(op);
-  return phase == Phase::InputGrad || phase == Phase::WeightGrad;
-}
-
 bool isTransfer(Operation *op) { return isa<sched::SendOp, sched::RecvOp>(op); }
 
 } // namespace
@@ -67,7 +62,7 @@ PeakBreakdown breakdownAtPeak(const std::vector<LiveRange> &ranges,
       if (at == index.end())
         continue;
       transfer |= isTransfer(user);
-      if (isBackward(user)) {
+      if (isBackwardPhase(user)) {
         usedBackward = true;
         readLater |= at->second >= b.at;
       } else if (phaseMark(user) == Phase::Forward && at->second <= b.at) {

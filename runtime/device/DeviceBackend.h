@@ -54,6 +54,9 @@ struct DeviceStats {
   // the arena that an instruction issued so far reads or writes
   // (Executor::arenaHighWater); the plan predicts plan.memory.arena_bytes.
   uint64_t arenaHighWater = 0;
+  // The same for the host arena, where offloaded activations live
+  // (Executor::hostHighWater); the plan predicts plan.memory.host_bytes.
+  uint64_t hostArenaHighWater = 0;
 };
 
 class DeviceBackend {
@@ -63,11 +66,17 @@ public:
   virtual const DeviceInfo &info() const = 0;
 
   // The arena when it is host memory (the CPU), so that callers may read and
-  // write tensors in place; null when it lives in device memory.
+  // write tensors in place; null when it lives in device memory. (Not the
+  // host arena below: this is the arena of every device tensor.)
   virtual uint8_t *hostArena() = 0;
   // The bytes the arena was allocated with: the plan's prediction
   // (plan.memory.arena_bytes), measured.
   virtual uint64_t arenaBytes() const = 0;
+  // The bytes the host arena was allocated with (plan.memory.host_bytes;
+  // 0 when the plan has no host tensors): the host memory, pinned on a GPU,
+  // that offloaded activations (plan.proto Tensor.host) live in beside the
+  // arena, and that only the plan's copy launches read or write.
+  virtual uint64_t hostArenaBytes() const = 0;
 
   // Copies `bytes` bytes at arena offset `offset` out to `out` / in from
   // `in`, after all work started so far, and returns once the copy is

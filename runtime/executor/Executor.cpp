@@ -48,22 +48,49 @@ std::vector<std::optional<uint32_t>> settleEvents(const LoadedProgram &program,
   return slotOf;
 }
 
+// The end of the 64-byte block holding the last byte of `t` (blocks,
+// since the planner places buffers at 64-byte offsets and rounds their
+// sizes up to 64).
+uint64_t blockEnd(const plan::Tensor &t) {
+  constexpr uint64_t kBlock = 64;
+  return (t.offset() + t.size_bytes() + kBlock - 1) / kBlock * kBlock;
+}
+
+// Sets op.arenaReach and op.hostReach from the tensors the instruction
+// reads and writes, each in its own arena.
+void setReach(const plan::Plan &plan, const LoadedInstruction &inst,
+              Executor::Op &op) {
+  for (const auto *ids : {&inst.inputs, &inst.outputs})
+    for (uint32_t id : *ids) {
+      const plan::Tensor &t = plan.tensors(id);
+      uint64_t &reach = t.host() ? op.hostReach : op.arenaReach;
+      reach = std::max(reach, blockEnd(t));
+    }
+}
+
 } // namespace
 
 absl::StatusOr<std::unique_ptr<Executor>>
 Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
-                 uint8_t *staging, const StagingLayout &layout,
-                 MicroBatchMap microBatches) {
-  if (arenaBytes < plan.proto.memory().arena_bytes() ||
-      (arena == nullptr && plan.proto.memory().arena_bytes() > 0))
+                 uint8_t *hostArena, uint64_t hostArenaBytes, uint8_t *staging,
+                 const StagingLayout &layout, MicroBatchMap microBatches) {
+  const plan::MemoryReport &memory = plan.proto.memory();
+  if (arenaBytes < memory.arena_bytes() ||
+      (arena == nullptr && memory.arena_bytes() > 0))
     return absl::InvalidArgumentError(
         absl::StrCat("the arena has ", arenaBytes, " bytes but the plan needs ",
-                     plan.proto.memory().arena_bytes()));
+                     memory.arena_bytes()));
+  if (hostArenaBytes < memory.host_bytes() ||
+      (hostArena == nullptr && memory.host_bytes() > 0))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the host arena has ", hostArenaBytes, " bytes but the plan needs ",
+        memory.host_bytes(), " (plan.memory.host_bytes)"));
   std::unique_ptr<Executor> ex(new Executor());
   ex->microBatches_ = microBatches;
-  ex->arena_ = arena;
   auto view = [&](uint32_t id) {
-    return TensorView{arena + plan.proto.tensors(id).offset(), &plan.descs[id]};
+    const plan::Tensor &t = plan.proto.tensors(id);
+    return TensorView{(t.host() ? hostArena : arena) + t.offset(),
+                      &plan.descs[id]};
   };
   for (const LoadedProgram &loaded : plan.programs) {
     Program &program = ex->programs_.emplace_back();
@@ -126,6 +153,7 @@ Executor::create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
         op.mark = MarkCall{inst.part, inst.stage, inst.microBatch, inst.end};
         break;
       }
+      setReach(plan.proto, inst, op);
       if (std::find(program.streams.begin(), program.streams.end(),
                     op.stream) == program.streams.end())
         program.streams.push_back(op.stream);
@@ -145,22 +173,12 @@ Executor::program(plan::ProgramKind kind) const {
       "the plan has no ", plan::ProgramKind_Name(kind), " program"));
 }
 
-void Executor::touch(const std::vector<TensorView> &views) const {
-  constexpr uint64_t kBlock = 64;
-  for (const TensorView &v : views) {
-    const uint64_t end =
-        static_cast<uint64_t>(static_cast<const uint8_t *>(v.data) - arena_) +
-        static_cast<uint64_t>(v.numel() * dtypeSize(v.desc->dtype));
-    highWater_ = std::max(highWater_, (end + kBlock - 1) / kBlock * kBlock);
-  }
-}
-
 absl::Status Executor::issue(const Program &program,
                              StreamTarget &target) const {
   return forEachRun(program.ops, [&](const Op &op,
                                      int64_t iteration) -> absl::Status {
-    touch(op.ins);
-    touch(op.outs);
+    highWater_ = std::max(highWater_, op.arenaReach);
+    hostHighWater_ = std::max(hostHighWater_, op.hostReach);
     switch (op.kind) {
     case LoadedInstruction::Kind::kLaunch:
       return target.launch(op.stream, *op.kernel,

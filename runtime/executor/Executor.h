@@ -64,6 +64,11 @@ public:
     uint32_t channel = 0;
     // kMark.
     MarkCall mark;
+    // The end of the highest 64-byte block of the device arena and of the
+    // host arena the op's operands reach (0: none), which issuing it adds
+    // to the high-water marks; a stage or readback counts for neither.
+    uint64_t arenaReach = 0;
+    uint64_t hostReach = 0;
   };
   struct Program {
     std::string name;
@@ -78,18 +83,21 @@ public:
   };
 
   // Binds `plan` to `arena` (at least plan.memory.arena_bytes bytes, or
-  // InvalidArgument; device memory on a GPU) and to the host block
-  // `staging`, laid out by `layout` (StagingLayout.h): stage instructions
-  // copy from it, readbacks into it. The plan, its kernel registry, the
-  // arena and the staging block must outlive the executor.
+  // InvalidArgument; device memory on a GPU), its host tensors
+  // (plan.proto Tensor.host) to `hostArena` (at least
+  // plan.memory.host_bytes bytes, or InvalidArgument; pinned host memory on
+  // a GPU; may be null when the plan has no host bytes), and to the host
+  // block `staging`, laid out by `layout` (StagingLayout.h): stage
+  // instructions copy from it, readbacks into it. The plan, its kernel
+  // registry, both arenas and the staging block must outlive the executor.
   //
   // `microBatches` maps the plan's micro-batch of a launch (this rank's)
   // to the global one its kernels key random draws on (data parallel: the
   // rank's k-th micro-batch is the step's k * DP + dp-th).
   static absl::StatusOr<std::unique_ptr<Executor>>
   create(const LoadedPlan &plan, uint8_t *arena, uint64_t arenaBytes,
-         uint8_t *staging, const StagingLayout &layout,
-         MicroBatchMap microBatches = {});
+         uint8_t *hostArena, uint64_t hostArenaBytes, uint8_t *staging,
+         const StagingLayout &layout, MicroBatchMap microBatches = {});
 
   const std::vector<Program> &programs() const { return programs_; }
   // The program of kind `kind`, or NotFound naming it (INIT is optional).
@@ -104,16 +112,19 @@ public:
   // end of the highest 64-byte block of the arena that an issued launch,
   // collective or transfer reads or writes (blocks, since the planner
   // places buffers at 64-byte offsets and rounds their sizes up to 64).
+  // Only device tensors count; the plan predicts plan.memory.arena_bytes.
   uint64_t arenaHighWater() const { return highWater_; }
+  // The host arena's, measured alike over host tensors only (which only
+  // copy launches use); the plan predicts plan.memory.host_bytes.
+  uint64_t hostHighWater() const { return hostHighWater_; }
 
 private:
   Executor() = default;
-  void touch(const std::vector<TensorView> &views) const;
 
   std::vector<Program> programs_;
   MicroBatchMap microBatches_;
-  const uint8_t *arena_ = nullptr;
   mutable uint64_t highWater_ = 0;
+  mutable uint64_t hostHighWater_ = 0;
 };
 
 } // namespace braid

@@ -4,7 +4,9 @@
 // range of its base's, and its uses are its base's. A layout that breaks
 // this would silently corrupt training, so the loader proves it from the
 // offsets and the programs, following the order the streams and events give
-// (StreamOrder.h), not program position.
+// (StreamOrder.h), not program position. Host tensors (plan.proto
+// Tensor.host) live in a second arena, whose offsets are their own: the
+// sweep checks each arena apart.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -253,29 +255,34 @@ absl::Status checkViewOperands(const plan::Plan &plan,
 
 } // namespace
 
-absl::Status checkArenaLayout(const plan::Plan &plan,
-                              const LoadedPlan &loaded) {
-  // Views own no bytes: the sweep checks their bases, whose lifetimes
-  // cover every use of their views.
+namespace {
+
+// The tensors that own bytes in one address space, the device arena or the
+// host arena (`host`), in offset order. Views own no bytes: the sweep checks
+// their bases, whose lifetimes cover every use of their views.
+std::vector<uint32_t> ownersByOffset(const plan::Plan &plan, bool host) {
   std::vector<uint32_t> order;
-  for (int i = 0; i < plan.tensors_size(); ++i)
-    if (plan.tensors(i).size_bytes() > 0 && plan.tensors(i).view_of() == 0)
+  for (int i = 0; i < plan.tensors_size(); ++i) {
+    const plan::Tensor &t = plan.tensors(i);
+    if (t.size_bytes() > 0 && t.view_of() == 0 && t.host() == host)
       order.push_back(static_cast<uint32_t>(i));
+  }
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return plan.tensors(a).offset() < plan.tensors(b).offset() ||
            (plan.tensors(a).offset() == plan.tensors(b).offset() && a < b);
   });
-  auto end = [&](uint32_t id) {
-    return plan.tensors(id).offset() + plan.tensors(id).size_bytes();
-  };
-  if (absl::Status s = checkViewOperands(plan, loaded); !s.ok())
-    return s;
-  const Lifetimes life = lifetimes(plan, loaded);
-  if (absl::Status s = checkStreamHazards(plan, loaded, life); !s.ok())
-    return s;
+  return order;
+}
 
-  // Sweep in offset order, keeping the tensors whose bytes reach the current
-  // offset; every pair that shares bytes meets in this set exactly once.
+// Sweeps `order` (ownersByOffset: one address space) keeping the tensors
+// whose bytes reach the current offset; every pair that shares bytes meets
+// in this set exactly once, and must be two activations whose lifetimes do
+// not meet. `arena` names the address space in messages.
+absl::Status sweepArena(const plan::Plan &plan, const LoadedPlan &loaded,
+                        const Lifetimes &life,
+                        const std::vector<uint32_t> &order,
+                        absl::string_view arena) {
+  auto end = [&](uint32_t id) { return endOf(plan.tensors(id)); };
   std::vector<bool> hasViews(plan.tensors_size());
   for (const plan::Tensor &t : plan.tensors())
     if (t.view_of() != 0)
@@ -290,7 +297,7 @@ absl::Status checkArenaLayout(const plan::Plan &plan,
       const plan::Tensor &u = plan.tensors(o);
       std::string shared =
           absl::StrCat(tensorRef(plan, o), " and ", tensorRef(plan, id),
-                       " share arena bytes [", t.offset(), ", ",
+                       " share ", arena, " bytes [", t.offset(), ", ",
                        std::min(end(o), end(id)), ")");
       if (u.kind() != plan::ACTIVATION || t.kind() != plan::ACTIVATION)
         return absl::InvalidArgumentError(absl::StrCat(
@@ -317,6 +324,27 @@ absl::Status checkArenaLayout(const plan::Plan &plan,
     open.push_back(id);
   }
   return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status checkArenaLayout(const plan::Plan &plan,
+                              const LoadedPlan &loaded) {
+  if (absl::Status s = checkViewOperands(plan, loaded); !s.ok())
+    return s;
+  const Lifetimes life = lifetimes(plan, loaded);
+  if (absl::Status s = checkStreamHazards(plan, loaded, life); !s.ok())
+    return s;
+  // The host arena (plan.proto Tensor.host) is an address space of its
+  // own: a host tensor never shares bytes with a device tensor, whatever
+  // their offsets, and host tensors that overlap follow the rules device
+  // activations do.
+  if (absl::Status s = sweepArena(
+          plan, loaded, life, ownersByOffset(plan, /*host=*/false), "arena");
+      !s.ok())
+    return s;
+  return sweepArena(plan, loaded, life, ownersByOffset(plan, /*host=*/true),
+                    "host arena");
 }
 
 } // namespace braid::plan_checks

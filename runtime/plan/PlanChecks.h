@@ -34,8 +34,9 @@ enum class PlanScope { kWhole, kStage };
 absl::Status checkHeader(const plan::Plan &plan, bool streams = true);
 absl::Status checkTrainConfig(const plan::Plan &plan);
 
-// Tensor table: ids, names, dtypes, shapes, sizes, offsets, views. Fills
-// loaded.descs and loaded.tensorsByName.
+// Tensor table: ids, names, dtypes, shapes, sizes, offsets, views, host
+// tensors (each within its arena: memory.arena_bytes, or memory.host_bytes
+// for a host tensor). Fills loaded.descs and loaded.tensorsByName.
 absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded);
 
 // The tensor that owns the bytes `id` uses: the base of a view (plan.proto
@@ -48,8 +49,8 @@ uint32_t viewBase(const plan::Plan &plan, uint32_t id);
 absl::Status checkRoles(const plan::Plan &plan, PlanScope scope,
                         LoadedPlan &loaded);
 
-// Programs and instructions: kernels, operands, streams, events. Fills
-// loaded.programs.
+// Programs and instructions: kernels, operands, streams, events; no
+// instruction but a copy launch names a host tensor. Fills loaded.programs.
 absl::Status checkPrograms(const plan::Plan &plan,
                            const KernelRegistry &registry, Device device,
                            PlanScope scope, LoadedPlan &loaded);
@@ -70,7 +71,8 @@ absl::Status checkPipeline(LoadedPlan &pipeline);
 std::vector<OrderStep> orderSteps(const LoadedProgram &program);
 
 // Arena layout: no persistent tensor shares bytes with anything; activations
-// share bytes only when their live ranges are disjoint. Needs the programs.
+// share bytes only when their live ranges are disjoint. The host arena is
+// checked alike as an address space of its own. Needs the programs.
 absl::Status checkArenaLayout(const plan::Plan &plan, const LoadedPlan &loaded);
 
 } // namespace braid::plan_checks

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,47 @@ resolveOperands(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
+// Host tensors (plan.proto Tensor.host) live in the host arena, pinned host
+// memory on a GPU, which kernels, collectives and transfers cannot reach
+// at device speed or at all: only the `copy` kernel moves them to and from
+// the device (activation offload). `what` says how the instruction uses
+// tensor `id` ("reads", "stages", ...).
+absl::Status refuseHostUse(const plan::Plan &plan, const std::string &where,
+                           absl::string_view what, uint32_t id) {
+  return refuse(absl::StrCat(
+      where, ": ", what, " ", tensorRef(plan, id),
+      ", a host tensor (host is set): only launches of kernel \"copy\" read "
+      "or write host tensors"));
+}
+
+// Whether `id` names a host tensor; an id beyond the tensor table is left
+// to the checks that name it.
+bool isHost(const plan::Plan &plan, uint32_t id) {
+  return id < static_cast<uint32_t>(plan.tensors_size()) &&
+         plan.tensors(id).host();
+}
+
+// The first host tensor among `ids`, if any.
+template <typename Ids>
+std::optional<uint32_t> firstHost(const plan::Plan &plan, const Ids &ids) {
+  for (uint32_t id : ids)
+    if (isHost(plan, id))
+      return id;
+  return std::nullopt;
+}
+
+// An instruction other than a copy launch names no host tensor among its
+// operands (resolved, so valid ids).
+absl::Status checkNoHostOperands(const plan::Plan &plan,
+                                 const LoadedInstruction &inst,
+                                 const std::string &where) {
+  if (std::optional<uint32_t> id = firstHost(plan, inst.inputs))
+    return refuseHostUse(plan, where, "reads", *id);
+  if (std::optional<uint32_t> id = firstHost(plan, inst.outputs))
+    return refuseHostUse(plan, where, "writes", *id);
+  return absl::OkStatus();
+}
+
 absl::Status resolveLaunch(const plan::Plan &plan, const plan::Launch &launch,
                            const KernelRegistry &registry, Device device,
                            const LoadedPlan &loaded, const std::string &where,
@@ -65,6 +107,9 @@ absl::Status resolveLaunch(const plan::Plan &plan, const plan::Launch &launch,
                                        out.outputs);
       !s.ok())
     return s;
+  if (launch.kernel() != "copy")
+    if (absl::Status s = checkNoHostOperands(plan, out, where); !s.ok())
+      return s;
   // Kernels assume their outputs alias nothing else of the launch (they
   // use restrict pointers); distinct tensors that share bytes while both are
   // live are refused by the arena checks, so ids suffice here.
@@ -125,6 +170,8 @@ absl::Status resolveStage(const plan::Plan &plan, const plan::Stage &stage,
                           LoadedInstruction &out) {
   out.tensor = stage.tensor();
   out.microBatch = stage.micro_batch();
+  if (isHost(plan, stage.tensor()))
+    return refuseHostUse(plan, where, "stages", stage.tensor());
   if (stage.tensor() >= static_cast<uint32_t>(plan.tensors_size()) ||
       plan.tensors(stage.tensor()).kind() != plan::INPUT)
     return refuse(absl::StrCat(where, ": stages tensor ", stage.tensor(),
@@ -143,6 +190,8 @@ absl::Status resolveReadback(const plan::Plan &plan,
                              LoadedInstruction &out) {
   out.tensor = readback.tensor();
   out.slot = readback.slot();
+  if (isHost(plan, readback.tensor()))
+    return refuseHostUse(plan, where, "reads back", readback.tensor());
   if (readback.tensor() >= static_cast<uint32_t>(plan.tensors_size()) ||
       plan.tensors(readback.tensor()).kind() != plan::SCALAR ||
       plan.tensors(readback.tensor()).dtype() != plan::F32 ||
@@ -563,6 +612,10 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
     }
     case plan::Instruction::kCollective:
       loadedInst.kind = LoadedInstruction::Kind::kCollective;
+      for (const auto *ids :
+           {&inst.collective().tensors(), &inst.collective().outputs()})
+        if (std::optional<uint32_t> id = firstHost(plan, *ids))
+          return refuseHostUse(plan, where, "the collective names", *id);
       if (absl::Status s =
               resolveCollective(plan, inst.collective(), where, loadedInst);
           !s.ok())
@@ -574,8 +627,12 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       where = absl::StrCat(where, send ? " (send)" : " (recv)");
       loadedInst.kind = send ? LoadedInstruction::Kind::kSend
                              : LoadedInstruction::Kind::kRecv;
-      if (absl::Status s = resolveTransfer(
-              plan, send ? inst.send() : inst.recv(), send, where, loadedInst);
+      const plan::PeerTransfer &transfer = send ? inst.send() : inst.recv();
+      if (isHost(plan, transfer.tensor()))
+        return refuseHostUse(plan, where, send ? "sends" : "receives",
+                             transfer.tensor());
+      if (absl::Status s =
+              resolveTransfer(plan, transfer, send, where, loadedInst);
           !s.ok())
         return s;
       break;

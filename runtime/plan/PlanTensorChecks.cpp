@@ -133,6 +133,11 @@ absl::Status checkView(const plan::Plan &plan, uint32_t id) {
                                tensorKindName(base.kind()),
                                " tensor: a view's base is an ACTIVATION "
                                "tensor"));
+  if (base.host())
+    return refuse(absl::StrCat(ref, " is a view of ", baseRef,
+                               ", a host tensor (host is set): host tensors "
+                               "have no views, since only copy launches use "
+                               "them"));
   if (base.view_of() != 0)
     return refuse(absl::StrCat(ref, " is a view of ", baseRef,
                                ", which is itself a view (of ",
@@ -151,6 +156,37 @@ absl::Status checkView(const plan::Plan &plan, uint32_t id) {
                                " but its bytes [", t.offset(), ", ", end,
                                ") are not inside the base's [", base.offset(),
                                ", ", baseEnd, ")"));
+  return absl::OkStatus();
+}
+
+// A host tensor (plan.proto Tensor.host) lives in the host arena, which
+// only `copy` launches move to and from the device (activation offload): so
+// it is a transient ACTIVATION that owns its bytes whole, never a view nor a
+// shard, at an aligned offset within plan.memory.host_bytes. The offset is
+// already checked for alignment.
+absl::Status checkHostTensor(const plan::Plan &plan, uint32_t id) {
+  const plan::Tensor &t = plan.tensors(id);
+  const std::string ref = tensorRef(plan, id);
+  const uint64_t host = plan.memory().host_bytes();
+  if (t.kind() != plan::ACTIVATION)
+    return refuse(absl::StrCat(
+        ref, " is a ", tensorKindName(t.kind()),
+        " tensor on the host (host is set): only ACTIVATION tensors live in "
+        "the host arena, where activations are offloaded"));
+  if (t.view_of() != 0)
+    return refuse(absl::StrCat(
+        ref, " is on the host (host is set) but is a view of ",
+        tensorRef(plan, t.view_of() - 1),
+        ": a host tensor owns its bytes; views are of device tensors only"));
+  if (t.has_shard())
+    return refuse(absl::StrCat(
+        ref, " is on the host (host is set) but has a shard: a host tensor "
+             "is an offloaded activation, which is never a shard"));
+  if (t.size_bytes() > host || t.offset() > host - t.size_bytes())
+    return refuse(absl::StrCat(ref, ": offset ", t.offset(), " + size_bytes ",
+                               t.size_bytes(),
+                               " does not fit in the host arena of ", host,
+                               " bytes (plan.memory.host_bytes)"));
   return absl::OkStatus();
 }
 
@@ -210,6 +246,12 @@ absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
         "plan.memory.arena_bytes is ", arena, " (", arena >> 40,
         " TiB), more than the ", kMaxArenaBytes >> 40,
         " TiB a process can address: no machine can run this plan"));
+  const uint64_t host = plan.memory().host_bytes();
+  if (host > kMaxArenaBytes)
+    return refuse(absl::StrCat(
+        "plan.memory.host_bytes is ", host, " (", host >> 40,
+        " TiB), more than the ", kMaxArenaBytes >> 40,
+        " TiB a process can address: no machine can run this plan"));
   loaded.descs.reserve(plan.tensors_size());
   for (int i = 0; i < plan.tensors_size(); ++i) {
     const plan::Tensor &t = plan.tensors(i);
@@ -259,7 +301,10 @@ absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
     if (t.offset() % kAlignment != 0)
       return refuse(absl::StrCat(ref, ": offset ", t.offset(), " is not ",
                                  kAlignment, "-byte aligned"));
-    if (t.size_bytes() > arena || t.offset() > arena - t.size_bytes())
+    if (t.host()) {
+      if (absl::Status s = checkHostTensor(plan, id); !s.ok())
+        return s;
+    } else if (t.size_bytes() > arena || t.offset() > arena - t.size_bytes())
       return refuse(absl::StrCat(ref, ": offset ", t.offset(), " + size_bytes ",
                                  t.size_bytes(),
                                  " does not fit in the arena of ", arena,

@@ -27,7 +27,11 @@ std::string formatMemoryReport(const plan::MemoryReport &m,
                       humanBytes(m.input_bytes()), " | activations peak ",
                       humanBytes(m.activation_peak_bytes()), " (saved ",
                       humanBytes(m.saved_activation_bytes()), ") | arena ",
-                      humanBytes(m.arena_bytes()));
+                      humanBytes(m.arena_bytes()),
+                      m.host_bytes() > 0
+                          ? absl::StrCat(" | host arena ",
+                                         humanBytes(m.host_bytes()))
+                          : std::string());
 }
 
 } // namespace braid

@@ -15,6 +15,8 @@ namespace braid {
 // so and adds its weight copies:
 // "memory per rank (bf16): parameters 1.06 MiB | weight copies 543 KiB |
 // gradients ...".
+// A plan that offloads activations ends with its host arena (pinned host
+// memory on a GPU): "... | arena 7.75 MiB | host arena 1.50 MiB".
 // A pipeline rank's report (`pipelineRank` its PP coordinate, -1 for none)
 // is its own stage's: "memory per rank (pipeline rank 1): ...".
 std::string formatMemoryReport(const plan::MemoryReport &memory,

@@ -91,8 +91,13 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
                                      trainer.pipelineSize() > 1
                                          ? trainer.pipelineRank()
                                          : -1),
-                  absl::StrFormat(", %d bytes allocated\n",
-                                  trainer.device().arenaBytes()));
+                  absl::StrFormat(", %d bytes allocated",
+                                  trainer.device().arenaBytes()),
+                  trainer.device().hostArenaBytes() > 0
+                      ? absl::StrFormat(" (and %d in the host arena)",
+                                        trainer.device().hostArenaBytes())
+                      : std::string(),
+                  "\n");
   absl::StrAppend(
       &text, absl::StrFormat(
                  "data: '%s' (%s), %d tokens, %d windows of %d%s\n",
@@ -100,6 +105,26 @@ void printStartup(const Trainer &trainer, const RunOptions &options) {
                  data.data().size(), data.numWindows(), data.seqLen() + 1,
                  data.shuffled() ? ", shuffled" : ""));
   std::fputs(text.c_str(), options.out);
+}
+
+// What the run touched of an arena (`arena`: "arena" or "host arena"),
+// against what the plan predicted: every rank says so when they differ,
+// the first prints both.
+void reportHighWater(const Trainer &trainer, const RunOptions &options,
+                     const char *arena, uint64_t touched, uint64_t planned) {
+  if (!options.quiet)
+    std::fprintf(options.out,
+                 "%s high-water mark: %llu bytes measured, %llu planned%s\n",
+                 arena, static_cast<unsigned long long>(touched),
+                 static_cast<unsigned long long>(planned),
+                 touched == planned ? " (equal)" : "");
+  if (touched != planned)
+    std::fprintf(options.err,
+                 "braid-run: warning: rank %lld touched %llu bytes of its "
+                 "%s, the plan predicted %llu\n",
+                 static_cast<long long>(trainer.worldRank()),
+                 static_cast<unsigned long long>(touched), arena,
+                 static_cast<unsigned long long>(planned));
 }
 
 absl::Status save(Trainer &trainer, const RunOptions &options) {
@@ -332,25 +357,14 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     if (absl::Status s = writeTrace(*trace, trainer, options); !s.ok())
       return s;
   }
-  // What the run touched of the arena, against what the plan predicted:
-  // every rank says so when they differ, the first prints both.
   if (trainer.stepsDone() > firstStep) {
-    const uint64_t touched = trainer.device().stats().arenaHighWater;
-    const uint64_t planned = trainer.plan().proto.memory().arena_bytes();
-    if (!options.quiet)
-      std::fprintf(options.out,
-                   "arena high-water mark: %llu bytes measured, %llu "
-                   "planned%s\n",
-                   static_cast<unsigned long long>(touched),
-                   static_cast<unsigned long long>(planned),
-                   touched == planned ? " (equal)" : "");
-    if (touched != planned)
-      std::fprintf(options.err,
-                   "braid-run: warning: rank %lld touched %llu bytes of its "
-                   "arena, the plan predicted %llu\n",
-                   static_cast<long long>(trainer.worldRank()),
-                   static_cast<unsigned long long>(touched),
-                   static_cast<unsigned long long>(planned));
+    const DeviceStats stats = trainer.device().stats();
+    const plan::MemoryReport &memory = trainer.plan().proto.memory();
+    reportHighWater(trainer, options, "arena", stats.arenaHighWater,
+                    memory.arena_bytes());
+    if (memory.host_bytes() > 0)
+      reportHighWater(trainer, options, "host arena", stats.hostArenaHighWater,
+                      memory.host_bytes());
   }
   if (trainer.deviceInfo().kind == Device::kCUDA && !options.quiet) {
     const DeviceStats stats = trainer.device().stats();

@@ -8,6 +8,10 @@
 # then the median over R rounds (the policies run in turn in each round).
 # The policy "auto" runs recompute auto (docs/memory.md, "Recompute under
 # a budget") under a budget halfway between none's arena and full's.
+# "offload" offloads every layer's saved activations (braidc
+# --offload=activations; docs/memory.md "Activation offload") without
+# recompute, and "P+offload" with recompute P; their rows add the host
+# arena.
 #
 #   test/bench/run_recompute_bench.sh [--steps N] [--rounds R]
 #                                     [--threads T] [--fusion LIST]
@@ -22,7 +26,7 @@ steps=12
 rounds=3
 threads=2
 fusion=all
-policies="none selective norm activation norm,activation block-4 uniform-2 full auto"
+policies="none selective norm activation norm,activation block-4 uniform-2 full auto offload selective+offload full+offload"
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -55,11 +59,16 @@ arena() { grep -o '^  arena *[0-9]*' "$out/$1.report" | grep -o '[0-9]*$'; }
 for p in $policies; do
   n=$(name "$p")
   budget=()
+  recompute="${p%+offload}"
+  offload=none
+  if [ "$p" = offload ]; then recompute=none; offload=activations; fi
+  [ "$recompute" != "$p" ] && offload=activations
   if [ "$p" = auto ]; then
     gib=$(python3 -c "import sys; print((int(sys.argv[1]) + int(sys.argv[2])) / 2 / 2**30)" "$(arena none)" "$(arena full)")
     budget=(--memory-budget-gb="$gib")
   fi
-  "$build/bin/braidc" "$spec" --fusion="$fusion" --recompute="$p" "${budget[@]}" \
+  "$build/bin/braidc" "$spec" --fusion="$fusion" --recompute="$recompute" \
+    --offload="$offload" "${budget[@]}" \
     --report-memory -o "$out/$n.plan" > "$out/$n.report" 2>&1 || {
     cat "$out/$n.report" >&2; exit 1; }
 done
@@ -79,6 +88,8 @@ for arg in sys.argv[4:]:
     report = open(f"{out}/{n}.report").read()
     peak = int(re.search(r"activations \(peak\)\s+(\d+) bytes", report).group(1))
     arena = int(re.search(r"\n\s*arena\s+(\d+) bytes", report).group(1))
+    host = re.search(r"host arena \(offload\)\s+(\d+) bytes", report)
+    host = int(host.group(1)) if host else 0
     per_round = []
     for r in range(1, rounds + 1):
         log = [json.loads(l) for l in open(f"{out}/{n}.{r}.jsonl")][3:]
@@ -87,11 +98,11 @@ for arg in sys.argv[4:]:
         chosen = re.search(r"\n  recompute\s+(\S+)", report).group(1)
         budget = int(re.search(r"\n  budget\s+(\d+) bytes", report).group(1))
         policy = f"auto {budget / 2**20:.0f} MiB: {chosen}"
-    rows.append((policy, statistics.median(per_round), peak, arena))
+    rows.append((policy, statistics.median(per_round), peak, arena, host))
 base_time, base_peak, base_arena = rows[0][1], rows[0][2], rows[0][3]
 print(f"cpu-medium, one rank, fusion {fusion}, median of {rounds} rounds")
-print(f"{'policy':<26} {'step vs none':>12} {'activation peak':>16} {'vs none':>8} {'arena':>11} {'vs none':>8}")
-for policy, t, peak, arena in rows:
+print(f"{'policy':<26} {'step vs none':>12} {'activation peak':>16} {'vs none':>8} {'arena':>11} {'vs none':>8} {'host arena':>11}")
+for policy, t, peak, arena, host in rows:
     print(f"{policy:<26} {t / base_time:>11.2f}x {peak / 2**20:>12.1f} MiB {peak / base_peak:>7.2f}x"
-          f" {arena / 2**20:>7.1f} MiB {arena / base_arena:>7.2f}x")
+          f" {arena / 2**20:>7.1f} MiB {arena / base_arena:>7.2f}x {host / 2**20:>7.1f} MiB")
 PY

@@ -2,7 +2,8 @@
 //
 //   braidc SPEC [-o OUT] [--emit=plan|mlir|binary] [--plan-format=binary|text]
 //               [--report-memory] [--fusion=all|none|LIST]
-//               [--recompute=POLICY]
+//               [--recompute=POLICY] [--memory-budget-gb=GIB]
+//               [--offload=TARGETS]
 //               [--runtime=BRAID_RUN] [--dump-schedule=FILE] [--simulate]
 //               [--schedule-svg=FILE] [--sim-gflops=X] [--sim-link=L:B]
 //               [--sim-profile=DIR] [--sim-cores=N]
@@ -45,6 +46,7 @@
 #include "compiler/spec/FusionList.h"
 #include "compiler/spec/RecomputePolicy.h"
 #include "compiler/spec/SpecLoader.h"
+#include "compiler/spec/SpecValidator.h"
 #include "dialects/braid/BraidDialect.h"
 #include "dialects/sched/SchedDialect.h"
 #include "kernels/registry/Kernel.h"
@@ -105,6 +107,14 @@ static cl::opt<double> memoryBudget(
              "above it, and --recompute=auto chooses under it; overrides "
              "the spec's compile.memory_budget_gb (0: no budget)"),
     cl::value_desc("GiB"), cl::cat(braidcOptions));
+static cl::opt<std::string> offload(
+    "offload",
+    cl::desc("Saved activations kept in host memory between forward and "
+             "backward: none, activations (every layer's), or activations: "
+             "with layers N, ranges N-M and pipeline stages stage-S "
+             "separated by commas (docs/memory.md); overrides the spec's "
+             "compile.offload, whose default is none"),
+    cl::value_desc("targets"), cl::cat(braidcOptions));
 static cl::opt<std::string>
     runtimePath("runtime",
                 cl::desc("braid-run executable to embed the plan into "
@@ -298,6 +308,14 @@ int main(int argc, char **argv) {
                   "in GiB, from 0 (no budget) to 2^32, not " +
                   absl::StrCat(gib));
     loaded->mutable_compile()->set_memory_budget_gb(gib);
+  }
+  // Set in the spec and checked by the spec's own rule, so that the flag
+  // and the field accept the same targets with the same messages, and
+  // braid-import reads either from the spec.
+  if (offload.getNumOccurrences() > 0) {
+    loaded->mutable_compile()->set_offload(offload);
+    if (absl::Status s = braid::checkOffload(*loaded); !s.ok())
+      return fail("--offload: " + std::string(s.message()));
   }
   auto spec =
       std::make_shared<const braid::spec::ModelSpec>(std::move(*loaded));

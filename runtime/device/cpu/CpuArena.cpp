@@ -13,7 +13,7 @@ namespace braid {
 // Anonymous mappings are zero filled by the kernel and page aligned, and
 // untouched pages cost nothing, so they beat calloc + memset for an arena
 // that may be many GiB.
-absl::StatusOr<CpuArena> CpuArena::create(uint64_t bytes) {
+absl::StatusOr<CpuArena> CpuArena::create(uint64_t bytes, const char *what) {
   CpuArena arena;
   if (bytes == 0)
     return arena;
@@ -23,10 +23,10 @@ absl::StatusOr<CpuArena> CpuArena::create(uint64_t bytes) {
                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "cannot allocate the arena: %d bytes (%.2f GiB) were requested and "
+        "cannot allocate %s: %d bytes (%.2f GiB) were requested and "
         "the system refused (%s); use a machine with more memory or a plan "
         "with a smaller micro-batch or more recomputation",
-        bytes, static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0),
+        what, bytes, static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0),
         std::strerror(errno)));
   arena.data_ = static_cast<uint8_t *>(p);
   arena.size_ = bytes;

@@ -1,5 +1,6 @@
 // The memory of one rank on the CPU: a single zero-filled allocation that
-// holds every tensor of the plan at the offset the compiler chose.
+// holds every tensor of the plan at the offset the compiler chose. The host
+// arena of offloaded activations (plan.memory.host_bytes) is a second one.
 #pragma once
 
 #include <cstddef>
@@ -13,8 +14,10 @@ class CpuArena {
 public:
   // Allocates `bytes` bytes, 64-byte aligned (page aligned in fact) and zero
   // filled. ResourceExhausted, naming the size asked for, when the system
-  // refuses. An arena of 0 bytes is valid and holds no memory.
-  static absl::StatusOr<CpuArena> create(uint64_t bytes);
+  // refuses; `what` names the arena in that message. An arena of 0 bytes
+  // is valid and holds no memory.
+  static absl::StatusOr<CpuArena> create(uint64_t bytes,
+                                         const char *what = "the arena");
 
   CpuArena() = default;
   CpuArena(CpuArena &&other) noexcept;

@@ -21,10 +21,16 @@ CpuDevice::create(const LoadedPlan &plan, int numThreads,
       CpuArena::create(plan.proto.memory().arena_bytes());
   if (!arena.ok())
     return arena.status();
+  absl::StatusOr<CpuArena> hostArena =
+      CpuArena::create(plan.proto.memory().host_bytes(), "the host arena");
+  if (!hostArena.ok())
+    return hostArena.status();
   std::unique_ptr<CpuDevice> device(new CpuDevice(plan, numThreads, ranks));
   device->arena_ = std::move(*arena);
+  device->hostArena_ = std::move(*hostArena);
   absl::StatusOr<std::unique_ptr<Executor>> executor =
       Executor::create(plan, device->arena_.data(), device->arena_.size(),
+                       device->hostArena_.data(), device->hostArena_.size(),
                        device->staging_.data(), device->layout_,
                        ranks ? MicroBatchMap{ranks->dpSize(), ranks->dpRank()}
                              : MicroBatchMap{});

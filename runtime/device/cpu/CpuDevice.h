@@ -1,4 +1,5 @@
-// The CPU as a device: the arena is host memory (CpuArena), the Executor
+// The CPU as a device: the arena is host memory (CpuArena), and so is the
+// host arena of offloaded activations, a second allocation; the Executor
 // issues programs to CpuStreams (stream 0 on the calling thread, other
 // streams on worker threads), and kernels split their work over the
 // device's own ThreadPool.
@@ -27,7 +28,8 @@ public:
   // collectives' groups and this rank's micro-batches. The plan (loaded for
   // Device::kCPU), its kernel registry and the ranks must outlive the
   // device.
-  // ResourceExhausted, naming the size, when the arena cannot be allocated.
+  // ResourceExhausted, naming the size, when the arena or the host arena
+  // (plan.memory.host_bytes) cannot be allocated.
   static absl::StatusOr<std::unique_ptr<CpuDevice>>
   create(const LoadedPlan &plan, int numThreads,
          const Ranks *ranks = nullptr);
@@ -35,6 +37,7 @@ public:
   const DeviceInfo &info() const override { return info_; }
   uint8_t *hostArena() override { return arena_.data(); }
   uint64_t arenaBytes() const override { return arena_.size(); }
+  uint64_t hostArenaBytes() const override { return hostArena_.size(); }
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
@@ -47,6 +50,7 @@ public:
   DeviceStats stats() const override {
     DeviceStats s = stats_;
     s.arenaHighWater = executor_ ? executor_->arenaHighWater() : 0;
+    s.hostArenaHighWater = executor_ ? executor_->hostHighWater() : 0;
     return s;
   }
   ThreadPool &hostPool() override { return pool_; }
@@ -58,6 +62,9 @@ private:
   ThreadPool pool_;
   DeviceInfo info_;
   CpuArena arena_;
+  // The host tensors' (plan.proto Tensor.host): ordinary memory like the
+  // arena, but an address space of its own.
+  CpuArena hostArena_;
   StagingLayout layout_;
   std::vector<uint8_t> staging_;
   std::unique_ptr<Executor> executor_;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -66,6 +67,8 @@ absl::Status CudaDevice::init(const CudaGpu &gpu) {
   // not order against: finish it before anything else touches the arena.
   BRAID_CUDA_TRY(cudaMemset(memory, 0, total));
   BRAID_CUDA_TRY(cudaDeviceSynchronize());
+  if (absl::Status s = allocateHostArena(gpu); !s.ok())
+    return s;
 
   for (uint32_t s = 0; s < numStreams; ++s) {
     cudaStream_t st = nullptr;
@@ -130,6 +133,26 @@ absl::Status CudaDevice::init(const CudaGpu &gpu) {
     if (absl::Status s = newEvent(e); !s.ok())
       return s;
   return bindPrograms();
+}
+
+absl::Status CudaDevice::allocateHostArena(const CudaGpu &gpu) {
+  const uint64_t bytes = plan_.proto.memory().host_bytes();
+  if (bytes == 0)
+    return absl::OkStatus();
+  void *host = nullptr;
+  if (cudaError_t err = cudaHostAlloc(&host, bytes, cudaHostAllocDefault);
+      err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate the host arena for ", gpu.name, ": ", bytes,
+        " bytes of pinned host memory (plan.memory.host_bytes) asked for, ",
+        cudaGetErrorString(err)));
+  }
+  hostArena_ = PinnedMemory(host);
+  // Zero-filled like the arena, so that no run depends on what the memory
+  // held before. Pinned memory is ordinary host memory to the CPU.
+  std::memset(host, 0, bytes);
+  return absl::OkStatus();
 }
 
 absl::Status CudaDevice::read(uint64_t offset, void *out, uint64_t bytes) {

@@ -69,6 +69,10 @@ public:
   uint64_t arenaBytes() const override {
     return plan_.proto.memory().arena_bytes();
   }
+  // The pinned host arena is exactly the plan's bytes, or nothing.
+  uint64_t hostArenaBytes() const override {
+    return hostArena_ ? plan_.proto.memory().host_bytes() : 0;
+  }
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
@@ -81,6 +85,7 @@ public:
   DeviceStats stats() const override {
     DeviceStats s = stats_;
     s.arenaHighWater = executor_ ? executor_->arenaHighWater() : 0;
+    s.hostArenaHighWater = executor_ ? executor_->hostHighWater() : 0;
     return s;
   }
   ThreadPool &hostPool() override { return hostPool_; }
@@ -105,6 +110,9 @@ private:
     return static_cast<uint8_t *>(memory_.get()) + offset;
   }
   cudaStream_t stream(uint32_t s) const { return streams_[s].get(); }
+  // Allocates the pinned, zero-filled host arena of plan.memory.host_bytes
+  // (nothing when 0).
+  absl::Status allocateHostArena(const CudaGpu &gpu);
   absl::Status bindPrograms();
   // `trace` (null: none) times the program's marks; the run then waits for
   // the program before it returns.
@@ -151,6 +159,10 @@ private:
   BlasLtRelease blasLt_;
   // arena | step values | workspace per stream
   DeviceMemory memory_;
+  // The host tensors' arena (plan.proto Tensor.host): pinned, so that the
+  // copy kernel's cudaMemcpyAsync moves offloaded activations to and from
+  // it asynchronously on its stream; null when the plan has none.
+  PinnedMemory hostArena_;
   uint64_t stepValuesOffset_ = 0;
   uint64_t workspaceOffset_ = 0;
   std::vector<CudaStream> streams_;

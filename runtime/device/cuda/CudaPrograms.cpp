@@ -31,6 +31,7 @@ bool communicates(const Executor::Program &program) {
 absl::Status CudaDevice::bindPrograms() {
   absl::StatusOr<std::unique_ptr<Executor>> executor = Executor::create(
       plan_, at(0), plan_.proto.memory().arena_bytes(),
+      static_cast<uint8_t *>(hostArena_.get()), hostArenaBytes(),
       static_cast<uint8_t *>(staging_.get()), layout_,
       ranks_ ? MicroBatchMap{ranks_->dpSize(), ranks_->dpRank()}
              : MicroBatchMap{});

@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const LoadedPlan *run : runs) {
     // Bounded so that every accepted input runs in milliseconds.
     constexpr uint64_t kMaxArena = 1 << 20;
-    if (run->proto.memory().arena_bytes() > kMaxArena)
+    if (run->proto.memory().arena_bytes() > kMaxArena ||
+        run->proto.memory().host_bytes() > kMaxArena)
       continue;
     if (StagingLayout(*run).bytes() > kMaxArena)
       continue;

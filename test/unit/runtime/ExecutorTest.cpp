@@ -76,7 +76,7 @@ std::unique_ptr<Bound> bind(PlanBuilder &b) {
   bound->staging.resize(bound->layout->bytes());
   absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::create(
       bound->plan, bound->arena.data(), bound->arena.size(),
-      bound->staging.data(), *bound->layout);
+      /*hostArena=*/nullptr, 0, bound->staging.data(), *bound->layout);
   EXPECT_TRUE(ex.ok()) << ex.status();
   bound->executor = std::move(*ex);
   bound->streams = std::make_unique<CpuStreams>(
@@ -287,7 +287,7 @@ TEST(Executor, RefusesUnknownProgramsAndSmallArenas) {
   EXPECT_EQ(s.message(), "the plan has no INIT program");
 
   absl::StatusOr<std::unique_ptr<Executor>> small =
-      Executor::create(bound->plan, bound->arena.data(), 64,
+      Executor::create(bound->plan, bound->arena.data(), 64, nullptr, 0,
                        bound->staging.data(), *bound->layout);
   ASSERT_FALSE(small.ok());
   EXPECT_NE(std::string(small.status().message())

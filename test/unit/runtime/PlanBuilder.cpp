@@ -100,6 +100,17 @@ uint32_t PlanBuilder::view(const std::string &name, std::vector<int64_t> shape,
   return id;
 }
 
+uint32_t PlanBuilder::hostTensor(const std::string &name,
+                                 std::vector<int64_t> shape, int64_t offset) {
+  const uint64_t saved = next_;
+  next_ = offset < 0 ? nextHost_ : static_cast<uint64_t>(offset);
+  uint32_t id = tensor(name, std::move(shape), plan::F32, plan::ACTIVATION);
+  plan_.mutable_tensors(id)->set_host(true);
+  nextHost_ = std::max(nextHost_, next_);
+  next_ = saved;
+  return id;
+}
+
 uint32_t PlanBuilder::parameter(const std::string &name,
                                 std::vector<int64_t> shape, plan::InitKind init,
                                 float std) {
@@ -332,6 +343,8 @@ plan::Plan PlanBuilder::build() {
       r->set_weight_copy_bytes(r->weight_copy_bytes() + t.size_bytes());
       break;
     case plan::ACTIVATION:
+      if (t.host())
+        break;
       activationBegin = std::min(activationBegin, t.offset());
       activationEnd = std::max(activationEnd, t.offset() + t.size_bytes());
       break;
@@ -342,6 +355,7 @@ plan::Plan PlanBuilder::build() {
   if (activationEnd > 0)
     r->set_activation_peak_bytes(activationEnd - activationBegin);
   r->set_arena_bytes(next_);
+  r->set_host_bytes(nextHost_);
   return plan_;
 }
 

@@ -34,6 +34,11 @@ public:
   // the base's dtype whose bytes start `byteOffset` bytes into the base's.
   uint32_t view(const std::string &name, std::vector<int64_t> shape,
                 uint32_t base, uint64_t byteOffset = 0);
+  // A host tensor (plan.proto Tensor.host): an f32 ACTIVATION in the host
+  // arena at host offset `offset`, or after every host tensor placed so far
+  // when it is -1. build() sizes memory.host_bytes to reach them all.
+  uint32_t hostTensor(const std::string &name, std::vector<int64_t> shape,
+                      int64_t offset = -1);
   // A PARAMETER with its GRADIENT ("<name>.grad") and OPTIMIZER_STATE
   // ("<name>.exp_avg", "<name>.exp_avg_sq") tensors; returns its id.
   uint32_t parameter(const std::string &name, std::vector<int64_t> shape,
@@ -98,8 +103,8 @@ public:
   // operands) once per micro-batch: the smallest valid one.
   void minimalStep(const std::string &kernel = "test.touch");
 
-  // Sets arena_bytes and the memory report; num_events covers every event
-  // used. Returns the finished plan.
+  // Sets arena_bytes, host_bytes and the memory report; num_events covers
+  // every event used. Returns the finished plan.
   plan::Plan build();
   std::string bytes();
 
@@ -110,6 +115,7 @@ private:
 
   plan::Plan plan_;
   uint64_t next_ = 0;
+  uint64_t nextHost_ = 0;
   uint32_t microBatch_ = 0;
   int repeatAt_ = -1;
 };

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanLoader.h"
+#include "test/unit/runtime/LoadChecks.h"
 #include "test/unit/runtime/PlanBuilder.h"
 #include "test/unit/runtime/TestKernels.h"
 #include "gtest/gtest.h"
@@ -15,19 +16,8 @@
 namespace braid {
 namespace {
 
-absl::Status load(const plan::Plan &p) {
-  return loadPlan(p.SerializeAsString(), test::testKernelRegistry(),
-                  Device::kCPU)
-      .status();
-}
-
-void expectRefused(const plan::Plan &p, const std::string &fragment) {
-  absl::Status s = load(p);
-  ASSERT_FALSE(s.ok()) << "expected a refusal containing: " << fragment;
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(s.message()).find(fragment), std::string::npos)
-      << "message: " << s.message() << "\nexpected to contain: " << fragment;
-}
+using test::expectRefused;
+using test::loadOnCpu;
 
 // The tensors of a chunked output: y, f32 [8, 8] (256 bytes), its halves
 // c0 = bytes [0, 128) and c1 = [128, 256), and mid = [64, 192), which
@@ -103,7 +93,7 @@ TEST(PlanViews, AcceptsDisjointChunksOfOneBaseOnTwoStreams) {
   // c0, c1, mid and y all share bytes and are live together: views are not
   // checked against their base or one another in the arena sweep.
   plan::Plan p = chunkedPlan();
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
 }
 
 TEST(PlanViews, RefusesABaseReadUnorderedWithAViewWrite) {
@@ -155,7 +145,7 @@ TEST(PlanViews, RefusesAnActivationSharingBytesWithABaseWhileAViewIsLive) {
   // After the base's last use (its views' included), the bytes are free.
   o.extraAfterLastRead = true;
   p = chunkedPlan(o);
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   // Sharing only a view's bytes counts as sharing the base's.
   o.extraAfterLastRead = false;
   o.adjust = [](test::PlanBuilder &b, const Ids &ids) {
@@ -301,7 +291,7 @@ TEST(PlanViews, RefusesAnInstructionWritingBytesItReachesTwice) {
     b.launch("step", 0, "test.touch", {ids.c0}, {ids.c1});
     b.collective(0, plan::ALL_REDUCE_SUM, plan::TP, {ids.c0, ids.c1});
   });
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   p = plan([](test::PlanBuilder &b, const Ids &ids) {
     b.launch("step", 0, "test.touch", {ids.y}, {ids.c0});
   });
@@ -352,7 +342,7 @@ TEST(PlanViews, RepeatBodiesFollowTheBytesTheirViewsWrite) {
     return b.build();
   };
   plan::Plan p = plan(true, false);
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   p = plan(false, false);
   expectRefused(p, absl::StrCat("instruction 4: reads ", ref(p, idOf(p, "y")),
                                 " before its Repeat body writes all of its "

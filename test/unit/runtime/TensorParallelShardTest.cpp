@@ -25,6 +25,7 @@
 #include "runtime/plan/ShardLayout.h"
 #include "runtime/train/ParameterInit.h"
 #include "runtime/train/WholeTensors.h"
+#include "test/unit/runtime/LoadChecks.h"
 #include "test/unit/runtime/PlanBuilder.h"
 #include "test/unit/runtime/TestKernels.h"
 #include "test/unit/runtime/TinyModelPlan.h"
@@ -359,6 +360,7 @@ public:
   const DeviceInfo &info() const override { return info_; }
   uint8_t *hostArena() override { return arena_.data(); }
   uint64_t arenaBytes() const override { return arena_.size(); }
+  uint64_t hostArenaBytes() const override { return 0; }
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override {
     std::memcpy(out, arena_.data() + offset, bytes);
     return absl::OkStatus();
@@ -633,11 +635,8 @@ TEST(TensorParallelCheckpoint, AGroupOfTheWrongSizeIsAnError) {
 // ---------------------------------------------------------------------------
 // The loader: TP shards on the tiny model.
 
-absl::Status load(const plan::Plan &p) {
-  return loadPlan(p.SerializeAsString(), test::testKernelRegistry(),
-                  Device::kCPU)
-      .status();
-}
+using test::expectRefused;
+using test::loadOnCpu;
 
 plan::Tensor &named(plan::Plan &p, const std::string &name) {
   for (plan::Tensor &t : *p.mutable_tensors())
@@ -669,25 +668,17 @@ plan::Plan shardedHead(int64_t tp, plan::MeshAxis axis, uint32_t dim,
   return p;
 }
 
-void expectRefused(const plan::Plan &p, const std::string &fragment) {
-  absl::Status s = load(p);
-  ASSERT_FALSE(s.ok()) << "expected a refusal containing: " << fragment;
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(s.message()).find(fragment), std::string::npos)
-      << "message: " << s.message() << "\nexpected to contain: " << fragment;
-}
-
 TEST(TensorParallelLoader, AcceptsShardsAlongTpOnAnyDimensionInBlocks) {
-  EXPECT_TRUE(load(shardedHead(2, plan::TP, 0, {512, 16})).ok());
-  EXPECT_TRUE(load(shardedHead(2, plan::TP, 1, {256, 32})).ok());
-  EXPECT_TRUE(load(shardedHead(4, plan::TP, 1, {256, 64})).ok());
+  EXPECT_TRUE(loadOnCpu(shardedHead(2, plan::TP, 0, {512, 16})).ok());
+  EXPECT_TRUE(loadOnCpu(shardedHead(2, plan::TP, 1, {256, 32})).ok());
+  EXPECT_TRUE(loadOnCpu(shardedHead(4, plan::TP, 1, {256, 64})).ok());
   // Blocks: 512 rows in 4 blocks of 2 parts; 64 columns in 2 blocks of 4.
-  EXPECT_TRUE(load(shardedHead(2, plan::TP, 0, {512, 16}, 4)).ok());
-  EXPECT_TRUE(load(shardedHead(4, plan::TP, 1, {256, 64}, 2)).ok());
+  EXPECT_TRUE(loadOnCpu(shardedHead(2, plan::TP, 0, {512, 16}, 4)).ok());
+  EXPECT_TRUE(loadOnCpu(shardedHead(4, plan::TP, 1, {256, 64}, 2)).ok());
   // blocks 1 says what 0 does.
-  EXPECT_TRUE(load(shardedHead(2, plan::TP, 1, {256, 32}, 1)).ok());
+  EXPECT_TRUE(loadOnCpu(shardedHead(2, plan::TP, 1, {256, 32}, 1)).ok());
   // A TP shard over one rank is the whole tensor.
-  EXPECT_TRUE(load(shardedHead(1, plan::TP, 1, {256, 16})).ok());
+  EXPECT_TRUE(loadOnCpu(shardedHead(1, plan::TP, 1, {256, 16})).ok());
   // A vector in blocks (the layout of GPT-2's fused q/k/v bias): [32] in
   // 2 blocks over TP 2, 8 elements of each block on each rank.
   plan::Plan p = test::tinyModelPlan();
@@ -695,7 +686,7 @@ TEST(TensorParallelLoader, AcceptsShardsAlongTpOnAnyDimensionInBlocks) {
   for (const char *suffix : {"", ".exp_avg", ".exp_avg_sq"})
     setShard(named(p, std::string("model.norm.weight") + suffix), plan::TP, 0,
              {32}, 2);
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
 }
 
 TEST(TensorParallelLoader, RefusesBadShards) {
@@ -754,9 +745,9 @@ plan::Plan rowsOfHead(uint32_t dim, std::vector<int64_t> global) {
 }
 
 TEST(TensorParallelLoader, DpRowsAreRowsOfATpPart) {
-  EXPECT_TRUE(load(rowsOfHead(1, {512, 32})).ok());
+  EXPECT_TRUE(loadOnCpu(rowsOfHead(1, {512, 32})).ok());
   // Split along dimension 0: TP 2 then DP 2 of its rows, 4 x 256 in all.
-  EXPECT_TRUE(load(rowsOfHead(0, {1024, 16})).ok());
+  EXPECT_TRUE(loadOnCpu(rowsOfHead(0, {1024, 16})).ok());
   expectRefused(rowsOfHead(1, {256, 32}),
                 "has shape [256, 16] but is a shard of [256, 32] along "
                 "dimension 1 over the 2 ranks of a tp group: the shard must "
@@ -784,9 +775,9 @@ TEST(TensorParallelLoader, DpRowsAreRowsOfATpPart) {
 TEST(TensorParallelLoader, TheMeshMayHaveTpAndCp) {
   plan::Plan p = test::tinyModelPlan();
   p.mutable_mesh()->set_tp(4);
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   p.mutable_mesh()->set_cp(2);
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   p.mutable_mesh()->set_cp(0);
   expectRefused(p, "plan.mesh.cp is 0: a mesh axis has 1 to 2^24 ranks");
 }
@@ -868,11 +859,11 @@ TEST(TensorParallelLoader, AcceptsTheCollectivesOfTensorParallelism) {
     // On stream 0, on another stream (ordered by events), and inside the
     // Repeat body of the micro-batches.
     plan::Plan p = collectivePlan(sumsAndGathers(0), tp);
-    EXPECT_TRUE(load(p).ok()) << load(p);
+    EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
     p = collectivePlan(sumsAndGathers(1), tp, 1);
-    EXPECT_TRUE(load(p).ok()) << load(p);
+    EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
     p = collectivePlan(sumsAndGathers(0), tp, 0, true);
-    EXPECT_TRUE(load(p).ok()) << load(p);
+    EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   }
   // A gathered part that is a shard along TP on dimension 0 in one block.
   plan::Plan p = collectivePlan(
@@ -883,18 +874,18 @@ TEST(TensorParallelLoader, AcceptsTheCollectivesOfTensorParallelism) {
       [](test::PlanBuilder &b, Ids &ids) {
         setShard(*b.plan().mutable_tensors(ids.part), plan::TP, 0, {4, 8});
       });
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   // Sequence parallel's reduce-scatter sums bf16 activations too.
   p = collectivePlan([](test::PlanBuilder &b, const Ids &ids) {
     b.collective(0, plan::REDUCE_SCATTER_SUM, plan::TP, {ids.xb}, {ids.part});
   });
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   // Gradients and scalars still sum along any axis.
   p = collectivePlan([](test::PlanBuilder &b, const Ids &ids) {
     b.collective(0, plan::ALL_REDUCE_SUM, plan::TP, {ids.grad});
     b.collective(0, plan::ALL_REDUCE_SUM, plan::DP, {ids.grad});
   });
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
 }
 
 // Context parallel's collectives: ring steps (shifts along cp, inside the
@@ -910,13 +901,13 @@ TEST(ContextParallelLoader, AcceptsRingStepsAndTheGradientGroup) {
     b.collective(0, plan::ALL_GATHER, plan::TP, {ids.part}, {ids.whole});
   };
   plan::Plan p = collectivePlan(ring, 2, 0, true, onCp);
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
   p = collectivePlan(
       [](test::PlanBuilder &b, const Ids &ids) {
         b.collective(0, plan::ALL_REDUCE_SUM, plan::DP_CP, {ids.grad});
       },
       2, 0, false, onCp);
-  EXPECT_TRUE(load(p).ok()) << load(p);
+  EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
 }
 
 TEST(ContextParallelLoader, RefusesShiftsItDoesNotMake) {

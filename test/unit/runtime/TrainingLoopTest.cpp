@@ -350,6 +350,92 @@ TEST(TrainingLoop, ResumedLogKeepsOneLinePerStep) {
         << log[i];
 }
 
+// The tiny plan with an offload at the end of its step: the norm weight
+// copied into host tensor "norm.host" at host offset 0, in a host arena of
+// `hostBytes` (the tensor's 64 bytes, or more: a plan whose prediction the
+// run does not reach).
+plan::Plan offloadingTinyPlan(uint64_t hostBytes) {
+  plan::Plan p = test::tinyModelPlan();
+  const plan::Tensor *norm = nullptr;
+  for (const plan::Tensor &t : p.tensors())
+    if (t.name() == "model.norm.weight")
+      norm = &t;
+  EXPECT_NE(norm, nullptr);
+  const uint32_t normId = norm->id();
+  plan::Tensor *host = p.add_tensors();
+  host->set_id(p.tensors_size() - 1);
+  host->set_name("norm.host");
+  *host->mutable_shape() = p.tensors(normId).shape();
+  host->set_dtype(plan::F32);
+  host->set_kind(plan::ACTIVATION);
+  host->set_size_bytes(p.tensors(normId).size_bytes());
+  host->set_host(true);
+  p.mutable_memory()->set_host_bytes(hostBytes);
+  for (plan::Program &program : *p.mutable_programs())
+    if (program.kind() == plan::STEP) {
+      plan::Instruction *copy = program.add_instructions();
+      copy->mutable_launch()->set_kernel("copy");
+      copy->mutable_launch()->add_inputs(normId);
+      copy->mutable_launch()->add_outputs(host->id());
+    }
+  return p;
+}
+
+TEST(TrainingLoop, ReportsTheHostArenaAndItsHighWaterMark) {
+  auto trainer = tinyTrainer(offloadingTinyPlan(64));
+  ASSERT_NE(trainer, nullptr);
+  EXPECT_EQ(trainer->device().hostArenaBytes(), 64u);
+  Capture out, err;
+  RunOptions options;
+  options.out = out.get();
+  options.err = err.get();
+  options.peakGflops = 50;
+  ASSERT_TRUE(runTraining(*trainer, options).ok());
+  const std::string text = out.text();
+  EXPECT_NE(text.find(" | host arena 64 B, "), std::string::npos) << text;
+  EXPECT_NE(text.find(" bytes allocated (and 64 in the host arena)\n"),
+            std::string::npos)
+      << text;
+  // The device arena's mark is the plan's, as without the host tensor.
+  const uint64_t arena = trainer->plan().proto.memory().arena_bytes();
+  EXPECT_NE(text.find(absl::StrCat("\narena high-water mark: ", arena,
+                                   " bytes measured, ", arena,
+                                   " planned (equal)\n")),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nhost arena high-water mark: 64 bytes measured, 64 "
+                      "planned (equal)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(err.text(), "");
+
+  // A plan that predicts more than the run touches: every rank warns.
+  auto over = tinyTrainer(offloadingTinyPlan(128));
+  ASSERT_NE(over, nullptr);
+  Capture out2, err2;
+  options.out = out2.get();
+  options.err = err2.get();
+  options.quiet = true;
+  ASSERT_TRUE(runTraining(*over, options).ok());
+  EXPECT_EQ(out2.text().find("high-water"), std::string::npos);
+  EXPECT_EQ(err2.text(), "braid-run: warning: rank 0 touched 64 bytes of its "
+                         "host arena, the plan predicted 128\n");
+}
+
+TEST(TrainingLoop, SaysNothingOfAHostArenaThePlanLacks) {
+  auto trainer = tinyTrainer();
+  ASSERT_NE(trainer, nullptr);
+  EXPECT_EQ(trainer->device().hostArenaBytes(), 0u);
+  Capture out, err;
+  RunOptions options;
+  options.out = out.get();
+  options.err = err.get();
+  options.peakGflops = 50;
+  ASSERT_TRUE(runTraining(*trainer, options).ok());
+  EXPECT_EQ(out.text().find("host arena"), std::string::npos) << out.text();
+  EXPECT_NE(out.text().find("\narena high-water mark: "), std::string::npos);
+}
+
 TEST(TrainingLoop, ProgressLogHelpers) {
   EXPECT_EQ(logLinesThrough("{\"step\":1,\"loss\":2}\n{\"step\":2,\"loss\":1}\n"
                             "{\"step\":3,\"loss\":0}\n{\"step\":4,",
