@@ -7,6 +7,9 @@
 
 #include "llvm/Support/Format.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "dialects/braid/BraidDialect.h"
 
 using namespace mlir;
 
@@ -133,6 +136,44 @@ void printMemoryComparison(llvm::raw_ostream &os, const MemoryFigures &fused,
     line(label + " backward", f.backward, u.backward);
     i = j + 1;
   }
+}
+
+FailureOr<std::vector<MemoryFigures>>
+planCopy(ModuleOp copy, PassManager &pm, std::string &error) {
+  copy->removeAttr(BraidDialect::kMemoryBudgetAttr);
+  std::string diagnostics;
+  ScopedDiagnosticHandler capture(copy.getContext(), [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error)
+      diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+    return success();
+  });
+  if (failed(pm.run(copy))) {
+    error = "planning failed: " + diagnostics;
+    return failure();
+  }
+  SmallVector<ModuleOp> modules(copy.getOps<ModuleOp>());
+  const bool pipelined = !modules.empty();
+  if (!pipelined)
+    modules.push_back(copy);
+  std::vector<MemoryFigures> ranks(modules.size());
+  for (ModuleOp rank : modules) {
+    int64_t index = 0;
+    if (pipelined) {
+      auto attr =
+          rank->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
+      index = attr ? attr.getInt() : -1;
+    }
+    FailureOr<MemoryFigures> figures = readMemoryFigures(rank);
+    if (index < 0 || index >= static_cast<int64_t>(ranks.size()) ||
+        failed(figures)) {
+      error = "a planned pipeline rank has no valid braid.pipeline_rank or "
+              "sched.memory" +
+              (diagnostics.empty() ? std::string() : ": " + diagnostics);
+      return failure();
+    }
+    ranks[index] = *figures;
+  }
+  return ranks;
 }
 
 } // namespace braid

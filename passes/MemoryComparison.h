@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 
 namespace braid {
@@ -52,6 +53,14 @@ std::string humanBytes(int64_t bytes);
 // The figures braid-plan-memory recorded on `module`; fails, with an error
 // on the module, when it has not run or the attributes are malformed.
 mlir::FailureOr<MemoryFigures> readMemoryFigures(mlir::ModuleOp module);
+
+// Runs `pm` (passes that end with braid-plan-memory) on `copy`, a copy of
+// a compilation's module, and returns each pipeline rank's figures in rank
+// order (one entry without a pipeline). The copy is weighed, not refused:
+// its memory budget goes, and its diagnostics are kept out of the
+// compilation's and named in `error` if planning fails.
+mlir::FailureOr<std::vector<MemoryFigures>>
+planCopy(mlir::ModuleOp copy, mlir::PassManager &pm, std::string &error);
 
 // Prints the activation peak, the bytes saved for backward, the arena and
 // each layer's forward, saved and backward bytes (runs of equal layers on

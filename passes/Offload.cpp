@@ -31,12 +31,14 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
 #include "compiler/spec/OffloadTargets.h"
 #include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedOps.h"
+#include "passes/MemoryComparison.h"
 #include "passes/PipelineAttrs.h"
 #include "passes/analysis/Unroll.h"
 
@@ -88,8 +90,7 @@ public:
       : module_(module), step_(step), layers_(layers),
         b_(module.getContext()) {}
 
-  // Returns the bytes offloaded per step.
-  int64_t run();
+  void run();
 
 private:
   void stateOutRepeats();
@@ -273,7 +274,7 @@ void Offloader::numberSignals() {
   }
 }
 
-int64_t Offloader::run() {
+void Offloader::run() {
   stateOutRepeats();
   collectOps();
   // The copy stream and the events: the first the rank leaves free.
@@ -291,7 +292,7 @@ int64_t Offloader::run() {
 
   std::vector<Candidate> candidates = findCandidates();
   if (candidates.empty())
-    return 0;
+    return;
 
   // What goes right after an op, and right before one, in the order it is
   // inserted there.
@@ -312,7 +313,6 @@ int64_t Offloader::run() {
     ins[prefetchPoint(c)].buffers.push_back(&c);
   }
 
-  int64_t bytes = 0;
   // The buffers: H beside X, and X' for the backward.
   llvm::DenseMap<Operation *, Value> host, back;
   for (const Candidate &c : candidates) {
@@ -324,7 +324,6 @@ int64_t Offloader::run() {
         sched::AllocOp::create(b_, c.alloc.getLoc(), type, IntegerAttr());
     host[c.alloc] = h;
     back[c.alloc] = x2;
-    bytes += type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
     Value x = c.alloc.getResult();
     x.replaceUsesWithIf(x2, [&](OpOperand &use) {
       return isBackwardPhase(use.getOwner());
@@ -401,7 +400,6 @@ int64_t Offloader::run() {
   waitBefore(releases, streamOf);
   waitBefore(arrivals, streamOf);
   numberSignals();
-  return bytes;
 }
 
 struct OffloadPass : impl::OffloadPassBase<OffloadPass> {
@@ -424,6 +422,21 @@ struct OffloadPass : impl::OffloadPassBase<OffloadPass> {
     FailureOr<std::set<int64_t>> layers = resolveLayers(top, *parsed);
     if (failed(layers))
       return signalPassFailure();
+    // What the arena would be without: for the memory report's saving.
+    std::vector<MemoryFigures> without;
+    if (compare) {
+      OwningOpRef<ModuleOp> copy(top.clone());
+      PassManager pm(top.getContext(), ModuleOp::getOperationName());
+      pm.addPass(createPlanMemoryPass());
+      std::string error;
+      FailureOr<std::vector<MemoryFigures>> planned =
+          planCopy(*copy, pm, error);
+      if (failed(planned)) {
+        top.emitError("braid-offload: ") << error;
+        return signalPassFailure();
+      }
+      without = std::move(*planned);
+    }
     SmallVector<ModuleOp> ranks(top.getOps<ModuleOp>());
     if (ranks.empty())
       ranks.push_back(top);
@@ -431,6 +444,28 @@ struct OffloadPass : impl::OffloadPassBase<OffloadPass> {
       for (auto program : module.getOps<sched::ProgramOp>())
         if (program.getKind() == sched::ProgramKind::Step)
           Offloader(module, program, *layers).run();
+    writeReport(top, text, ranks.size(), without);
+  }
+
+  // One dictionary per rank: the targets and, when planned, the arena and
+  // the saved activations without offload.
+  static void writeReport(ModuleOp top, const std::string &text,
+                          size_t numRanks,
+                          const std::vector<MemoryFigures> &without) {
+    Builder b(top.getContext());
+    SmallVector<Attribute> entries;
+    for (size_t r = 0; r < numRanks; ++r) {
+      SmallVector<NamedAttribute> entry = {
+          b.getNamedAttr("targets", b.getStringAttr(text))};
+      if (r < without.size()) {
+        entry.push_back(b.getNamedAttr(
+            "arena_without", b.getI64IntegerAttr(without[r].arena)));
+        entry.push_back(b.getNamedAttr(
+            "saved_without", b.getI64IntegerAttr(without[r].savedActivations)));
+      }
+      entries.push_back(b.getDictionaryAttr(entry));
+    }
+    top->setAttr(BraidDialect::kOffloadReportAttr, b.getArrayAttr(entries));
   }
 
   // The model layers the targets name: every layer, the listed ones, and

@@ -534,6 +534,9 @@ def OffloadPass : Pass<"braid-offload", "mlir::ModuleOp"> {
            "activations, or activations: followed by layers (N, N-M) and "
            "stages (stage-S) separated by commas (default: the module's "
            "braid.offload, else none)">,
+    Option<"compare", "compare", "bool", /*default=*/"false",
+           "Also plan the module without offload, for the memory report's "
+           "saving">,
   ];
 }
 

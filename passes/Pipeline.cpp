@@ -79,7 +79,9 @@ LogicalResult addPlanningPasses(OpPassManager &pm, StringRef fusionList,
   pm.addPass(createOverlapPass());
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kSched, error)))
     return failure();
-  pm.addPass(createOffloadPass());
+  OffloadPassOptions offload;
+  offload.compare = reportMemory;
+  pm.addPass(createOffloadPass(offload));
   PlanMemoryPassOptions memory;
   memory.report = reportMemory;
   pm.addPass(createPlanMemoryPass(memory));

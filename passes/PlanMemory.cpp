@@ -344,6 +344,40 @@ void printBudgetAndRecompute(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
                      training);
 }
 
+// What braid-offload moved on the rank: the arena and saved activations
+// it saves (against the plan without offload, where planned) and the bytes
+// it copies.
+void printOffload(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
+                  const MemoryTotals &totals) {
+  auto report =
+      top->getAttrOfType<ArrayAttr>(BraidDialect::kOffloadReportAttr);
+  if (!report || rank >= static_cast<int64_t>(report.size()))
+    return;
+  auto entry = dyn_cast<DictionaryAttr>(report[rank]);
+  auto targets = entry ? entry.getAs<StringAttr>("targets") : StringAttr();
+  if (!targets)
+    return;
+  os << "  offload                " << targets.getValue() << "\n";
+  auto arena = entry.getAs<IntegerAttr>("arena_without");
+  auto saved = entry.getAs<IntegerAttr>("saved_without");
+  if (arena && saved) {
+    const int64_t less = arena.getInt() - totals.arena;
+    os << llvm::format("    %-20s %14lld bytes  %12s  of arena (%lld "
+                       "without); saved for backward %lld less (%lld "
+                       "without)\n",
+                       "saves", static_cast<long long>(less),
+                       humanBytes(less).c_str(),
+                       static_cast<long long>(arena.getInt()),
+                       static_cast<long long>(saved.getInt() -
+                                              totals.savedActivations),
+                       static_cast<long long>(saved.getInt()));
+  }
+  os << llvm::format("    %-20s %14lld bytes  %12s  copied to the host and "
+                     "back per step\n",
+                     "costs", static_cast<long long>(totals.offloaded),
+                     humanBytes(totals.offloaded).c_str());
+}
+
 struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
@@ -497,11 +531,10 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       line("activations (peak)", totals.activationPeak);
       line("  saved for backward", totals.savedActivations);
       line("arena", totals.arena);
-      if (totals.host > 0) {
+      if (totals.host > 0)
         line("host arena (offload)", totals.host);
-        line("  copied out per step", totals.offloaded);
-      }
       printBudgetAndRecompute(os, topModule(module), rank, totals);
+      printOffload(os, topModule(module), rank, totals);
       // Transient bytes per layer and micro-batch, runs of equal layers on
       // one line: what fusion and recompute change.
       if (!perLayer.empty()) {

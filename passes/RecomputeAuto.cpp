@@ -72,47 +72,11 @@ planWithRecompute(ModuleOp module, const std::vector<RecomputePolicy> &policies,
                   const pipeline::Partition &partition,
                   const std::string &fusionList, std::string &error) {
   OwningOpRef<ModuleOp> copy(module.clone());
-  // The budget is weighed here, not refused by the plan.
-  (*copy)->removeAttr(BraidDialect::kMemoryBudgetAttr);
   applyRecompute(*copy, policies, partition);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(addPlanningPasses(pm, fusionList, /*reportMemory=*/false, error)))
     return failure();
-  // The copy's diagnostics belong to this plan, not to the compilation.
-  std::string diagnostics;
-  ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Error)
-      diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
-    return success();
-  });
-  if (failed(pm.run(*copy))) {
-    error = "planning failed: " + diagnostics;
-    return failure();
-  }
-  // The figures of each rank's plan, as the planner recorded them.
-  SmallVector<ModuleOp> planned(copy->getOps<ModuleOp>());
-  const bool pipelined = !planned.empty();
-  if (!pipelined)
-    planned.push_back(*copy);
-  std::vector<MemoryFigures> ranks(planned.size());
-  for (ModuleOp rank : planned) {
-    int64_t index = 0;
-    if (pipelined) {
-      auto attr =
-          rank->getAttrOfType<IntegerAttr>(BraidDialect::kPipelineRankAttr);
-      index = attr ? attr.getInt() : -1;
-    }
-    FailureOr<MemoryFigures> figures = readMemoryFigures(rank);
-    if (index < 0 || index >= static_cast<int64_t>(ranks.size()) ||
-        failed(figures)) {
-      error = "a planned pipeline rank has no valid braid.pipeline_rank or "
-              "sched.memory" +
-              (diagnostics.empty() ? std::string() : ": " + diagnostics);
-      return failure();
-    }
-    ranks[index] = *figures;
-  }
-  return ranks;
+  return planCopy(*copy, pm, error);
 }
 
 FailureOr<std::vector<RecomputeChoice>>

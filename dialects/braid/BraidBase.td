@@ -107,6 +107,12 @@ def Braid_Dialect : Dialect {
     // On the module: braid-offload's targets (a string, set by
     // braid-import from compile.offload when it is not none).
     static constexpr ::llvm::StringLiteral kOffloadAttr = "braid.offload";
+    // On the module: what braid-offload did on each pipeline rank, one
+    // dictionary per rank (the bytes it copies out per step and, where it
+    // planned the rank without offload too, that plan's arena and saved
+    // activations), for the memory report.
+    static constexpr ::llvm::StringLiteral kOffloadReportAttr =
+        "braid.offload_report";
     // On the module: what braid-recompute did on each pipeline rank, one
     // dictionary per rank (policy, recompute FLOPs per micro-batch, and
     // the arena with and without it where it planned both), for the

@@ -11,6 +11,9 @@
 // %x0 and %x1 are saved activations (%x2 has no backward reader, %l is
 // the loss's). The repeat is stated out, micro-batch by micro-batch.
 
+// The memory report's entry (one rank): the targets.
+// CHECK: braid.offload_report = [{targets = "activations"}]
+
 // Micro-batch 0. %x0 gets a host twin (%[[H0]]) and a device buffer for
 // the backward (%[[B0]]).
 // CHECK-LABEL: sched.program @step
