@@ -164,6 +164,13 @@ absl::StatusOr<OffloadTargets> parseOffloadTargets(std::string_view text) {
                      ": none offloads nothing and takes no list; ", kAccepted));
   // Weights, gradients and optimizer state stay on the device: name the
   // one kind there is rather than let "weights" read as a typo.
+  if (kind == "optimizer")
+    return invalid(kind, absl::StrCat("is not available yet: the optimizer "
+                                      "state stays on the device; offload "
+                                      "activations, or shard the optimizer "
+                                      "state with zero_stage (data "
+                                      "parallel); ",
+                                      kAccepted));
   if (kind != "activations")
     return invalid(kind, absl::StrCat("is not an offload target kind: the "
                                       "known kinds are none and activations "

@@ -96,7 +96,13 @@ TEST(OffloadTargets, RefusesUnknownKinds) {
                   "backward); ") +
       kAccepted;
   EXPECT_EQ(refusalOf("weights"), "'weights' " + unknown);
-  EXPECT_EQ(refusalOf(" optimizer:0-3"), "'optimizer' " + unknown);
+  // Optimizer offload is named as not there yet, with what to do instead.
+  EXPECT_EQ(refusalOf(" optimizer:0-3"),
+            std::string("'optimizer' is not available yet: the optimizer "
+                        "state stays on the device; offload activations, or "
+                        "shard the optimizer state with zero_stage (data "
+                        "parallel); ") +
+                kAccepted);
   EXPECT_EQ(refusalOf("activation"), "'activation' " + unknown);
   EXPECT_EQ(refusalOf("activations 0"), "'activations 0' " + unknown);
   EXPECT_EQ(refusalOf("none:1"),
