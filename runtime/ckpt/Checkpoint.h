@@ -63,8 +63,9 @@ struct CheckpointState {
 std::string checkpointDirName(int64_t step);
 
 // Writes the checkpoint of `state.step` under `rootDir` (created if needed)
-// from the tensors in `arena`, laid out as `layout` says, and returns its
-// directory. Refuses, naming the tensor, to write a NaN or an infinity. The
+// from the tensors in `arena`, a host image of the plan's memory (each
+// tensor at LoadedPlan::imageOffset: a host tensor after the arena's
+// bytes), laid out as `layout` says, and returns its directory. Refuses, naming the tensor, to write a NaN or an infinity. The
 // directory is assembled under a temporary name and renamed into place, so
 // a crash leaves either the whole checkpoint or none; an older checkpoint of
 // the same step is replaced.
@@ -99,7 +100,8 @@ public:
   // The identity fields that differ from the plan's, all of them allowed.
   const std::vector<IdentityChange> &changes() const { return changes_; }
   // Writes the saved parameters and optimizer moments into their tensors
-  // in `arena`, undoing the transposition of transposed parameters. Fails,
+  // in `arena`, an image as saveCheckpoint's (LoadedPlan::imageOffset),
+  // undoing the transposition of transposed parameters. Fails,
   // naming the file, when a file shrank since it was read. With `only`,
   // just the plan's tensors it holds (a pipeline rank's image of the whole
   // model needs its own stage's alone).

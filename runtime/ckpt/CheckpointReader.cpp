@@ -129,7 +129,8 @@ absl::Status copyIn(const ParsedFiles &parsed,
     if (only != nullptr && !only->contains(stored[i].planTensor))
       continue;
     const SafetensorsFile &file = parsed.files[found[i].file];
-    auto *dst = reinterpret_cast<float *>(arena + t.offset());
+    auto *dst = reinterpret_cast<float *>(
+        arena + plan.imageOffset(stored[i].planTensor));
     const char *src = found[i].tensor->data.data();
     if (stored[i].transposed) {
       std::vector<float> copy(t.size_bytes() / sizeof(float));

@@ -44,7 +44,8 @@ describe(const std::vector<ckpt::StoredTensor> &stored, const LoadedPlan &plan,
   std::vector<SafetensorsTensor> out;
   for (const ckpt::StoredTensor &s : stored) {
     const plan::Tensor &t = plan.proto.tensors(s.planTensor);
-    const auto *data = reinterpret_cast<const float *>(arena + t.offset());
+    const auto *data = reinterpret_cast<const float *>(
+        arena + plan.imageOffset(s.planTensor));
     if (s.transposed) {
       const int64_t rows = t.shape(0), cols = t.shape(1);
       scratch.push_back(std::make_unique<float[]>(rows * cols));
@@ -65,7 +66,8 @@ absl::Status checkFinite(const std::vector<ckpt::StoredTensor> &stored,
   for (const ckpt::StoredTensor &s : stored) {
     const plan::Tensor &t = plan.proto.tensors(s.planTensor);
     std::optional<int64_t> bad = ckpt::firstNonFinite(
-        reinterpret_cast<const float *>(arena + t.offset()),
+        reinterpret_cast<const float *>(arena +
+                                         plan.imageOffset(s.planTensor)),
         static_cast<int64_t>(t.size_bytes() / sizeof(float)));
     if (bad)
       return absl::FailedPreconditionError(absl::StrCat(

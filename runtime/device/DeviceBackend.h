@@ -74,8 +74,9 @@ public:
   virtual uint64_t arenaBytes() const = 0;
   // The bytes the host arena was allocated with (plan.memory.host_bytes;
   // 0 when the plan has no host tensors): the host memory, pinned on a GPU,
-  // that offloaded activations (plan.proto Tensor.host) live in beside the
-  // arena, and that only the plan's copy launches read or write.
+  // that host tensors (plan.proto Tensor.host: offloaded activations, host
+  // parameters and optimizer state) live in beside the arena, and that the
+  // plan's copy launches and host-stream launches read and write.
   virtual uint64_t hostArenaBytes() const = 0;
 
   // Copies `bytes` bytes at arena offset `offset` out to `out` / in from
@@ -87,6 +88,36 @@ public:
                              uint64_t bytes) = 0;
   // Sets `bytes` bytes at `offset` to zero, ordered after all work so far.
   virtual absl::Status zero(uint64_t offset, uint64_t bytes) = 0;
+
+  // The same three for the host arena (plan.proto Tensor.host: offloaded
+  // activations, and the parameters and moments of optimizer offload): the
+  // range must lie within it. On a GPU the host arena is pinned memory that
+  // copies and host-stream launches use asynchronously, so these first
+  // wait for all work started so far, then copy or clear with the CPU.
+  virtual absl::Status readHost(uint64_t offset, void *out,
+                                uint64_t bytes) = 0;
+  virtual absl::Status writeHost(uint64_t offset, const void *in,
+                                 uint64_t bytes) = 0;
+  virtual absl::Status zeroHost(uint64_t offset, uint64_t bytes) = 0;
+  // The host arena when callers may read and write it in place at any time
+  // between calls (the CPU, where everything a call starts has finished
+  // when it returns); null on a GPU (use readHost) or without host bytes.
+  virtual uint8_t *hostTensorArena() = 0;
+
+  // The whole of tensor `t` of the plan, in whichever arena it lives in
+  // (t.host(): the host arena): read, write and zero as above.
+  absl::Status readTensor(const plan::Tensor &t, void *out) {
+    return t.host() ? readHost(t.offset(), out, t.size_bytes())
+                    : read(t.offset(), out, t.size_bytes());
+  }
+  absl::Status writeTensor(const plan::Tensor &t, const void *in) {
+    return t.host() ? writeHost(t.offset(), in, t.size_bytes())
+                    : write(t.offset(), in, t.size_bytes());
+  }
+  absl::Status zeroTensor(const plan::Tensor &t) {
+    return t.host() ? zeroHost(t.offset(), t.size_bytes())
+                    : zero(t.offset(), t.size_bytes());
+  }
 
   // Host memory of the size of INPUT tensor `tensor`, for its values in
   // micro-batch `microBatch` of the next step, which the step program's

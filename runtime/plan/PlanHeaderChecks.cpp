@@ -140,6 +140,25 @@ absl::Status checkHeader(const plan::Plan &plan, bool streams) {
     return refuse(absl::StrCat("plan.num_events is ", plan.num_events(),
                                ", more than the ", kMaxEvents,
                                " events this runtime supports"));
+  // Host streams (plan.proto Plan.host_streams): launches there run on
+  // the host CPU; stream 0 is the compute stream, never one of them.
+  for (int k = 0; k < plan.host_streams_size(); ++k) {
+    const uint32_t s = plan.host_streams(k);
+    if (s == 0)
+      return refuse(absl::StrCat(
+          "plan.host_streams[", k,
+          "] is stream 0, the compute stream: a host stream is another "
+          "stream, whose launches run on the host CPU"));
+    if (s >= plan.num_streams())
+      return refuse(absl::StrCat("plan.host_streams[", k, "] is stream ", s,
+                                 ", which is not below plan.num_streams = ",
+                                 plan.num_streams()));
+    for (int j = 0; j < k; ++j)
+      if (plan.host_streams(j) == s)
+        return refuse(absl::StrCat("plan.host_streams[", k, "] is stream ", s,
+                                   ", which is also plan.host_streams[", j,
+                                   "]"));
+  }
   if (absl::Status s = checkMesh(plan.mesh()); !s.ok())
     return s;
   return checkModel(plan.model());

@@ -64,7 +64,8 @@ struct LoadedInstruction {
   int32_t peerOffset = 0;
   uint32_t channel = 0;
   // kLaunch: the kernel entry (owned by the registry), operand ids and the
-  // parsed parameters.
+  // parsed parameters. A launch on a host stream (LoadedPlan::hostStreams)
+  // has the CPU kernel, whatever device the plan is loaded for.
   const KernelDef *kernel = nullptr;
   std::vector<uint32_t> inputs;
   std::vector<uint32_t> outputs;
@@ -118,6 +119,30 @@ struct LoadedPlan {
   std::vector<uint32_t> weightCopies;
   // train.precision is BF16.
   bool bf16 = false;
+  // hostStreams[s]: stream s is a host stream (plan.proto Plan.host_streams),
+  // whose launches run on the host CPU with the CPU kernels over host
+  // tensors; sized plan.num_streams.
+  std::vector<bool> hostStreams;
+  bool isHostStream(uint32_t stream) const {
+    return stream < hostStreams.size() && hostStreams[stream];
+  }
+  // Whether a PARAMETER or OPTIMIZER_STATE tensor is a host tensor
+  // (optimizer offload): the checkpointed tensors are then not all in the
+  // arena.
+  bool hostPersistent = false;
+
+  // Where tensor `id` is in a host image of the plan's memory (what
+  // checkpoints are written from and read into, and parameters initialised
+  // in): the arena's bytes from 0, then the host arena's after them, so a
+  // host tensor (plan.proto Tensor.host) is at memory.arena_bytes + its
+  // offset. imageBytes() spans both.
+  uint64_t imageOffset(uint32_t id) const {
+    const plan::Tensor &t = proto.tensors(static_cast<int>(id));
+    return t.host() ? proto.memory().arena_bytes() + t.offset() : t.offset();
+  }
+  uint64_t imageBytes() const {
+    return proto.memory().arena_bytes() + proto.memory().host_bytes();
+  }
 
   // The program of that kind; null when the plan has none (only INIT is
   // optional).

@@ -56,8 +56,9 @@ absl::Status refuseHostUse(const plan::Plan &plan, const std::string &where,
                            absl::string_view what, uint32_t id) {
   return refuse(absl::StrCat(
       where, ": ", what, " ", tensorRef(plan, id),
-      ", a host tensor (host is set): only launches of kernel \"copy\" read "
-      "or write host tensors"));
+      ", a host tensor (host is set): only launches on host streams "
+      "(plan.host_streams) and launches of kernel \"copy\" read or write "
+      "host tensors"));
 }
 
 // Whether `id` names a host tensor; an id beyond the tensor table is left
@@ -88,16 +89,37 @@ absl::Status checkNoHostOperands(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
+// A launch on a host stream reads and writes host tensors only.
+absl::Status checkHostStreamOperands(const plan::Plan &plan,
+                                     const LoadedInstruction &inst,
+                                     const std::string &where) {
+  for (const auto *ids : {&inst.inputs, &inst.outputs})
+    for (uint32_t id : *ids)
+      if (!isHost(plan, id))
+        return refuse(absl::StrCat(
+            where, ": ", ids == &inst.inputs ? "reads" : "writes", " ",
+            tensorRef(plan, id), ", a device tensor, on host stream ",
+            inst.stream,
+            ": launches on a host stream (plan.host_streams) run on the host "
+            "CPU and read and write host tensors only"));
+  return absl::OkStatus();
+}
+
 absl::Status resolveLaunch(const plan::Plan &plan, const plan::Launch &launch,
                            const KernelRegistry &registry, Device device,
                            const LoadedPlan &loaded, const std::string &where,
                            LoadedInstruction &out) {
+  // Launches on host streams run the CPU kernels, whatever the device.
+  const bool hostStream = loaded.isHostStream(out.stream);
+  if (hostStream)
+    device = Device::kCPU;
   const KernelDef *def = registry.find(launch.kernel(), device);
   if (def == nullptr || def->run == nullptr)
     return refuse(absl::StrCat(where, ": there is no kernel \"",
                                absl::CEscape(launch.kernel()), "\" for the ",
                                deviceName(device),
-                               " device (docs/kernels.md lists the kernels)"));
+                               hostStream ? " (host stream)" : "",
+      " device (docs/kernels.md lists the kernels)"));
   out.kernel = def;
   if (absl::Status s =
           resolveOperands(plan, launch.inputs(), "inputs", where, out.inputs);
@@ -107,9 +129,13 @@ absl::Status resolveLaunch(const plan::Plan &plan, const plan::Launch &launch,
                                        out.outputs);
       !s.ok())
     return s;
-  if (launch.kernel() != "copy")
+  if (hostStream) {
+    if (absl::Status s = checkHostStreamOperands(plan, out, where); !s.ok())
+      return s;
+  } else if (launch.kernel() != "copy") {
     if (absl::Status s = checkNoHostOperands(plan, out, where); !s.ok())
       return s;
+  }
   // Kernels assume their outputs alias nothing else of the launch (they
   // use restrict pointers); distinct tensors that share bytes while both are
   // live are refused by the arena checks, so ids suffice here.
@@ -545,6 +571,25 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
       return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
                                         "stages, readbacks and collectives "
                                         "along tp and cp only"));
+    // A host stream runs launches (and records, waits, repeats and marks);
+    // what moves data to, from or between devices runs on device streams.
+    if (loaded.isHostStream(inst.stream()) &&
+        (inst.op_case() == plan::Instruction::kStage ||
+         inst.op_case() == plan::Instruction::kReadback ||
+         inst.op_case() == plan::Instruction::kCollective ||
+         inst.op_case() == plan::Instruction::kSend ||
+         inst.op_case() == plan::Instruction::kRecv))
+      return refuse(absl::StrCat(
+          where, ": a ",
+          inst.op_case() == plan::Instruction::kStage      ? "stage"
+          : inst.op_case() == plan::Instruction::kReadback ? "readback"
+          : inst.op_case() == plan::Instruction::kCollective
+              ? "collective"
+          : inst.op_case() == plan::Instruction::kSend ? "send"
+                                                       : "receive",
+          " on host stream ", inst.stream(),
+          ": only launches, records, waits, repeats and marks run on a host "
+          "stream (plan.host_streams)"));
     switch (inst.op_case()) {
     case plan::Instruction::kLaunch:
       where = absl::StrCat(where, " (kernel ",
@@ -894,6 +939,10 @@ absl::Status checkReadbacks(const plan::Plan &plan, const LoadedProgram &step,
 absl::Status checkPrograms(const plan::Plan &plan,
                            const KernelRegistry &registry, Device device,
                            PlanScope scope, LoadedPlan &loaded) {
+  loaded.hostStreams.assign(plan.num_streams(), false);
+  for (uint32_t s : plan.host_streams())
+    if (s < plan.num_streams())
+      loaded.hostStreams[s] = true;
   absl::flat_hash_set<std::string> names;
   const LoadedProgram *step = nullptr;
   const LoadedProgram *init = nullptr;

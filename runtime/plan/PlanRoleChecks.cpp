@@ -151,7 +151,8 @@ absl::Status checkCompanion(const plan::Plan &plan, uint32_t param, uint32_t id,
 
 // param.compute_copy of parameter `param`: 0 (none), or a WEIGHT_COPY of
 // bf16 and the parameter's shape that no other parameter claims. A sharded
-// parameter's copy is whole (its global shape), f32 in an FP32 plan.
+// parameter's copy is whole (its global shape), f32 in an FP32 plan. A host
+// parameter's (optimizer offload) is f32 like it, or bf16 in a BF16 plan.
 absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
                               absl::flat_hash_map<uint32_t, uint32_t> &owner) {
   const uint32_t id = plan.tensors(param).param().compute_copy();
@@ -173,12 +174,22 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
   const bool rows = p.has_shard() && p.shard().dp_rows();
   const bool part = rows && t.has_shard() && !t.shard().dp_rows();
   const bool whole = p.has_shard() && !t.has_shard();
-  if (!bf16 && !whole && !part)
+  // A host parameter (optimizer offload) has a device copy that compute
+  // reads: f32 like the parameter, or bf16 in a BF16 plan.
+  const bool host = p.host();
+  if (!bf16 && !whole && !part && !host)
     return refuse(absl::StrCat(
         tensorRef(plan, id),
         " is a WEIGHT_COPY but plan.train.precision is FP32: only BF16 plans "
-        "have weight copies of whole parameters"));
-  const plan::DType dtype = bf16 ? plan::BF16 : plan::F32;
+        "and host parameters (optimizer offload) have weight copies of "
+        "whole parameters"));
+  if (t.host())
+    return refuse(absl::StrCat(
+        where, " names ", tensorRef(plan, id),
+        ", a host tensor (host is set): a weight copy is what device compute "
+        "reads, so it lives in the arena"));
+  const plan::DType dtype =
+      host && t.dtype() == plan::F32 ? plan::F32 : bf16 ? plan::BF16 : plan::F32;
   std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
   if (whole)
     shape.assign(p.shard().global_shape().begin(),
@@ -190,7 +201,8 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
                   shape.end()))
     return refuse(absl::StrCat(
         where, " names ", tensorRef(plan, id), ", ", planDTypeName(t.dtype()),
-        " ", shapeString(t), ": it must be ", planDTypeName(dtype), " ",
+        " ", shapeString(t), ": it must be ",
+        host && bf16 ? "bf16 or f32" : planDTypeName(dtype), " ",
         whole  ? "the parameter's whole shape"
         : part ? "the parameter's tensor-parallel part"
                : shapeString(p),
@@ -295,6 +307,9 @@ absl::Status checkParameters(const plan::Plan &plan, LoadedPlan &loaded) {
     if (absl::Status s = checkComputeCopy(plan, id, copyOwner); !s.ok())
       return s;
     loaded.parameters.push_back(id);
+    for (uint32_t stored : {id, info.exp_avg(), info.exp_avg_sq()})
+      loaded.hostPersistent =
+          loaded.hostPersistent || plan.tensors(stored).host();
   }
   if (loaded.parameters.empty())
     return refuse(

@@ -159,20 +159,24 @@ absl::Status checkView(const plan::Plan &plan, uint32_t id) {
   return absl::OkStatus();
 }
 
-// A host tensor (plan.proto Tensor.host) lives in the host arena, which
-// only `copy` launches move to and from the device (activation offload): so
-// it is a transient ACTIVATION that owns its bytes whole, never a view nor a
-// shard, at an aligned offset within plan.memory.host_bytes. The offset is
+// A host tensor (plan.proto Tensor.host) lives in the host arena: an
+// offloaded ACTIVATION (which `copy` launches move to and from the device),
+// or a PARAMETER or OPTIMIZER_STATE of optimizer offload (which launches on
+// host streams update); it owns its bytes whole, never a view nor a shard,
+// at an aligned offset within plan.memory.host_bytes. The offset is
 // already checked for alignment.
 absl::Status checkHostTensor(const plan::Plan &plan, uint32_t id) {
   const plan::Tensor &t = plan.tensors(id);
   const std::string ref = tensorRef(plan, id);
   const uint64_t host = plan.memory().host_bytes();
-  if (t.kind() != plan::ACTIVATION)
+  if (t.kind() != plan::ACTIVATION && t.kind() != plan::PARAMETER &&
+      t.kind() != plan::OPTIMIZER_STATE)
     return refuse(absl::StrCat(
         ref, " is a ", tensorKindName(t.kind()),
-        " tensor on the host (host is set): only ACTIVATION tensors live in "
-        "the host arena, where activations are offloaded"));
+        " tensor on the host (host is set): only ACTIVATION (activation "
+        "offload), PARAMETER and OPTIMIZER_STATE (optimizer offload) tensors "
+        "live in the host arena; ", tensorKindName(t.kind()),
+        " tensors stay on the device"));
   if (t.view_of() != 0)
     return refuse(absl::StrCat(
         ref, " is on the host (host is set) but is a view of ",
@@ -180,8 +184,8 @@ absl::Status checkHostTensor(const plan::Plan &plan, uint32_t id) {
         ": a host tensor owns its bytes; views are of device tensors only"));
   if (t.has_shard())
     return refuse(absl::StrCat(
-        ref, " is on the host (host is set) but has a shard: a host tensor "
-             "is an offloaded activation, which is never a shard"));
+        ref, " is on the host (host is set) but has a shard: host tensors "
+             "are never shards"));
   if (t.size_bytes() > host || t.offset() > host - t.size_bytes())
     return refuse(absl::StrCat(ref, ": offset ", t.offset(), " + size_bytes ",
                                t.size_bytes(),

@@ -79,8 +79,7 @@ void initParameters(const LoadedPlan &plan, uint8_t *arena, ThreadPool *pool,
                     const MeshCoords &coords) {
   for (uint32_t id : plan.parameters)
     initParameter(plan, id,
-                  reinterpret_cast<float *>(arena +
-                                            plan.proto.tensors(id).offset()),
+                  reinterpret_cast<float *>(arena + plan.imageOffset(id)),
                   pool, coords);
 }
 

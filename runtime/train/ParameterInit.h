@@ -30,7 +30,8 @@ ShardLayout tensorLayout(const LoadedPlan &plan, uint32_t id,
 int64_t dpRowsFirst(const LoadedPlan &plan, uint32_t id,
                     const MeshCoords &coords);
 
-// Writes the initial value of every PARAMETER of `plan` into `arena`, for
+// Writes the initial value of every PARAMETER of `plan` into `arena`, a
+// host image of the plan's memory (LoadedPlan::imageOffset), for
 // the rank at mesh coordinates `coords` (Ranks::coords(); all 0 for a
 // single rank): of a sharded parameter, the part that rank holds. Spreads
 // the work over `pool` when given.

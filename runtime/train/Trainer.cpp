@@ -100,7 +100,11 @@ Trainer::create(LoadedPlan plan, TokenData data,
 }
 
 absl::Status Trainer::initialise() {
-  if (uint8_t *arena = device_->hostArena()) {
+  // In place when every parameter is in an arena of host memory; a host
+  // parameter (optimizer offload) is in the host arena, at offsets of its
+  // own, so such plans write each parameter where it lives.
+  if (uint8_t *arena = device_->hostArena();
+      arena != nullptr && !plan_.hostPersistent) {
     initParameters(plan_, arena, &device_->hostPool(), coords());
   } else {
     std::vector<float> host;
@@ -108,9 +112,7 @@ absl::Status Trainer::initialise() {
       const plan::Tensor &t = plan_.proto.tensors(id);
       host.resize(static_cast<size_t>(plan_.descs[id].numel()));
       initParameter(plan_, id, host.data(), &device_->hostPool(), coords());
-      if (absl::Status s = device_->write(t.offset(), host.data(),
-                                          t.size_bytes());
-          !s.ok())
+      if (absl::Status s = device_->writeTensor(t, host.data()); !s.ok())
         return s;
     }
   }
@@ -296,12 +298,16 @@ Trainer::tensorBytes(std::string_view name) {
     return absl::NotFoundError(
         absl::StrCat("the plan has no tensor named \"",
                      absl::string_view(name.data(), name.size()), "\""));
-  uint8_t *arena = device_->hostArena();
+  const plan::Tensor &t = plan_.proto.tensors(*id);
+  // A host tensor is in the host arena, at an offset of its own.
+  uint8_t *arena =
+      t.host() ? device_->hostTensorArena() : device_->hostArena();
   if (arena == nullptr)
     return absl::FailedPreconditionError(absl::StrCat(
-        "the arena is in ", device_->info().name,
-        " memory, not host memory: read tensors with readTensor"));
-  const plan::Tensor &t = plan_.proto.tensors(*id);
+        t.host() ? "the host arena is pinned memory the " : "the arena is in ",
+        device_->info().name,
+        t.host() ? " uses asynchronously" : " memory, not host memory",
+        ": read tensors with readTensor"));
   return absl::Span<uint8_t>(arena + t.offset(), t.size_bytes());
 }
 
@@ -327,19 +333,18 @@ Trainer::readTensor(std::string_view name) {
                      absl::string_view(name.data(), name.size()), "\""));
   const plan::Tensor &t = plan_.proto.tensors(*id);
   std::vector<uint8_t> out(t.size_bytes());
-  if (absl::Status s = device_->read(t.offset(), out.data(), out.size());
-      !s.ok())
+  if (absl::Status s = device_->readTensor(t, out.data()); !s.ok())
     return s;
   return out;
 }
 
 absl::Status Trainer::copyCheckpointTensors(uint8_t *image, bool toDevice) {
   auto copy = [&](uint32_t id) {
+    // The image holds the host arena's tensors after the arena's
+    // (LoadedPlan::imageOffset).
     const plan::Tensor &t = plan_.proto.tensors(id);
-    return toDevice ? device_->write(t.offset(), image + t.offset(),
-                                     t.size_bytes())
-                    : device_->read(t.offset(), image + t.offset(),
-                                    t.size_bytes());
+    return toDevice ? device_->writeTensor(t, image + plan_.imageOffset(id))
+                    : device_->readTensor(t, image + plan_.imageOffset(id));
   };
   for (uint32_t id : plan_.parameters) {
     const plan::ParameterInfo &info = plan_.proto.tensors(id).param();
@@ -352,7 +357,9 @@ absl::Status Trainer::copyCheckpointTensors(uint8_t *image, bool toDevice) {
 
 namespace {
 
-// A host image of the arena for a device whose arena is elsewhere. Mapped
+// A host image of the arena (and after it the host arena:
+// LoadedPlan::imageOffset) for a device whose arena is elsewhere, or a plan
+// with host parameters. Mapped
 // without reserving swap, so only the pages of the checkpointed tensors are
 // ever backed by memory, however large the arena.
 class ArenaImage {
@@ -429,11 +436,11 @@ Trainer::saveCheckpoint(const std::string &rootDir,
                                 layout);
   } else if (rootDir.empty()) {
     return std::string();
-  } else if (const uint8_t *arena = device_->hostArena()) {
+  } else if (const uint8_t *arena = device_->hostArena();
+             arena != nullptr && !plan_.hostPersistent) {
     dir = braid::saveCheckpoint(rootDir, plan_, arena, state, layout);
   } else {
-    absl::StatusOr<ArenaImage> image =
-        ArenaImage::create(plan_.proto.memory().arena_bytes());
+    absl::StatusOr<ArenaImage> image = ArenaImage::create(plan_.imageBytes());
     if (!image.ok())
       return image.status();
     if (absl::Status s = copyCheckpointTensors(image->data(), false); !s.ok())
@@ -496,12 +503,12 @@ Trainer::resume(const std::string &dir,
     if (absl::Status s = whole_->scatter(image->data(), coords(), *device_);
         !s.ok())
       return s;
-  } else if (uint8_t *arena = device_->hostArena()) {
+  } else if (uint8_t *arena = device_->hostArena();
+             arena != nullptr && !plan_.hostPersistent) {
     if (absl::Status s = ckpt->copyInto(plan_, arena); !s.ok())
       return s;
   } else {
-    absl::StatusOr<ArenaImage> image =
-        ArenaImage::create(plan_.proto.memory().arena_bytes());
+    absl::StatusOr<ArenaImage> image = ArenaImage::create(plan_.imageBytes());
     if (!image.ok())
       return image.status();
     if (absl::Status s = ckpt->copyInto(plan_, image->data()); !s.ok())
@@ -514,13 +521,12 @@ Trainer::resume(const std::string &dir,
   for (uint32_t id : plan_.parameters) {
     const plan::Tensor &g =
         plan_.proto.tensors(plan_.proto.tensors(id).param().grad());
-    if (absl::Status s = device_->zero(g.offset(), g.size_bytes()); !s.ok())
+    if (absl::Status s = device_->zeroTensor(g); !s.ok())
       return s;
   }
   const plan::Tensor &lossSum =
       plan_.proto.tensors(plan_.proto.loss_sum_tensor());
-  if (absl::Status s = device_->zero(lossSum.offset(), lossSum.size_bytes());
-      !s.ok())
+  if (absl::Status s = device_->zeroTensor(lossSum); !s.ok())
     return s;
   stepsDone_ = state.step;
   cursor_ = state.dataCursor;

@@ -138,13 +138,15 @@ public:
   // `localSignal` itself.
   absl::StatusOr<int> agreeOnStop(int localSignal);
 
-  // The bytes of the tensor called `name`, in place; NotFound when the plan
-  // has none, FailedPrecondition when the arena is not host memory (a GPU:
-  // use readTensor).
+  // The bytes of the tensor called `name`, in place (a host tensor's in the
+  // host arena); NotFound when the plan has none, FailedPrecondition when
+  // its arena is not host memory callers may touch (a GPU: use
+  // readTensor).
   absl::StatusOr<absl::Span<uint8_t>> tensorBytes(std::string_view name);
   // The same for an f32 tensor; InvalidArgument for another dtype.
   absl::StatusOr<absl::Span<float>> f32Tensor(std::string_view name);
-  // A copy of the bytes of the tensor called `name`, on any device.
+  // A copy of the bytes of the tensor called `name`, on any device, from
+  // whichever arena it lives in.
   absl::StatusOr<std::vector<uint8_t>> readTensor(std::string_view name);
 
   // Saves the state after stepsDone() steps under `rootDir`, laid out as

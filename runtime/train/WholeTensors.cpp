@@ -68,6 +68,9 @@ WholeTensors::WholeTensors(const LoadedPlan &local,
         plan::Tensor &t = *header.add_tensors();
         t = plan.proto.tensors(id);
         t.set_id(static_cast<uint32_t>(header.tensors_size() - 1));
+        // The image is one address space: a host tensor's place in it is
+        // its image offset like any other's.
+        t.clear_host();
         const bool sharded = t.has_shard();
         if (sharded) {
           t.mutable_shape()->CopyFrom(t.shard().global_shape());
@@ -113,8 +116,7 @@ absl::Status WholeTensors::gather(DeviceBackend &device,
     const plan::Tensor &t = local_.proto.tensors(e.id);
     uint8_t *out = image + e.wholeOffset;
     if (!e.sharded) {
-      if (absl::Status s = device.read(t.offset(), out, t.size_bytes());
-          !s.ok())
+      if (absl::Status s = device.readTensor(t, out); !s.ok())
         return s;
       continue;
     }
@@ -130,8 +132,7 @@ absl::Status WholeTensors::gather(DeviceBackend &device,
           " ranks of a ", absl::AsciiStrToLower(plan::MeshAxis_Name(axis)),
           " group, but ", group.name(), " has ", group.size()));
     part.resize(t.size_bytes());
-    if (absl::Status s = device.read(t.offset(), part.data(), part.size());
-        !s.ok())
+    if (absl::Status s = device.readTensor(t, part.data()); !s.ok())
       return s;
     int64_t n = local_.descs[e.id].numel();
     const DType dtype = local_.descs[e.id].dtype;
@@ -200,8 +201,7 @@ absl::Status WholeTensors::scatter(const uint8_t *image,
     const plan::Tensor &t = local_.proto.tensors(e.id);
     const uint8_t *whole = image + e.wholeOffset;
     if (!e.sharded) {
-      if (absl::Status s = device.write(t.offset(), whole, t.size_bytes());
-          !s.ok())
+      if (absl::Status s = device.writeTensor(t, whole); !s.ok())
         return s;
       continue;
     }
@@ -217,7 +217,7 @@ absl::Status WholeTensors::scatter(const uint8_t *image,
     const size_t first =
         static_cast<size_t>(dpRowsFirst(local_, e.id, coords)) * es;
     if (absl::Status s =
-            device.write(t.offset(), part.data() + first, t.size_bytes());
+            device.writeTensor(t, part.data() + first);
         !s.ok())
       return s;
   }

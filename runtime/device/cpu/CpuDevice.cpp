@@ -58,6 +58,25 @@ absl::Status CpuDevice::zero(uint64_t offset, uint64_t bytes) {
   return absl::OkStatus();
 }
 
+absl::Status CpuDevice::readHost(uint64_t offset, void *out, uint64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(out, hostArena_.data() + offset, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CpuDevice::writeHost(uint64_t offset, const void *in,
+                                  uint64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(hostArena_.data() + offset, in, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CpuDevice::zeroHost(uint64_t offset, uint64_t bytes) {
+  if (bytes > 0)
+    std::memset(hostArena_.data() + offset, 0, bytes);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<absl::Span<uint8_t>>
 CpuDevice::stageInput(uint32_t tensor, int64_t microBatch) {
   absl::StatusOr<uint64_t> offset =

@@ -1,7 +1,8 @@
 // The CPU as a device: the arena is host memory (CpuArena), and so is the
 // host arena of offloaded activations, a second allocation; the Executor
 // issues programs to CpuStreams (stream 0 on the calling thread, other
-// streams on worker threads), and kernels split their work over the
+// streams on worker threads; a host stream, plan.proto Plan.host_streams,
+// is one of them like any other), and kernels split their work over the
 // device's own ThreadPool.
 // Everything a call starts has finished when it returns, so the staging
 // block is ordinary memory that the step's stage and readback instructions
@@ -41,6 +42,11 @@ public:
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
+  absl::Status readHost(uint64_t offset, void *out, uint64_t bytes) override;
+  absl::Status writeHost(uint64_t offset, const void *in,
+                         uint64_t bytes) override;
+  absl::Status zeroHost(uint64_t offset, uint64_t bytes) override;
+  uint8_t *hostTensorArena() override { return hostArena_.data(); }
   absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor,
                                                  int64_t microBatch) override;
   absl::Status run(plan::ProgramKind kind, const StepValues &values) override;

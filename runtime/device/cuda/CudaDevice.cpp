@@ -180,6 +180,38 @@ absl::Status CudaDevice::zero(uint64_t offset, uint64_t bytes) {
   return absl::OkStatus();
 }
 
+// The host arena is pinned host memory that copies and host functions use
+// in stream order: every program joins its streams back into stream 0, so
+// once stream 0 has drained nothing uses it.
+absl::Status CudaDevice::readHost(uint64_t offset, void *out, uint64_t bytes) {
+  if (bytes == 0)
+    return absl::OkStatus();
+  if (absl::Status s = hostWaitStream(0); !s.ok())
+    return s;
+  std::memcpy(out, static_cast<const uint8_t *>(hostArena_.get()) + offset,
+              bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::writeHost(uint64_t offset, const void *in,
+                                   uint64_t bytes) {
+  if (bytes == 0)
+    return absl::OkStatus();
+  if (absl::Status s = hostWaitStream(0); !s.ok())
+    return s;
+  std::memcpy(static_cast<uint8_t *>(hostArena_.get()) + offset, in, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::zeroHost(uint64_t offset, uint64_t bytes) {
+  if (bytes == 0)
+    return absl::OkStatus();
+  if (absl::Status s = hostWaitStream(0); !s.ok())
+    return s;
+  std::memset(static_cast<uint8_t *>(hostArena_.get()) + offset, 0, bytes);
+  return absl::OkStatus();
+}
+
 absl::Status CudaDevice::hostWait(cudaEvent_t event, std::string_view what) {
   if (!communicates_) {
     if (cudaError_t err = cudaEventSynchronize(event); err != cudaSuccess)

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,6 +77,12 @@ public:
   absl::Status read(uint64_t offset, void *out, uint64_t bytes) override;
   absl::Status write(uint64_t offset, const void *in, uint64_t bytes) override;
   absl::Status zero(uint64_t offset, uint64_t bytes) override;
+  // The pinned host arena, after waiting for every stream (CudaDevice.cpp).
+  absl::Status readHost(uint64_t offset, void *out, uint64_t bytes) override;
+  absl::Status writeHost(uint64_t offset, const void *in,
+                         uint64_t bytes) override;
+  absl::Status zeroHost(uint64_t offset, uint64_t bytes) override;
+  uint8_t *hostTensorArena() override { return nullptr; }
   absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t tensor,
                                                  int64_t microBatch) override;
   absl::Status run(plan::ProgramKind kind, const StepValues &values) override;
@@ -93,12 +100,34 @@ public:
 private:
   // What the device keeps per program of the executor (same index): the
   // CUDA event of each signal slot, and its graph.
+  // A launch on a host stream (plan.proto Plan.host_streams): its CPU
+  // kernel and bound arguments, which a host function on the stream's CUDA
+  // stream (cudaLaunchHostFunc, a host node in a graph) runs with the
+  // device's hostContext_. Made the first time the program issues it and
+  // kept (a graph replays the same pointer).
+  struct HostLaunch {
+    CudaDevice *device = nullptr;
+    const KernelDef *kernel = nullptr;
+    KernelArgs args;
+  };
+  // The argument of the host function that sets hostContext_ from step
+  // value slot `values` before a run's host launches.
+  struct HostValues {
+    CudaDevice *device = nullptr;
+    const StepValues *values = nullptr;
+  };
   struct Program {
     const Executor::Program *bound = nullptr;
     std::vector<CudaEvent> signals;
     GraphPolicy policy{false};
     CudaGraphExec graph;
+    // By issue order: the k-th host-stream launch of every run is the same.
+    std::vector<std::unique_ptr<HostLaunch>> hostLaunches;
   };
+  // Host functions (CUDA calls them on a thread of its own; they call no
+  // CUDA API).
+  static void CUDART_CB runHostLaunch(void *launch);
+  static void CUDART_CB setHostValues(void *values);
   class Streams;
   // A mark a traced run recorded: its event is markEvents_[its index].
   struct TimedMark {
@@ -176,6 +205,15 @@ private:
   // Pinned staging block (StagingLayout.h): the step's inputs and its
   // readback slots, and the event after the last run that copies from or
   // into it.
+  // Host-stream launches: the plan has host streams; the CPU kernels'
+  // context (the run's step values, set by setHostValues on stream 0 before
+  // each run; the host pool), and the lock that runs one at a time, so that
+  // they share the host pool with no one. hostValueArgs_[slot] is the
+  // argument for step value slot `slot`.
+  bool hostStreams_ = false;
+  KernelContext hostContext_;
+  std::mutex hostMutex_;
+  std::vector<HostValues> hostValueArgs_;
   StagingLayout layout_;
   PinnedMemory staging_;
   CudaEvent stagingDone_;

@@ -38,6 +38,9 @@ absl::Status CudaDevice::bindPrograms() {
   if (!executor.ok())
     return executor.status();
   executor_ = std::move(*executor);
+  hostStreams_ = !plan_.proto.host_streams().empty();
+  hostContext_.pool = &hostPool_;
+  hostValueArgs_.resize(kStepSlots);
   programs_.reserve(executor_->programs().size());
   for (const Executor::Program &bound : executor_->programs()) {
     Program &program = programs_.emplace_back();
@@ -83,6 +86,23 @@ public:
 
   absl::Status launch(uint32_t s, const KernelDef &kernel,
                       const KernelArgs &args) override {
+    if (device_.plan_.isHostStream(s)) {
+      // The CPU kernel (the loader resolved it so) over the pinned host
+      // arena, run by a host function in the stream's order.
+      auto &launches = program_.hostLaunches;
+      if (hostIssued_ == launches.size()) {
+        auto made = std::make_unique<HostLaunch>();
+        made->device = &device_;
+        made->kernel = &kernel;
+        made->args = args;
+        made->args.ctx = &device_.hostContext_;
+        launches.push_back(std::move(made));
+      }
+      HostLaunch *launch = launches[hostIssued_++].get();
+      BRAID_CUDA_TRY(
+          cudaLaunchHostFunc(device_.stream(s), runHostLaunch, launch));
+      return absl::OkStatus();
+    }
     const bool time = profiling_ && s == 0;
     auto &timers = device_.timers_;
     if (time) {
@@ -182,7 +202,30 @@ private:
   const bool tracing_;
   std::vector<const KernelDef *> timed_;
   std::vector<TimedMark> marked_;
+  // Host-stream launches issued so far in this run.
+  size_t hostIssued_ = 0;
 };
+
+void CUDART_CB CudaDevice::runHostLaunch(void *launch) {
+  const auto *h = static_cast<const HostLaunch *>(launch);
+  std::lock_guard<std::mutex> lock(h->device->hostMutex_);
+  h->kernel->run(h->args);
+}
+
+void CUDART_CB CudaDevice::setHostValues(void *values) {
+  const auto *v = static_cast<const HostValues *>(values);
+  CudaDevice &d = *v->device;
+  std::lock_guard<std::mutex> lock(d.hostMutex_);
+  const StepValues &s = *v->values;
+  d.hostContext_.step = s.step;
+  d.hostContext_.update = s.update;
+  d.hostContext_.lr = s.lr;
+  d.hostContext_.seed = s.seed;
+  d.hostContext_.tpRank = s.tpRank;
+  d.hostContext_.tpSize = s.tpSize;
+  d.hostContext_.cpRank = s.cpRank;
+  d.hostContext_.cpSize = s.cpSize;
+}
 
 // Fork from stream 0, the program's instructions, join back into stream 0.
 // Eager or under capture alike: nothing here may synchronise with the host,

@@ -43,6 +43,15 @@ absl::Status CudaDevice::copyIn(const StepValues &values) {
   BRAID_CUDA_TRY(cudaMemcpyAsync(at(stepValuesOffset_), host,
                                  sizeof(StepValues), cudaMemcpyHostToDevice,
                                  stream(0)));
+  // Host-stream launches read the values from hostContext_, which this
+  // sets on stream 0 before the run forks (outside any graph, like the
+  // copy): before the slot's event, so that the slot is reused only after
+  // it was read.
+  if (hostStreams_) {
+    hostValueArgs_[slot] = HostValues{this, host};
+    BRAID_CUDA_TRY(
+        cudaLaunchHostFunc(stream(0), setHostValues, &hostValueArgs_[slot]));
+  }
   BRAID_CUDA_TRY(cudaEventRecord(stepCopied_[slot].get(), stream(0)));
   stepPending_[slot] = true;
   return absl::OkStatus();

@@ -145,7 +145,8 @@ TEST(Bf16Plan, RefusesOrphanCopiesCopiesInFp32PlansAndAMissingInit) {
         p.mutable_train()->set_precision(plan::TrainConfig::FP32);
       },
       "(model.embed_tokens.weight.bf16) is a WEIGHT_COPY but "
-      "plan.train.precision is FP32: only BF16 plans have weight copies of whole parameters");
+      "plan.train.precision is FP32: only BF16 plans and host parameters "
+      "(optimizer offload) have weight copies of whole parameters");
   expectRefused(
       [](plan::Plan &p) {
         for (int i = 0; i < p.programs_size(); ++i)

@@ -39,18 +39,11 @@ constexpr uint32_t kCopyStream = 3;
 constexpr int64_t kHighHostOffset = 4096;
 
 using test::expectRefused;
+using test::idOf;
 using test::loadOnCpu;
 
 std::string ref(const plan::Plan &p, uint32_t id) {
   return absl::StrCat("plan.tensors[", id, "] (", p.tensors(id).name(), ")");
-}
-
-uint32_t idOf(const plan::Plan &p, const std::string &name) {
-  for (const plan::Tensor &t : p.tensors())
-    if (t.name() == name)
-      return t.id();
-  ADD_FAILURE() << "no tensor " << name;
-  return 0;
 }
 
 // What a test adds to the offload plan: tensors, before any instruction;
@@ -131,16 +124,6 @@ TEST(HostArena, AcceptsTheOffloadPlan) {
   EXPECT_GE(kPlanFormatVersion, 10u);
 }
 
-TEST(HostArena, RefusesAHostTensorThatIsNoActivation) {
-  plan::Plan p = offloadPlan();
-  const uint32_t canary = idOf(p, "canary");
-  p.mutable_tensors(canary)->set_host(true);
-  expectRefused(p, absl::StrCat(ref(p, canary),
-                                " is a PARAMETER tensor on the host (host is "
-                                "set): only ACTIVATION tensors live in the "
-                                "host arena"));
-}
-
 TEST(HostArena, RefusesAHostTensorThatIsAView) {
   plan::Plan p = offloadPlan(withTensors([](PlanBuilder &b) {
     b.view("x.half", {2, 8}, b.id("x"), 64);
@@ -215,7 +198,8 @@ TEST(HostArena, RefusesAViewOfAHostTensor) {
 std::string hostUse(const plan::Plan &p, const std::string &how,
                     const std::string &name) {
   return absl::StrCat(how, " ", ref(p, idOf(p, name)),
-                      ", a host tensor (host is set): only launches of "
+                      ", a host tensor (host is set): only launches on "
+                      "host streams (plan.host_streams) and launches of "
                       "kernel \"copy\" read or write host tensors");
 }
 
@@ -410,6 +394,22 @@ void runOffload(Device device, const KernelRegistry &registry, int runs) {
     EXPECT_EQ(readTensor(d, proto, "x"), std::vector<float>(32, 0.0f));
     EXPECT_EQ(readTensor(d, proto, "canary"), canary) << "run " << run;
   }
+  // The host arena by offset (DeviceBackend::readHost...): h0 and h1 hold
+  // what x held when it was offloaded, w's values.
+  const plan::Tensor &h0 = proto.tensors(idOf(proto, "h0"));
+  const plan::Tensor &h1 = proto.tensors(idOf(proto, "h1"));
+  std::vector<float> held(32);
+  ASSERT_TRUE(d.readTensor(h1, held.data()).ok());
+  EXPECT_EQ(held, w);
+  ASSERT_TRUE(d.zeroHost(h0.offset(), h0.size_bytes()).ok());
+  ASSERT_TRUE(d.readHost(h0.offset(), held.data(), h0.size_bytes()).ok());
+  EXPECT_EQ(held, std::vector<float>(32, 0.0f));
+  ASSERT_TRUE(d.writeHost(h0.offset(), canary.data(), h0.size_bytes()).ok());
+  ASSERT_TRUE(d.readTensor(h0, held.data()).ok());
+  EXPECT_EQ(held, canary);
+  // The device arena's bytes at the same offset are another tensor's.
+  EXPECT_EQ(readTensor(d, proto, "canary"), canary);
+  EXPECT_EQ(d.hostTensorArena() != nullptr, device == Device::kCPU);
   const DeviceStats stats = d.stats();
   EXPECT_EQ(stats.hostArenaHighWater, proto.memory().host_bytes());
   // x1, the last device tensor, ends the device arena; the host tensors

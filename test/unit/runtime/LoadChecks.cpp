@@ -19,4 +19,12 @@ void expectRefused(const plan::Plan &p, const std::string &fragment) {
       << "message: " << s.message() << "\nexpected to contain: " << fragment;
 }
 
+uint32_t idOf(const plan::Plan &p, const std::string &name) {
+  for (const plan::Tensor &t : p.tensors())
+    if (t.name() == name)
+      return t.id();
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
+}
+
 } // namespace braid::test

@@ -113,13 +113,18 @@ uint32_t PlanBuilder::hostTensor(const std::string &name,
 
 uint32_t PlanBuilder::parameter(const std::string &name,
                                 std::vector<int64_t> shape, plan::InitKind init,
-                                float std) {
-  uint32_t p = tensor(name, shape, plan::F32, plan::PARAMETER);
+                                float std, bool host) {
+  auto stored = [&](const std::string &n, plan::TensorKind kind) {
+    if (!host)
+      return tensor(n, shape, plan::F32, kind);
+    const uint32_t id = hostTensor(n, shape);
+    plan_.mutable_tensors(id)->set_kind(kind);
+    return id;
+  };
+  uint32_t p = stored(name, plan::PARAMETER);
   uint32_t g = tensor(name + ".grad", shape, plan::F32, plan::GRADIENT);
-  uint32_t m =
-      tensor(name + ".exp_avg", shape, plan::F32, plan::OPTIMIZER_STATE);
-  uint32_t v =
-      tensor(name + ".exp_avg_sq", shape, plan::F32, plan::OPTIMIZER_STATE);
+  uint32_t m = stored(name + ".exp_avg", plan::OPTIMIZER_STATE);
+  uint32_t v = stored(name + ".exp_avg_sq", plan::OPTIMIZER_STATE);
   plan::ParameterInfo *info = plan_.mutable_tensors(p)->mutable_param();
   info->set_init(init);
   if (init == plan::NORMAL)

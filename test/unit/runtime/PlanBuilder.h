@@ -40,9 +40,13 @@ public:
   uint32_t hostTensor(const std::string &name, std::vector<int64_t> shape,
                       int64_t offset = -1);
   // A PARAMETER with its GRADIENT ("<name>.grad") and OPTIMIZER_STATE
-  // ("<name>.exp_avg", "<name>.exp_avg_sq") tensors; returns its id.
+  // ("<name>.exp_avg", "<name>.exp_avg_sq") tensors; returns its id. With
+  // `host` (optimizer offload) the parameter and its moments are host
+  // tensors, placed after every host tensor so far (the gradient stays on
+  // the device).
   uint32_t parameter(const std::string &name, std::vector<int64_t> shape,
-                     plan::InitKind init, float std = 0.02f);
+                     plan::InitKind init, float std = 0.02f,
+                     bool host = false);
   // TOKENS, LABELS (and POSITIONS) inputs of shape [B, S], and the loss,
   // loss-sum, grad-norm and step-skipped scalars, using the current train
   // config.

@@ -17,6 +17,7 @@ namespace braid {
 namespace {
 
 using test::expectRefused;
+using test::idOf;
 using test::loadOnCpu;
 
 // The tensors of a chunked output: y, f32 [8, 8] (256 bytes), its halves
@@ -79,14 +80,6 @@ plan::Plan chunkedPlan(const Options &o = {}) {
 
 std::string ref(const plan::Plan &p, uint32_t id) {
   return absl::StrCat("plan.tensors[", id, "] (", p.tensors(id).name(), ")");
-}
-
-uint32_t idOf(const plan::Plan &p, const std::string &name) {
-  for (const plan::Tensor &t : p.tensors())
-    if (t.name() == name)
-      return t.id();
-  ADD_FAILURE() << "no tensor " << name;
-  return 0;
 }
 
 TEST(PlanViews, AcceptsDisjointChunksOfOneBaseOnTwoStreams) {

@@ -373,6 +373,17 @@ public:
     std::memset(arena_.data() + offset, 0, bytes);
     return absl::OkStatus();
   }
+  // No host arena: the plans here keep every tensor on the device.
+  absl::Status readHost(uint64_t, void *, uint64_t) override {
+    return absl::UnimplementedError("no host arena in this test");
+  }
+  absl::Status writeHost(uint64_t, const void *, uint64_t) override {
+    return absl::UnimplementedError("no host arena in this test");
+  }
+  absl::Status zeroHost(uint64_t, uint64_t) override {
+    return absl::UnimplementedError("no host arena in this test");
+  }
+  uint8_t *hostTensorArena() override { return nullptr; }
   absl::StatusOr<absl::Span<uint8_t>> stageInput(uint32_t, int64_t) override {
     return absl::UnimplementedError("not in this test");
   }

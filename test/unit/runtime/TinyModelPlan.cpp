@@ -23,10 +23,28 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   b.plan().mutable_model()->set_head_dim(D);
   b.plan().mutable_model()->set_max_position_embeddings(S);
 
-  uint32_t embed =
-      b.parameter("model.embed_tokens.weight", {V, D}, plan::NORMAL, 0.5f);
-  uint32_t norm = b.parameter("model.norm.weight", {D}, plan::ONES);
-  uint32_t head = b.parameter("lm_head.weight", {V, D}, plan::NORMAL, 0.1f);
+  const bool offload = o.optimizerOffload;
+  uint32_t embed = b.parameter("model.embed_tokens.weight", {V, D},
+                               plan::NORMAL, 0.5f, offload);
+  uint32_t norm = b.parameter("model.norm.weight", {D}, plan::ONES, 0.02f,
+                              offload);
+  uint32_t head = b.parameter("lm_head.weight", {V, D}, plan::NORMAL, 0.1f,
+                              offload);
+  // What compute reads: the masters, or with offload their f32 device
+  // copies, which "init" fills from the host masters.
+  uint32_t embedW = embed, normW = norm, headW = head;
+  if (offload) {
+    for (uint32_t *w : {&embedW, &normW, &headW}) {
+      const plan::Tensor &pt = b.plan().tensors(*w);
+      std::vector<int64_t> shape(pt.shape().begin(), pt.shape().end());
+      const uint32_t copy = b.tensor(pt.name() + ".copy", shape, plan::F32,
+                                     plan::WEIGHT_COPY);
+      b.plan().mutable_tensors(*w)->mutable_param()->set_compute_copy(copy);
+      b.launch("init", 0, "copy", {*w}, {copy});
+      *w = copy;
+    }
+    b.plan().add_host_streams(kTinyHostStream);
+  }
   if (o.transposedHead)
     b.plan().mutable_tensors(head)->mutable_param()->set_checkpoint_transposed(
         true);
@@ -72,10 +90,10 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
     uint32_t dx = b.activationAt("dx" + sfx, {B, S, D}, logits);
 
     b.beginMicroBatch(static_cast<uint32_t>(m));
-    b.launch(step, 0, "embedding", {embed, tokens}, {x});
-    b.launch(step, 0, "rms_norm", {x, norm}, {h, rstd},
+    b.launch(step, 0, "embedding", {embedW, tokens}, {x});
+    b.launch(step, 0, "rms_norm", {x, normW}, {h, rstd},
              {floatAttr("eps", 1e-5)});
-    b.launch(step, 0, "linear", {h, head}, {logits});
+    b.launch(step, 0, "linear", {h, headW}, {logits});
     b.launch(step, 0, "cross_entropy", {logits, labels}, {loss, lse});
     b.launch(step, 0, "cross_entropy_grad_input", {logits, labels, lse},
              {dlogits}, {floatAttr("scale", 1.0 / o.numMicroBatches)});
@@ -85,14 +103,14 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
     }
     b.launch(step, wgrad, "linear_grad_weight", {dlogits, h}, {b.grad(head)},
              {intAttr("accumulate", 1)});
-    b.launch(step, 0, "linear_grad_input", {dlogits, head}, {dh});
+    b.launch(step, 0, "linear_grad_input", {dlogits, headW}, {dh});
     if (o.twoStreams) {
       b.record(step, 0, 0, ++toWgrad);
       b.wait(step, 1, 0, toWgrad);
     }
     b.launch(step, wgrad, "rms_norm_grad_weight", {dh, x, rstd},
              {b.grad(norm)}, {intAttr("accumulate", 1)});
-    b.launch(step, 0, "rms_norm_grad_input", {dh, x, norm, rstd}, {dx});
+    b.launch(step, 0, "rms_norm_grad_input", {dh, x, normW, rstd}, {dx});
     if (o.twoStreams) {
       // Stream 0's next micro-batch writes what stream 1 read.
       b.record(step, 1, 1, ++toMain);
@@ -109,8 +127,51 @@ plan::Plan tinyModelPlan(const TinyModelOptions &o) {
   b.launch(step, 0, "grad_norm", {b.grad(embed), b.grad(norm), b.grad(head)},
            {gradNorm});
   b.launch(step, 0, "step_guard", {lossSum, gradNorm}, {skipped});
-  for (uint32_t p : {embed, norm, head})
-    b.adamw(p, gradNorm, skipped);
+  if (offload) {
+    // Event 2: stream 0 hands the gradients to the copy stream; event 3:
+    // the copy stream hands their host copies to the host stream (1), and
+    // the updated copies back to stream 0 (2); event 4: the host stream
+    // hands the updated masters to the copy stream.
+    const uint32_t C = kTinyCopyStream, H = kTinyHostStream;
+    std::vector<uint32_t> hostGrads;
+    for (uint32_t p : {embed, norm, head}) {
+      const plan::Tensor &pt = b.plan().tensors(p);
+      hostGrads.push_back(b.hostTensor(
+          pt.name() + ".grad.host",
+          std::vector<int64_t>(pt.shape().begin(), pt.shape().end())));
+    }
+    const uint32_t normHost = b.hostTensor("grad_norm.host", {});
+    const uint32_t skippedHost = b.hostTensor("step_skipped.host", {});
+    b.record(step, 0, 2, 1);
+    b.wait(step, C, 2, 1);
+    const uint32_t params[] = {embed, norm, head};
+    for (int k = 0; k < 3; ++k)
+      b.launch(step, C, "copy", {b.grad(params[k])}, {hostGrads[k]});
+    b.launch(step, C, "copy", {gradNorm}, {normHost});
+    b.launch(step, C, "copy", {skipped}, {skippedHost});
+    b.record(step, C, 3, 1);
+    b.wait(step, H, 3, 1);
+    for (int k = 0; k < 3; ++k) {
+      const plan::Tensor &pt = b.plan().tensors(params[k]);
+      b.launch(step, H, "adamw", {hostGrads[k], normHost, skippedHost},
+               {params[k], pt.param().exp_avg(), pt.param().exp_avg_sq()},
+               {floatAttr("beta1", t.beta1()), floatAttr("beta2", t.beta2()),
+                floatAttr("eps", t.eps()),
+                floatAttr("weight_decay",
+                          pt.shape_size() == 2 ? t.weight_decay() : 0.0),
+                floatAttr("grad_clip", t.grad_clip())});
+    }
+    b.record(step, H, 4, 1);
+    b.wait(step, C, 4, 1);
+    for (uint32_t p : params)
+      b.launch(step, C, "copy", {p},
+               {b.plan().tensors(p).param().compute_copy()});
+    b.record(step, C, 3, 2);
+    b.wait(step, 0, 3, 2);
+  } else {
+    for (uint32_t p : {embed, norm, head})
+      b.adamw(p, gradNorm, skipped);
+  }
   if (o.weightCopies) {
     t.set_precision(plan::TrainConfig::BF16);
     for (uint32_t p : {embed, head}) {

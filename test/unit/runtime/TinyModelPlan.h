@@ -4,6 +4,7 @@
 // falls on tinyshakespeare.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "runtime/plan/plan.pb.h"
@@ -31,7 +32,20 @@ struct TinyModelOptions {
   // masters by an "init" program and again after each AdamW step. Compute
   // still reads the f32 masters, so the losses equal the FP32 plan's.
   bool weightCopies = false;
+  // Optimizer offload (plan.proto Tensor.host, Plan.host_streams): the
+  // parameters and their moments are host tensors; compute reads f32
+  // WEIGHT_COPY tensors ("<name>.copy") on the device, which "init" copies
+  // from the masters. After the backward the copy stream (2) copies each
+  // gradient, the norm and the skipped flag to host transients, AdamW runs
+  // on host stream 3 over them, and the copy stream copies each updated
+  // master to its weight copy, events ordering it all. The same numbers as
+  // the plan without offload, bit for bit.
+  bool optimizerOffload = false;
 };
+
+// The streams of optimizer offload (TinyModelOptions::optimizerOffload).
+constexpr uint32_t kTinyCopyStream = 2;
+constexpr uint32_t kTinyHostStream = 3;
 
 plan::Plan tinyModelPlan(const TinyModelOptions &options = {});
 
