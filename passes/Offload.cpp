@@ -5,23 +5,25 @@
 // writes and a backward launch reads) goes to host memory between the two:
 //
 //   forward stream      ...last forward use of X; record F=f
-//   copy stream         wait F=f; copy X -> H; record C=c
-//   forward stream      ...the next layer's forward...; wait C=c  (X free)
+//   copy-out stream     wait F=f; copy X -> H; record O=o
+//   forward stream      ...the next layer's forward...; wait O=o  (X free)
 //   backward stream     record B=b  (where the layer above starts its
 //                       backward: one layer of prefetch)
-//   copy stream         wait B=b; copy H -> X'; record C=c'
-//   backward stream     ...; wait C=c'; first backward use, reading X'
+//   copy-in stream      wait B=b; wait O=o; copy H -> X'; record I=i
+//   backward stream     ...; wait I=i; first backward use, reading X'
 //
 // H is a host buffer (`sched.alloc host`, planned in the host arena) and X'
 // a device buffer of X's type that the backward launches read instead of X:
 // X is live over the forward, X' over the backward, and between the two the
-// bytes are on the host. Each record waited for is on the stream that
-// waits for nothing else of it, and every wait follows its record in
-// program order. The copy stream is the first the rank does not use.
+// bytes are on the host. Every wait follows its record in program order.
+// Copies out and copies in run on two streams of their own, the first two
+// the rank does not use, so that a forward never waits, through a copy
+// stream, for a backward that runs beside it (DualPipeV's FB pairs).
 //
 // A step stated once per micro-batch in a sched.repeat (one rank, no
-// pipeline) is first stated out, micro-batch by micro-batch, since events
-// are not allowed in a repeat's body.
+// pipeline) whose body holds a buffer to offload is first stated out,
+// micro-batch by micro-batch, since events are not allowed in a repeat's
+// body.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -93,8 +95,9 @@ public:
   void run();
 
 private:
+  bool repeatsHoldCandidates();
   void stateOutRepeats();
-  void collectOps();
+  void collectOps(Block &block);
   std::vector<Candidate> findCandidates();
   size_t prefetchPoint(const Candidate &c) const;
   size_t releasePoint(const Candidate &c) const;
@@ -109,7 +112,7 @@ private:
   OpBuilder b_;
   std::vector<Operation *> ops_; // the step's ops in program order
   llvm::DenseMap<Operation *, size_t> index_;
-  uint32_t copyStream_ = 0;
+  uint32_t copyOutStream_ = 0, copyInStream_ = 0;
   uint32_t nextEvent_ = 0;
   std::map<uint32_t, uint32_t> eventOfStream_; // recording stream -> event
   std::vector<std::unique_ptr<Signal>> signals_;
@@ -128,10 +131,21 @@ void Offloader::stateOutRepeats() {
   }
 }
 
-void Offloader::collectOps() {
+// Whether a sched.repeat of the step holds a buffer to offload (its
+// buffers are its body's own, so the body alone tells).
+bool Offloader::repeatsHoldCandidates() {
+  for (auto r : step_.getBody().front().getOps<sched::RepeatOp>()) {
+    collectOps(r.getBody().front());
+    if (!findCandidates().empty())
+      return true;
+  }
+  return false;
+}
+
+void Offloader::collectOps(Block &block) {
   ops_.clear();
   index_.clear();
-  for (Operation &op : step_.getBody().front()) {
+  for (Operation &op : block) {
     index_[&op] = ops_.size();
     ops_.push_back(&op);
   }
@@ -275,9 +289,10 @@ void Offloader::numberSignals() {
 }
 
 void Offloader::run() {
-  stateOutRepeats();
-  collectOps();
-  // The copy stream and the events: the first the rank leaves free.
+  if (repeatsHoldCandidates())
+    stateOutRepeats();
+  collectOps(step_.getBody().front());
+  // The copy streams and the events: the first the rank leaves free.
   uint32_t maxStream = 0;
   int64_t maxEvent = -1;
   module_.walk([&](Operation *op) {
@@ -287,7 +302,8 @@ void Offloader::run() {
     if (auto record = dyn_cast<sched::EventRecordOp>(op))
       maxEvent = std::max<int64_t>(maxEvent, record.getEvent());
   });
-  copyStream_ = maxStream + 1;
+  copyOutStream_ = maxStream + 1;
+  copyInStream_ = maxStream + 2;
   nextEvent_ = static_cast<uint32_t>(maxEvent + 1);
 
   std::vector<Candidate> candidates = findCandidates();
@@ -333,7 +349,8 @@ void Offloader::run() {
   auto copy = [&](const Candidate &c, Value from, Value to, Phase phase) {
     auto launch = sched::LaunchOp::create(
         b_, module_.getLoc(), b_.getStringAttr("copy"),
-        b_.getI32IntegerAttr(copyStream_),
+        b_.getI32IntegerAttr(phase == Phase::Forward ? copyOutStream_
+                                                     : copyInStream_),
         b_.getI32IntegerAttr(static_cast<int32_t>(c.microBatch)),
         ValueRange{from}, ValueRange{to}, DictionaryAttr());
     // A copy out counts for the layer that wrote the buffer, a copy in for
@@ -343,31 +360,41 @@ void Offloader::run() {
     setPhaseMark(launch, phase);
   };
 
-  // Copies out, after the last forward use of their buffers.
+  // Copies out, after the last forward use of their buffers, on a stream
+  // that waits for forward streams only: a forward never waits for a
+  // backward's progress (in an FB pair, for its gradient) through them.
+  llvm::DenseMap<Operation *, Signal *> outDone;
   for (auto &[at, group] : outs) {
     const uint32_t stream = group.buffers.front()->forwardStream;
     b_.setInsertionPointAfter(ops_[at]);
     group.started = signal();
     record(stream, *group.started);
-    wait(copyStream_, *group.started);
+    wait(copyOutStream_, *group.started);
     for (const Candidate *c : group.buffers)
       copy(*c, c->alloc.getResult(), host[c->alloc], Phase::Forward);
     group.done = signal();
-    record(copyStream_, *group.done);
-    for (const Candidate *c : group.buffers)
+    record(copyOutStream_, *group.done);
+    for (const Candidate *c : group.buffers) {
       releases[releasePoint(*c)].push_back(group.done);
+      outDone[c->alloc] = group.done;
+    }
   }
-  // Copies back, one layer ahead of the first backward use.
+  // Copies back, one layer ahead of the first backward use, on a stream of
+  // their own, each after its buffer's copy out.
   for (auto &[at, group] : ins) {
     const uint32_t stream = group.buffers.front()->backwardStream;
     b_.setInsertionPoint(ops_[at]);
     group.started = signal();
     record(stream, *group.started);
-    wait(copyStream_, *group.started);
+    wait(copyInStream_, *group.started);
+    llvm::SmallPtrSet<Signal *, 4> out;
+    for (const Candidate *c : group.buffers)
+      if (out.insert(outDone.lookup(c->alloc)).second)
+        wait(copyInStream_, *outDone.lookup(c->alloc));
     for (const Candidate *c : group.buffers)
       copy(*c, host[c->alloc], back[c->alloc], Phase::InputGrad);
     group.done = signal();
-    record(copyStream_, *group.done);
+    record(copyInStream_, *group.done);
     for (const Candidate *c : group.buffers)
       arrivals[c->firstBackward].push_back(group.done);
   }

@@ -501,17 +501,19 @@ def OffloadPass : Pass<"braid-offload", "mlir::ModuleOp"> {
     the step program that a forward launch of a chosen layer writes and a
     backward launch of the same micro-batch reads later (used by launches
     only, its forward uses on one stream and its backward uses on one) is
-    copied to a `host` buffer on a copy stream of its own after its last
-    forward use, and back into a new device buffer, which the backward
-    launches read instead, one layer ahead of its first backward use.
-    Events order the copies: the copy out waits for the forward stream's
-    record after the last forward use, and the forward stream waits for
-    the copy out where the layer after next begins (so one layer's copy
-    runs beside the next one's forward); the copy in waits for the
-    backward stream's record where the layer above the reading one begins
-    its backward, and the backward stream waits for the copy in right
-    before the first backward use. A step in a `sched.repeat` is stated
-    out micro-batch by micro-batch first. The numbers do not change.
+    copied to a `host` buffer on a copy-out stream after its last forward
+    use, and back into a new device buffer, which the backward launches
+    read instead, on a copy-in stream one layer ahead of its first backward
+    use (the two streams the rank leaves free first). Events order the
+    copies: the copy out waits for the forward stream's record after the
+    last forward use, and the forward stream waits for the copy out where
+    the layer after next begins (so one layer's copy runs beside the next
+    one's forward); the copy in waits for the backward stream's record
+    where the layer above the reading one begins its backward, and for the
+    copy out, and the backward stream waits for the copy in right before
+    the first backward use. A `sched.repeat` whose body holds such a buffer
+    is stated out micro-batch by micro-batch first. The numbers do not
+    change.
 
     ```mlir
     sched.launch "swiglu" on 0 micro_batch 0 ins(%g, %u : ...) outs(%a : ...)
@@ -520,12 +522,13 @@ def OffloadPass : Pass<"braid-offload", "mlir::ModuleOp"> {
     sched.launch "copy" on 3 micro_batch 0 ins(%a : ...) outs(%a.host : ...)
     sched.event.record 5 value 3 on 3
     ...
-    sched.event.record 6 value 2 on 0
-    sched.event.wait 6 value 2 on 3
-    sched.launch "copy" on 3 micro_batch 0 ins(%a.host : ...) outs(%a2 : ...)
-    sched.event.record 5 value 7 on 3
+    sched.event.record 4 value 9 on 0
+    sched.event.wait 4 value 9 on 4
+    sched.event.wait 5 value 3 on 4
+    sched.launch "copy" on 4 micro_batch 0 ins(%a.host : ...) outs(%a2 : ...)
+    sched.event.record 6 value 2 on 4
     ...
-    sched.event.wait 5 value 7 on 0
+    sched.event.wait 6 value 2 on 0
     sched.launch "swiglu_grad_input" on 0 micro_batch 0 ins(%dy, %a2 ...)
     ```
   }];

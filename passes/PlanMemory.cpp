@@ -361,19 +361,22 @@ void printOffload(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
   auto arena = entry.getAs<IntegerAttr>("arena_without");
   auto saved = entry.getAs<IntegerAttr>("saved_without");
   if (arena && saved) {
+    // Offload can cost arena too (the last layer of a stage, say, whose
+    // copy comes back as soon as its backward starts).
     const int64_t less = arena.getInt() - totals.arena;
     os << llvm::format("    %-20s %14lld bytes  %12s  of arena (%lld "
                        "without); saved for backward %lld less (%lld "
                        "without)\n",
-                       "saves", static_cast<long long>(less),
-                       humanBytes(less).c_str(),
+                       less >= 0 ? "saves" : "costs more",
+                       static_cast<long long>(less >= 0 ? less : -less),
+                       humanBytes(less >= 0 ? less : -less).c_str(),
                        static_cast<long long>(arena.getInt()),
                        static_cast<long long>(saved.getInt() -
                                               totals.savedActivations),
                        static_cast<long long>(saved.getInt()));
   }
-  os << llvm::format("    %-20s %14lld bytes  %12s  copied to the host and "
-                     "back per step\n",
+  os << llvm::format("    %-20s %14lld bytes  %12s  copied to the host per "
+                     "step, and as many back\n",
                      "costs", static_cast<long long>(totals.offloaded),
                      humanBytes(totals.offloaded).c_str());
 }

@@ -25,8 +25,8 @@
 // CHECK: %[[X1:.+]] = sched.alloc : memref<64xf32>
 // CHECK-NEXT: %[[H1:.+]] = sched.alloc host : memref<64xf32>
 // CHECK-NEXT: %[[B1:.+]] = sched.alloc : memref<64xf32>
-// %x0's last forward use is layer 1's launch: stream 0 records, the copy
-// stream (1, the first free) waits for it and copies %x0 out.
+// %x0's last forward use is layer 1's launch: stream 0 records, the
+// copy-out stream (1, the first free) waits for it and copies %x0 out.
 // CHECK-NEXT: sched.launch "f" on 0 micro_batch 0 ins(%[[X0]] {{.*}} outs(%[[X1]] {{.*}}#braid.layer<1>
 // CHECK-NEXT: sched.event.record 0 value 1 on 0
 // CHECK-NEXT: sched.event.wait 0 value 1 on 1
@@ -44,25 +44,28 @@
 // CHECK-NEXT: sched.event.wait 1 value 2 on 0
 // CHECK-NEXT: sched.launch "loss" on 0 micro_batch 0
 // %x1 comes back as the backward begins (no layer above layer 2), %x0
-// once layer 2's backward begins: one layer ahead of their readers.
+// once layer 2's backward begins: one layer ahead of their readers. The
+// copy-in stream (2) waits for the backward stream and for the copy out.
 // CHECK: sched.event.record 0 value 3 on 0
-// CHECK-NEXT: sched.event.wait 0 value 3 on 1
-// CHECK-NEXT: sched.launch "copy" on 1 micro_batch 0 ins(%[[H1]] : memref<64xf32>) outs(%[[B1]] : memref<64xf32>) {braid.layer = #braid.layer<2>, braid.phase = #braid.phase<input_grad>}
-// CHECK-NEXT: sched.event.record 1 value 3 on 1
+// CHECK-NEXT: sched.event.wait 0 value 3 on 2
+// CHECK-NEXT: sched.event.wait 1 value 2 on 2
+// CHECK-NEXT: sched.launch "copy" on 2 micro_batch 0 ins(%[[H1]] : memref<64xf32>) outs(%[[B1]] : memref<64xf32>) {braid.layer = #braid.layer<2>, braid.phase = #braid.phase<input_grad>}
+// CHECK-NEXT: sched.event.record 2 value 1 on 2
 // CHECK-NEXT: sched.launch "loss_grad" on 0 micro_batch 0
 // CHECK: sched.event.record 0 value 4 on 0
-// CHECK-NEXT: sched.event.wait 0 value 4 on 1
-// CHECK-NEXT: sched.launch "copy" on 1 micro_batch 0 ins(%[[H0]] : memref<64xf32>) outs(%[[B0]] : memref<64xf32>)
-// CHECK-NEXT: sched.event.record 1 value 4 on 1
+// CHECK-NEXT: sched.event.wait 0 value 4 on 2
+// CHECK-NEXT: sched.event.wait 1 value 1 on 2
+// CHECK-NEXT: sched.launch "copy" on 2 micro_batch 0 ins(%[[H0]] : memref<64xf32>) outs(%[[B0]] : memref<64xf32>)
+// CHECK-NEXT: sched.event.record 2 value 2 on 2
 // The backward reads the buffers copied back, each after its copy.
-// CHECK-NEXT: sched.event.wait 1 value 3 on 0
+// CHECK-NEXT: sched.event.wait 2 value 1 on 0
 // CHECK-NEXT: sched.launch "b" on 0 micro_batch 0 ins(%{{.+}}, %[[B1]] : {{.*}}#braid.layer<2>
-// CHECK: sched.event.wait 1 value 4 on 0
+// CHECK: sched.event.wait 2 value 2 on 0
 // CHECK-NEXT: sched.launch "b" on 0 micro_batch 0 ins(%{{.+}}, %[[B0]] : {{.*}}#braid.layer<1>
 // Micro-batch 1 the same, the events' values going on.
 // CHECK: sched.launch "copy" on 1 micro_batch 1 {{.*}}#braid.phase<forward>
-// CHECK-NEXT: sched.event.record 1 value 5 on 1
-// CHECK: sched.event.wait 1 value 8 on 0
+// CHECK-NEXT: sched.event.record 1 value 3 on 1
+// CHECK: sched.event.wait 2 value 4 on 0
 // CHECK-NEXT: sched.launch "b" on 0 micro_batch 1 {{.*}}#braid.layer<1>
 // CHECK-NOT: "copy"
 
@@ -76,10 +79,12 @@
 // PLAN: sched.alloc host offset(256) : memref<64xf32>
 // PLAN-NOT: sched.alloc host offset({{[1-9][0-9][0-9][0-9]|[3-9][0-9][0-9]}})
 
-// Layer 0 only: %x0 goes out, %x1 stays.
-// ONE-COUNT-2: sched.launch "copy" on 1 micro_batch 0
-// ONE-NOT: sched.launch "copy" on 1 micro_batch 0
-// ONE-COUNT-2: sched.launch "copy" on 1 micro_batch 1
+// Layer 0 only: %x0 goes out and comes back, %x1 stays.
+// ONE: sched.launch "copy" on 1 micro_batch 0
+// ONE: sched.launch "copy" on 2 micro_batch 0
+// ONE-NOT: sched.launch "copy" {{.*}} micro_batch 0
+// ONE: sched.launch "copy" on 1 micro_batch 1
+// ONE: sched.launch "copy" on 2 micro_batch 1
 // ONE-NOT: "copy"
 
 // Without a pipeline, the one stage holds every layer.
