@@ -35,7 +35,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 #include "compiler/spec/OffloadTargets.h"
 #include "dialects/braid/Marks.h"
@@ -310,24 +310,18 @@ void Offloader::run() {
   if (candidates.empty())
     return;
 
-  // What goes right after an op, and right before one, in the order it is
-  // inserted there.
-  struct CopyOut {
-    std::vector<const Candidate *> buffers;
-    Signal *started = nullptr, *done = nullptr;
-  };
-  std::map<size_t, CopyOut> outs;         // by last forward use
-  std::map<size_t, std::vector<Signal *>> releases; // waits on copy outs
-  std::map<size_t, CopyOut> ins;          // by prefetch point
-  std::map<size_t, std::vector<Signal *>> arrivals; // waits on copy ins
+  // The buffers of each copy group: copies out by the op after which they
+  // start (the last forward use), copies in by the op before which they
+  // start (the prefetch point).
+  std::map<size_t, std::vector<const Candidate *>> outs, ins;
+  for (const Candidate &c : candidates) {
+    outs[c.lastForward].push_back(&c);
+    ins[prefetchPoint(c)].push_back(&c);
+  }
   auto signal = [&]() {
     signals_.push_back(std::make_unique<Signal>());
     return signals_.back().get();
   };
-  for (const Candidate &c : candidates) {
-    outs[c.lastForward].buffers.push_back(&c);
-    ins[prefetchPoint(c)].buffers.push_back(&c);
-  }
 
   // The buffers: H beside X, and X' for the backward.
   llvm::DenseMap<Operation *, Value> host, back;
@@ -360,72 +354,71 @@ void Offloader::run() {
     setPhaseMark(launch, phase);
   };
 
+  // One group's copies on `copyStream`, at the builder's insertion point:
+  // `trigger` records, the copy stream waits for that and for `after`,
+  // copies, and records the signal it returns.
+  auto copyGroup = [&](const std::vector<const Candidate *> &group,
+                       uint32_t trigger, uint32_t copyStream,
+                       ArrayRef<Signal *> after, Phase phase) {
+    Signal *started = signal();
+    record(trigger, *started);
+    wait(copyStream, *started);
+    for (Signal *s : after)
+      wait(copyStream, *s);
+    for (const Candidate *c : group) {
+      if (phase == Phase::Forward)
+        copy(*c, c->alloc.getResult(), host[c->alloc], phase);
+      else
+        copy(*c, host[c->alloc], back[c->alloc], phase);
+    }
+    Signal *done = signal();
+    record(copyStream, *done);
+    return done;
+  };
+
+  // The waits each op gets before it, with the waiting stream, in order:
+  // the forward stream frees each buffer once its copy is out, the
+  // backward stream reads each copy back once it is in.
+  std::map<size_t, SmallVector<std::pair<Signal *, uint32_t>>> waitsBefore;
   // Copies out, after the last forward use of their buffers, on a stream
   // that waits for forward streams only: a forward never waits for a
   // backward's progress (in an FB pair, for its gradient) through them.
   llvm::DenseMap<Operation *, Signal *> outDone;
   for (auto &[at, group] : outs) {
-    const uint32_t stream = group.buffers.front()->forwardStream;
+    const uint32_t stream = group.front()->forwardStream;
     b_.setInsertionPointAfter(ops_[at]);
-    group.started = signal();
-    record(stream, *group.started);
-    wait(copyOutStream_, *group.started);
-    for (const Candidate *c : group.buffers)
-      copy(*c, c->alloc.getResult(), host[c->alloc], Phase::Forward);
-    group.done = signal();
-    record(copyOutStream_, *group.done);
-    for (const Candidate *c : group.buffers) {
-      releases[releasePoint(*c)].push_back(group.done);
-      outDone[c->alloc] = group.done;
+    Signal *done = copyGroup(group, stream, copyOutStream_, {}, Phase::Forward);
+    for (const Candidate *c : group) {
+      waitsBefore[releasePoint(*c)].push_back({done, stream});
+      outDone[c->alloc] = done;
     }
   }
   // Copies back, one layer ahead of the first backward use, on a stream of
   // their own, each after its buffer's copy out.
   for (auto &[at, group] : ins) {
-    const uint32_t stream = group.buffers.front()->backwardStream;
+    const uint32_t stream = group.front()->backwardStream;
     b_.setInsertionPoint(ops_[at]);
-    group.started = signal();
-    record(stream, *group.started);
-    wait(copyInStream_, *group.started);
-    llvm::SmallPtrSet<Signal *, 4> out;
-    for (const Candidate *c : group.buffers)
-      if (out.insert(outDone.lookup(c->alloc)).second)
-        wait(copyInStream_, *outDone.lookup(c->alloc));
-    for (const Candidate *c : group.buffers)
-      copy(*c, host[c->alloc], back[c->alloc], Phase::InputGrad);
-    group.done = signal();
-    record(copyInStream_, *group.done);
-    for (const Candidate *c : group.buffers)
-      arrivals[c->firstBackward].push_back(group.done);
+    llvm::SetVector<Signal *> out;
+    for (const Candidate *c : group)
+      out.insert(outDone.lookup(c->alloc));
+    Signal *done = copyGroup(group, stream, copyInStream_, out.getArrayRef(),
+                             Phase::InputGrad);
+    for (const Candidate *c : group)
+      waitsBefore[c->firstBackward].push_back({done, stream});
   }
-  // The forward stream frees each buffer once its copy is out; the
-  // backward stream reads each copy back once it is in. A group's buffers
-  // share one wait.
-  auto waitBefore = [&](std::map<size_t, std::vector<Signal *>> &points,
-                        auto streamOf) {
-    for (auto &[at, waits] : points) {
-      llvm::SmallPtrSet<Signal *, 4> seen;
-      for (Signal *s : waits) {
-        if (!seen.insert(s).second)
-          continue;
-        if (at == ops_.size())
-          b_.setInsertionPointToEnd(&step_.getBody().front());
-        else
-          b_.setInsertionPoint(ops_[at]);
-        wait(streamOf(s), *s);
-      }
+  // A group's buffers share one wait.
+  for (auto &[at, waits] : waitsBefore) {
+    llvm::SmallPtrSet<Signal *, 4> seen;
+    for (auto [s, stream] : waits) {
+      if (!seen.insert(s).second)
+        continue;
+      if (at == ops_.size())
+        b_.setInsertionPointToEnd(&step_.getBody().front());
+      else
+        b_.setInsertionPoint(ops_[at]);
+      wait(stream, *s);
     }
-  };
-  // The waiting stream: the forward one for a copy out, the backward one
-  // for a copy in (every buffer of a group has the same).
-  llvm::DenseMap<Signal *, uint32_t> waiter;
-  for (auto &[at, g] : outs)
-    waiter[g.done] = g.buffers.front()->forwardStream;
-  for (auto &[at, g] : ins)
-    waiter[g.done] = g.buffers.front()->backwardStream;
-  auto streamOf = [&](Signal *s) { return waiter.lookup(s); };
-  waitBefore(releases, streamOf);
-  waitBefore(arrivals, streamOf);
+  }
   numberSignals();
 }
 

@@ -40,41 +40,55 @@ CpuDevice::create(const LoadedPlan &plan, int numThreads,
   return device;
 }
 
-absl::Status CpuDevice::read(uint64_t offset, void *out, uint64_t bytes) {
+namespace {
+
+// Both arenas are ordinary memory that every call finds idle (a run's work
+// has finished when it returns): copies and clears are plain memory ops.
+absl::Status readFrom(CpuArena &arena, uint64_t offset, void *out,
+                      uint64_t bytes) {
   if (bytes > 0)
-    std::memcpy(out, arena_.data() + offset, bytes);
+    std::memcpy(out, arena.data() + offset, bytes);
   return absl::OkStatus();
+}
+
+absl::Status writeTo(CpuArena &arena, uint64_t offset, const void *in,
+                     uint64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(arena.data() + offset, in, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status zeroIn(CpuArena &arena, uint64_t offset, uint64_t bytes) {
+  if (bytes > 0)
+    std::memset(arena.data() + offset, 0, bytes);
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status CpuDevice::read(uint64_t offset, void *out, uint64_t bytes) {
+  return readFrom(arena_, offset, out, bytes);
 }
 
 absl::Status CpuDevice::write(uint64_t offset, const void *in, uint64_t bytes) {
-  if (bytes > 0)
-    std::memcpy(arena_.data() + offset, in, bytes);
-  return absl::OkStatus();
+  return writeTo(arena_, offset, in, bytes);
 }
 
 absl::Status CpuDevice::zero(uint64_t offset, uint64_t bytes) {
-  if (bytes > 0)
-    std::memset(arena_.data() + offset, 0, bytes);
-  return absl::OkStatus();
+  return zeroIn(arena_, offset, bytes);
 }
 
 absl::Status CpuDevice::readHost(uint64_t offset, void *out, uint64_t bytes) {
-  if (bytes > 0)
-    std::memcpy(out, hostArena_.data() + offset, bytes);
-  return absl::OkStatus();
+  return readFrom(hostArena_, offset, out, bytes);
 }
 
 absl::Status CpuDevice::writeHost(uint64_t offset, const void *in,
                                   uint64_t bytes) {
-  if (bytes > 0)
-    std::memcpy(hostArena_.data() + offset, in, bytes);
-  return absl::OkStatus();
+  return writeTo(hostArena_, offset, in, bytes);
 }
 
 absl::Status CpuDevice::zeroHost(uint64_t offset, uint64_t bytes) {
-  if (bytes > 0)
-    std::memset(hostArena_.data() + offset, 0, bytes);
-  return absl::OkStatus();
+  return zeroIn(hostArena_, offset, bytes);
 }
 
 absl::StatusOr<absl::Span<uint8_t>>
