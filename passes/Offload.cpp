@@ -439,6 +439,9 @@ struct OffloadPass : impl::OffloadPassBase<OffloadPass> {
           << std::string(parsed.status().message());
       return signalPassFailure();
     }
+    // The optimizer is braid-offload-optimizer's.
+    if (parsed->noActivations())
+      return;
     FailureOr<std::set<int64_t>> layers = resolveLayers(top, *parsed);
     if (failed(layers))
       return signalPassFailure();

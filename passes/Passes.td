@@ -543,6 +543,57 @@ def OffloadPass : Pass<"braid-offload", "mlir::ModuleOp"> {
   ];
 }
 
+def OptimizerOffloadPass : Pass<"braid-offload-optimizer", "mlir::ModuleOp"> {
+  let summary = "Keep fp32 masters and Adam moments on the host and run AdamW there";
+  let description = [{
+    Under `enable` (or the module's `braid.offload` naming `optimizer`,
+    from the spec's compile.offload; docs/memory.md "Optimizer offload"):
+    every parameter the step's `adamw` launches update, and its moments,
+    become `host` globals; compute reads a device weight copy (the bf16
+    one of BF16 plans, else a new f32 `@NAME.copy`, the parameter's
+    `compute_copy`). After `step_guard` the gradients go to host buffers
+    on a to-host stream, bucket by bucket (`bucket-mb`, default the
+    module's `braid.bucket_mb`, else one bucket per parameter); AdamW runs
+    on a host stream (listed in the module's `sched.host_streams`) as each
+    bucket arrives, BF16 plans cast the masters to bf16 there, and a
+    to-device stream copies the weights back; the optimizer stream waits
+    for the last bucket at the end of the step. The `init` program fills
+    the weight copies the same way. Runs before braid-fuse-adamw, which
+    fuses each bucket's launches. Refused with ZeRO.
+
+    ```mlir
+    sched.global @w parameter host : memref<8x4xf32> info <..., compute_copy = @w.copy>
+    sched.global @w.copy weight_copy of @w : memref<8x4xf32>
+    ...
+    sched.launch "step_guard" on 0 ins(%sum, %norm : ...) outs(%skip : ...)
+    sched.event.record 3 value 1 on 0
+    sched.event.wait 3 value 1 on 2
+    sched.launch "copy" on 2 ins(%norm : memref<f32>) outs(%norm.host : memref<f32>)
+    sched.launch "copy" on 2 ins(%skip : memref<f32>) outs(%skip.host : memref<f32>)
+    sched.launch "copy" on 2 ins(%g : memref<8x4xf32>) outs(%g.host : memref<8x4xf32>)
+    sched.event.record 4 value 1 on 2
+    sched.event.wait 4 value 1 on 3
+    sched.launch "adamw" on 3 ins(%g.host, %norm.host, %skip.host : ...) outs(%w, %m, %v : ...)
+    sched.event.record 5 value 1 on 3
+    sched.event.wait 5 value 1 on 4
+    sched.launch "copy" on 4 ins(%w : memref<8x4xf32>) outs(%w.copy : memref<8x4xf32>)
+    sched.event.record 6 value 1 on 4
+    ...
+    sched.event.wait 6 value 1 on 0
+    ```
+  }];
+  let options = [
+    Option<"enable", "enable", "bool", /*default=*/"false",
+           "Offload the optimizer whatever the module's braid.offload says">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"-1",
+           "Least MiB of parameters per bucket (0: one bucket per "
+           "parameter; default: the module's braid.bucket_mb, else 0)">,
+    Option<"compare", "compare", "bool", /*default=*/"false",
+           "Also plan the module without optimizer offload, for the memory "
+           "report's saving">,
+  ];
+}
+
 def PlanMemoryPass : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign static arena offsets from buffer liveness";
   let description = [{

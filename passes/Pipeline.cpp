@@ -77,6 +77,9 @@ LogicalResult addPlanningPasses(OpPassManager &pm, StringRef fusionList,
   pm.addPass(createLowerToSchedPass());
   pm.addPass(createLowerPipelinePass());
   pm.addPass(createOverlapPass());
+  OptimizerOffloadPassOptions optimizer;
+  optimizer.compare = reportMemory;
+  pm.addPass(createOptimizerOffloadPass(optimizer));
   if (failed(addFusionPasses(pm, *fusions, FusionStage::kSched, error)))
     return failure();
   OffloadPassOptions offload;

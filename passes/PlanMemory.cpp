@@ -51,9 +51,11 @@ struct MemoryTotals {
   int64_t parameter = 0, gradient = 0, optimizer = 0, weightCopy = 0;
   int64_t input = 0;
   int64_t activationPeak = 0, savedActivations = 0, arena = 0;
-  // The host arena (braid-offload's copies) and the bytes copied out to it
-  // in a step.
+  // The host arena (braid-offload's copies, optimizer offload's masters,
+  // moments and copies), the bytes braid-offload copies out to it in a
+  // step, and the masters and moments on the host.
   int64_t host = 0, offloaded = 0;
+  int64_t hostParameter = 0, hostOptimizer = 0;
 };
 
 // Host buffers (braid-offload's) go to the host arena, the rest to the
@@ -68,9 +70,12 @@ std::vector<LiveRange> takeHostRanges(std::vector<LiveRange> &ranges) {
   return host;
 }
 
-// Lays out the persistent globals kind by kind; returns the end offset.
-int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
-  int64_t offset = 0;
+// Lays out the persistent globals kind by kind, the device's from 0 and
+// the host's (optimizer offload's masters and moments) from 0 of the host
+// arena; returns the end offset of each.
+std::pair<int64_t, int64_t> placeGlobals(ModuleOp module,
+                                         MemoryTotals &totals) {
+  int64_t offset = 0, hostOffset = 0;
   OpBuilder b(module.getContext());
   using sched::GlobalKind;
   for (GlobalKind kind :
@@ -80,8 +85,14 @@ int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
       if (global.getKind() != kind)
         continue;
       int64_t bytes = bufferBytes(global.getType());
-      global.setOffsetAttr(b.getI64IntegerAttr(offset));
-      offset += alignUp(bytes);
+      int64_t &at = global.getHost() ? hostOffset : offset;
+      global.setOffsetAttr(b.getI64IntegerAttr(at));
+      at += alignUp(bytes);
+      if (global.getHost()) {
+        (kind == GlobalKind::Parameter ? totals.hostParameter
+                                       : totals.hostOptimizer) += bytes;
+        continue;
+      }
       switch (kind) {
       case GlobalKind::Parameter:
         totals.parameter += bytes;
@@ -102,7 +113,7 @@ int64_t placeGlobals(ModuleOp module, MemoryTotals &totals) {
       }
     }
   }
-  return offset;
+  return {offset, hostOffset};
 }
 
 // Places one program's transient buffers in the transient region that
@@ -381,6 +392,44 @@ void printOffload(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
                      humanBytes(totals.offloaded).c_str());
 }
 
+// What braid-offload-optimizer moved on the rank: the masters and moments
+// now on the host, the arena it saves (against the plan without, where
+// planned) and the bytes it copies each step.
+void printOptimizerOffload(llvm::raw_ostream &os, ModuleOp top, int64_t rank,
+                           const MemoryTotals &totals) {
+  auto report = top->getAttrOfType<ArrayAttr>(
+      BraidDialect::kOptimizerOffloadReportAttr);
+  if (!report || rank >= static_cast<int64_t>(report.size()))
+    return;
+  auto entry = dyn_cast<DictionaryAttr>(report[rank]);
+  auto toHost = entry ? entry.getAs<IntegerAttr>("to_host") : IntegerAttr();
+  auto toDevice = entry ? entry.getAs<IntegerAttr>("to_device") : IntegerAttr();
+  if (!toHost || !toDevice)
+    return;
+  os << "  optimizer offload      masters, moments and AdamW on the host\n";
+  const int64_t onHost = totals.hostParameter + totals.hostOptimizer;
+  os << llvm::format("    %-20s %14lld bytes  %12s  of the host arena "
+                     "(masters %lld, moments %lld)\n",
+                     "holds", static_cast<long long>(onHost),
+                     humanBytes(onHost).c_str(),
+                     static_cast<long long>(totals.hostParameter),
+                     static_cast<long long>(totals.hostOptimizer));
+  if (auto arena = entry.getAs<IntegerAttr>("arena_without")) {
+    const int64_t less = arena.getInt() - totals.arena;
+    os << llvm::format("    %-20s %14lld bytes  %12s  of arena (%lld "
+                       "without)\n",
+                       less >= 0 ? "saves" : "costs more",
+                       static_cast<long long>(less >= 0 ? less : -less),
+                       humanBytes(less >= 0 ? less : -less).c_str(),
+                       static_cast<long long>(arena.getInt()));
+  }
+  os << llvm::format("    %-20s %14lld bytes  %12s  copied to the host per "
+                     "step (gradients), %lld back (weights)\n",
+                     "costs", static_cast<long long>(toHost.getInt()),
+                     humanBytes(toHost.getInt()).c_str(),
+                     static_cast<long long>(toDevice.getInt()));
+}
+
 struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
@@ -433,7 +482,10 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       return failure();
     MemoryTotals totals;
     std::vector<LayerBytes> perLayer;
-    int64_t transientBase = alignUp(placeGlobals(module, totals));
+    auto [persistentEnd, hostPersistentEnd] = placeGlobals(module, totals);
+    const int64_t transientBase = alignUp(persistentEnd);
+    const int64_t hostBase = alignUp(hostPersistentEnd);
+    totals.host = hostBase;
     // What is live at the peak of the program that sets the arena's.
     PeakBreakdown atPeak;
     std::string peakUser;
@@ -443,10 +495,13 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       std::vector<LiveRange> ranges = computeLiveRanges(program, &launches);
       numTransient += ranges.size();
       std::vector<LiveRange> host = takeHostRanges(ranges);
-      totals.host = std::max(totals.host, placeTransients(host, 0));
+      totals.host =
+          std::max(totals.host, hostBase + placeTransients(host, hostBase));
+      // Activation offload's copies (the optimizer's count apart).
       if (program.getKind() == sched::ProgramKind::Step)
         for (const LiveRange &r : host)
-          totals.offloaded += r.bytes;
+          if (!llvm::any_of(r.alloc->getUsers(), isOptimizerPhase))
+            totals.offloaded += r.bytes;
       int64_t peak = placeTransients(ranges, transientBase);
       if (peak > totals.activationPeak || atPeak.at < 0) {
         atPeak = breakdownAtPeak(ranges, launches, kAlignment);
@@ -538,6 +593,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         line("host arena (offload)", totals.host);
       printBudgetAndRecompute(os, topModule(module), rank, totals);
       printOffload(os, topModule(module), rank, totals);
+      printOptimizerOffload(os, topModule(module), rank, totals);
       // Transient bytes per layer and micro-batch, runs of equal layers on
       // one line: what fusion and recompute change.
       if (!perLayer.empty()) {

@@ -19,6 +19,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "compiler/spec/OffloadTargets.h"
 #include "dialects/braid/BraidDialect.h"
 #include "passes/MemoryComparison.h"
 #include "passes/Passes.h"
@@ -235,13 +236,25 @@ std::string closingHints(ModuleOp module, const MemoryFigures &worst,
                     " (a rank then holds about half the parameters and "
                     "activations)");
   // What the forward saves for the backward can wait in host memory
-  // instead (braid-offload).
-  if (worst.savedActivations > 0 && !module->hasAttr(BraidDialect::kOffloadAttr))
+  // instead (braid-offload), and the optimizer can live there
+  // (braid-offload-optimizer; not beside ZeRO).
+  OffloadTargets offload;
+  if (auto text = module->getAttrOfType<StringAttr>(BraidDialect::kOffloadAttr))
+    if (absl::StatusOr<OffloadTargets> t = parseOffloadTargets(text.str());
+        t.ok())
+      offload = *t;
+  if (worst.savedActivations > 0 && offload.noActivations())
     hints.push_back("compile.offload: \"activations\" (the saved "
                     "activations, " + std::to_string(worst.savedActivations) +
                     " bytes at the start of the backward, wait in host "
                     "memory between their forward and backward, brought "
                     "back one layer ahead)");
+  if (worst.persistent > 0 && !offload.optimizer &&
+      !module->hasAttr(BraidDialect::kZeroStageAttr))
+    hints.push_back("compile.offload: \"optimizer\" (the Adam moments and "
+                    "fp32 masters live in host memory and AdamW runs there; "
+                    "the device keeps the gradients and the weights compute "
+                    "reads)");
   std::string s = "what would close it:";
   for (const std::string &h : hints)
     s += "\n  - " + h;

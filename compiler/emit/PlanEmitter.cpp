@@ -121,6 +121,7 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   plan::Tensor *t = newTensor(global.getSymName(), global.getType(),
                               global.getOffset(), tensorKind(global.getKind()));
   globalIds_[global.getSymName()] = t->id();
+  t->set_host(global.getHost());
   if (sched::ShardAttr shard = global.getShardAttr()) {
     if (shard.getDim() >= static_cast<unsigned>(t->shape_size()))
       return global.emitOpError()
@@ -574,6 +575,10 @@ FailureOr<plan::Plan> Emitter::run() {
     return failure();
   plan_.set_num_streams(maxStream_ + 1);
   plan_.set_num_events(static_cast<uint32_t>(maxEvent_ + 1));
+  if (auto host = module_->getAttrOfType<DenseI32ArrayAttr>(
+          sched::SchedDialect::kHostStreamsAttr))
+    for (int32_t stream : host.asArrayRef())
+      plan_.add_host_streams(static_cast<uint32_t>(stream));
   return plan_;
 }
 

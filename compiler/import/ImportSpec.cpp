@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include "compiler/spec/OffloadTargets.h"
 #include "compiler/spec/SpecPipeline.h"
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
@@ -385,8 +386,12 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
     module->setAttr(BraidDialect::kPipelineAttr,
                     b_.getDictionaryAttr(settings));
   }
+  // Buckets group gradients for the data-parallel reduction and
+  // parameters for optimizer offload's copies and host AdamW.
+  absl::StatusOr<OffloadTargets> offload =
+      parseOffloadTargets(spec_.compile().offload());
   if (parallel.data_parallel() > 1 || parallel.context_parallel() > 1 ||
-      parallel.zero_stage() > 0)
+      parallel.zero_stage() > 0 || (offload.ok() && offload->optimizer))
     module->setAttr(BraidDialect::kBucketMbAttr,
                     b_.getF64FloatAttr(parallel.bucket_mb()));
   if (parallel.zero_stage() > 0)

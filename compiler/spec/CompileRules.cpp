@@ -55,6 +55,16 @@ absl::Status checkOffload(const spec::ModelSpec &spec) {
       parseOffloadTargets(spec.compile().offload());
   if (!targets.ok())
     return targets.status();
+  // ZeRO keeps one data-parallel shard of each master and moment and
+  // gathers the weights after AdamW on the device; the host optimizer
+  // updates whole (or tensor-parallel) tensors.
+  if (targets->optimizer && spec.parallel().zero_stage() > 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer offload does not combine with parallel.zero_stage ",
+        spec.parallel().zero_stage(),
+        ": ZeRO shards the optimizer state over the data-parallel ranks on "
+        "the device, optimizer offload keeps it whole on the host; choose "
+        "one (zero_stage: 0 to offload)"));
   // "activations" names every layer there is; only numbers can miss.
   if (targets->layers.empty() && targets->stages.empty())
     return absl::OkStatus();

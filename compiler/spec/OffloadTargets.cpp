@@ -16,9 +16,10 @@ namespace braid {
 namespace {
 
 constexpr const char *kAccepted =
-    "write none, activations (every layer's), or activations: followed by "
-    "items separated by commas, each a layer N, a range of layers N-M "
-    "(N <= M) or a pipeline stage stage-S, e.g. activations:0-3,stage-1";
+    "write none, or optimizer, activations (every layer's) or activations: "
+    "followed by items separated by commas, each a layer N, a range of "
+    "layers N-M (N <= M) or a pipeline stage stage-S, and both separated by "
+    "a semicolon, e.g. activations:0-3,stage-1; optimizer";
 
 // User text as messages quote it: control bytes escaped (an error is one
 // line), long text cut.
@@ -146,6 +147,34 @@ std::string countOf(int64_t n, const char *what) {
                       n == 1 ? "0" : absl::StrCat("0-", n - 1), ")");
 }
 
+// One activations target, "activations" or "activations:<items>", into
+// `targets`.
+absl::Status parseActivations(absl::string_view term, size_t colon,
+                              OffloadTargets &targets) {
+  if (colon == absl::string_view::npos) {
+    targets.allLayers = true;
+    return absl::OkStatus();
+  }
+  const absl::string_view list = term.substr(colon + 1);
+  if (absl::StripAsciiWhitespace(list).empty())
+    return invalid(term,
+                   absl::StrCat("names nothing after the colon; ", kAccepted));
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (absl::string_view part : absl::StrSplit(list, ',')) {
+    const absl::string_view item = absl::StripAsciiWhitespace(part);
+    if (item.empty())
+      return invalid(term, absl::StrCat("has an empty item; ", kAccepted));
+    if (absl::Status s = parseItem(item, ranges, targets.stages); !s.ok())
+      return s;
+  }
+  targets.layers = expand(std::move(ranges));
+  std::sort(targets.stages.begin(), targets.stages.end());
+  targets.stages.erase(
+      std::unique(targets.stages.begin(), targets.stages.end()),
+      targets.stages.end());
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::StatusOr<OffloadTargets> parseOffloadTargets(std::string_view text) {
@@ -155,49 +184,50 @@ absl::StatusOr<OffloadTargets> parseOffloadTargets(std::string_view text) {
   OffloadTargets targets;
   if (whole.empty() || whole == "none")
     return targets;
-  const size_t colon = whole.find(':');
-  const absl::string_view kind =
-      absl::StripAsciiWhitespace(whole.substr(0, colon));
-  if (kind == "none")
-    return absl::InvalidArgumentError(
-        absl::StrCat(quoted(whole),
-                     ": none offloads nothing and takes no list; ", kAccepted));
-  // Weights, gradients and optimizer state stay on the device: name the
-  // one kind there is rather than let "weights" read as a typo.
-  if (kind == "optimizer")
-    return invalid(kind, absl::StrCat("is not available yet: the optimizer "
-                                      "state stays on the device; offload "
-                                      "activations, or shard the optimizer "
-                                      "state with zero_stage (data "
-                                      "parallel); ",
-                                      kAccepted));
-  if (kind != "activations")
-    return invalid(kind, absl::StrCat("is not an offload target kind: the "
-                                      "known kinds are none and activations "
-                                      "(what each transformer layer saves "
-                                      "for its backward); ",
-                                      kAccepted));
-  if (colon == absl::string_view::npos) {
-    targets.allLayers = true;
-    return targets;
-  }
-  const absl::string_view list = whole.substr(colon + 1);
-  if (absl::StripAsciiWhitespace(list).empty())
-    return invalid(whole,
-                   absl::StrCat("names nothing after the colon; ", kAccepted));
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  for (absl::string_view part : absl::StrSplit(list, ',')) {
-    const absl::string_view item = absl::StripAsciiWhitespace(part);
-    if (item.empty())
-      return invalid(whole, absl::StrCat("has an empty item; ", kAccepted));
-    if (absl::Status s = parseItem(item, ranges, targets.stages); !s.ok())
+  bool activations = false;
+  for (absl::string_view part : absl::StrSplit(whole, ';')) {
+    const absl::string_view term = absl::StripAsciiWhitespace(part);
+    if (term.empty())
+      return invalid(whole, absl::StrCat("has an empty target between "
+                                         "semicolons; ",
+                                         kAccepted));
+    const size_t colon = term.find(':');
+    const absl::string_view kind =
+        absl::StripAsciiWhitespace(term.substr(0, colon));
+    if (kind == "none")
+      return absl::InvalidArgumentError(absl::StrCat(
+          quoted(whole), ": none offloads nothing and takes no list nor "
+                         "other target; ",
+          kAccepted));
+    if (kind == "optimizer") {
+      if (colon != absl::string_view::npos)
+        return invalid(term, absl::StrCat("takes no list: the optimizer of "
+                                          "every parameter the rank holds "
+                                          "goes to the host; ",
+                                          kAccepted));
+      if (targets.optimizer)
+        return invalid(whole, absl::StrCat("names optimizer twice; ",
+                                           kAccepted));
+      targets.optimizer = true;
+      continue;
+    }
+    if (kind != "activations")
+      return invalid(kind, absl::StrCat("is not an offload target kind: the "
+                                        "known kinds are none, activations "
+                                        "(what each transformer layer saves "
+                                        "for its backward) and optimizer "
+                                        "(fp32 masters, Adam moments and "
+                                        "AdamW); ",
+                                        kAccepted));
+    if (activations)
+      return invalid(whole,
+                     absl::StrCat("names activations twice: list every layer "
+                                  "and stage after one activations:; ",
+                                  kAccepted));
+    activations = true;
+    if (absl::Status s = parseActivations(term, colon, targets); !s.ok())
       return s;
   }
-  targets.layers = expand(std::move(ranges));
-  std::sort(targets.stages.begin(), targets.stages.end());
-  targets.stages.erase(
-      std::unique(targets.stages.begin(), targets.stages.end()),
-      targets.stages.end());
   return targets;
 }
 

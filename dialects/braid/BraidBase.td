@@ -113,6 +113,12 @@ def Braid_Dialect : Dialect {
     // activations), for the memory report.
     static constexpr ::llvm::StringLiteral kOffloadReportAttr =
         "braid.offload_report";
+    // On the module: what braid-offload-optimizer did on each pipeline
+    // rank, one dictionary per rank (the bytes it copies to the host and
+    // back per step and, where it planned the rank without it too, that
+    // plan's arena), for the memory report.
+    static constexpr ::llvm::StringLiteral kOptimizerOffloadReportAttr =
+        "braid.optimizer_offload_report";
     // On the module: what braid-recompute did on each pipeline rank, one
     // dictionary per rank (policy, recompute FLOPs per micro-batch, and
     // the arena with and without it where it planned both), for the

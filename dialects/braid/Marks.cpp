@@ -22,6 +22,10 @@ bool isBackwardPhase(Operation *op) {
   return phase == Phase::InputGrad || phase == Phase::WeightGrad;
 }
 
+bool isOptimizerPhase(Operation *op) {
+  return phaseMark(op) == Phase::Optimizer;
+}
+
 void setLayerMark(Operation *op, LayerAttr layer) {
   op->setAttr(BraidDialect::kLayerMark, layer);
 }

@@ -24,6 +24,8 @@ std::optional<Phase> phaseMark(mlir::Operation *op);
 // Whether `op` is marked input_grad or weight_grad (recomputed forward ops
 // are input_grad ones).
 bool isBackwardPhase(mlir::Operation *op);
+// Whether `op` is marked optimizer.
+bool isOptimizerPhase(mlir::Operation *op);
 
 void setLayerMark(mlir::Operation *op, LayerAttr layer);
 void setPhaseMark(mlir::Operation *op, Phase phase);

@@ -28,6 +28,14 @@ def Sched_Dialect : Dialect {
     `sched.program @step step { ... }`.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    // On a rank's module: the streams whose launches run on the host CPU
+    // over host buffers (optimizer offload's AdamW), an array of i32.
+    static constexpr ::llvm::StringLiteral kHostStreamsAttr =
+        "sched.host_streams";
+    // Whether `stream` is one of the host streams of `op`'s module.
+    static bool isHostStream(::mlir::Operation *op, uint32_t stream);
+  }];
 }
 
 class Sched_Op<string mnemonic, list<Trait> traits = []>

@@ -2,7 +2,9 @@
 #include "dialects/sched/SchedDialect.h"
 
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "dialects/ParameterInit.h"
 
 #include "dialects/sched/SchedOps.h"
@@ -24,6 +26,15 @@ void SchedDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "dialects/sched/SchedAttrs.cpp.inc"
       >();
+}
+
+bool SchedDialect::isHostStream(Operation *op, uint32_t stream) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto streams =
+      module ? module->getAttrOfType<DenseI32ArrayAttr>(kHostStreamsAttr)
+             : DenseI32ArrayAttr();
+  return streams &&
+         llvm::is_contained(streams.asArrayRef(), static_cast<int32_t>(stream));
 }
 
 // The std is what makes a normal initialisation; the other two have none.

@@ -76,6 +76,10 @@ LogicalResult GlobalOp::verify() {
       !isa<FloatType>(getType().getElementType()))
     return emitOpError("weight_copy must hold f32 or bf16 values, not ")
            << getType().getElementType();
+  if (getHost() && !isParameter && kind != GlobalKind::OptimizerState)
+    return emitOpError() << a
+                         << " stays on the device; only parameters and "
+                            "optimizer states live on the host";
   // I64Attr reads back as uint64_t: compare the signed value.
   if (auto offset = getOffset(); offset && static_cast<int64_t>(*offset) < 0)
     return emitOpError("offset must be non-negative");
@@ -101,10 +105,13 @@ LogicalResult AllocOp::verify() {
   if (getHost()) {
     for (Operation *user : getResult().getUsers()) {
       auto launch = dyn_cast<LaunchOp>(user);
-      if (!launch || launch.getKernel() != "copy")
+      if (!launch || (launch.getKernel() != "copy" &&
+                      !SchedDialect::isHostStream(launch, launch.getStream())))
         return emitOpError("is a host buffer, which only 'copy' launches "
-                           "may read or write; used by ")
-               << user->getName();
+                           "and launches on a host stream "
+                           "(sched.host_streams) may read or write; used by ")
+               << user->getName()
+               << (launch ? " \"" + launch.getKernel().str() + "\"" : "");
     }
   }
   return success();

@@ -21,9 +21,14 @@ def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
     - an input, its role: tokens, labels or positions; a scalar, its role:
       loss, loss_sum, grad_norm or step_skipped.
 
-    A weight copy is the reduced-precision value of a parameter that the
-    micro-batch reads: the `init` program writes it once from the fp32
-    master and the `step` program after every AdamW step.
+    A weight copy is the value of a parameter that the micro-batch reads
+    (bf16 in BF16 plans; f32 when the master lives on the host): the
+    `init` program writes it once from the fp32 master and the `step`
+    program after every AdamW step.
+
+    A `host` parameter or optimizer state lives in the rank's host arena
+    (optimizer offload): only launches on the module's host streams
+    (`sched.host_streams`) and `copy` launches use it.
 
     ```mlir
     sched.global @w parameter : memref<192x64xf32>
@@ -35,6 +40,7 @@ def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
     sched.global @w.bf16 weight_copy of @w : memref<192x64xbf16>
     sched.global @tokens input role tokens : memref<8x64xi32> offset(4096)
     sched.global @loss scalar role loss : memref<f32>
+    sched.global @w.exp_avg optimizer_state host of @w : memref<192x64xf32>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Sched_GlobalKindAttr:$kind,
@@ -43,9 +49,10 @@ def Sched_GlobalOp : Sched_Op<"global", [Symbol]> {
                        TypeAttrOf<Sched_Buffer>:$type,
                        OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<Sched_ParamInfoAttr>:$info,
-                       OptionalAttr<Sched_ShardAttr>:$shard);
+                       OptionalAttr<Sched_ShardAttr>:$shard,
+                       UnitAttr:$host);
   let assemblyFormat = [{
-    $sym_name custom<Keyword>($kind) (`of` $of^)?
+    $sym_name custom<Keyword>($kind) (`host` $host^)? (`of` $of^)?
     (`role` custom<Keyword>($role)^)? `:` $type
     (`offset` `(` $offset^ `)`)? (`shard` $shard^)? (`info` $info^)?
     attr-dict
@@ -106,8 +113,9 @@ def Sched_AllocOp : Sched_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
     `braid-plan-memory` sets `offset`; buffers whose lifetimes do not
     overlap may share bytes. A `host` buffer lives in the rank's host
     arena (pinned host memory on a GPU), which the planner lays out apart
-    from the device arena: only `copy` launches read or write it
-    (braid-offload's copies of saved activations).
+    from the device arena: only `copy` launches (braid-offload's copies of
+    saved activations, optimizer offload's of gradients and weights) and
+    launches on the module's host streams read or write it.
 
     ```mlir
     %x = sched.alloc offset(4096) : memref<8x64x64xf32>

@@ -162,8 +162,8 @@ absl::Status checkView(const plan::Plan &plan, uint32_t id) {
 // A host tensor (plan.proto Tensor.host) lives in the host arena: an
 // offloaded ACTIVATION (which `copy` launches move to and from the device),
 // or a PARAMETER or OPTIMIZER_STATE of optimizer offload (which launches on
-// host streams update); it owns its bytes whole, never a view nor a shard,
-// at an aligned offset within plan.memory.host_bytes. The offset is
+// host streams update, possibly a tensor-parallel shard); it owns its bytes
+// whole, never a view, at an aligned offset within plan.memory.host_bytes. The offset is
 // already checked for alignment.
 absl::Status checkHostTensor(const plan::Plan &plan, uint32_t id) {
   const plan::Tensor &t = plan.tensors(id);
@@ -182,10 +182,10 @@ absl::Status checkHostTensor(const plan::Plan &plan, uint32_t id) {
         ref, " is on the host (host is set) but is a view of ",
         tensorRef(plan, t.view_of() - 1),
         ": a host tensor owns its bytes; views are of device tensors only"));
-  if (t.has_shard())
+  if (t.has_shard() && t.kind() == plan::ACTIVATION)
     return refuse(absl::StrCat(
-        ref, " is on the host (host is set) but has a shard: host tensors "
-             "are never shards"));
+        ref, " is on the host (host is set) but has a shard: host "
+             "activations are never shards"));
   if (t.size_bytes() > host || t.offset() > host - t.size_bytes())
     return refuse(absl::StrCat(ref, ": offset ", t.offset(), " + size_bytes ",
                                t.size_bytes(),

@@ -10,8 +10,10 @@
 # a budget") under a budget halfway between none's arena and full's.
 # "offload" offloads every layer's saved activations (braidc
 # --offload=activations; docs/memory.md "Activation offload") without
-# recompute, and "P+offload" with recompute P; their rows add the host
-# arena.
+# recompute, and "P+offload" with recompute P; "optimizer" keeps the
+# masters and moments on the host with AdamW there (--offload=optimizer;
+# docs/memory.md "Optimizer offload"), and "+optimizer" adds it to a row.
+# Offloading rows add the host arena.
 #
 #   test/bench/run_recompute_bench.sh [--steps N] [--rounds R]
 #                                     [--threads T] [--fusion LIST]
@@ -26,7 +28,7 @@ steps=12
 rounds=3
 threads=2
 fusion=all
-policies="none selective norm activation norm,activation block-4 uniform-2 full auto offload selective+offload full+offload"
+policies="none selective norm activation norm,activation block-4 uniform-2 full auto offload selective+offload full+offload optimizer full+offload+optimizer"
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -59,10 +61,17 @@ arena() { grep -o '^  arena *[0-9]*' "$out/$1.report" | grep -o '[0-9]*$'; }
 for p in $policies; do
   n=$(name "$p")
   budget=()
-  recompute="${p%+offload}"
-  offload=none
-  if [ "$p" = offload ]; then recompute=none; offload=activations; fi
-  [ "$recompute" != "$p" ] && offload=activations
+  # P, P+offload, P+optimizer, P+offload+optimizer; P may be left out.
+  recompute=none
+  targets=()
+  for part in $(echo "$p" | tr '+' ' '); do
+    case "$part" in
+      offload) targets+=(activations) ;;
+      optimizer) targets+=(optimizer) ;;
+      *) recompute="$part" ;;
+    esac
+  done
+  offload=$(IFS=';'; echo "${targets[*]:-none}")
   if [ "$p" = auto ]; then
     gib=$(python3 -c "import sys; print((int(sys.argv[1]) + int(sys.argv[2])) / 2 / 2**30)" "$(arena none)" "$(arena full)")
     budget=(--memory-budget-gb="$gib")

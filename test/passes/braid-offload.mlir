@@ -93,7 +93,7 @@
 
 // NOLAYER: braid-offload: layer 3 does not exist: the model has 3 layers (0-2)
 // NOSTAGE: braid-offload: stage 1 does not exist: the layout has 1 pipeline stage (0)
-// KIND: braid-offload: 'weights' is not an offload target kind: the known kinds are none and activations
+// KIND: braid-offload: 'weights' is not an offload target kind: the known kinds are none, activations
 
 module attributes {braid.model = #braid.model<family = llama, vocab_size = 16, hidden_size = 8, num_layers = 3, num_heads = 1, num_kv_heads = 1, ffn_hidden_size = 8, num_parameters = 200, flops_per_token = 1.200000e+03, activation = swiglu, norm_eps = 9.9999997473787516E-6, rope_theta = 1.000000e+04, max_position_embeddings = 4, head_dim = 8, tie_embeddings = false, linear_bias = false, hidden_dropout = 0.000000e+00, attention_dropout = 0.000000e+00>} {
 sched.global @w parameter : memref<16xf32> info <name = "w", init = ones, grad = @w.grad, exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq>

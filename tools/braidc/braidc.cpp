@@ -109,10 +109,12 @@ static cl::opt<double> memoryBudget(
     cl::value_desc("GiB"), cl::cat(braidcOptions));
 static cl::opt<std::string> offload(
     "offload",
-    cl::desc("Saved activations kept in host memory between forward and "
-             "backward: none, activations (every layer's), or activations: "
+    cl::desc("What lives in host memory: none, optimizer (fp32 masters, "
+             "Adam moments and AdamW), activations (every layer's saved "
+             "activations between forward and backward), or activations: "
              "with layers N, ranges N-M and pipeline stages stage-S "
-             "separated by commas (docs/memory.md); overrides the spec's "
+             "separated by commas, or an activations target and optimizer "
+             "separated by ';' (docs/memory.md); overrides the spec's "
              "compile.offload, whose default is none"),
     cl::value_desc("targets"), cl::cat(braidcOptions));
 static cl::opt<std::string>

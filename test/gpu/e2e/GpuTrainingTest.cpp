@@ -248,6 +248,39 @@ TEST(GpuTraining, ActivationOffloadTrainsAsWithout) {
   EXPECT_GT(run.stats.graphReplays, 0);
 }
 
+// Optimizer offload: masters and moments in the pinned host arena, AdamW
+// on the CPU as host functions on the host stream (captured into the
+// graph), the gradients out and the bf16 weights back on the copy streams.
+// The host's AdamW and the GPU's round differently (no fused multiply-add
+// on one of them), so the losses follow the GPU's closely, not bit for bit;
+// both arenas' high-water marks are the plan's.
+TEST(GpuTraining, OptimizerOffloadTrainsAsWithout) {
+  SKIP_WITHOUT_A_USABLE_GPU();
+  TrainedRun plain = train("llama-tiny-bf16", Device::kCUDA, true);
+  std::unique_ptr<Trainer> offloaded =
+      makeTrainer("llama-tiny-bf16", Device::kCUDA, true,
+                  compile("llama-tiny-bf16", "--offload=optimizer",
+                          "-optimizer-offload"));
+  ASSERT_NE(offloaded, nullptr);
+  const plan::MemoryReport &memory = offloaded->plan().proto.memory();
+  ASSERT_GT(memory.host_bytes(), 0u);
+  EXPECT_EQ(memory.optimizer_bytes(), 0u);
+  TrainedRun run;
+  trainSteps(*offloaded, kSteps, run);
+  ASSERT_EQ(plain.losses.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(run.losses.size(), static_cast<size_t>(kSteps));
+  for (int i = 0; i < kSteps; ++i) {
+    std::printf("step %2d  device adamw %.6f  host adamw %.6f\n", i + 1,
+                plain.losses[i], run.losses[i]);
+    EXPECT_NEAR(run.losses[i], plain.losses[i], 1e-3 * plain.losses[0])
+        << "step " << i + 1;
+  }
+  EXPECT_EQ(run.losses[0], plain.losses[0]);
+  EXPECT_EQ(run.stats.arenaHighWater, memory.arena_bytes());
+  EXPECT_EQ(run.stats.hostArenaHighWater, memory.host_bytes());
+  EXPECT_GT(run.stats.graphReplays, 0);
+}
+
 // Checkpoints go through the device: masters and moments copied out and in,
 // gradients zeroed, and "init" run again (captured this time) for the bf16
 // weight copies.

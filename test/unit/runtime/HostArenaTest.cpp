@@ -136,7 +136,7 @@ TEST(HostArena, RefusesAHostTensorThatIsAView) {
                                 ref(p, idOf(p, "x"))));
 }
 
-TEST(HostArena, RefusesAHostTensorWithAShard) {
+TEST(HostArena, RefusesAHostActivationWithAShard) {
   plan::Plan p = offloadPlan();
   const uint32_t h0 = idOf(p, "h0");
   plan::Shard *shard = p.mutable_tensors(h0)->mutable_shard();

@@ -8,9 +8,10 @@ namespace braid::test {
 namespace {
 
 constexpr const char *kAccepted =
-    "write none, activations (every layer's), or activations: followed by "
-    "items separated by commas, each a layer N, a range of layers N-M "
-    "(N <= M) or a pipeline stage stage-S, e.g. activations:0-3,stage-1";
+    "write none, or optimizer, activations (every layer's) or activations: "
+    "followed by items separated by commas, each a layer N, a range of "
+    "layers N-M (N <= M) or a pipeline stage stage-S, and both separated by "
+    "a semicolon, e.g. activations:0-3,stage-1; optimizer";
 
 // The message parseOffloadTargets refuses `text` with; "(parsed)" when it
 // parses, so that a missing error shows up as a readable mismatch.
@@ -91,22 +92,64 @@ TEST(OffloadTargets, LargestNumbers) {
 // Kinds other than activations name the kinds there are.
 TEST(OffloadTargets, RefusesUnknownKinds) {
   const std::string unknown =
-      std::string("is not an offload target kind: the known kinds are none and "
+      std::string("is not an offload target kind: the known kinds are none, "
                   "activations (what each transformer layer saves for its "
-                  "backward); ") +
+                  "backward) and optimizer (fp32 masters, Adam moments and "
+                  "AdamW); ") +
       kAccepted;
   EXPECT_EQ(refusalOf("weights"), "'weights' " + unknown);
-  // Optimizer offload is named as not there yet, with what to do instead.
+  EXPECT_EQ(refusalOf("activations; weights"), "'weights' " + unknown);
+  // The optimizer is offloaded whole.
   EXPECT_EQ(refusalOf(" optimizer:0-3"),
-            std::string("'optimizer' is not available yet: the optimizer "
-                        "state stays on the device; offload activations, or "
-                        "shard the optimizer state with zero_stage (data "
-                        "parallel); ") +
+            std::string("'optimizer:0-3' takes no list: the optimizer of "
+                        "every parameter the rank holds goes to the host; ") +
                 kAccepted);
   EXPECT_EQ(refusalOf("activation"), "'activation' " + unknown);
   EXPECT_EQ(refusalOf("activations 0"), "'activations 0' " + unknown);
   EXPECT_EQ(refusalOf("none:1"),
-            std::string("'none:1': none offloads nothing and takes no list; ") +
+            std::string("'none:1': none offloads nothing and takes no list "
+                        "nor other target; ") +
+                kAccepted);
+  EXPECT_EQ(refusalOf("none; optimizer"),
+            std::string("'none; optimizer': none offloads nothing and takes "
+                        "no list nor other target; ") +
+                kAccepted);
+}
+
+// Optimizer offload alone or beside activations, in either order.
+TEST(OffloadTargets, ParsesTheOptimizer) {
+  absl::StatusOr<OffloadTargets> alone = parseOffloadTargets(" optimizer ");
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_TRUE(alone->optimizer);
+  EXPECT_TRUE(alone->noActivations());
+  EXPECT_FALSE(alone->empty());
+  for (const char *text :
+       {"activations:1-2,stage-0; optimizer", "optimizer;activations:2,1,stage-0"}) {
+    absl::StatusOr<OffloadTargets> both = parseOffloadTargets(text);
+    ASSERT_TRUE(both.ok()) << text << ": " << both.status();
+    EXPECT_TRUE(both->optimizer) << text;
+    EXPECT_EQ(both->layers, Numbers({1, 2})) << text;
+    EXPECT_EQ(both->stages, Numbers({0})) << text;
+  }
+  absl::StatusOr<OffloadTargets> every =
+      parseOffloadTargets("activations ; optimizer");
+  ASSERT_TRUE(every.ok()) << every.status();
+  EXPECT_TRUE(every->allLayers && every->optimizer);
+  EXPECT_FALSE(parseOffloadTargets("activations")->optimizer);
+}
+
+TEST(OffloadTargets, RefusesATargetTwiceOrAnEmptyOne) {
+  EXPECT_EQ(refusalOf("optimizer; optimizer"),
+            std::string("'optimizer; optimizer' names optimizer twice; ") +
+                kAccepted);
+  EXPECT_EQ(refusalOf("activations:0; activations:1"),
+            std::string("'activations:0; activations:1' names activations "
+                        "twice: list every layer and stage after one "
+                        "activations:; ") +
+                kAccepted);
+  EXPECT_EQ(refusalOf("optimizer;"),
+            std::string("'optimizer;' has an empty target between "
+                        "semicolons; ") +
                 kAccepted);
 }
 
@@ -227,13 +270,15 @@ std::string withOffload4Layers(std::string_view targets,
 TEST(CompileRules, OffloadSyntax) {
   for (const char *ok :
        {"", "none", "activations", "activations:0-1", " activations: 1, 0 ",
-        "activations:stage-0", "activations:0,stage-0"})
+        "activations:stage-0", "activations:0,stage-0", "optimizer",
+        "activations:0; optimizer"})
     EXPECT_EQ(errorOf(withOffload(ok)), "(loaded)") << ok;
   EXPECT_EQ(errorOf(withOffload("weights")),
             std::string("t.pbtxt:20:11: compile.offload: 'weights' is not an "
-                        "offload target kind: the known kinds are none and "
+                        "offload target kind: the known kinds are none, "
                         "activations (what each transformer layer saves for "
-                        "its backward); ") +
+                        "its backward) and optimizer (fp32 masters, Adam "
+                        "moments and AdamW); ") +
                 kAccepted);
   EXPECT_EQ(errorOf(std::string(kLlama) +
                     "compile {\n  offload: \"activations:1,,0\"\n}\n"),
