@@ -10,6 +10,7 @@
 #include "mlir/IR/Diagnostics.h"
 
 #include "dialects/braid/BraidDialect.h"
+#include "passes/Passes.h"
 
 using namespace mlir;
 
@@ -174,6 +175,18 @@ planCopy(ModuleOp copy, PassManager &pm, std::string &error) {
     ranks[index] = *figures;
   }
   return ranks;
+}
+
+FailureOr<std::vector<MemoryFigures>> planAsItIs(ModuleOp top,
+                                                 StringRef pass) {
+  OwningOpRef<ModuleOp> copy(top.clone());
+  PassManager pm(top.getContext(), ModuleOp::getOperationName());
+  pm.addPass(createPlanMemoryPass());
+  std::string error;
+  FailureOr<std::vector<MemoryFigures>> planned = planCopy(*copy, pm, error);
+  if (failed(planned))
+    top.emitError() << pass << ": " << error;
+  return planned;
 }
 
 } // namespace braid

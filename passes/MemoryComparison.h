@@ -62,6 +62,12 @@ mlir::FailureOr<MemoryFigures> readMemoryFigures(mlir::ModuleOp module);
 mlir::FailureOr<std::vector<MemoryFigures>>
 planCopy(mlir::ModuleOp copy, mlir::PassManager &pm, std::string &error);
 
+// `top` planned as it is now (a copy of it, through braid-plan-memory
+// alone): what a rewriting pass's memory report compares its plan with.
+// Fails with an error on `top`, prefixed `pass: `, if planning fails.
+mlir::FailureOr<std::vector<MemoryFigures>>
+planAsItIs(mlir::ModuleOp top, llvm::StringRef pass);
+
 // Prints the activation peak, the bytes saved for backward, the arena and
 // each layer's forward, saved and backward bytes (runs of equal layers on
 // one line) as

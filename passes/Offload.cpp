@@ -33,7 +33,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -448,16 +447,10 @@ struct OffloadPass : impl::OffloadPassBase<OffloadPass> {
     // What the arena would be without: for the memory report's saving.
     std::vector<MemoryFigures> without;
     if (compare) {
-      OwningOpRef<ModuleOp> copy(top.clone());
-      PassManager pm(top.getContext(), ModuleOp::getOperationName());
-      pm.addPass(createPlanMemoryPass());
-      std::string error;
       FailureOr<std::vector<MemoryFigures>> planned =
-          planCopy(*copy, pm, error);
-      if (failed(planned)) {
-        top.emitError("braid-offload: ") << error;
+          planAsItIs(top, "braid-offload");
+      if (failed(planned))
         return signalPassFailure();
-      }
       without = std::move(*planned);
     }
     SmallVector<ModuleOp> ranks(top.getOps<ModuleOp>());

@@ -33,7 +33,6 @@
 #include <map>
 
 #include "mlir/IR/Builders.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -446,16 +445,10 @@ struct OptimizerOffloadPass
     const int64_t bucketBytes = static_cast<int64_t>(mb * 1024 * 1024);
     std::vector<MemoryFigures> without;
     if (compare) {
-      OwningOpRef<ModuleOp> copy(top.clone());
-      PassManager pm(top.getContext(), ModuleOp::getOperationName());
-      pm.addPass(createPlanMemoryPass());
-      std::string error;
       FailureOr<std::vector<MemoryFigures>> planned =
-          planCopy(*copy, pm, error);
-      if (failed(planned)) {
-        top.emitError("braid-offload-optimizer: ") << error;
+          planAsItIs(top, "braid-offload-optimizer");
+      if (failed(planned))
         return signalPassFailure();
-      }
       without = std::move(*planned);
     }
     SmallVector<ModuleOp> ranks(top.getOps<ModuleOp>());
