@@ -23,6 +23,18 @@ void fillArchitecture(spec::Architecture &model) {
     model.set_attention_mask(spec::CAUSAL);
   if (model.mutable_init()->std() == 0)
     model.mutable_init()->set_std(D::kInitStd);
+  if (model.has_moe()) {
+    // Widths are copied only when usable, so a bad one is reported once.
+    spec::Moe &moe = *model.mutable_moe();
+    if (moe.score() == spec::SCORE_UNSPECIFIED)
+      moe.set_score(spec::SOFTMAX);
+    if (moe.routed_scaling_factor() == 0)
+      moe.set_routed_scaling_factor(1);
+    if (moe.expert_ffn_hidden_size() == 0 && model.ffn_hidden_size() > 0)
+      moe.set_expert_ffn_hidden_size(model.ffn_hidden_size());
+    if (moe.shared_ffn_hidden_size() == 0 && moe.expert_ffn_hidden_size() > 0)
+      moe.set_shared_ffn_hidden_size(moe.expert_ffn_hidden_size());
+  }
 }
 
 void fillParallel(spec::ParallelLayout &parallel) {
@@ -34,6 +46,8 @@ void fillParallel(spec::ParallelLayout &parallel) {
     parallel.set_data_parallel(1);
   if (parallel.context_parallel() == 0)
     parallel.set_context_parallel(1);
+  if (parallel.expert_parallel() == 0)
+    parallel.set_expert_parallel(1);
   if (parallel.cp_comm_type() == spec::CP_COMM_UNSPECIFIED)
     parallel.set_cp_comm_type(spec::P2P);
   if (parallel.comm_chunks() == 0)

@@ -340,6 +340,8 @@ void validateSpec(const spec::ModelSpec &spec, RuleSink &sink) {
     checkContextParallel(spec, counting);
   if (spec.has_train())
     checkDataParallelBatch(spec, counting);
+  if (spec.has_model() && spec.has_train())
+    validateMoe(spec, counting);
   // The pipeline's rules need every count they divide to be valid.
   if (counting.count() == 0)
     checkPipeline(spec, counting);

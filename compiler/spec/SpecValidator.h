@@ -26,6 +26,9 @@ void validateArchitecture(const spec::Architecture &model, RuleSink &sink);
 // precision.
 void validateTraining(const spec::Training &train, RuleSink &sink);
 
+// model.moe and parallel.expert_parallel (MoeRules.cpp).
+void validateMoe(const spec::ModelSpec &spec, RuleSink &sink);
+
 // CompileRules.cpp: the `compile` settings (the fusion list, the recompute
 // policy, the memory budget, the offload targets' syntax).
 void validateCompile(const spec::Compile &compile, RuleSink &sink);

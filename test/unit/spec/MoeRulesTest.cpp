@@ -1,0 +1,171 @@
+// model.moe and parallel.expert_parallel (docs/moe.md): the defaults a
+// loaded spec gets, and every rule's refusal with what to change.
+#include <string>
+
+#include <gmock/gmock.h>
+
+#include "absl/strings/str_cat.h"
+
+#include "test/unit/spec/SpecTestSupport.h"
+
+namespace braid::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// kLlama with `moe { <fields> }` as the model's last line (line 13) and
+// `parallel { <parallel> }` when given.
+std::string withMoe(std::string_view fields, std::string_view parallel = "") {
+  std::string text =
+      edit(kLlama, "  naming: HF_LLAMA\n}",
+           "  naming: HF_LLAMA\n  moe { " + std::string(fields) + " }\n}");
+  if (!parallel.empty())
+    text += "parallel { " + std::string(parallel) + " }\n";
+  return text;
+}
+
+spec::ModelSpec loaded(std::string_view text) {
+  absl::StatusOr<spec::ModelSpec> spec = loadSpecText(text, "t.pbtxt");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : spec::ModelSpec();
+}
+
+TEST(MoeRules, AMixtralAndADeepSeekStyleBlockLoad) {
+  EXPECT_EQ(errorOf(withMoe("num_experts: 8 top_k: 2 normalize_top_k: true")),
+            "(loaded)");
+  EXPECT_EQ(errorOf(withMoe(
+                "num_experts: 16 top_k: 4 score: SIGMOID normalize_top_k: "
+                "true routed_scaling_factor: 2.5 expert_bias: true "
+                "expert_bias_update_rate: 0.001 num_shared_experts: 1 "
+                "first_k_dense: 1 expert_ffn_hidden_size: 64 aux_loss_coeff: "
+                "0.001",
+                "data_parallel: 4 expert_parallel: 4")),
+            "(loaded)");
+  EXPECT_EQ(errorOf(withMoe("num_experts: 4 top_k: 1 capacity_factor: 1.25")),
+            "(loaded)");
+}
+
+TEST(MoeRules, Defaults) {
+  spec::ModelSpec s = loaded(withMoe("num_experts: 8 top_k: 2"));
+  const spec::Moe &m = s.model().moe();
+  EXPECT_EQ(m.score(), spec::SOFTMAX);
+  EXPECT_EQ(m.routed_scaling_factor(), 1.0);
+  EXPECT_EQ(m.expert_ffn_hidden_size(), 172);
+  EXPECT_EQ(m.shared_ffn_hidden_size(), 172);
+  EXPECT_EQ(s.parallel().expert_parallel(), 1);
+  spec::ModelSpec w =
+      loaded(withMoe("num_experts: 8 top_k: 2 expert_ffn_hidden_size: 32"));
+  EXPECT_EQ(w.model().moe().shared_ffn_hidden_size(), 32);
+}
+
+TEST(MoeRules, RefusesTopKAboveTheExperts) {
+  EXPECT_EQ(errorOf(withMoe("num_experts: 8 top_k: 9")),
+            "t.pbtxt:13:24: model.moe.top_k: 9 is above num_experts 8: a "
+            "token goes to each expert at most once; set 1 to 8");
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 0")),
+              HasSubstr("model.moe.top_k: 0 is not a number of experts per "
+                        "token; set 1 to 8"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8")),
+              HasSubstr("model.moe.top_k: missing; set how many experts each "
+                        "token goes to, e.g. top_k: 2"));
+}
+
+TEST(MoeRules, RefusesTooFewOrTooManyExperts) {
+  EXPECT_THAT(errorOf(withMoe("top_k: 1")),
+              HasSubstr("model.moe.num_experts: missing; set the number of "
+                        "routed experts, e.g. num_experts: 8"));
+  for (const char *n : {"1", "-4", "65537"})
+    EXPECT_THAT(errorOf(withMoe(absl::StrCat("num_experts: ", n, " top_k: 1"))),
+                HasSubstr(absl::StrCat("model.moe.num_experts: ", n,
+                                       " is not a number of routed experts; "
+                                       "a mixture has 2 to 65536")))
+        << n;
+}
+
+// Expert parallel splits the experts evenly, within data parallel.
+TEST(MoeRules, RefusesExpertsNotDivisibleByExpertParallel) {
+  EXPECT_THAT(errorOf(withMoe("num_experts: 6 top_k: 2",
+                              "data_parallel: 4 expert_parallel: 4")),
+              HasSubstr("parallel.expert_parallel: 4 ranks do not divide "
+                        "num_experts 6: each expert-parallel rank holds an "
+                        "equal share; set a divisor of 6"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
+                              "data_parallel: 2 expert_parallel: 4")),
+              HasSubstr("parallel.expert_parallel: 4 does not divide "
+                        "data_parallel 2: expert-parallel groups are made of "
+                        "data-parallel ranks; set a divisor of 2 that "
+                        "divides num_experts 8"));
+  EXPECT_THAT(errorOf(std::string(kLlama) +
+                      "parallel { data_parallel: 2 expert_parallel: 2 }\n"),
+              HasSubstr("parallel.expert_parallel: 2 expert-parallel ranks, "
+                        "but the model has no experts; add model.moe { ... } "
+                        "or set expert_parallel: 1"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
+                              "expert_parallel: -1")),
+              HasSubstr("parallel.expert_parallel: -1 is not a number of "
+                        "ranks; set 1 to 65536 expert-parallel ranks"));
+}
+
+// kLlama's micro-batch is 2 x 16 = 32 tokens: 64 experts, top_k 1 and a
+// factor of 1 give each expert 0.5 slots.
+TEST(MoeRules, RefusesACapacityBelowOneToken) {
+  EXPECT_THAT(errorOf(withMoe("num_experts: 64 top_k: 1 capacity_factor: 1")),
+              HasSubstr("model.moe.capacity_factor: 1 gives each expert no "
+                        "room for one token: 1 x 32 tokens of a micro-batch "
+                        "x top_k 1 / 64 experts = 0.5; set capacity_factor "
+                        "to at least 2, or 0 for dropless"));
+  EXPECT_EQ(errorOf(withMoe("num_experts: 64 top_k: 1 capacity_factor: 2")),
+            "(loaded)");
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 capacity_factor: -1")),
+              HasSubstr("model.moe.capacity_factor:"));
+  EXPECT_THAT(errorOf(withMoe(
+                  "num_experts: 8 top_k: 2 capacity_factor: 1 "
+                  "dropless_bound: 2")),
+              HasSubstr("model.moe.dropless_bound: bounds the tokens of "
+                        "dropless experts, but capacity_factor is set"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 dropless_bound: 0.5")),
+              HasSubstr("model.moe.dropless_bound: 0.5 is below the mean "
+                        "load; set 1 or more, or 0 for the worst case"));
+}
+
+TEST(MoeRules, RefusesWhatTheLayersCannotBe) {
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 first_k_dense: 2")),
+              HasSubstr("model.moe.first_k_dense: 2 dense layers of 2 leave "
+                        "no layer to the experts; set 0 to 1, or remove moe "
+                        "{ ... } for a dense model"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 first_k_dense: -1")),
+              HasSubstr("model.moe.first_k_dense: -1 is not a number of "
+                        "layers; set 0 or more"));
+  EXPECT_THAT(
+      errorOf(edit(withMoe("num_experts: 8 top_k: 2"), "activation: SWIGLU",
+                   "activation: GELU")),
+      HasSubstr("model.activation: experts are SwiGLU FFNs: a model with moe "
+                "{ ... } needs activation: SWIGLU"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 num_shared_experts: 65")),
+              HasSubstr("model.moe.num_shared_experts: 65 is not a number of "
+                        "shared experts; set 0 to 64"));
+  EXPECT_THAT(
+      errorOf(withMoe("num_experts: 8 top_k: 2 expert_ffn_hidden_size: -3")),
+      HasSubstr("model.moe.expert_ffn_hidden_size: -3 is not an inner width; "
+                "set 1 to 16777216, or 0 for ffn_hidden_size"));
+}
+
+TEST(MoeRules, RefusesBadBalancingSettings) {
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 aux_loss_coeff: -0.1")),
+              HasSubstr("model.moe.aux_loss_coeff:"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 z_loss_coeff: nan")),
+              HasSubstr("model.moe.z_loss_coeff:"));
+  EXPECT_THAT(errorOf(withMoe(
+                  "num_experts: 8 top_k: 2 expert_bias_update_rate: 0.01")),
+              HasSubstr("model.moe.expert_bias_update_rate: moves the expert "
+                        "bias, which is off; set expert_bias: true, or leave "
+                        "the rate out"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 score: 7")),
+              HasSubstr("model.moe.score:"));
+  EXPECT_THAT(
+      errorOf(withMoe("num_experts: 8 top_k: 2 routed_scaling_factor: -1")),
+      HasSubstr("model.moe.routed_scaling_factor:"));
+}
+
+} // namespace
+} // namespace braid::test
