@@ -28,5 +28,7 @@ absl::Span<const NamedCheck> partsChecks();
 absl::Span<const NamedCheck> fusedElementwiseChecks();
 absl::Span<const NamedCheck> fusedAttentionChecks();
 absl::Span<const NamedCheck> fusedLossChecks();
+// Mixture of experts: moe_route, moe_route_grad.
+absl::Span<const NamedCheck> moeChecks();
 
 } // namespace braid::checks

@@ -12,7 +12,7 @@ KernelCheckFn kernelCheck(std::string_view name) {
                       attentionChecks, repeatKvChecks, ropeChecks,
                       elementwiseChecks, crossEntropyChecks, optimizerChecks,
                       partsChecks, fusedElementwiseChecks,
-                      fusedAttentionChecks, fusedLossChecks})
+                      fusedAttentionChecks, fusedLossChecks, moeChecks})
     for (const NamedCheck &c : family())
       if (c.name == name)
         return c.check;

@@ -12,11 +12,7 @@
 // The stream functions and the dropout key also compile for CUDA devices,
 // so that GPU dropout masks are the CPU's, bit for bit. Initialisation and
 // shuffling run on the host only.
-#if defined(__CUDACC__)
-#define BRAID_HOST_DEVICE __host__ __device__
-#else
-#define BRAID_HOST_DEVICE
-#endif
+#include "kernels/common/HostDevice.h"
 
 namespace braid::rng {
 

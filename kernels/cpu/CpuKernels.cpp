@@ -39,6 +39,7 @@ absl::Status registerCpuKernels(KernelRegistry &registry) {
   BRAID_KERNEL_TRY(cpu::registerFusedAttentionKernels(registry));
   BRAID_KERNEL_TRY(cpu::registerAttentionMergeKernel(registry));
   BRAID_KERNEL_TRY(cpu::registerFusedLossKernels(registry));
+  BRAID_KERNEL_TRY(cpu::registerMoeKernels(registry));
   return absl::OkStatus();
 }
 

@@ -27,6 +27,8 @@ absl::Status registerFusedAttentionKernels(KernelRegistry &registry);
 // attention_merge (context parallelism's ring of flash_attention steps).
 absl::Status registerAttentionMergeKernel(KernelRegistry &registry);
 absl::Status registerFusedLossKernels(KernelRegistry &registry);
+// moe_route, moe_route_grad (mixture of experts).
+absl::Status registerMoeKernels(KernelRegistry &registry);
 
 // A CPU kernel: its name and run function. Its check is the device-
 // independent one of kernels/checks.

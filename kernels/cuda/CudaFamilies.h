@@ -25,6 +25,8 @@ absl::Status registerCrossEntropyKernels(KernelRegistry &registry); // cross_ent
 absl::Status registerDocumentKernels(KernelRegistry &registry);   // document_ids
 absl::Status registerPartsKernels(KernelRegistry &registry);      // take_part, stack_parts, unstack_parts
 
+absl::Status registerMoeKernels(KernelRegistry &registry);        // moe_route*
+
 // Fused kernels (docs/fusion.md).
 absl::Status registerFusedElementwiseKernels(KernelRegistry &registry);
 absl::Status registerFusedAttentionKernels(KernelRegistry &registry);

@@ -22,7 +22,7 @@ absl::Status registerCudaKernels(KernelRegistry &registry) {
       cuda::registerFusedElementwiseKernels,
       cuda::registerFusedAttentionKernels,
       cuda::registerAttentionMergeKernel,
-      cuda::registerFusedLossKernels,
+      cuda::registerFusedLossKernels,   cuda::registerMoeKernels,
   };
   for (Family family : kFamilies)
     if (absl::Status s = family(registry); !s.ok())

@@ -33,11 +33,13 @@ TEST(Check, EveryKernelHasAValidLaunch) {
 
 // Kernels without bf16 operands: the optimizer kernels stay f32
 // (docs/gpu-backend.md: they read f32 masters, gradients, moments and
-// scalars), and document_ids has integer operands only.
+// scalars), the router scores and chooses in f32, and document_ids has
+// integer operands only.
 bool withoutBf16(const std::string &name) {
   return name == "adamw" || name == "multi_adamw" || name == "grad_norm" ||
          name == "step_guard" || name == "document_ids" ||
-         name == "cross_entropy_combine";
+         name == "cross_entropy_combine" || name == "moe_route" ||
+         name == "moe_route_grad";
 }
 
 int countBf16(const Sig &s) {

@@ -29,6 +29,21 @@ std::map<std::string, Sig> validLaunches() {
       .out({11, 4})
       .i("accumulate", 1);
   add("document_ids").in({2, 5}, kI32).out({2, 5}, kI32).i("separator", 3);
+  add("moe_route")
+      .in({4, 6})
+      .in({6})
+      .out({4, 2}, kI32)
+      .out({4, 2})
+      .out({4, 6})
+      .i("normalize", 1)
+      .f("scale", 2.5);
+  add("moe_route_grad")
+      .in({4, 2})
+      .in({4, 6})
+      .in({4, 2}, kI32)
+      .out({4, 6})
+      .i("sigmoid", 1)
+      .i("normalize", 1);
   add("linear").in({2, 3, 4}).in({5, 4}).in({5}).out({2, 3, 5});
   add("linear_grad_input").in({2, 3, 5}).in({5, 4}).out({2, 3, 4});
   add("linear_grad_weight").in({2, 3, 5}).in({2, 3, 4}).out({5, 4}).out({5});

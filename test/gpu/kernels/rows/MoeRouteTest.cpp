@@ -1,0 +1,89 @@
+// moe_route and moe_route_grad on CUDA against the CPU. The logits are
+// spread wide (-4 to 4) so that no two scores of a row are within a few
+// ulp, and both sides choose the same experts: the chosen ids agree
+// exactly, the scores and weights within f32's rtol (expf on both sides,
+// differently rounded), and the logits' gradient likewise. Outputs start
+// from garbage, so that a value the kernel fails to write shows.
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/CudaFamilies.h"
+#include "test/gpu/kernels/rows/RowTestUtil.h"
+
+namespace braid::gpu_test::rows_test {
+namespace {
+
+TwinHarness &harness() {
+  // Never destroyed: its CUDA objects must not be released after the CUDA
+  // runtime has shut down at exit.
+  static TwinHarness *h = new TwinHarness({cuda::registerMoeKernels});
+  return *h;
+}
+
+constexpr Tolerance kScores{1e-5, 1e-7};
+
+KernelParams routeParams(int sigmoid, int normalize, double scale) {
+  KernelParams p;
+  p.setInt("sigmoid", sigmoid);
+  p.setInt("normalize", normalize);
+  p.setFloat("scale", scale);
+  return p;
+}
+
+TwinLaunch route(int64_t n, int64_t e, int64_t k, int sigmoid, int normalize,
+                 bool bias, uint64_t seed) {
+  std::vector<HostTensor> ins = {
+      randomTensor({n, e}, DType::kF32, seed, -4.0f, 4.0f)};
+  if (bias)
+    ins.push_back(randomTensor({e}, DType::kF32, seed + 1, -0.05f, 0.05f));
+  return launchOf("moe_route", std::move(ins),
+                  {randomIds({n, k}, seed + 2, -9, 9),
+                   randomTensor({n, k}, DType::kF32, seed + 3),
+                   randomTensor({n, e}, DType::kF32, seed + 4)},
+                  routeParams(sigmoid, normalize, sigmoid ? 2.5 : 1.0));
+}
+
+// Mixtral's 8 experts top-2 and DeepSeek-V3's 64 top-8 with bias, over
+// rows more than one grid-stride apart.
+TEST(CudaMoeKernels, RouteMatchesCpu) {
+  struct Case {
+    int64_t n, e, k;
+    int sigmoid, normalize;
+    bool bias;
+  };
+  uint64_t seed = 100;
+  for (const Case &c : {Case{37, 8, 2, 0, 1, false},
+                        Case{300, 64, 8, 1, 1, true},
+                        Case{5, 4, 4, 0, 0, false}}) {
+    SCOPED_TRACE(::testing::Message() << "N=" << c.n << " E=" << c.e
+                                      << " K=" << c.k);
+    EXPECT_TRUE(twins(harness(),
+                      route(c.n, c.e, c.k, c.sigmoid, c.normalize, c.bias,
+                            seed += 10),
+                      {kExact, kScores, kScores}));
+  }
+}
+
+TEST(CudaMoeKernels, RouteGradMatchesCpu) {
+  for (int sigmoid : {0, 1}) {
+    const TwinLaunch forward = route(129, 16, 4, sigmoid, 1, false, 7);
+    const std::vector<HostTensor> f = cpuOutputs(harness(), forward);
+    ASSERT_EQ(f.size(), 3u);
+    const TwinLaunch grad =
+        launchOf("moe_route_grad",
+                 {randomTensor({129, 4}, DType::kF32, 8), f[2], f[0]},
+                 {randomTensor({129, 16}, DType::kF32, 9)},
+                 routeParams(sigmoid, 1, 1.0));
+    EXPECT_TRUE(twins(harness(), grad, {kScores}));
+  }
+}
+
+// Captured in a CUDA graph and replayed: no host sync, no allocation.
+TEST(CudaMoeKernels, CapturedInGraphs) {
+  EXPECT_TRUE(twins(harness(), route(64, 8, 2, 0, 1, false, 55),
+                    {kExact, kScores, kScores}, GpuMode::kGraph));
+}
+
+} // namespace
+} // namespace braid::gpu_test::rows_test
