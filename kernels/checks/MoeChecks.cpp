@@ -1,6 +1,8 @@
-// Checks of moe_route and moe_route_grad (docs/kernels.md): logits and
-// scores [N, E], the chosen experts (i32) and their weights [N, K] with
-// 1 <= K <= E, f32 in every plan.
+// Checks of the mixture-of-experts kernels (docs/kernels.md): the router's
+// logits and scores [N, E], the chosen experts (i32) and their weights
+// [N, K] with 1 <= K <= E, f32 in every plan; the permuted rows [N*K, D]
+// of the tokens [..., D], in the tokens' storage.
+#include <climits>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -10,8 +12,8 @@
 namespace braid::checks {
 namespace {
 
-constexpr const char *kWhy = "the router scores and chooses in f32 in every "
-                             "plan";
+constexpr const char *kWhy = "the router scores, chooses and weighs in f32 "
+                             "in every plan";
 
 // sigmoid and normalize (0 or 1) and a finite scale.
 absl::Status checkRouteParams(const LaunchChecker &c) {
@@ -73,12 +75,85 @@ absl::Status checkMoeRouteGrad(const KernelSignature &sig) {
   return checkRouteParams(c);
 }
 
+// The tokens `x` [..., D] (float storage), their choices `positions`
+// [N, K] (i32) with N the rows of x, and `rows` [N*K, D] of x's dtype.
+absl::Status checkPermuted(const LaunchChecker &c, const Operand &x,
+                           const Operand &positions, const Operand &rows) {
+  BRAID_KERNEL_TRY(c.floatStorage(x));
+  BRAID_KERNEL_TRY(c.minRank(x, 2, "[..., D]"));
+  BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(positions, 2, "[N, K]"));
+  const int64_t d = x.lastDim(), n = d == 0 ? 0 : x.desc->numel() / d;
+  if (positions.dim(0) != n)
+    return c.error(absl::StrCat(positions.label, " has ", positions.dim(0),
+                                " rows, one per token of ", x.label, ": ",
+                                n));
+  if (positions.desc->numel() > INT32_MAX)
+    return c.error(absl::StrCat(positions.label, " has ",
+                                positions.desc->numel(),
+                                " choices, more than 2^31 - 1"));
+  BRAID_KERNEL_TRY(c.sameDtype(rows, x));
+  return c.shape(rows, {positions.desc->numel(), d},
+                 "(a row of D per choice)");
+}
+
+absl::Status checkMoePermute(const KernelSignature &sig) {
+  LaunchChecker c("moe_permute", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "experts"}));
+  BRAID_KERNEL_TRY(c.outputs({"xs", "positions", "offsets"}));
+  Operand x = c.in(0), experts = c.in(1), xs = c.out(0),
+          positions = c.out(1), offsets = c.out(2);
+  BRAID_KERNEL_TRY(checkPermuted(c, x, experts, xs));
+  BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
+  BRAID_KERNEL_TRY(c.sameShape(positions, experts));
+  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[E + 1]"));
+  if (offsets.dim(0) < 2)
+    return c.error(absl::StrCat(offsets.label, " has ", offsets.dim(0),
+                                " entries: one more than the experts, of "
+                                "which there is at least one"));
+  return absl::OkStatus();
+}
+
+absl::Status checkMoePermuteGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_permute_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dxs", "positions"}));
+  BRAID_KERNEL_TRY(c.outputs({"dx"}));
+  return checkPermuted(c, c.out(0), c.in(1), c.in(0));
+}
+
+absl::Status checkMoeUnpermute(const KernelSignature &sig) {
+  LaunchChecker c("moe_unpermute", sig);
+  BRAID_KERNEL_TRY(c.inputs({"ys", "positions", "weights"}));
+  BRAID_KERNEL_TRY(c.outputs({"y"}));
+  BRAID_KERNEL_TRY(checkPermuted(c, c.out(0), c.in(1), c.in(0)));
+  BRAID_KERNEL_TRY(c.f32(c.in(2), kWhy));
+  return c.sameShape(c.in(2), c.in(1));
+}
+
+absl::Status checkMoeUnpermuteGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_unpermute_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dy", "ys", "positions", "weights"}));
+  BRAID_KERNEL_TRY(c.outputs({"dys", "dweights"}));
+  BRAID_KERNEL_TRY(checkPermuted(c, c.in(0), c.in(2), c.in(1)));
+  BRAID_KERNEL_TRY(c.f32(c.in(3), kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(c.in(3), c.in(2)));
+  BRAID_KERNEL_TRY(c.sameDtype(c.out(0), c.in(1)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(1)));
+  BRAID_KERNEL_TRY(c.f32(c.out(1), kWhy));
+  return c.sameShape(c.out(1), c.in(2));
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> moeChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"moe_route", checkMoeRoute},
       {"moe_route_grad", checkMoeRouteGrad},
+      {"moe_permute", checkMoePermute},
+      {"moe_permute_grad", checkMoePermuteGrad},
+      {"moe_unpermute", checkMoeUnpermute},
+      {"moe_unpermute_grad", checkMoeUnpermuteGrad},
   };
   return kChecks;
 }

@@ -1,15 +1,21 @@
-// moe_route and moe_route_grad: the router of a mixture-of-experts layer
-// (docs/moe.md "What the block means", docs/kernels.md), one token row at a
-// time with the arithmetic of kernels/common/MoeRoute.h, which the CUDA
-// kernels share. f32 in every plan: the choice must not hang on bf16
-// rounding. Rows are independent, so the bits do not depend on the number
-// of threads.
+// The kernels of a mixture-of-experts layer (docs/moe.md, docs/kernels.md).
+// moe_route and moe_route_grad: the router, one token row at a time with
+// the arithmetic of kernels/common/MoeRoute.h, which the CUDA kernels
+// share; f32 in every plan, so the choice does not hang on bf16 rounding.
+// moe_permute and moe_unpermute (and their gradients): the tokens' rows
+// into expert-major order (kernels/common/MoePermute.h) and the experts'
+// outputs back, weighted, each token's choices summed in choice order.
+// Every output element is computed by one thread in one order, so the
+// bits do not depend on the number of threads.
 #include <cstdint>
+#include <vector>
 
+#include "kernels/common/MoePermute.h"
 #include "kernels/common/MoeRoute.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
+#include "kernels/cpu/Storage.h"
 
 namespace braid::cpu {
 namespace {
@@ -52,11 +58,129 @@ void runMoeRouteGrad(const KernelArgs &args) {
   });
 }
 
+// The geometry of a permute launch: n tokens of d values, k choices each.
+struct Rows {
+  int64_t n = 0, d = 0, k = 0;
+};
+
+Rows rowsOf(const TensorView &x, const TensorView &choices) {
+  const int64_t d = x.desc->lastDim();
+  return {d == 0 ? 0 : x.numel() / d, d, choices.desc->shape[1]};
+}
+
+// xs[positions[a]] = x[a / k]; the rows no assignment takes (those of
+// expert ids out of range) are zero.
+template <typename T> void runMoePermute(const KernelArgs &args) {
+  const Rows g = rowsOf(args.ins[0], args.ins[1]);
+  const T *x = dataOf<T>(args.ins[0]);
+  T *xs = dataOf<T>(args.outs[0]);
+  int32_t *positions = args.outs[1].i32(), *offsets = args.outs[2].i32();
+  const int64_t e = args.outs[2].desc->shape[0] - 1;
+  moe::assignPositions(args.ins[1].i32(), g.n * g.k, e, positions, offsets);
+  const int64_t used = offsets[e];
+  parallelFor(poolOf(args), g.n * g.k, rowGrain(g.d),
+              [&](int64_t a0, int64_t a1) {
+                for (int64_t a = a0; a < a1; ++a) {
+                  if (positions[a] >= 0)
+                    convert(x + (a / g.k) * g.d, xs + positions[a] * g.d, g.d);
+                  // The unused rows are the last ones, one per unrouted
+                  // assignment.
+                  if (a >= used)
+                    zero(xs + a * g.d, g.d);
+                }
+              });
+}
+
+// out[t] = the sum over t's choices, in order, in f32, of w * rows at the
+// choice's position (w = 1 without weights): moe_permute_grad's dx and
+// moe_unpermute's y.
+template <typename T>
+void gatherChoices(const KernelArgs &args, const TensorView &rowsIn,
+                   const float *weights) {
+  const Rows g = rowsOf(args.outs[0], args.ins[1]);
+  const T *in = dataOf<T>(rowsIn);
+  const int32_t *positions = args.ins[1].i32();
+  T *out = dataOf<T>(args.outs[0]);
+  const int64_t rows = g.n * g.k;
+  parallelFor(poolOf(args), g.n, rowGrain(g.d * g.k),
+              [&](int64_t t0, int64_t t1) {
+                float *acc = threadScratch(0, g.d);
+                for (int64_t t = t0; t < t1; ++t) {
+                  zero(acc, g.d);
+                  for (int64_t j = 0; j < g.k; ++j) {
+                    const int32_t p = positions[t * g.k + j];
+                    if (p < 0 || p >= rows)
+                      continue;
+                    const float w = weights ? weights[t * g.k + j] : 1.0f;
+                    for (int64_t i = 0; i < g.d; ++i)
+                      acc[i] += w * load(in + p * g.d, i);
+                  }
+                  convert(acc, out + t * g.d, g.d);
+                }
+              });
+}
+
+template <typename T> void runMoePermuteGrad(const KernelArgs &args) {
+  gatherChoices<T>(args, args.ins[0], nullptr);
+}
+
+template <typename T> void runMoeUnpermute(const KernelArgs &args) {
+  gatherChoices<T>(args, args.ins[0], args.ins[2].f32());
+}
+
+// dys at each choice's position = weight * dy[t] (rows no choice takes
+// are zero; of choices that share a position, which moe_permute never
+// gives, the last); dweights = dy[t] . ys at the position, summed in f32
+// in element order (0 without a position).
+template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
+  const Rows g = rowsOf(args.ins[0], args.ins[2]);
+  const T *dy = dataOf<T>(args.ins[0]), *ys = dataOf<T>(args.ins[1]);
+  const int32_t *positions = args.ins[2].i32();
+  const float *weights = args.ins[3].f32();
+  T *dys = dataOf<T>(args.outs[0]);
+  float *dweights = args.outs[1].f32();
+  const int64_t rows = g.n * g.k;
+  std::vector<int64_t> owner(static_cast<size_t>(rows), -1);
+  for (int64_t a = 0; a < rows; ++a)
+    if (positions[a] >= 0 && positions[a] < rows)
+      owner[positions[a]] = a;
+  parallelFor(poolOf(args), rows, rowGrain(g.d), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t a = owner[r];
+      if (a < 0) {
+        zero(dys + r * g.d, g.d);
+        continue;
+      }
+      for (int64_t i = 0; i < g.d; ++i)
+        store(dys + r * g.d, i, weights[a] * load(dy + (a / g.k) * g.d, i));
+    }
+  });
+  parallelFor(poolOf(args), rows, rowGrain(g.d), [&](int64_t a0, int64_t a1) {
+    for (int64_t a = a0; a < a1; ++a) {
+      const int32_t p = positions[a];
+      float dot = 0.0f;
+      if (p >= 0 && p < rows)
+        for (int64_t i = 0; i < g.d; ++i)
+          dot += load(dy + (a / g.k) * g.d, i) * load(ys + p * g.d, i);
+      dweights[a] = dot;
+    }
+  });
+}
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
-  return registerAll(registry, {{"moe_route", runMoeRoute},
-                                {"moe_route_grad", runMoeRouteGrad}});
+  return registerAll(
+      registry,
+      {{"moe_route", runMoeRoute},
+       {"moe_route_grad", runMoeRouteGrad},
+       {"moe_permute", byStorage<runMoePermute<float>, runMoePermute<Bf16>>},
+       {"moe_permute_grad",
+        byStorage<runMoePermuteGrad<float>, runMoePermuteGrad<Bf16>>},
+       {"moe_unpermute",
+        byStorage<runMoeUnpermute<float>, runMoeUnpermute<Bf16>>},
+       {"moe_unpermute_grad",
+        byStorage<runMoeUnpermuteGrad<float>, runMoeUnpermuteGrad<Bf16>>}});
 }
 
 } // namespace braid::cpu

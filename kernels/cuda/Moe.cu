@@ -1,12 +1,20 @@
-// moe_route and moe_route_grad on CUDA (docs/kernels.md, docs/moe.md): the
-// router of a mixture-of-experts layer, one thread per token row
-// (grid-stride), each running the row arithmetic of
-// kernels/common/MoeRoute.h that the CPU kernels run: a row holds a few
-// dozen to a few hundred experts and the top-k is a k-pass scan of them,
-// so both sides choose the same experts (ties to the lower expert). No
-// workspace, nothing allocated: a CUDA graph may capture both.
+// The mixture-of-experts kernels on CUDA (docs/kernels.md, docs/moe.md).
+// moe_route and moe_route_grad: one thread per token row (grid-stride),
+// each running the row arithmetic of kernels/common/MoeRoute.h that the
+// CPU kernels run: a row holds a few dozen to a few hundred experts and
+// the top-k is a k-pass scan of them, so both sides choose the same
+// experts (ties to the lower expert). moe_permute: the assignments'
+// positions by kernels/common/MoePermute.h's counting sort on one thread
+// (a first version: exact and the CPU's, not fast), then one block per
+// assignment copying its row; moe_permute_grad and moe_unpermute: one
+// block per token, its choices summed in choice order in f32;
+// moe_unpermute_grad: the rows zeroed, then one block per choice writing
+// its row and its weight's gradient (positions from moe_permute, which
+// never repeats one). No workspace, nothing allocated: a CUDA graph may
+// capture them all.
 #include <cstdint>
 
+#include "kernels/common/MoePermute.h"
 #include "kernels/common/MoeRoute.h"
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/CudaKernels.h"
@@ -70,11 +78,160 @@ void runMoeRouteGrad(const KernelArgs &args) {
       args.outs[0].f32(), n, e, k, routeParams(args));
 }
 
+// --- permute ----------------------------------------------------------------
+
+using rows::load;
+using rows::store;
+
+__global__ void assignKernel(const int32_t *__restrict__ experts,
+                             int64_t assignments, int64_t e,
+                             int32_t *__restrict__ positions,
+                             int32_t *__restrict__ offsets) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    moe::assignPositions(experts, assignments, e, positions, offsets);
+}
+
+// xs[positions[a]] = x[a / k]; rows from offsets[e] on (no assignment's)
+// are zero.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    permuteRowsKernel(const T *__restrict__ x, const int32_t *__restrict__ positions,
+                      const int32_t *__restrict__ offsets, T *__restrict__ xs,
+                      int64_t rows, int64_t k, int64_t d, int64_t e) {
+  const int64_t used = offsets[e];
+  for (int64_t a = blockIdx.x; a < rows; a += gridDim.x) {
+    const int32_t p = positions[a];
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      if (p >= 0)
+        xs[p * d + i] = x[(a / k) * d + i];
+      if (a >= used)
+        xs[a * d + i] = T(0);
+    }
+  }
+}
+
+// out[t] = the sum over t's choices, in order, of w * rows at the choice's
+// position (w = 1 without weights).
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    gatherChoicesKernel(const T *__restrict__ rowsIn,
+                        const int32_t *__restrict__ positions,
+                        const float *__restrict__ weights, T *__restrict__ out,
+                        int64_t n, int64_t k, int64_t d) {
+  const int64_t rows = n * k;
+  for (int64_t t = blockIdx.x; t < n; t += gridDim.x)
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t p = positions[t * k + j];
+        if (p < 0 || p >= rows)
+          continue;
+        const float v = load(rowsIn, p * d + i);
+        acc += weights ? weights[t * k + j] * v : v;
+      }
+      store(out, t * d + i, acc);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    zeroRowsKernel(T *__restrict__ out, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x)
+    out[i] = T(0);
+}
+
+// dys at each choice's position = w * dy[t]; dweights = dy[t] . ys there,
+// summed by a block reduction.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    unpermuteGradKernel(const T *__restrict__ dy, const T *__restrict__ ys,
+                        const int32_t *__restrict__ positions,
+                        const float *__restrict__ weights, T *__restrict__ dys,
+                        float *__restrict__ dweights, int64_t n, int64_t k,
+                        int64_t d) {
+  __shared__ float scratch[rows::kWarps];
+  const int64_t rows = n * k;
+  for (int64_t a = blockIdx.x; a < rows; a += gridDim.x) {
+    const int32_t p = positions[a];
+    float dot = 0.0f;
+    if (p >= 0 && p < rows)
+      for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const float v = load(dy, (a / k) * d + i);
+        dot += v * load(ys, p * d + i);
+        store(dys, p * d + i, weights[a] * v);
+      }
+    dot = rows::blockSum(dot, scratch);
+    if (threadIdx.x == 0)
+      dweights[a] = dot;
+  }
+}
+
+template <typename T> void runPermute(const KernelArgs &args) {
+  const int64_t d = args.ins[0].desc->lastDim();
+  const int64_t k = args.ins[1].desc->shape[1];
+  const int64_t rows = args.ins[1].numel();
+  const int64_t e = args.outs[2].desc->shape[0] - 1;
+  cudaStream_t stream = rows::streamOf(args);
+  assignKernel<<<1, 1, 0, stream>>>(args.ins[1].i32(), rows, e,
+                                    args.outs[1].i32(), args.outs[2].i32());
+  if (rows == 0 || d == 0)
+    return;
+  permuteRowsKernel<T><<<rows::gridFor(rows, 1), kBlock, 0, stream>>>(
+      dataOf<T>(args.ins[0]), args.outs[1].i32(), args.outs[2].i32(),
+      dataOf<T>(args.outs[0]), rows, k, d, e);
+}
+
+// moe_permute_grad (no weights) and moe_unpermute (weights, input 2).
+template <typename T>
+void runGather(const KernelArgs &args, const float *weights) {
+  const int64_t d = args.outs[0].desc->lastDim();
+  const int64_t n = args.ins[1].desc->shape[0], k = args.ins[1].desc->shape[1];
+  if (n == 0 || d == 0)
+    return;
+  gatherChoicesKernel<T><<<rows::gridFor(n, 1), kBlock, 0,
+                           rows::streamOf(args)>>>(
+      dataOf<T>(args.ins[0]), args.ins[1].i32(), weights,
+      dataOf<T>(args.outs[0]), n, k, d);
+}
+
+template <typename T> void runPermuteGrad(const KernelArgs &args) {
+  runGather<T>(args, nullptr);
+}
+
+template <typename T> void runUnpermute(const KernelArgs &args) {
+  runGather<T>(args, args.ins[2].f32());
+}
+
+template <typename T> void runUnpermuteGrad(const KernelArgs &args) {
+  const int64_t d = args.ins[0].desc->lastDim();
+  const int64_t n = args.ins[2].desc->shape[0], k = args.ins[2].desc->shape[1];
+  const int64_t rows = n * k;
+  if (rows == 0)
+    return;
+  cudaStream_t stream = rows::streamOf(args);
+  zeroRowsKernel<T><<<rows::gridFor(rows * d, kBlock), kBlock, 0, stream>>>(
+      dataOf<T>(args.outs[0]), rows * d);
+  unpermuteGradKernel<T><<<rows::gridFor(rows, 1), kBlock, 0, stream>>>(
+      dataOf<T>(args.ins[0]), dataOf<T>(args.ins[1]), args.ins[2].i32(),
+      args.ins[3].f32(), dataOf<T>(args.outs[0]), args.outs[1].f32(), n, k,
+      d);
+}
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
-  return addCudaKernels(registry, {{"moe_route", runMoeRoute},
-                                   {"moe_route_grad", runMoeRouteGrad}});
+  using rows::Bf16;
+  return addCudaKernels(
+      registry,
+      {{"moe_route", runMoeRoute},
+       {"moe_route_grad", runMoeRouteGrad},
+       {"moe_permute", byStorage<runPermute<float>, runPermute<Bf16>>},
+       {"moe_permute_grad",
+        byStorage<runPermuteGrad<float>, runPermuteGrad<Bf16>>},
+       {"moe_unpermute", byStorage<runUnpermute<float>, runUnpermute<Bf16>>},
+       {"moe_unpermute_grad",
+        byStorage<runUnpermuteGrad<float>, runUnpermuteGrad<Bf16>>}});
 }
 
 } // namespace braid::cuda

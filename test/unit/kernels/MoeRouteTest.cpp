@@ -176,8 +176,8 @@ TEST(MoeRoute, ChecksRefuseBadShapesAndDtypes) {
                         "row of the 8 of input 0 (logits): 1 to 8"));
   EXPECT_THAT(std::string(route(2, DType::kBF16).message()),
               HasSubstr("moe_route: input 0 (logits) has dtype bf16, expected "
-                        "f32: the router scores and chooses in f32 in every "
-                        "plan"));
+                        "f32: the router scores, chooses and weighs in f32 in "
+                        "every plan"));
   Launch bias("moe_route");
   bias.inDesc({4, 8}, DType::kF32)
       .inDesc({7}, DType::kF32)

@@ -37,6 +37,25 @@ std::map<std::string, Sig> validLaunches() {
       .out({4, 6})
       .i("normalize", 1)
       .f("scale", 2.5);
+  add("moe_permute")
+      .in({2, 3, 5})
+      .in({6, 2}, kI32)
+      .out({12, 5})
+      .out({6, 2}, kI32)
+      .out({5}, kI32);
+  add("moe_permute_grad").in({12, 5}).in({6, 2}, kI32).out({2, 3, 5});
+  add("moe_unpermute")
+      .in({12, 5})
+      .in({6, 2}, kI32)
+      .in({6, 2})
+      .out({2, 3, 5});
+  add("moe_unpermute_grad")
+      .in({2, 3, 5})
+      .in({12, 5})
+      .in({6, 2}, kI32)
+      .in({6, 2})
+      .out({12, 5})
+      .out({6, 2});
   add("moe_route_grad")
       .in({4, 2})
       .in({4, 6})

@@ -1,9 +1,12 @@
-// moe_route and moe_route_grad on CUDA against the CPU. The logits are
-// spread wide (-4 to 4) so that no two scores of a row are within a few
-// ulp, and both sides choose the same experts: the chosen ids agree
-// exactly, the scores and weights within f32's rtol (expf on both sides,
-// differently rounded), and the logits' gradient likewise. Outputs start
-// from garbage, so that a value the kernel fails to write shows.
+// The mixture-of-experts kernels on CUDA against the CPU. moe_route: the
+// logits are spread wide (-4 to 4) so that no two scores of a row are
+// within a few ulp, and both sides choose the same experts: the chosen ids
+// agree exactly, the scores and weights within f32's rtol (expf on both
+// sides, differently rounded), and the logits' gradient likewise.
+// moe_permute: positions, offsets and rows exactly; the sums of
+// moe_permute_grad, moe_unpermute and moe_unpermute_grad within the rtol of
+// their storage (RowTestUtil.h). Outputs start from garbage, so that a
+// value the kernel fails to write shows.
 #include <cstdint>
 #include <vector>
 
@@ -76,6 +79,47 @@ TEST(CudaMoeKernels, RouteGradMatchesCpu) {
                  {randomTensor({129, 16}, DType::kF32, 9)},
                  routeParams(sigmoid, 1, 1.0));
     EXPECT_TRUE(twins(harness(), grad, {kScores}));
+  }
+}
+
+// 300 tokens of 96 values, top-2 of 8 experts, one choice in 50 naming no
+// expert; f32 and bf16 storage.
+TEST(CudaMoeKernels, PermuteAndUnpermuteMatchCpu) {
+  const int64_t n = 300, k = 2, e = 8, d = 96;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtypeLabel(dt));
+    const Tolerance sums =
+        dt == DType::kBF16 ? Tolerance{kBf16Rtol, 1e-6} : Tolerance{1e-5, 1e-6};
+    HostTensor experts = randomIds({n, k}, 3, 0, e);
+    for (int64_t a = 0; a < n * k; a += 50)
+      experts.i32()[a] = static_cast<int32_t>(e + 3);
+    const TwinLaunch permute = launchOf(
+        "moe_permute", {randomTensor({n, d}, dt, 4), experts},
+        {randomTensor({n * k, d}, dt, 5), randomIds({n, k}, 6, -9, 9),
+         randomIds({e + 1}, 7, -9, 9)});
+    EXPECT_TRUE(twins(harness(), permute, {kExact}));
+    const std::vector<HostTensor> p = cpuOutputs(harness(), permute);
+    ASSERT_EQ(p.size(), 3u);
+    const HostTensor weights = randomTensor({n, k}, DType::kF32, 8);
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_permute_grad",
+                               {randomTensor({n * k, d}, dt, 9), p[1]},
+                               {randomTensor({n, d}, dt, 10)}),
+                      {sums}));
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_unpermute",
+                               {randomTensor({n * k, d}, dt, 11), p[1],
+                                weights},
+                               {randomTensor({n, d}, dt, 12)}),
+                      {sums}));
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_unpermute_grad",
+                               {randomTensor({n, d}, dt, 13),
+                                randomTensor({n * k, d}, dt, 14), p[1],
+                                weights},
+                               {randomTensor({n * k, d}, dt, 15),
+                                randomTensor({n, k}, DType::kF32, 16)}),
+                      {sums, Tolerance{1e-5, 1e-5}}));
   }
 }
 

@@ -1,0 +1,40 @@
+// Where moe_permute puts each (token, choice) assignment (docs/kernels.md):
+// expert-major, and within an expert in token order then choice order, so
+// that expert e's rows are [offsets[e], offsets[e + 1]). A counting sort in
+// one pass over the assignments and one over the experts, with no
+// workspace: offsets serve as the cursors, then shift back. An expert id
+// outside [0, e) has no row (position -1). Shared by the CPU kernels and
+// the CUDA ones (which run it on one thread).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/HostDevice.h"
+
+namespace braid::moe {
+
+BRAID_HOST_DEVICE inline void assignPositions(const int32_t *experts,
+                                              int64_t assignments,
+                                              int64_t e, int32_t *positions,
+                                              int32_t *offsets) {
+  for (int64_t i = 0; i <= e; ++i)
+    offsets[i] = 0;
+  for (int64_t a = 0; a < assignments; ++a) {
+    const int32_t c = experts[a];
+    if (c >= 0 && c < e)
+      ++offsets[c + 1];
+  }
+  // offsets[i + 1] is expert i's end; shifted, it is expert i's start.
+  for (int64_t i = 0; i < e; ++i)
+    offsets[i + 1] += offsets[i];
+  for (int64_t i = e; i > 0; --i)
+    offsets[i] = offsets[i - 1];
+  // Each assignment takes the next row of its expert, which leaves
+  // offsets[i + 1] at expert i's end again: expert i + 1's start.
+  for (int64_t a = 0; a < assignments; ++a) {
+    const int32_t c = experts[a];
+    positions[a] = c >= 0 && c < e ? offsets[c + 1]++ : -1;
+  }
+}
+
+} // namespace braid::moe

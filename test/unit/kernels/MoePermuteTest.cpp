@@ -1,0 +1,172 @@
+// moe_permute, moe_unpermute and their gradients (docs/kernels.md): the
+// rows' expert-major order and offsets, a choice of no expert, the
+// weighted combination, each gradient as the adjoint of its forward, and
+// the checks' refusals.
+#include <vector>
+
+#include "test/unit/kernels/KernelHarness.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace braid::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+double dot(const std::vector<float> &a, const std::vector<float> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += double{a[i]} * b[i];
+  return s;
+}
+
+// 5 tokens, 2 choices each, over 3 experts; token 3's second choice names
+// expert 7, which does not exist.
+const std::vector<int32_t> kExperts = {2, 0, 1, 2, 0, 1, 2, 7, 1, 0};
+
+TEST(MoePermute, RowsInExpertOrderThenTokenOrder) {
+  const int n = 5, k = 2, e = 3, d = 4;
+  const auto x = randomVector(n * d, 1);
+  Launch l("moe_permute");
+  l.in({n, d}, x).inIds({n, k}, kExperts).out({n * k, d}, randomVector(
+      n * k * d, 2)).outIds({n, k}).outIds({e + 1});
+  l.run(&testPool(3));
+  expectThreadInvariant(l);
+  // Expert 0: tokens 0, 2, 4; expert 1: tokens 1, 2, 4; expert 2: tokens
+  // 0, 1, 3.
+  EXPECT_EQ(l.outputIds(2), (std::vector<int32_t>{0, 3, 6, 9}));
+  EXPECT_EQ(l.outputIds(1),
+            (std::vector<int32_t>{6, 0, 3, 7, 1, 4, 8, -1, 5, 2}));
+  const std::vector<int> tokenOfRow = {0, 2, 4, 1, 2, 4, 0, 1, 3};
+  std::vector<double> want;
+  for (int t : tokenOfRow)
+    for (int i = 0; i < d; ++i)
+      want.push_back(x[t * d + i]);
+  want.insert(want.end(), d, 0.0); // the row no choice takes
+  expectNear(l.output(0), want, 0, 0, "xs");
+}
+
+// With weights, y[t] = sum_j w[t, j] * ys[positions[t, j]]; unpermuting
+// the permuted rows with weights summing to one gives the tokens back.
+TEST(MoeUnpermute, CombinesEachTokensChoices) {
+  const int n = 5, k = 2, e = 3, d = 4;
+  const auto x = randomVector(n * d, 3);
+  Launch p("moe_permute");
+  p.in({n, d}, x).inIds({n, k}, kExperts).out({n * k, d}).outIds({n, k})
+      .outIds({e + 1});
+  p.run();
+  const auto ys = randomVector(n * k * d, 4);
+  const auto w = randomVector(n * k, 5, 0.0f, 1.0f);
+  Launch u("moe_unpermute");
+  u.in({n * k, d}, ys).inIds({n, k}, p.outputIds(1)).in({n, k}, w)
+      .out({n, d}, randomVector(n * d, 6));
+  u.run(&testPool(2));
+  expectThreadInvariant(u);
+  std::vector<double> want(n * d, 0.0);
+  for (int t = 0; t < n; ++t)
+    for (int j = 0; j < k; ++j) {
+      const int32_t r = p.outputIds(1)[t * k + j];
+      if (r < 0)
+        continue;
+      for (int i = 0; i < d; ++i)
+        want[t * d + i] += double{w[t * k + j]} * ys[r * d + i];
+    }
+  expectNear(u.output(0), want, 1e-6, 1e-7, "y");
+
+  std::vector<float> half(n * k, 0.5f);
+  Launch back("moe_unpermute");
+  back.in({n * k, d}, p.output(0)).inIds({n, k}, p.outputIds(1))
+      .in({n, k}, half).out({n, d});
+  back.run();
+  for (int t = 0; t < n; ++t)
+    for (int i = 0; i < d; ++i)
+      EXPECT_FLOAT_EQ(back.output(0)[t * d + i],
+                      t == 3 ? 0.5f * x[t * d + i] : x[t * d + i])
+          << "token " << t; // token 3 kept one choice of two
+}
+
+// <permute(x), dxs> = <x, permute_grad(dxs)>, and likewise for
+// unpermute's rows; dweights = dy[t] . ys at the choice's position.
+TEST(MoePermuteGrads, AreTheForwardsAdjoints) {
+  const int n = 5, k = 2, e = 3, d = 6;
+  const auto x = randomVector(n * d, 7);
+  Launch p("moe_permute");
+  p.in({n, d}, x).inIds({n, k}, kExperts).out({n * k, d}).outIds({n, k})
+      .outIds({e + 1});
+  p.run();
+  const std::vector<int32_t> positions = p.outputIds(1);
+  const auto dxs = randomVector(n * k * d, 8);
+  Launch pg("moe_permute_grad");
+  pg.in({n * k, d}, dxs).inIds({n, k}, positions).out({n, d});
+  pg.run(&testPool(3));
+  expectThreadInvariant(pg);
+  EXPECT_NEAR(dot(p.output(0), dxs), dot(x, pg.output(0)), 1e-5);
+
+  const auto ys = randomVector(n * k * d, 9);
+  const auto w = randomVector(n * k, 10);
+  const auto dy = randomVector(n * d, 11);
+  Launch u("moe_unpermute");
+  u.in({n * k, d}, ys).inIds({n, k}, positions).in({n, k}, w).out({n, d});
+  u.run();
+  Launch ug("moe_unpermute_grad");
+  ug.in({n, d}, dy).in({n * k, d}, ys).inIds({n, k}, positions)
+      .in({n, k}, w)
+      .out({n * k, d}, randomVector(n * k * d, 12))
+      .out({n, k}, randomVector(n * k, 13));
+  ug.run(&testPool(2));
+  expectThreadInvariant(ug);
+  EXPECT_NEAR(dot(u.output(0), dy), dot(ys, ug.output(0)), 1e-5);
+  for (int t = 0; t < n; ++t)
+    for (int j = 0; j < k; ++j) {
+      const int32_t r = positions[t * k + j];
+      double want = 0;
+      for (int i = 0; r >= 0 && i < d; ++i)
+        want += double{dy[t * d + i]} * ys[r * d + i];
+      EXPECT_NEAR(ug.output(1)[t * k + j], want, 1e-6)
+          << "token " << t << " choice " << j;
+    }
+  // The row no choice takes gets no gradient.
+  for (int i = 0; i < d; ++i)
+    EXPECT_EQ(ug.output(0)[(n * k - 1) * d + i], 0.0f);
+}
+
+TEST(MoePermute, ChecksRefuseBadShapes) {
+  Launch rows("moe_permute");
+  rows.inDesc({5, 4}, DType::kF32)
+      .inDesc({4, 2}, DType::kI32)
+      .outDesc({8, 4}, DType::kF32)
+      .outDesc({4, 2}, DType::kI32)
+      .outDesc({4}, DType::kI32);
+  EXPECT_THAT(std::string(rows.check().message()),
+              HasSubstr("moe_permute: input 1 (experts) has 4 rows, one per "
+                        "token of input 0 (x): 5"));
+  Launch offsets("moe_permute");
+  offsets.inDesc({5, 4}, DType::kF32)
+      .inDesc({5, 2}, DType::kI32)
+      .outDesc({10, 4}, DType::kF32)
+      .outDesc({5, 2}, DType::kI32)
+      .outDesc({1}, DType::kI32);
+  EXPECT_THAT(std::string(offsets.check().message()),
+              HasSubstr("moe_permute: output 2 (offsets) has 1 entries"));
+  Launch weights("moe_unpermute");
+  weights.inDesc({10, 4}, DType::kBF16)
+      .inDesc({5, 2}, DType::kI32)
+      .inDesc({5, 2}, DType::kBF16)
+      .outDesc({5, 4}, DType::kBF16);
+  EXPECT_THAT(std::string(weights.check().message()),
+              HasSubstr("moe_unpermute: input 2 (weights) has dtype bf16, "
+                        "expected f32"));
+  Launch grad("moe_unpermute_grad");
+  grad.inDesc({5, 4}, DType::kF32)
+      .inDesc({9, 4}, DType::kF32)
+      .inDesc({5, 2}, DType::kI32)
+      .inDesc({5, 2}, DType::kF32)
+      .outDesc({9, 4}, DType::kF32)
+      .outDesc({5, 2}, DType::kF32);
+  EXPECT_THAT(std::string(grad.check().message()),
+              HasSubstr("moe_unpermute_grad: input 1 (ys) has shape [9, 4], "
+                        "expected [10, 4]"));
+}
+
+} // namespace
+} // namespace braid::test
