@@ -262,13 +262,9 @@ LogicalResult PipelineLowering::findPrograms() {
   for (sched::ProgramOp program : {step_, init_}) {
     if (!program)
       continue;
-    program.walk([&](Operation *op) {
-      if (auto r = dyn_cast<sched::EventRecordOp>(op))
-        firstFreeEvent_ = std::max<uint32_t>(firstFreeEvent_, r.getEvent() + 1);
-      if (auto stream = op->getAttrOfType<IntegerAttr>("stream"))
-        firstFreeStream_ =
-            std::max<uint32_t>(firstFreeStream_, stream.getInt() + 1);
-    });
+    const sched::FreeIds free = sched::firstFree(program);
+    firstFreeEvent_ = std::max(firstFreeEvent_, free.event);
+    firstFreeStream_ = std::max(firstFreeStream_, free.stream);
   }
   if (!repeat_ || repeat_.getCount() != schedule_.microBatches)
     return step_.emitOpError() << "needs one sched.repeat of the schedule's "

@@ -292,18 +292,10 @@ void Offloader::run() {
     stateOutRepeats();
   collectOps(step_.getBody().front());
   // The copy streams and the events: the first the rank leaves free.
-  uint32_t maxStream = 0;
-  int64_t maxEvent = -1;
-  module_.walk([&](Operation *op) {
-    // Every sched op that runs on a stream names it in `stream`.
-    if (auto stream = op->getAttrOfType<IntegerAttr>("stream"))
-      maxStream = std::max(maxStream, static_cast<uint32_t>(stream.getInt()));
-    if (auto record = dyn_cast<sched::EventRecordOp>(op))
-      maxEvent = std::max<int64_t>(maxEvent, record.getEvent());
-  });
-  copyOutStream_ = maxStream + 1;
-  copyInStream_ = maxStream + 2;
-  nextEvent_ = static_cast<uint32_t>(maxEvent + 1);
+  const sched::FreeIds free = sched::firstFree(module_);
+  copyOutStream_ = free.stream;
+  copyInStream_ = free.stream + 1;
+  nextEvent_ = free.event;
 
   std::vector<Candidate> candidates = findCandidates();
   if (candidates.empty())
@@ -453,9 +445,7 @@ struct OffloadPass : impl::OffloadPassBase<OffloadPass> {
         return signalPassFailure();
       without = std::move(*planned);
     }
-    SmallVector<ModuleOp> ranks(top.getOps<ModuleOp>());
-    if (ranks.empty())
-      ranks.push_back(top);
+    SmallVector<ModuleOp> ranks = rankModules(top);
     for (ModuleOp module : ranks)
       for (auto program : module.getOps<sched::ProgramOp>())
         if (program.getKind() == sched::ProgramKind::Step)

@@ -40,6 +40,8 @@
 #include "dialects/braid/Marks.h"
 #include "dialects/sched/SchedOps.h"
 #include "passes/MemoryComparison.h"
+#include "passes/PipelineAttrs.h"
+#include "passes/analysis/Liveness.h"
 
 namespace braid {
 #define GEN_PASS_DEF_OPTIMIZEROFFLOADPASS
@@ -51,11 +53,7 @@ using namespace mlir;
 namespace braid {
 namespace {
 
-int64_t bytesOf(Type type) {
-  auto m = cast<MemRefType>(type);
-  return m.getNumElements() *
-         static_cast<int64_t>(m.getElementTypeBitWidth() / 8);
-}
+int64_t bytesOf(Type type) { return bufferBytes(cast<MemRefType>(type)); }
 
 // The global a launch operand is, or null.
 sched::GlobalOp globalOf(ModuleOp module, Value v) {
@@ -375,19 +373,12 @@ FailureOr<Traffic> OptimizerOffloader::run() {
   if (updates_.empty())
     return Traffic();
   // The three streams and the events: the first the rank leaves free.
-  uint32_t maxStream = 0;
-  int64_t maxEvent = -1;
-  module_.walk([&](Operation *op) {
-    if (auto stream = op->getAttrOfType<IntegerAttr>("stream"))
-      maxStream = std::max(maxStream, static_cast<uint32_t>(stream.getInt()));
-    if (auto r = dyn_cast<sched::EventRecordOp>(op))
-      maxEvent = std::max<int64_t>(maxEvent, r.getEvent());
-  });
+  const sched::FreeIds free = sched::firstFree(module_);
   optimizerStream_ = guard_.getStream();
-  toHost_ = maxStream + 1;
-  host_ = maxStream + 2;
-  toDevice_ = maxStream + 3;
-  nextEvent_ = static_cast<uint32_t>(maxEvent + 1);
+  toHost_ = free.stream;
+  host_ = free.stream + 1;
+  toDevice_ = free.stream + 2;
+  nextEvent_ = free.event;
   SmallVector<int32_t> hostStreams;
   if (auto a = module_->getAttrOfType<DenseI32ArrayAttr>(
           sched::SchedDialect::kHostStreamsAttr))
@@ -451,9 +442,7 @@ struct OptimizerOffloadPass
         return signalPassFailure();
       without = std::move(*planned);
     }
-    SmallVector<ModuleOp> ranks(top.getOps<ModuleOp>());
-    if (ranks.empty())
-      ranks.push_back(top);
+    SmallVector<ModuleOp> ranks = rankModules(top);
     Builder b(top.getContext());
     SmallVector<Attribute> entries;
     for (auto [r, module] : llvm::enumerate(ranks)) {

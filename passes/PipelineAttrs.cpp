@@ -9,6 +9,14 @@
 using namespace mlir;
 
 namespace braid {
+
+llvm::SmallVector<mlir::ModuleOp> rankModules(mlir::ModuleOp top) {
+  llvm::SmallVector<mlir::ModuleOp> ranks(top.getOps<mlir::ModuleOp>());
+  if (ranks.empty())
+    ranks.push_back(top);
+  return ranks;
+}
+
 namespace {
 
 absl::Status malformed(llvm::StringRef attr, const std::string &why) {

@@ -20,6 +20,10 @@ namespace braid {
 
 // The settings of braid.pipeline with the mesh's pp: the family and the
 // placement of its stages. Nullopt without braid.pipeline (one stage).
+// The modules of the ranks' programs: braid-lower-pipeline's nested
+// modules in rank order, or `top` itself without a pipeline.
+llvm::SmallVector<mlir::ModuleOp> rankModules(mlir::ModuleOp top);
+
 struct PipelineSettings {
   pipeline::Family family = pipeline::Family::kOneFOneB;
   pipeline::Placement placement;

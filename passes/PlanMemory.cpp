@@ -436,10 +436,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   void runOnOperation() override {
     // A lowered pipeline plans each pipeline rank's module on its own: each
     // rank has its own arena.
-    SmallVector<ModuleOp> stages(getOperation().getOps<ModuleOp>());
-    if (stages.empty())
-      stages.push_back(getOperation());
-    for (ModuleOp module : stages)
+    for (ModuleOp module : rankModules(getOperation()))
       if (failed(planModule(module)))
         return signalPassFailure();
   }

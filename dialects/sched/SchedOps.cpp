@@ -335,3 +335,15 @@ LogicalResult ProgramOp::verifyRegions() {
 
 #define GET_OP_CLASSES
 #include "dialects/sched/SchedOps.cpp.inc"
+
+FreeIds braid::sched::firstFree(Operation *root) {
+  FreeIds free;
+  root->walk([&](Operation *op) {
+    // Every sched op that runs on a stream names it in `stream`.
+    if (auto stream = op->getAttrOfType<IntegerAttr>("stream"))
+      free.stream = std::max<uint32_t>(free.stream, stream.getInt() + 1);
+    if (auto record = dyn_cast<EventRecordOp>(op))
+      free.event = std::max<uint32_t>(free.event, record.getEvent() + 1);
+  });
+  return free;
+}

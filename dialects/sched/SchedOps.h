@@ -14,3 +14,15 @@
 
 #define GET_OP_CLASSES
 #include "dialects/sched/SchedOps.h.inc"
+
+namespace braid::sched {
+
+// The first stream and the first event no op under `root` uses: one past
+// the largest `stream` attribute and the largest recorded event (0 where
+// there is none). Passes that add streams or events take theirs from here.
+struct FreeIds {
+  uint32_t stream = 0, event = 0;
+};
+FreeIds firstFree(mlir::Operation *root);
+
+} // namespace braid::sched

@@ -140,7 +140,9 @@ template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
   T *dys = dataOf<T>(args.outs[0]);
   float *dweights = args.outs[1].f32();
   const int64_t rows = g.n * g.k;
-  std::vector<int64_t> owner(static_cast<size_t>(rows), -1);
+  // Reused across launches, so that the backward does not allocate.
+  thread_local std::vector<int64_t> owner;
+  owner.assign(static_cast<size_t>(rows), -1);
   for (int64_t a = 0; a < rows; ++a)
     if (positions[a] >= 0 && positions[a] < rows)
       owner[positions[a]] = a;

@@ -221,6 +221,28 @@ TEST(GpuTraining, GraphsOnAndOffGiveIdenticalLosses) {
   EXPECT_GT(on.stats.graphReplays, 0);
 }
 
+// llama-tiny-bf16 compiled with `flags` (plan suffix `suffix`), trained
+// kSteps with CUDA graphs; both arenas' high-water marks must be the
+// plan's and the graphs must have replayed. Its memory report in `memory`.
+TrainedRun trainOffloaded(const std::string &flags, const std::string &suffix,
+                          plan::MemoryReport &memory) {
+  TrainedRun run;
+  std::unique_ptr<Trainer> trainer =
+      makeTrainer("llama-tiny-bf16", Device::kCUDA, true,
+                  compile("llama-tiny-bf16", flags, suffix));
+  EXPECT_NE(trainer, nullptr);
+  if (trainer == nullptr)
+    return run;
+  memory = trainer->plan().proto.memory();
+  EXPECT_GT(memory.host_bytes(), 0u);
+  trainSteps(*trainer, kSteps, run);
+  EXPECT_EQ(run.losses.size(), static_cast<size_t>(kSteps));
+  EXPECT_EQ(run.stats.arenaHighWater, memory.arena_bytes());
+  EXPECT_EQ(run.stats.hostArenaHighWater, memory.host_bytes());
+  EXPECT_GT(run.stats.graphReplays, 0);
+  return run;
+}
+
 // Activation offload: the saved activations go to the pinned host arena
 // and back on the copy stream (cudaMemcpyAsync, captured into the graph),
 // the numbers stay the same bit for bit, and both arenas' measured
@@ -228,24 +250,14 @@ TEST(GpuTraining, GraphsOnAndOffGiveIdenticalLosses) {
 TEST(GpuTraining, ActivationOffloadTrainsAsWithout) {
   SKIP_WITHOUT_A_USABLE_GPU();
   TrainedRun plain = train("llama-tiny-bf16", Device::kCUDA, true);
-  std::unique_ptr<Trainer> offloaded =
-      makeTrainer("llama-tiny-bf16", Device::kCUDA, true,
-                  compile("llama-tiny-bf16", "--offload=activations",
-                          "-offload"));
-  ASSERT_NE(offloaded, nullptr);
-  const plan::MemoryReport &memory = offloaded->plan().proto.memory();
-  ASSERT_GT(memory.host_bytes(), 0u);
-  TrainedRun run;
-  trainSteps(*offloaded, kSteps, run);
+  plan::MemoryReport memory;
+  TrainedRun run = trainOffloaded("--offload=activations", "-offload", memory);
   ASSERT_EQ(plain.losses.size(), static_cast<size_t>(kSteps));
   ASSERT_EQ(run.losses.size(), static_cast<size_t>(kSteps));
   for (int i = 0; i < kSteps; ++i) {
     EXPECT_EQ(run.losses[i], plain.losses[i]) << "step " << i + 1;
     EXPECT_EQ(run.gradNorms[i], plain.gradNorms[i]) << "step " << i + 1;
   }
-  EXPECT_EQ(run.stats.arenaHighWater, memory.arena_bytes());
-  EXPECT_EQ(run.stats.hostArenaHighWater, memory.host_bytes());
-  EXPECT_GT(run.stats.graphReplays, 0);
 }
 
 // Optimizer offload: masters and moments in the pinned host arena, AdamW
@@ -253,20 +265,14 @@ TEST(GpuTraining, ActivationOffloadTrainsAsWithout) {
 // graph), the gradients out and the bf16 weights back on the copy streams.
 // The host's AdamW and the GPU's round differently (no fused multiply-add
 // on one of them), so the losses follow the GPU's closely, not bit for bit;
-// both arenas' high-water marks are the plan's.
+// the first, before any update, is the same.
 TEST(GpuTraining, OptimizerOffloadTrainsAsWithout) {
   SKIP_WITHOUT_A_USABLE_GPU();
   TrainedRun plain = train("llama-tiny-bf16", Device::kCUDA, true);
-  std::unique_ptr<Trainer> offloaded =
-      makeTrainer("llama-tiny-bf16", Device::kCUDA, true,
-                  compile("llama-tiny-bf16", "--offload=optimizer",
-                          "-optimizer-offload"));
-  ASSERT_NE(offloaded, nullptr);
-  const plan::MemoryReport &memory = offloaded->plan().proto.memory();
-  ASSERT_GT(memory.host_bytes(), 0u);
+  plan::MemoryReport memory;
+  TrainedRun run =
+      trainOffloaded("--offload=optimizer", "-optimizer-offload", memory);
   EXPECT_EQ(memory.optimizer_bytes(), 0u);
-  TrainedRun run;
-  trainSteps(*offloaded, kSteps, run);
   ASSERT_EQ(plain.losses.size(), static_cast<size_t>(kSteps));
   ASSERT_EQ(run.losses.size(), static_cast<size_t>(kSteps));
   for (int i = 0; i < kSteps; ++i) {
@@ -276,9 +282,6 @@ TEST(GpuTraining, OptimizerOffloadTrainsAsWithout) {
         << "step " << i + 1;
   }
   EXPECT_EQ(run.losses[0], plain.losses[0]);
-  EXPECT_EQ(run.stats.arenaHighWater, memory.arena_bytes());
-  EXPECT_EQ(run.stats.hostArenaHighWater, memory.host_bytes());
-  EXPECT_GT(run.stats.graphReplays, 0);
 }
 
 // Checkpoints go through the device: masters and moments copied out and in,
