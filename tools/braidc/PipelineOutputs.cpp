@@ -58,15 +58,17 @@ std::string report(const pipeline::Schedule &s, const pipeline::Partition &p,
                     absl::StrFormat("cost model: the parts' mean CPU times "
                                     "over %d traced steps in %s",
                                     measured->steps, outputs.profileDir));
+  // Measured transfers in whole microseconds: %g would turn a slow run's
+  // 10 ms into 1e+04.
   if (measured != nullptr && measured->handoffSamples > 0)
     absl::StrAppend(
         &out,
-        absl::StrFormat(", transfers of %.4g us (the mean of %d measured "
+        absl::StrFormat(", transfers of %.0f us (the mean of %d measured "
                         "hand-overs of activations)",
                         measured->handoffSeconds * 1e6,
                         measured->handoffSamples),
         measured->gradientHandoffSamples > 0
-            ? absl::StrFormat(" and %.4g us (of %d of gradients)",
+            ? absl::StrFormat(" and %.0f us (of %d of gradients)",
                               measured->gradientHandoffSeconds * 1e6,
                               measured->gradientHandoffSamples)
             : std::string());
