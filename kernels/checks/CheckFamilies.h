@@ -28,7 +28,8 @@ absl::Span<const NamedCheck> partsChecks();
 absl::Span<const NamedCheck> fusedElementwiseChecks();
 absl::Span<const NamedCheck> fusedAttentionChecks();
 absl::Span<const NamedCheck> fusedLossChecks();
-// Mixture of experts: moe_route, moe_route_grad.
+// Mixture of experts: moe_route, moe_permute, moe_unpermute,
+// moe_grouped_linear and their gradients.
 absl::Span<const NamedCheck> moeChecks();
 
 } // namespace braid::checks

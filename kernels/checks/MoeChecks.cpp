@@ -1,7 +1,8 @@
 // Checks of the mixture-of-experts kernels (docs/kernels.md): the router's
 // logits and scores [N, E], the chosen experts (i32) and their weights
 // [N, K] with 1 <= K <= E, f32 in every plan; the permuted rows [N*K, D]
-// of the tokens [..., D], in the tokens' storage.
+// of the tokens [..., D], in the tokens' storage; the experts' grouped
+// GEMMs over those rows, weights [E, M, K].
 #include <climits>
 #include <cstdint>
 
@@ -144,6 +145,75 @@ absl::Status checkMoeUnpermuteGrad(const KernelSignature &sig) {
   return c.sameShape(c.out(1), c.in(2));
 }
 
+// Grouped GEMMs: rows [..., K] of x in experts' blocks, weight [E, M, K]
+// (x's storage), offsets [E + 1] (i32).
+absl::Status checkGrouped(const LaunchChecker &c, const Operand &rows,
+                          const Operand &w, const Operand &offsets,
+                          bool rowsAreInput) {
+  BRAID_KERNEL_TRY(c.floatStorage(rows));
+  BRAID_KERNEL_TRY(c.sameDtype(w, rows));
+  BRAID_KERNEL_TRY(c.rank(rows, 2, rowsAreInput ? "[N, K]" : "[N, M]"));
+  BRAID_KERNEL_TRY(c.rank(w, 3, "[E, M, K]"));
+  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
+  BRAID_KERNEL_TRY(c.shape(offsets, {w.dim(0) + 1},
+                           "(one more than the experts of the weight)"));
+  const int64_t want = rowsAreInput ? w.dim(2) : w.dim(1);
+  if (rows.lastDim() != want)
+    return c.error(absl::StrCat(rows.label, " has shape ",
+                                shapeString(rows.shape()), ", expected [N, ",
+                                want, "] to match the weight ",
+                                shapeString(w.shape())));
+  if (rows.dim(0) > INT_MAX || w.dim(1) > INT_MAX || w.dim(2) > INT_MAX)
+    return c.error("the CPU GEMM takes at most 2^31 - 1 rows and columns");
+  return absl::OkStatus();
+}
+
+absl::Status checkGroupedLinear(const KernelSignature &sig) {
+  LaunchChecker c("moe_grouped_linear", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "offsets"}));
+  BRAID_KERNEL_TRY(c.outputs({"y"}));
+  Operand x = c.in(0), w = c.in(1), y = c.out(0);
+  BRAID_KERNEL_TRY(checkGrouped(c, x, w, c.in(2), true));
+  BRAID_KERNEL_TRY(c.sameDtype(y, x));
+  return c.shape(y, {x.dim(0), w.dim(1)}, "(x's rows, then weight's M)");
+}
+
+absl::Status checkGroupedLinearGradInput(const KernelSignature &sig) {
+  LaunchChecker c("moe_grouped_linear_grad_input", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dy", "weight", "offsets"}));
+  BRAID_KERNEL_TRY(c.outputs({"dx"}));
+  Operand dy = c.in(0), w = c.in(1), dx = c.out(0);
+  BRAID_KERNEL_TRY(checkGrouped(c, dy, w, c.in(2), false));
+  BRAID_KERNEL_TRY(c.accumulateParam());
+  BRAID_KERNEL_TRY(c.sameDtype(dx, dy));
+  return c.shape(dx, {dy.dim(0), w.dim(2)}, "(dy's rows, then weight's K)");
+}
+
+absl::Status checkGroupedLinearGradWeight(const KernelSignature &sig) {
+  LaunchChecker c("moe_grouped_linear_grad_weight", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dy", "x", "offsets"}));
+  BRAID_KERNEL_TRY(c.outputs({"dweight"}));
+  Operand dy = c.in(0), x = c.in(1), offsets = c.in(2), dw = c.out(0);
+  BRAID_KERNEL_TRY(c.floatStorage(dy));
+  BRAID_KERNEL_TRY(c.sameDtype(x, dy));
+  BRAID_KERNEL_TRY(c.rank(dy, 2, "[N, M]"));
+  BRAID_KERNEL_TRY(c.rank(x, 2, "[N, K]"));
+  if (x.dim(0) != dy.dim(0))
+    return c.error(absl::StrCat(x.label, " has ", x.dim(0), " rows, ",
+                                dy.label, " ", dy.dim(0)));
+  BRAID_KERNEL_TRY(c.gradWeightDtype(dw, dy));
+  BRAID_KERNEL_TRY(c.accumulateParam());
+  BRAID_KERNEL_TRY(c.rank(dw, 3, "[E, M, K]"));
+  BRAID_KERNEL_TRY(c.shape(dw, {dw.dim(0), dy.lastDim(), x.lastDim()},
+                           "([E, dy's M, x's K])"));
+  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
+  BRAID_KERNEL_TRY(c.shape(offsets, {dw.dim(0) + 1},
+                           "(one more than the experts of dweight)"));
+  if (dy.dim(0) > INT_MAX || dy.lastDim() > INT_MAX || x.lastDim() > INT_MAX)
+    return c.error("the CPU GEMM takes at most 2^31 - 1 rows and columns");
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> moeChecks() {
@@ -154,6 +224,9 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_permute_grad", checkMoePermuteGrad},
       {"moe_unpermute", checkMoeUnpermute},
       {"moe_unpermute_grad", checkMoeUnpermuteGrad},
+      {"moe_grouped_linear", checkGroupedLinear},
+      {"moe_grouped_linear_grad_input", checkGroupedLinearGradInput},
+      {"moe_grouped_linear_grad_weight", checkGroupedLinearGradWeight},
   };
   return kChecks;
 }

@@ -1,5 +1,6 @@
 // linear, linear_grad_input, linear_grad_weight: y = x w^T + b and its
-// gradients, on OpenBLAS's sgemm.
+// gradients, on OpenBLAS's sgemm; moe_grouped_linear and its gradients:
+// the same per expert over each expert's block of rows.
 //
 // OpenBLAS runs its own threads, so sgemm is called from the launching
 // thread only; the pool is used for the bias work and the conversions
@@ -124,33 +125,26 @@ void fillRows(ThreadPool *pool, T *y, const T *b, int64_t rows, int64_t m) {
   });
 }
 
-template <typename T> void runLinear(const KernelArgs &args) {
-  const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
-  // A row-parallel linear's partial sum holds its bias on TP rank 0 only.
-  const bool partialBias = paramsOf(args).intOr("partial_bias", 0) != 0 &&
-                           contextOf(args).tpRank != 0;
-  const T *bias = args.ins.size() == 3 && !partialBias
-                      ? dataOf<T>(args.ins[2])
-                      : nullptr;
-  const int64_t n = rowsOf(*x.desc), k = x.desc->lastDim();
-  const int64_t m = w.desc->shape[0];
+// y [n, m] = x [n, k] w^T (+ b): the rows of one linear, or of one
+// expert's block of a grouped one.
+template <typename T>
+void linearRows(ThreadPool *pool, const T *x, const T *w, const T *bias,
+                T *y, int64_t n, int64_t m, int64_t k) {
   if (n == 0 || m == 0)
     return;
-  ThreadPool *pool = poolOf(args);
-  const InPanel wF = readPanel(pool, dataOf<T>(w), k, m, k, kWholeOperand);
+  const InPanel wF = readPanel(pool, w, k, m, k, kWholeOperand);
   const InPanel bF =
       bias ? readPanel(pool, bias, m, 1, m, kBias) : InPanel{nullptr, 0};
   const int64_t panel = std::is_same_v<T, float> ? n : panelRows(k + m);
   for (int64_t r0 = 0; r0 < n; r0 += panel) {
     const int64_t rows = std::min(panel, n - r0);
-    T *yRows = dataOf<T>(y) + r0 * m;
+    T *yRows = y + r0 * m;
     const OutPanel yF = writePanel(pool, yRows, m, rows, m, false, kOutPanel);
     // With a bias, y starts as the bias rows and sgemm adds into it (beta 1).
     if (bias || k == 0)
       fillRows(pool, yF.data, bF.data, rows, m);
     if (k > 0) {
-      const InPanel xF =
-          readPanel(pool, dataOf<T>(x) + r0 * k, k, rows, k, kInPanel);
+      const InPanel xF = readPanel(pool, x + r0 * k, k, rows, k, kInPanel);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, m, k, 1.0f,
                   xF.data, xF.ld, wF.data, wF.ld, bias ? 1.0f : 0.0f, yF.data,
                   yF.ld);
@@ -159,26 +153,36 @@ template <typename T> void runLinear(const KernelArgs &args) {
   }
 }
 
-template <typename T> void runLinearGradInput(const KernelArgs &args) {
-  const TensorView &dy = args.ins[0], &w = args.ins[1], &dx = args.outs[0];
-  const bool accumulate = accumulateOf(args);
-  const int64_t n = rowsOf(*dy.desc), m = dy.desc->lastDim();
-  const int64_t k = w.desc->shape[1];
+template <typename T> void runLinear(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
+  // A row-parallel linear's partial sum holds its bias on TP rank 0 only.
+  const bool partialBias = paramsOf(args).intOr("partial_bias", 0) != 0 &&
+                           contextOf(args).tpRank != 0;
+  const T *bias = args.ins.size() == 3 && !partialBias
+                      ? dataOf<T>(args.ins[2])
+                      : nullptr;
+  linearRows(poolOf(args), dataOf<T>(x), dataOf<T>(w), bias, dataOf<T>(y),
+             rowsOf(*x.desc), w.desc->shape[0], x.desc->lastDim());
+}
+
+// dx [n, k] (+)= dy [n, m] w: the rows of one linear, or of one expert's
+// block of a grouped one.
+template <typename T>
+void gradInputRows(ThreadPool *pool, const T *dy, const T *w, T *dx,
+                   int64_t n, int64_t m, int64_t k, bool accumulate) {
   if (n == 0 || k == 0)
     return;
-  ThreadPool *pool = poolOf(args);
   if (m == 0) {
     if (!accumulate)
-      fillRows<T>(pool, dataOf<T>(dx), nullptr, n, k);
+      fillRows<T>(pool, dx, nullptr, n, k);
     return;
   }
-  const InPanel wF = readPanel(pool, dataOf<T>(w), k, m, k, kWholeOperand);
+  const InPanel wF = readPanel(pool, w, k, m, k, kWholeOperand);
   const int64_t panel = std::is_same_v<T, float> ? n : panelRows(m + k);
   for (int64_t r0 = 0; r0 < n; r0 += panel) {
     const int64_t rows = std::min(panel, n - r0);
-    T *dxRows = dataOf<T>(dx) + r0 * k;
-    const InPanel dyF =
-        readPanel(pool, dataOf<T>(dy) + r0 * m, m, rows, m, kInPanel);
+    T *dxRows = dx + r0 * k;
+    const InPanel dyF = readPanel(pool, dy + r0 * m, m, rows, m, kInPanel);
     const OutPanel dxF =
         writePanel(pool, dxRows, k, rows, k, accumulate, kOutPanel);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, k, m, 1.0f,
@@ -186,6 +190,13 @@ template <typename T> void runLinearGradInput(const KernelArgs &args) {
                 dxF.data, dxF.ld);
     flushPanel(pool, dxF, dxRows, k, rows, k);
   }
+}
+
+template <typename T> void runLinearGradInput(const KernelArgs &args) {
+  const TensorView &dy = args.ins[0], &w = args.ins[1], &dx = args.outs[0];
+  gradInputRows(poolOf(args), dataOf<T>(dy), dataOf<T>(w), dataOf<T>(dx),
+                rowsOf(*dy.desc), dy.desc->lastDim(), w.desc->shape[1],
+                accumulateOf(args));
 }
 
 // db[m] (+)= sum over rows of dy[r, m]. Each chunk owns a range of columns
@@ -258,6 +269,83 @@ template <typename T> void runLinearGradWeight(const KernelArgs &args) {
     weightGrad(pool, dyT, dataOf<T>(x), dw.f32(), n, m, k, accumulate);
 }
 
+// The grouped linears of a mixture-of-experts layer: rows [offsets[e],
+// offsets[e + 1]) of x belong to expert e and go through its weight
+// w[e] [M, K]; each expert's block is one linear of the kernels above, so
+// it sums as they do. Offsets come from moe_permute; they are clamped to
+// the rows there are, so a corrupted one cannot reach outside them.
+// Rows from offsets[E] on (unrouted choices) are zero in y and dx.
+struct ExpertBlocks {
+  const int32_t *offsets;
+  int64_t experts, rows;
+
+  int64_t begin(int64_t e) const {
+    return std::clamp<int64_t>(offsets[e], 0, rows);
+  }
+  int64_t end(int64_t e) const {
+    return std::clamp<int64_t>(offsets[e + 1], begin(e), rows);
+  }
+};
+
+ExpertBlocks blocksOf(const KernelArgs &args, int offsetsInput,
+                      const TensorView &rowsView) {
+  const TensorView &o = args.ins[offsetsInput];
+  return {o.i32(), o.desc->shape[0] - 1, rowsOf(*rowsView.desc)};
+}
+
+template <typename T>
+void zeroTail(ThreadPool *pool, const ExpertBlocks &b, T *y, int64_t width) {
+  const int64_t used = b.experts == 0 ? 0 : b.end(b.experts - 1);
+  fillRows<T>(pool, y + used * width, nullptr, b.rows - used, width);
+}
+
+template <typename T> void runGroupedLinear(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
+  const ExpertBlocks b = blocksOf(args, 2, x);
+  const int64_t m = w.desc->shape[1], k = w.desc->shape[2];
+  ThreadPool *pool = poolOf(args);
+  for (int64_t e = 0; e < b.experts; ++e)
+    linearRows(pool, dataOf<T>(x) + b.begin(e) * k,
+               dataOf<T>(w) + e * m * k, static_cast<const T *>(nullptr),
+               dataOf<T>(y) + b.begin(e) * m, b.end(e) - b.begin(e), m, k);
+  zeroTail(pool, b, dataOf<T>(y), m);
+}
+
+template <typename T> void runGroupedLinearGradInput(const KernelArgs &args) {
+  const TensorView &dy = args.ins[0], &w = args.ins[1], &dx = args.outs[0];
+  const ExpertBlocks b = blocksOf(args, 2, dy);
+  const int64_t m = w.desc->shape[1], k = w.desc->shape[2];
+  const bool accumulate = accumulateOf(args);
+  ThreadPool *pool = poolOf(args);
+  for (int64_t e = 0; e < b.experts; ++e)
+    gradInputRows(pool, dataOf<T>(dy) + b.begin(e) * m,
+                  dataOf<T>(w) + e * m * k, dataOf<T>(dx) + b.begin(e) * k,
+                  b.end(e) - b.begin(e), m, k, accumulate);
+  if (!accumulate)
+    zeroTail(pool, b, dataOf<T>(dx), k);
+}
+
+// dw[e] (+)= dy[block e]^T x[block e]; an expert without rows gets zeros
+// (or keeps its sum).
+template <typename T, typename U>
+void groupedWeightGrad(const KernelArgs &args, U *dw) {
+  const TensorView &dy = args.ins[0], &x = args.ins[1];
+  const ExpertBlocks b = blocksOf(args, 2, dy);
+  const int64_t m = dy.desc->lastDim(), k = x.desc->lastDim();
+  for (int64_t e = 0; e < b.experts; ++e)
+    weightGrad(poolOf(args), dataOf<T>(dy) + b.begin(e) * m,
+               dataOf<T>(x) + b.begin(e) * k, dw + e * m * k,
+               b.end(e) - b.begin(e), m, k, accumulateOf(args));
+}
+
+template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {
+  const TensorView &dw = args.outs[0];
+  if (isBf16(dw))
+    groupedWeightGrad<T>(args, dw.bf16());
+  else
+    groupedWeightGrad<T>(args, dw.f32());
+}
+
 } // namespace
 
 absl::Status registerLinearKernels(KernelRegistry &registry) {
@@ -269,6 +357,14 @@ absl::Status registerLinearKernels(KernelRegistry &registry) {
            byStorage<runLinearGradInput<float>, runLinearGradInput<Bf16>>},
           {"linear_grad_weight",
            byStorage<runLinearGradWeight<float>, runLinearGradWeight<Bf16>>},
+          {"moe_grouped_linear",
+           byStorage<runGroupedLinear<float>, runGroupedLinear<Bf16>>},
+          {"moe_grouped_linear_grad_input",
+           byStorage<runGroupedLinearGradInput<float>,
+                     runGroupedLinearGradInput<Bf16>>},
+          {"moe_grouped_linear_grad_weight",
+           byStorage<runGroupedLinearGradWeight<float>,
+                     runGroupedLinearGradWeight<Bf16>>},
       });
 }
 

@@ -10,7 +10,9 @@
 // block per token, its choices summed in choice order in f32;
 // moe_unpermute_grad: the rows zeroed, then one block per choice writing
 // its row and its weight's gradient (positions from moe_permute, which
-// never repeats one). No workspace, nothing allocated: a CUDA graph may
+// never repeats one); moe_grouped_linear and its gradients: one thread per
+// output element, each finding its row's expert in the offsets on the
+// device (a first version, exact, not fast). No workspace, nothing allocated: a CUDA graph may
 // capture them all.
 #include <cstdint>
 
@@ -218,6 +220,122 @@ template <typename T> void runUnpermuteGrad(const KernelArgs &args) {
       d);
 }
 
+// --- grouped linear -----------------------------------------------------------
+//
+// One thread per output element, f32 accumulation in reduction order: a
+// first version, exact and simple, not fast (no tiles, no tensor cores).
+
+// The expert whose block [offsets[e], offsets[e + 1]) holds row r, or -1
+// for rows from offsets[E] on.
+__device__ int64_t expertOfRow(const int32_t *__restrict__ offsets,
+                               int64_t experts, int64_t r) {
+  if (r >= offsets[experts])
+    return -1;
+  int64_t lo = 0, hi = experts - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (offsets[mid] <= r)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+// y [rows, m] (+)= x [rows, k] . w[e] [m, k]^T, or with `transposedW`
+// y [rows, k'] = x [rows, m'] . w[e] [m', k'] (the input gradient).
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    groupedLinearKernel(const T *__restrict__ x, const T *__restrict__ w,
+                        const int32_t *__restrict__ offsets, T *__restrict__ y,
+                        int64_t rows, int64_t m, int64_t k, int64_t experts,
+                        bool transposedW, bool accumulate) {
+  const int64_t outWidth = transposedW ? k : m, inWidth = transposedW ? m : k;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+       i < rows * outWidth; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / outWidth, c = i % outWidth;
+    const int64_t e = expertOfRow(offsets, experts, r);
+    float acc = accumulate ? load(y, i) : 0.0f;
+    if (e >= 0) {
+      const T *we = w + e * m * k;
+      for (int64_t j = 0; j < inWidth; ++j)
+        acc += load(x, r * inWidth + j) *
+               load(we, transposedW ? j * k + c : c * k + j);
+    }
+    store(y, i, acc);
+  }
+}
+
+__device__ int64_t clampRow(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+// dw[e] [m, k] (+)= dy[block e]^T x[block e].
+template <typename T, typename U>
+__global__ void __launch_bounds__(kBlock)
+    groupedWeightGradKernel(const T *__restrict__ dy, const T *__restrict__ x,
+                            const int32_t *__restrict__ offsets,
+                            U *__restrict__ dw, int64_t rows, int64_t m,
+                            int64_t k, int64_t experts, bool accumulate) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+       i < experts * m * k; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t e = i / (m * k), j = i / k % m, c = i % k;
+    const int64_t lo = clampRow(offsets[e], 0, rows);
+    const int64_t hi = clampRow(offsets[e + 1], lo, rows);
+    float acc = accumulate ? load(dw, i) : 0.0f;
+    for (int64_t r = lo; r < hi; ++r)
+      acc += load(dy, r * m + j) * load(x, r * k + c);
+    store(dw, i, acc);
+  }
+}
+
+template <typename T>
+void launchGrouped(const KernelArgs &args, bool transposedW) {
+  const TensorView &in = args.ins[0], &w = args.ins[1];
+  const int64_t rows = in.desc->shape[0];
+  const int64_t experts = w.desc->shape[0], m = w.desc->shape[1],
+                k = w.desc->shape[2];
+  const int64_t total = rows * (transposedW ? k : m);
+  if (total == 0)
+    return;
+  groupedLinearKernel<T><<<rows::gridFor(total, kBlock), kBlock, 0,
+                           rows::streamOf(args)>>>(
+      dataOf<T>(in), dataOf<T>(w), args.ins[2].i32(), dataOf<T>(args.outs[0]),
+      rows, m, k, experts, transposedW,
+      transposedW && rows::paramsOf(args).intOr("accumulate", 0) != 0);
+}
+
+template <typename T> void runGroupedLinear(const KernelArgs &args) {
+  launchGrouped<T>(args, false);
+}
+
+template <typename T> void runGroupedLinearGradInput(const KernelArgs &args) {
+  launchGrouped<T>(args, true);
+}
+
+template <typename T, typename U>
+void launchGroupedWeightGrad(const KernelArgs &args, U *dw) {
+  const TensorView &dy = args.ins[0], &x = args.ins[1];
+  const int64_t experts = args.outs[0].desc->shape[0];
+  const int64_t rows = dy.desc->shape[0], m = dy.desc->lastDim(),
+                k = x.desc->lastDim();
+  const int64_t total = experts * m * k;
+  if (total == 0)
+    return;
+  groupedWeightGradKernel<T, U><<<rows::gridFor(total, kBlock), kBlock, 0,
+                                  rows::streamOf(args)>>>(
+      dataOf<T>(dy), dataOf<T>(x), args.ins[2].i32(), dw, rows, m, k, experts,
+      rows::paramsOf(args).intOr("accumulate", 0) != 0);
+}
+
+template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {
+  const TensorView &dw = args.outs[0];
+  if (isBf16(dw))
+    launchGroupedWeightGrad<T>(args, dataOf<rows::Bf16>(dw));
+  else
+    launchGroupedWeightGrad<T>(args, dw.f32());
+}
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
@@ -231,7 +349,15 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
         byStorage<runPermuteGrad<float>, runPermuteGrad<Bf16>>},
        {"moe_unpermute", byStorage<runUnpermute<float>, runUnpermute<Bf16>>},
        {"moe_unpermute_grad",
-        byStorage<runUnpermuteGrad<float>, runUnpermuteGrad<Bf16>>}});
+        byStorage<runUnpermuteGrad<float>, runUnpermuteGrad<Bf16>>},
+       {"moe_grouped_linear",
+        byStorage<runGroupedLinear<float>, runGroupedLinear<Bf16>>},
+       {"moe_grouped_linear_grad_input",
+        byStorage<runGroupedLinearGradInput<float>,
+                  runGroupedLinearGradInput<Bf16>>},
+       {"moe_grouped_linear_grad_weight",
+        byStorage<runGroupedLinearGradWeight<float>,
+                  runGroupedLinearGradWeight<Bf16>>}});
 }
 
 } // namespace braid::cuda

@@ -5,7 +5,8 @@
 // sides, differently rounded), and the logits' gradient likewise.
 // moe_permute: positions, offsets and rows exactly; the sums of
 // moe_permute_grad, moe_unpermute and moe_unpermute_grad within the rtol of
-// their storage (RowTestUtil.h). Outputs start from garbage, so that a
+// their storage (RowTestUtil.h); moe_grouped_linear and its gradients
+// within the same. Outputs start from garbage, so that a
 // value the kernel fails to write shows.
 #include <cstdint>
 #include <vector>
@@ -120,6 +121,41 @@ TEST(CudaMoeKernels, PermuteAndUnpermuteMatchCpu) {
                                {randomTensor({n * k, d}, dt, 15),
                                 randomTensor({n, k}, DType::kF32, 16)}),
                       {sums, Tolerance{1e-5, 1e-5}}));
+  }
+}
+
+// The grouped GEMMs over blocks of uneven sizes, one expert empty and
+// rows after the last block; the weight gradient accumulates.
+TEST(CudaMoeKernels, GroupedLinearMatchesCpu) {
+  const int64_t rows = 300, e = 8, in = 48, out = 40;
+  HostTensor offsets = randomIds({e + 1}, 20, 0, 1);
+  const int32_t bounds[] = {0, 37, 37, 100, 151, 200, 230, 281, 290};
+  for (int64_t i = 0; i <= e; ++i)
+    offsets.i32()[i] = bounds[i];
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtypeLabel(dt));
+    const Tolerance sums =
+        dt == DType::kBF16 ? Tolerance{kBf16Rtol, 1e-5} : Tolerance{1e-5, 1e-5};
+    const HostTensor w = randomTensor({e, out, in}, dt, 21);
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_grouped_linear",
+                               {randomTensor({rows, in}, dt, 22), w, offsets},
+                               {randomTensor({rows, out}, dt, 23)}),
+                      {sums}));
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_grouped_linear_grad_input",
+                               {randomTensor({rows, out}, dt, 24), w, offsets},
+                               {randomTensor({rows, in}, dt, 25)}),
+                      {sums}));
+    KernelParams accumulate;
+    accumulate.setInt("accumulate", 1);
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_grouped_linear_grad_weight",
+                               {randomTensor({rows, out}, dt, 26),
+                                randomTensor({rows, in}, dt, 27), offsets},
+                               {randomTensor({e, out, in}, DType::kF32, 28)},
+                               accumulate),
+                      {Tolerance{1e-5, 1e-5}}));
   }
 }
 
