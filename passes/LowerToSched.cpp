@@ -197,7 +197,7 @@ LogicalResult Lowering::checkSignature() {
                << "data_parallel that divides " << type.getDimSize(0)
                << ", or zero_stage 0";
       params_.push_back({arg, p.getName().str(),
-                         p.getWeightDecay() && type.getRank() == 2,
+                         p.getWeightDecay() && type.getRank() >= 2,
                          schedInitKind(p.getInit()), p.getInitStd(),
                          p.getCheckpointTransposed()});
       auto tp = func_.getArgAttrOfType<TpLayoutAttr>(i, BraidDialect::kTpAttr);

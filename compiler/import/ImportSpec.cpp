@@ -97,7 +97,7 @@ private:
       std /= std::sqrt(2.0 * static_cast<double>(arch_.num_layers()));
     auto attr =
         ParamAttr::get(ctx_, name, init, init == InitKind::Normal ? std : 0.0,
-                       /*weightDecay=*/shape.size() == 2, transposed);
+                       /*weightDecay=*/shape.size() >= 2, transposed);
     argAttrs_.push_back(
         b_.getDictionaryAttr(b_.getNamedAttr(BraidDialect::kParamAttr, attr)));
     return bf16_ ? castAtTop(v) : v;
@@ -180,6 +180,12 @@ private:
   }
 
   Value llamaLayer(Value x, int64_t l);
+  Value denseMlp(Value h, const std::string &prefix, int64_t width,
+                 const char *gate, const char *up, const char *down);
+  Value moeBlock(Value h, int64_t l);
+  bool isMoeLayer(int64_t l) const {
+    return arch_.has_moe() && l >= arch_.moe().first_k_dense();
+  }
   Value gpt2Layer(Value x, int64_t l);
   void setModuleAttrs(ModuleOp module);
 
@@ -232,12 +238,80 @@ Value GraphBuilder::llamaLayer(Value x, int64_t l) {
   x = add(x, dropout(a, train_.hidden_dropout(), 2 + 3 * l));
 
   h = norm(x, p + ".post_attention_layernorm");
-  Value gate = linear(h, p + ".mlp.gate_proj", arch_.ffn_hidden_size());
-  Value up = linear(h, p + ".mlp.up_proj", arch_.ffn_hidden_size());
+  Value y = isMoeLayer(l) ? moeBlock(h, l)
+                          : denseMlp(h, p + ".mlp", arch_.ffn_hidden_size(),
+                                     "gate_proj", "up_proj", "down_proj");
+  return add(x, dropout(y, train_.hidden_dropout(), 3 + 3 * l));
+}
+
+// A SwiGLU MLP of inner width `width`: down(silu(gate(h)) * up(h)).
+Value GraphBuilder::denseMlp(Value h, const std::string &prefix, int64_t width,
+                             const char *gate, const char *up,
+                             const char *down) {
+  Value g = linear(h, prefix + "." + gate, width);
+  Value u = linear(h, prefix + "." + up, width);
+  Value s = SwiGLUOp::create(b_, loc_, g.getType(), g, u);
+  return linear(s, prefix + "." + down, arch_.hidden_size(),
+                /*scaledResidual=*/true);
+}
+
+// A mixture-of-experts layer (docs/moe.md), dropless: the router's f32
+// logits choose top_k experts per token; the tokens' rows, permuted into
+// expert-major order, go through each expert's SwiGLU as grouped GEMMs
+// over the stacked weights [E, ...] and come back weighted; shared
+// experts run beside, as one MLP num_shared_experts times as wide.
+// A stacked weight's name holds `*` where the expert's index goes: the
+// checkpoint stores expert e's slice under the name with e in its place.
+Value GraphBuilder::moeBlock(Value h, int64_t l) {
+  const spec::Moe &moe = arch_.moe();
+  const bool mixtral = arch_.naming() == spec::HF_MIXTRAL;
+  const std::string p = "model.layers." + std::to_string(l) +
+                        (mixtral ? ".block_sparse_moe" : ".mlp");
+  const int64_t d = arch_.hidden_size(), e = moe.num_experts(), k = moe.top_k(),
+                f = moe.expert_ffn_hidden_size();
+  const int64_t tokens = batch_ * seq_;
+
+  Value logits = linear(h, p + ".gate", e);
+  if (bf16_)
+    logits = CastOp::create(
+        b_, loc_, RankedTensorType::get({batch_, seq_, e}, f32_), logits);
+  auto choice = [&](Type t) {
+    return RankedTensorType::get({batch_, seq_, k}, t);
+  };
+  auto route =
+      MoeRouteOp::create(b_, loc_, choice(b_.getI32Type()), choice(f32_),
+                         RankedTensorType::get({batch_, seq_, e}, f32_), logits,
+                         Value(), b_.getBoolAttr(moe.score() == spec::SIGMOID),
+                         b_.getBoolAttr(moe.normalize_top_k()),
+                         b_.getF32FloatAttr(moe.routed_scaling_factor()));
+  auto rows = [&](int64_t width) {
+    return RankedTensorType::get({tokens * k, width}, compute_);
+  };
+  auto permute = MoePermuteOp::create(
+      b_, loc_, rows(d), choice(b_.getI32Type()),
+      RankedTensorType::get({e + 1}, b_.getI32Type()), h, route.getExperts());
+  Value offsets = permute.getOffsets();
+  auto expertLinear = [&](Value xs, const char *name, int64_t out,
+                          bool scaledResidual) -> Value {
+    const int64_t in = cast<RankedTensorType>(xs.getType()).getShape().back();
+    Value w = param(p + ".experts.*." + name + ".weight", {e, out, in},
+                    InitKind::Normal, scaledResidual);
+    return MoeGroupedLinearOp::create(b_, loc_, rows(out), xs, w, offsets);
+  };
+  Value gate =
+      expertLinear(permute.getRows(), mixtral ? "w1" : "gate_proj", f, false);
+  Value up =
+      expertLinear(permute.getRows(), mixtral ? "w3" : "up_proj", f, false);
   Value s = SwiGLUOp::create(b_, loc_, gate.getType(), gate, up);
-  Value down = linear(s, p + ".mlp.down_proj", arch_.hidden_size(),
-                      /*scaledResidual=*/true);
-  return add(x, dropout(down, train_.hidden_dropout(), 3 + 3 * l));
+  Value down =
+      expertLinear(s, mixtral ? "w2" : "down_proj", d, /*scaledResidual=*/true);
+  Value y = MoeUnpermuteOp::create(b_, loc_, act(d), down,
+                                   permute.getPositions(), route.getWeights());
+  if (moe.num_shared_experts() > 0)
+    y = add(y, denseMlp(h, p + ".shared_experts",
+                        moe.num_shared_experts() * moe.shared_ffn_hidden_size(),
+                        "gate_proj", "up_proj", "down_proj"));
+  return y;
 }
 
 Value GraphBuilder::gpt2Layer(Value x, int64_t l) {
@@ -426,6 +500,18 @@ double modelFlopsPerToken(const spec::ModelSpec &spec) {
   double mlpWeights = (a.activation() == spec::SWIGLU ? 3 : 2) * d * f;
   double linear = a.num_layers() * (attnWeights + mlpWeights) +
                   static_cast<double>(a.vocab_size()) * d;
+  if (a.has_moe()) {
+    // A token goes through the router, top_k routed experts and the
+    // shared ones: the weights it multiplies, not the model's.
+    const spec::Moe &m = a.moe();
+    const double moeLayers = a.num_layers() - m.first_k_dense();
+    const double active =
+        d * m.num_experts() +
+        3 * d *
+            (m.top_k() * double(m.expert_ffn_hidden_size()) +
+             m.num_shared_experts() * double(m.shared_ffn_hidden_size()));
+    linear += moeLayers * (active - mlpWeights);
+  }
   double attention = 12.0 * a.num_layers() * spec.train().seq_len() * d;
   return 6.0 * linear + attention;
 }
@@ -433,13 +519,26 @@ double modelFlopsPerToken(const spec::ModelSpec &spec) {
 LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
   if (!module.getBody()->empty())
     return module.emitError("braid-import expects an empty module");
-  // The spec's rules accept model.moe (docs/moe.md); its layers do not
-  // lower yet.
-  if (spec.model().has_moe())
-    return module.emitError(
-        "braid-import: model.moe: mixture-of-experts layers do not compile "
-        "yet (the spec's moe block is checked, docs/moe.md); remove moe { "
-        "... } to train the dense model");
+  // What of model.moe (docs/moe.md) does not compile yet.
+  if (spec.model().has_moe()) {
+    const spec::Moe &moe = spec.model().moe();
+    const char *missing = nullptr;
+    if (moe.capacity_factor() > 0)
+      missing = "capacity_factor (capacity mode); leave it out for dropless "
+                "experts";
+    else if (moe.expert_bias())
+      missing = "expert_bias; leave it out";
+    else if (moe.aux_loss_coeff() > 0)
+      missing = "aux_loss_coeff; leave it out";
+    else if (moe.z_loss_coeff() > 0)
+      missing = "z_loss_coeff; leave it out";
+    else if (spec.parallel().expert_parallel() > 1)
+      missing = "parallel.expert_parallel; leave it out for experts "
+                "replicated on every rank";
+    if (missing)
+      return module.emitError() << "braid-import: model.moe: " << missing
+                                << " (does not compile yet, docs/moe.md)";
+  }
   GraphBuilder(spec, module).build();
   return success();
 }

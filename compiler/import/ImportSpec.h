@@ -21,7 +21,9 @@ mlir::LogicalResult importSpec(const spec::ModelSpec &spec,
 
 // Megatron's model FLOPs per trained token: 6 * (linear weights, LM head
 // included) + 12 * layers * seq * hidden for attention scores and values.
-// Causal masking is not halved, as in Megatron-LM.
+// Causal masking is not halved, as in Megatron-LM. An MoE layer counts the
+// weights a token multiplies: the router, top_k routed experts and the
+// shared experts.
 double modelFlopsPerToken(const spec::ModelSpec &spec);
 
 } // namespace braid

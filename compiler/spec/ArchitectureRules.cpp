@@ -211,8 +211,8 @@ private:
   void checkNaming() {
     std::vector<Requirement> needs;
     const char *fix;
-    if (m_.naming() == spec::HF_LLAMA) {
-      fix = "HF_LLAMA";
+    if (m_.naming() != spec::HF_GPT2) {
+      fix = spec::CheckpointNaming_Name(m_.naming()).c_str();
       needs = {
           {"norm", m_.norm(), spec::RMS_NORM,
            "Llama checkpoints hold RMSNorm weights without biases"},

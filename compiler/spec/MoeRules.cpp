@@ -52,6 +52,36 @@ public:
       checkCapacity();
     if (experts)
       checkExpertParallel();
+    checkNaming();
+  }
+
+  // The MoE layers' tensors exist under the Mixtral and DeepSeek-V3
+  // namings only; Mixtral's model class has no shared experts, no expert
+  // bias and no dense layers.
+  void checkNaming() {
+    const spec::CheckpointNaming naming = spec_.model().naming();
+    if (naming == spec::HF_LLAMA || naming == spec::HF_GPT2) {
+      sink_.report("model.naming",
+                   absl::StrCat(spec::CheckpointNaming_Name(naming),
+                                " checkpoints hold no experts; a model with "
+                                "moe { ... } needs naming: HF_MIXTRAL or "
+                                "HF_DEEPSEEK_V3"));
+      return;
+    }
+    if (naming != spec::HF_MIXTRAL)
+      return;
+    const char *why =
+        "Mixtral checkpoints hold a router and routed experts only; set "
+        "naming: HF_DEEPSEEK_V3, or remove the line";
+    if (m_.num_shared_experts() > 0)
+      sink_.report(path("num_shared_experts"),
+                   absl::StrCat("needs naming HF_DEEPSEEK_V3: ", why));
+    if (m_.expert_bias())
+      sink_.report(path("expert_bias"),
+                   absl::StrCat("needs naming HF_DEEPSEEK_V3: ", why));
+    if (m_.first_k_dense() > 0)
+      sink_.report(path("first_k_dense"),
+                   absl::StrCat("needs naming HF_DEEPSEEK_V3: ", why));
   }
 
 private:
@@ -220,6 +250,13 @@ void validateMoe(const spec::ModelSpec &spec, RuleSink &sink) {
     return;
   }
   if (!spec.model().has_moe()) {
+    const spec::CheckpointNaming naming = spec.model().naming();
+    if (naming == spec::HF_MIXTRAL || naming == spec::HF_DEEPSEEK_V3)
+      sink.report("model.naming",
+                  absl::StrCat(spec::CheckpointNaming_Name(naming),
+                               " names the tensors of mixture-of-experts "
+                               "layers, but the model has none; add "
+                               "model.moe { ... } or set naming: HF_LLAMA"));
     if (ep > 1)
       sink.report("parallel.expert_parallel",
                   absl::StrCat(ep, " expert-parallel ranks, but the model "

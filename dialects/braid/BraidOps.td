@@ -694,5 +694,7 @@ def Braid_TakePartOp : Braid_PureOp<"take_part"> {
 include "FusedElementwiseOps.td"
 include "FusedAttentionOps.td"
 include "FusedLossOps.td"
+// Mixture of experts (docs/moe.md).
+include "MoeOps.td"
 
 #endif // BRAID_OPS_TD

@@ -168,4 +168,50 @@ LogicalResult SplitOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+// Mixture of experts (docs/moe.md). The router's choices are integers and
+// take no gradient; its logits get the weights' gradient.
+LogicalResult MoeRouteOp::buildGradient(GradientBuilder &gb) {
+  Value dw = gb.grad(getWeights());
+  if (!dw)
+    return success();
+  gb.addGrad(getLogits(), MoeRouteGradOp::create(
+                              gb.builder(), getLoc(), typeOf(getLogits()), dw,
+                              getScores(), getExperts(), getSigmoidAttr(),
+                              getNormalizeAttr(), getScaleAttr()));
+  return success();
+}
+
+LogicalResult MoePermuteOp::buildGradient(GradientBuilder &gb) {
+  Value drows = gb.grad(getRows());
+  if (!drows)
+    return success();
+  gb.addGrad(getInput(), MoePermuteGradOp::create(gb.builder(), getLoc(),
+                                                  typeOf(getInput()), drows,
+                                                  getPositions()));
+  return success();
+}
+
+LogicalResult MoeUnpermuteOp::buildGradient(GradientBuilder &gb) {
+  auto g = MoeUnpermuteGradOp::create(
+      gb.builder(), getLoc(), typeOf(getRows()), typeOf(getWeights()),
+      gb.grad(getResult()), getRows(), getPositions(), getWeights());
+  gb.addGrad(getRows(), g.getRowsGrad());
+  gb.addGrad(getWeights(), g.getWeightsGrad());
+  return success();
+}
+
+LogicalResult MoeGroupedLinearOp::buildGradient(GradientBuilder &gb) {
+  OpBuilder &b = gb.builder();
+  Value dy = gb.grad(getResult());
+  if (gb.needsGrad(getInput()))
+    gb.addGrad(getInput(), MoeGroupedLinearGradInputOp::create(
+                               b, getLoc(), typeOf(getInput()), dy, getWeight(),
+                               getOffsets()));
+  Value weight = gb.gradTarget(getWeight());
+  gb.addGrad(weight,
+             MoeGroupedLinearGradWeightOp::create(
+                 b, getLoc(), typeOf(weight), dy, getInput(), getOffsets()));
+  return success();
+}
+
 } // namespace braid

@@ -23,15 +23,18 @@ absl::Status checkRouteParams(const LaunchChecker &c) {
   return c.floatParamOr("scale", 1.0).status();
 }
 
-// `experts` is [N, K] i32 with K experts of the E there are.
+// `experts` is [..., K] i32 with K experts of the E there are, over the
+// tokens of `rows` [..., E].
 absl::Status checkChoice(const LaunchChecker &c, const Operand &experts,
                          const Operand &rows) {
   BRAID_KERNEL_TRY(c.dtype(experts, DType::kI32));
-  BRAID_KERNEL_TRY(c.rank(experts, 2, "[N, K]"));
-  const int64_t k = experts.dim(1), e = rows.dim(1);
-  if (experts.dim(0) != rows.dim(0))
-    return c.error(absl::StrCat(experts.label, " has ", experts.dim(0),
-                                " rows, ", rows.label, " ", rows.dim(0)));
+  BRAID_KERNEL_TRY(c.minRank(experts, 2, "[..., K]"));
+  const int64_t k = experts.lastDim(), e = rows.lastDim();
+  if (leadingDims(*experts.desc) != leadingDims(*rows.desc))
+    return c.error(absl::StrCat(experts.label, " has shape ",
+                                shapeString(experts.shape()), ", ", rows.label,
+                                " ", shapeString(rows.shape()),
+                                ": one row per token of both"));
   if (k < 1 || k > e)
     return c.error(absl::StrCat(experts.label, " chooses ", k,
                                 " experts per row of the ", e, " of ",
@@ -46,10 +49,10 @@ absl::Status checkMoeRoute(const KernelSignature &sig) {
   Operand logits = c.in(0), experts = c.out(0), weights = c.out(1),
           scores = c.out(2);
   BRAID_KERNEL_TRY(c.f32(logits, kWhy));
-  BRAID_KERNEL_TRY(c.rank(logits, 2, "[N, E]"));
+  BRAID_KERNEL_TRY(c.minRank(logits, 2, "[..., E]"));
   if (c.numIns() > 1) {
     BRAID_KERNEL_TRY(c.f32(c.in(1), kWhy));
-    BRAID_KERNEL_TRY(c.shape(c.in(1), {logits.dim(1)},
+    BRAID_KERNEL_TRY(c.shape(c.in(1), {logits.lastDim()},
                              "(one bias per expert of input 0)"));
   }
   BRAID_KERNEL_TRY(checkChoice(c, experts, logits));
@@ -67,7 +70,7 @@ absl::Status checkMoeRouteGrad(const KernelSignature &sig) {
   Operand dweights = c.in(0), scores = c.in(1), experts = c.in(2),
           dlogits = c.out(0);
   BRAID_KERNEL_TRY(c.f32(scores, kWhy));
-  BRAID_KERNEL_TRY(c.rank(scores, 2, "[N, E]"));
+  BRAID_KERNEL_TRY(c.minRank(scores, 2, "[..., E]"));
   BRAID_KERNEL_TRY(checkChoice(c, experts, scores));
   BRAID_KERNEL_TRY(c.f32(dweights, kWhy));
   BRAID_KERNEL_TRY(c.sameShape(dweights, experts));
@@ -77,18 +80,20 @@ absl::Status checkMoeRouteGrad(const KernelSignature &sig) {
 }
 
 // The tokens `x` [..., D] (float storage), their choices `positions`
-// [N, K] (i32) with N the rows of x, and `rows` [N*K, D] of x's dtype.
+// [..., K] (i32) with one row per token of x, and `rows` [N*K, D] of x's
+// dtype.
 absl::Status checkPermuted(const LaunchChecker &c, const Operand &x,
                            const Operand &positions, const Operand &rows) {
   BRAID_KERNEL_TRY(c.floatStorage(x));
   BRAID_KERNEL_TRY(c.minRank(x, 2, "[..., D]"));
   BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
-  BRAID_KERNEL_TRY(c.rank(positions, 2, "[N, K]"));
+  BRAID_KERNEL_TRY(c.minRank(positions, 2, "[..., K]"));
   const int64_t d = x.lastDim(), n = d == 0 ? 0 : x.desc->numel() / d;
-  if (positions.dim(0) != n)
-    return c.error(absl::StrCat(positions.label, " has ", positions.dim(0),
-                                " rows, one per token of ", x.label, ": ",
-                                n));
+  const int64_t k = positions.lastDim();
+  const int64_t rowsOfPositions = k == 0 ? 0 : positions.desc->numel() / k;
+  if (rowsOfPositions != n)
+    return c.error(absl::StrCat(positions.label, " has ", rowsOfPositions,
+                                " rows, one per token of ", x.label, ": ", n));
   if (positions.desc->numel() > INT32_MAX)
     return c.error(absl::StrCat(positions.label, " has ",
                                 positions.desc->numel(),

@@ -29,8 +29,8 @@ moe::RouteParams routeParams(const KernelArgs &args) {
 
 void runMoeRoute(const KernelArgs &args) {
   const TensorDesc &ld = *args.ins[0].desc;
-  const int64_t n = ld.shape[0], e = ld.shape[1];
-  const int64_t k = args.outs[0].desc->shape[1];
+  const int64_t e = ld.lastDim(), n = e == 0 ? 0 : ld.numel() / e;
+  const int64_t k = args.outs[0].desc->lastDim();
   const float *logits = args.ins[0].f32();
   const float *bias = args.ins.size() > 1 ? args.ins[1].f32() : nullptr;
   int32_t *experts = args.outs[0].i32();
@@ -45,8 +45,8 @@ void runMoeRoute(const KernelArgs &args) {
 
 void runMoeRouteGrad(const KernelArgs &args) {
   const TensorDesc &sd = *args.ins[1].desc;
-  const int64_t n = sd.shape[0], e = sd.shape[1];
-  const int64_t k = args.ins[0].desc->shape[1];
+  const int64_t e = sd.lastDim(), n = e == 0 ? 0 : sd.numel() / e;
+  const int64_t k = args.ins[0].desc->lastDim();
   const float *dweights = args.ins[0].f32(), *scores = args.ins[1].f32();
   const int32_t *experts = args.ins[2].i32();
   float *dlogits = args.outs[0].f32();
@@ -65,7 +65,7 @@ struct Rows {
 
 Rows rowsOf(const TensorView &x, const TensorView &choices) {
   const int64_t d = x.desc->lastDim();
-  return {d == 0 ? 0 : x.numel() / d, d, choices.desc->shape[1]};
+  return {d == 0 ? 0 : x.numel() / d, d, choices.desc->lastDim()};
 }
 
 // xs[positions[a]] = x[a / k]; the rows no assignment takes (those of
@@ -140,8 +140,12 @@ template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
   T *dys = dataOf<T>(args.outs[0]);
   float *dweights = args.outs[1].f32();
   const int64_t rows = g.n * g.k;
-  // Reused across launches, so that the backward does not allocate.
-  thread_local std::vector<int64_t> owner;
+  // Reused across launches, so that the backward does not allocate. The
+  // pool's threads read the launching thread's buffer through this
+  // reference: naming the thread_local inside the loop body would give
+  // each of them its own, empty one.
+  thread_local std::vector<int64_t> ownerBuffer;
+  std::vector<int64_t> &owner = ownerBuffer;
   owner.assign(static_cast<size_t>(rows), -1);
   for (int64_t a = 0; a < rows; ++a)
     if (positions[a] >= 0 && positions[a] < rows)

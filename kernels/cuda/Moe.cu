@@ -58,8 +58,9 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 void runMoeRoute(const KernelArgs &args) {
-  const int64_t n = args.ins[0].desc->shape[0], e = args.ins[0].desc->shape[1];
-  const int64_t k = args.outs[0].desc->shape[1];
+  const int64_t e = args.ins[0].desc->lastDim();
+  const int64_t n = e == 0 ? 0 : args.ins[0].numel() / e;
+  const int64_t k = args.outs[0].desc->lastDim();
   if (n == 0)
     return;
   moeRouteKernel<<<rows::gridFor(n, kBlock), kBlock, 0,
@@ -70,8 +71,9 @@ void runMoeRoute(const KernelArgs &args) {
 }
 
 void runMoeRouteGrad(const KernelArgs &args) {
-  const int64_t n = args.ins[1].desc->shape[0], e = args.ins[1].desc->shape[1];
-  const int64_t k = args.ins[0].desc->shape[1];
+  const int64_t e = args.ins[1].desc->lastDim();
+  const int64_t n = e == 0 ? 0 : args.ins[1].numel() / e;
+  const int64_t k = args.ins[0].desc->lastDim();
   if (n == 0)
     return;
   moeRouteGradKernel<<<rows::gridFor(n, kBlock), kBlock, 0,
@@ -171,7 +173,7 @@ __global__ void __launch_bounds__(kBlock)
 
 template <typename T> void runPermute(const KernelArgs &args) {
   const int64_t d = args.ins[0].desc->lastDim();
-  const int64_t k = args.ins[1].desc->shape[1];
+  const int64_t k = args.ins[1].desc->lastDim();
   const int64_t rows = args.ins[1].numel();
   const int64_t e = args.outs[2].desc->shape[0] - 1;
   cudaStream_t stream = rows::streamOf(args);
@@ -188,7 +190,8 @@ template <typename T> void runPermute(const KernelArgs &args) {
 template <typename T>
 void runGather(const KernelArgs &args, const float *weights) {
   const int64_t d = args.outs[0].desc->lastDim();
-  const int64_t n = args.ins[1].desc->shape[0], k = args.ins[1].desc->shape[1];
+  const int64_t k = args.ins[1].desc->lastDim();
+  const int64_t n = k == 0 ? 0 : args.ins[1].numel() / k;
   if (n == 0 || d == 0)
     return;
   gatherChoicesKernel<T><<<rows::gridFor(n, 1), kBlock, 0,
@@ -207,7 +210,8 @@ template <typename T> void runUnpermute(const KernelArgs &args) {
 
 template <typename T> void runUnpermuteGrad(const KernelArgs &args) {
   const int64_t d = args.ins[0].desc->lastDim();
-  const int64_t n = args.ins[2].desc->shape[0], k = args.ins[2].desc->shape[1];
+  const int64_t k = args.ins[2].desc->lastDim();
+  const int64_t n = k == 0 ? 0 : args.ins[2].numel() / k;
   const int64_t rows = n * k;
   if (rows == 0)
     return;

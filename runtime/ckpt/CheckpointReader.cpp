@@ -130,18 +130,19 @@ absl::Status copyIn(const ParsedFiles &parsed,
       continue;
     const SafetensorsFile &file = parsed.files[found[i].file];
     auto *dst = reinterpret_cast<float *>(
-        arena + plan.imageOffset(stored[i].planTensor));
+        arena + plan.imageOffset(stored[i].planTensor) + stored[i].offset);
     const char *src = found[i].tensor->data.data();
+    const uint64_t bytes = stored[i].bytes;
     if (stored[i].transposed) {
-      std::vector<float> copy(t.size_bytes() / sizeof(float));
-      if (absl::Status s = file.readData(
-              [&] { std::memcpy(copy.data(), src, t.size_bytes()); });
+      std::vector<float> copy(bytes / sizeof(float));
+      if (absl::Status s =
+              file.readData([&] { std::memcpy(copy.data(), src, bytes); });
           !s.ok())
         return s;
       // The file holds [cols, rows]; transposing it back gives [rows, cols].
       ckpt::transposeInto(copy.data(), t.shape(1), t.shape(0), dst);
-    } else if (absl::Status s = file.readData(
-                   [&] { std::memcpy(dst, src, t.size_bytes()); });
+    } else if (absl::Status s =
+                   file.readData([&] { std::memcpy(dst, src, bytes); });
                !s.ok()) {
       return s;
     }

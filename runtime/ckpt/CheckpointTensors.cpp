@@ -6,6 +6,43 @@
 
 namespace braid::ckpt {
 
+std::vector<std::string> expertNames(const std::string &name, int64_t experts) {
+  const size_t star = name.find('*');
+  if (star == std::string::npos)
+    return {name};
+  std::vector<std::string> out;
+  for (int64_t e = 0; e < experts; ++e)
+    out.push_back(name.substr(0, star) + std::to_string(e) +
+                  name.substr(star + 1));
+  return out;
+}
+
+namespace {
+
+// `stored` (named as the plan tensor, shaped as the file holds it) once,
+// or once per expert of a stacked tensor.
+void addStored(std::vector<StoredTensor> &out, StoredTensor stored,
+               const plan::Tensor &t) {
+  stored.bytes = t.size_bytes();
+  const std::vector<std::string> names =
+      expertNames(stored.name, t.shape_size() > 0 ? t.shape(0) : 0);
+  if (stored.name.find('*') == std::string::npos) {
+    out.push_back(std::move(stored));
+    return;
+  }
+  const uint64_t slice = names.empty() ? 0 : stored.bytes / names.size();
+  stored.shape.erase(stored.shape.begin());
+  for (size_t e = 0; e < names.size(); ++e) {
+    StoredTensor part = stored;
+    part.name = names[e];
+    part.offset = e * slice;
+    part.bytes = slice;
+    out.push_back(std::move(part));
+  }
+}
+
+} // namespace
+
 std::vector<StoredTensor> modelTensors(const LoadedPlan &plan) {
   std::vector<StoredTensor> out;
   for (uint32_t id : plan.parameters) {
@@ -17,11 +54,11 @@ std::vector<StoredTensor> modelTensors(const LoadedPlan &plan) {
     stored.transposed = t.param().checkpoint_transposed();
     if (stored.transposed)
       std::swap(stored.shape[0], stored.shape[1]);
-    out.push_back(stored);
+    addStored(out, stored, t);
     if (!t.param().tied_alias().empty()) {
       stored.name = t.param().tied_alias();
       stored.alias = true;
-      out.push_back(std::move(stored));
+      addStored(out, std::move(stored), t);
     }
   }
   return out;
@@ -34,8 +71,8 @@ std::vector<StoredTensor> optimizerTensors(const LoadedPlan &plan) {
     std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
     StoredTensor m{t.name() + ".exp_avg", shape, t.param().exp_avg()};
     StoredTensor v{t.name() + ".exp_avg_sq", shape, t.param().exp_avg_sq()};
-    out.push_back(std::move(m));
-    out.push_back(std::move(v));
+    addStored(out, std::move(m), plan.proto.tensors(t.param().exp_avg()));
+    addStored(out, std::move(v), plan.proto.tensors(t.param().exp_avg_sq()));
   }
   return out;
 }

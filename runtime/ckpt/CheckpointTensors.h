@@ -12,16 +12,21 @@
 
 namespace braid::ckpt {
 
-
-// One tensor of a checkpoint file and the plan tensor it stores.
+// One tensor of a checkpoint file and the plan tensor it stores, or the
+// part of it: an MoE layer's experts are one plan tensor [E, ...] whose
+// name holds `*`, stored as E tensors named with the expert's index in
+// its place (Hugging Face's per-expert names).
 struct StoredTensor {
   std::string name;
-  // The shape in the file: the plan shape, or its transpose.
+  // The shape in the file: the plan shape, its transpose, or an expert's
+  // slice (the plan shape without dimension 0).
   std::vector<int64_t> shape;
   uint32_t planTensor = 0;
   bool transposed = false;
   // A second name of a tied parameter: written, but not read back.
   bool alias = false;
+  // The bytes of the plan tensor stored: [offset, offset + bytes).
+  uint64_t offset = 0, bytes = 0;
 };
 
 // model.safetensors: each parameter under its name, then under its tied
@@ -29,6 +34,11 @@ struct StoredTensor {
 std::vector<StoredTensor> modelTensors(const LoadedPlan &plan);
 // optimizer.safetensors: "<name>.exp_avg" and "<name>.exp_avg_sq".
 std::vector<StoredTensor> optimizerTensors(const LoadedPlan &plan);
+
+// The stored names of a plan tensor named `name` of `experts` experts
+// (dimension 0): with `*` in the name, the name with 0 .. experts - 1 in
+// its place; otherwise the name itself.
+std::vector<std::string> expertNames(const std::string &name, int64_t experts);
 
 // The index of the first NaN or infinity of `n` floats at `data` (which
 // need not be aligned), or nullopt.

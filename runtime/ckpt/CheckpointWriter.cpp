@@ -45,16 +45,16 @@ describe(const std::vector<ckpt::StoredTensor> &stored, const LoadedPlan &plan,
   for (const ckpt::StoredTensor &s : stored) {
     const plan::Tensor &t = plan.proto.tensors(s.planTensor);
     const auto *data = reinterpret_cast<const float *>(
-        arena + plan.imageOffset(s.planTensor));
+        arena + plan.imageOffset(s.planTensor) + s.offset);
     if (s.transposed) {
       const int64_t rows = t.shape(0), cols = t.shape(1);
       scratch.push_back(std::make_unique<float[]>(rows * cols));
       ckpt::transposeInto(data, rows, cols, scratch.back().get());
       data = scratch.back().get();
     }
-    out.push_back({s.name, "F32", s.shape,
-                   std::string_view(reinterpret_cast<const char *>(data),
-                                    t.size_bytes())});
+    out.push_back(
+        {s.name, "F32", s.shape,
+         std::string_view(reinterpret_cast<const char *>(data), s.bytes)});
   }
   return out;
 }
@@ -64,11 +64,10 @@ absl::Status checkFinite(const std::vector<ckpt::StoredTensor> &stored,
                          const LoadedPlan &plan, const uint8_t *arena,
                          int64_t step) {
   for (const ckpt::StoredTensor &s : stored) {
-    const plan::Tensor &t = plan.proto.tensors(s.planTensor);
     std::optional<int64_t> bad = ckpt::firstNonFinite(
-        reinterpret_cast<const float *>(arena +
-                                         plan.imageOffset(s.planTensor)),
-        static_cast<int64_t>(t.size_bytes() / sizeof(float)));
+        reinterpret_cast<const float *>(arena + plan.imageOffset(s.planTensor) +
+                                        s.offset),
+        static_cast<int64_t>(s.bytes / sizeof(float)));
     if (bad)
       return absl::FailedPreconditionError(absl::StrCat(
           "refusing to save the checkpoint of step ", step, ": tensor \"",
@@ -110,7 +109,7 @@ absl::Status writeModel(const fs::path &dir, const LoadedPlan &plan,
   const std::vector<ckpt::StoredTensor> stored = ckpt::modelTensors(plan);
   std::vector<uint64_t> bytes;
   for (const ckpt::StoredTensor &s : stored)
-    bytes.push_back(plan.proto.tensors(s.planTensor).size_bytes());
+    bytes.push_back(s.bytes);
   const std::vector<std::vector<size_t>> shards =
       ckpt::splitIntoShards(bytes, layout.maxShardBytes);
   std::vector<std::unique_ptr<float[]>> scratch;

@@ -271,6 +271,24 @@ def _parse_scalar(tokens, schema, field):
 
 
 @dataclasses.dataclass(frozen=True)
+class MoeConfig:
+    """model.moe with the defaults Braid gives it (docs/moe.md)."""
+    naming: str  # "HF_MIXTRAL" or "HF_DEEPSEEK_V3"
+    num_experts: int
+    top_k: int
+    expert_ffn_hidden_size: int
+    sigmoid: bool
+    normalize_top_k: bool
+    routed_scaling_factor: float
+    num_shared_experts: int
+    shared_ffn_hidden_size: int
+    first_k_dense: int
+
+    def is_moe_layer(self, layer):
+        return layer >= self.first_k_dense
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelConfig:
     name: str
     family: str  # "llama" or "gpt2"
@@ -287,6 +305,7 @@ class ModelConfig:
     linear_bias: bool
     init_std: float
     scaled_residual: bool
+    moe: "MoeConfig | None" = None
 
     @property
     def head_dim(self):
@@ -328,6 +347,8 @@ class TrainConfig:
 
 _FAMILIES = {
     ("RMS_NORM", "SWIGLU", "ROPE", "HF_LLAMA"): "llama",
+    ("RMS_NORM", "SWIGLU", "ROPE", "HF_MIXTRAL"): "llama",
+    ("RMS_NORM", "SWIGLU", "ROPE", "HF_DEEPSEEK_V3"): "llama",
     ("LAYER_NORM", "GELU", "LEARNED", "HF_GPT2"): "gpt2",
 }
 
@@ -346,13 +367,29 @@ def load_spec(path):
     check(key in _FAMILIES, "norm, activation, position_embedding and naming must be "
           "RMS_NORM, SWIGLU, ROPE, HF_LLAMA (Llama) or LAYER_NORM, GELU, LEARNED, HF_GPT2 (GPT-2); "
           f"found {', '.join(key)}")
+    moe = None
+    if m.moe.num_experts > 0:
+        x = m.moe
+        check(m.naming in ("HF_MIXTRAL", "HF_DEEPSEEK_V3"),
+              "a model with moe needs naming HF_MIXTRAL or HF_DEEPSEEK_V3")
+        for field in ("expert_bias", "aux_loss_coeff", "z_loss_coeff", "capacity_factor"):
+            check(not getattr(x, field), f"model.moe.{field} has no reference here yet")
+        expert_ffn = x.expert_ffn_hidden_size or m.ffn_hidden_size
+        moe = MoeConfig(
+            naming=m.naming, num_experts=x.num_experts, top_k=x.top_k,
+            expert_ffn_hidden_size=expert_ffn, sigmoid=x.score == "SIGMOID",
+            normalize_top_k=x.normalize_top_k,
+            routed_scaling_factor=x.routed_scaling_factor or 1.0,
+            num_shared_experts=x.num_shared_experts,
+            shared_ffn_hidden_size=x.shared_ffn_hidden_size or expert_ffn,
+            first_k_dense=x.first_k_dense)
     model = ModelConfig(
         name=spec.name, family=_FAMILIES[key], vocab_size=m.vocab_size,
         hidden_size=m.hidden_size, num_layers=m.num_layers, num_heads=m.num_heads,
         num_kv_heads=m.num_kv_heads or m.num_heads, ffn_hidden_size=m.ffn_hidden_size,
         norm_eps=m.norm_eps, max_position_embeddings=m.max_position_embeddings,
         rope_theta=m.rope_theta, tie_embeddings=m.tie_embeddings, linear_bias=m.linear_bias,
-        init_std=m.init.std, scaled_residual=m.init.scaled_residual)
+        init_std=m.init.std, scaled_residual=m.init.scaled_residual, moe=moe)
     train = TrainConfig(
         seed=t.seed, micro_batch_size=t.micro_batch_size, global_batch_size=t.global_batch_size,
         seq_len=t.seq_len, steps=t.steps, lr=t.adamw.lr, beta1=t.adamw.beta1,
@@ -553,21 +590,71 @@ class LlamaAttention(nn.Module):
 
 
 class LlamaMLP(nn.Module):
-    def __init__(self, c):
+    """gate_proj, up_proj, down_proj; Mixtral's experts name them w1, w3, w2."""
+
+    def __init__(self, c, width=None, names=("gate_proj", "up_proj", "down_proj")):
         super().__init__()
-        self.gate_proj = nn.Linear(c.hidden_size, c.ffn_hidden_size, bias=c.linear_bias)
-        self.up_proj = nn.Linear(c.hidden_size, c.ffn_hidden_size, bias=c.linear_bias)
-        self.down_proj = nn.Linear(c.ffn_hidden_size, c.hidden_size, bias=c.linear_bias)
+        width = width or c.ffn_hidden_size
+        self._names = names
+        setattr(self, names[0], nn.Linear(c.hidden_size, width, bias=c.linear_bias))
+        setattr(self, names[1], nn.Linear(c.hidden_size, width, bias=c.linear_bias))
+        setattr(self, names[2], nn.Linear(width, c.hidden_size, bias=c.linear_bias))
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up, down = (getattr(self, n) for n in self._names)
+        return down(F.silu(gate(x)) * up(x))
+
+
+class MoeBlock(nn.Module):
+    """A dropless mixture-of-experts layer (docs/moe.md): `gate` is the
+    router [E, D]; each token goes to the top_k experts by score (softmax
+    or sigmoid), weighted by their scores (normalised over the chosen with
+    normalize_top_k, times routed_scaling_factor); shared experts, one MLP
+    num_shared_experts times as wide, run beside."""
+
+    def __init__(self, c):
+        super().__init__()
+        m = c.moe
+        self.moe = m
+        self.gate = nn.Linear(c.hidden_size, m.num_experts, bias=False)
+        names = (("w1", "w3", "w2") if m.naming == "HF_MIXTRAL"
+                 else ("gate_proj", "up_proj", "down_proj"))
+        self.experts = nn.ModuleList(LlamaMLP(c, m.expert_ffn_hidden_size, names)
+                                     for _ in range(m.num_experts))
+        if m.num_shared_experts > 0:
+            self.shared_experts = LlamaMLP(c, m.num_shared_experts * m.shared_ffn_hidden_size)
+
+    def forward(self, x):
+        m = self.moe
+        logits = self.gate(x)
+        scores = torch.sigmoid(logits) if m.sigmoid else torch.softmax(logits, dim=-1)
+        chosen = torch.topk(scores, m.top_k, dim=-1).indices
+        weights = scores.gather(-1, chosen)
+        if m.normalize_top_k:
+            weights = weights / weights.sum(-1, keepdim=True)
+        weights = weights * m.routed_scaling_factor
+        flat, out = x.reshape(-1, x.shape[-1]), torch.zeros_like(x).reshape(-1, x.shape[-1])
+        chosen, weights = chosen.reshape(-1, m.top_k), weights.reshape(-1, m.top_k)
+        for e, expert in enumerate(self.experts):
+            token, slot = (chosen == e).nonzero(as_tuple=True)
+            if token.numel():
+                y = expert(flat[token]) * weights[token, slot].unsqueeze(-1)
+                out = out.index_add(0, token, y)
+        out = out.reshape(x.shape)
+        if m.num_shared_experts > 0:
+            out = out + self.shared_experts(x)
+        return out
 
 
 class LlamaDecoderLayer(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, layer=0):
         super().__init__()
         self.self_attn = LlamaAttention(c)
-        self.mlp = LlamaMLP(c)
+        moe = c.moe is not None and c.moe.is_moe_layer(layer)
+        if moe and c.moe.naming == "HF_MIXTRAL":
+            self.block_sparse_moe = MoeBlock(c)
+        else:
+            self.mlp = MoeBlock(c) if moe else LlamaMLP(c)
         self.input_layernorm = RMSNorm(c.hidden_size, c.norm_eps)
         self.post_attention_layernorm = RMSNorm(c.hidden_size, c.norm_eps)
 
@@ -576,7 +663,7 @@ class LlamaModel(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(c) for _ in range(c.num_layers))
+        self.layers = nn.ModuleList(LlamaDecoderLayer(c, l) for l in range(c.num_layers))
         self.norm = RMSNorm(c.hidden_size, c.norm_eps)
 
 
@@ -606,7 +693,8 @@ class LlamaForCausalLM(nn.Module):
             a = layer.self_attn(layer.input_layernorm(x), cos, sin, self.causal_mask,
                                 p_attn, dropout, 1 + 3 * l)
             x = x + (dropout(a, p_hidden, 2 + 3 * l) if p_hidden > 0 else a)
-            f = layer.mlp(layer.post_attention_layernorm(x))
+            mlp = layer.block_sparse_moe if hasattr(layer, "block_sparse_moe") else layer.mlp
+            f = mlp(layer.post_attention_layernorm(x))
             x = x + (dropout(f, p_hidden, 3 + 3 * l) if p_hidden > 0 else f)
         head = self.model.embed_tokens.weight if self.config.tie_embeddings else self.lm_head.weight
         return F.linear(self.model.norm(x), head)
@@ -696,7 +784,32 @@ def build_model(config, train):
 # Initial weights and checkpoint layout
 # ---------------------------------------------------------------------------
 
-_RESIDUAL_OUTPUTS = ("o_proj.weight", "down_proj.weight", "attn.c_proj.weight", "mlp.c_proj.weight")
+_RESIDUAL_OUTPUTS = ("o_proj.weight", "down_proj.weight", "w2.weight", "attn.c_proj.weight",
+                     "mlp.c_proj.weight")
+# An expert's parameter: Braid stacks the experts' tensors into one whose
+# name has `*` for the index, and draws its initial values as one tensor.
+_EXPERT = re.compile(r"^(.*\.experts\.)(\d+)(\..*)$")
+
+
+def braid_name(name):
+    """The name of the Braid parameter holding `name`, and the expert index
+    (None for a parameter that is no expert's)."""
+    m = _EXPERT.match(name)
+    return (m.group(1) + "*" + m.group(3), int(m.group(2))) if m else (name, None)
+
+
+def braid_parameters(tensors):
+    """name -> tensor with the experts' tensors stacked under Braid's names."""
+    out, stacks = {}, {}
+    for name, t in tensors.items():
+        stacked, expert = braid_name(name)
+        if expert is None:
+            out[name] = t
+        else:
+            stacks.setdefault(stacked, {})[expert] = t
+    for stacked, parts in stacks.items():
+        out[stacked] = torch.stack([parts[e] for e in sorted(parts)])
+    return out
 _CONV1D_WEIGHTS = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight",
                    "mlp.c_proj.weight")
 
@@ -736,8 +849,17 @@ def _parameter_kinds(model):
 @torch.no_grad()
 def init_parameters(model, config, seed):
     kinds = _parameter_kinds(model)
+    stacked_values = {}
     for name, param in model.named_parameters():
-        values = initial_values(name, tuple(param.shape), kinds[name], config, seed)
+        stacked, expert = braid_name(name)
+        if expert is None:
+            values = initial_values(name, tuple(param.shape), kinds[name], config, seed)
+        else:
+            if stacked not in stacked_values:
+                shape = (config.moe.num_experts,) + tuple(param.shape)
+                stacked_values[stacked] = initial_values(stacked, shape, kinds[name], config,
+                                                         seed)
+            values = stacked_values[stacked][expert]
         param.copy_(torch.from_numpy(values))
 
 
@@ -750,7 +872,8 @@ def hf_layout(name, tensor, config):
 
 
 def weight_decay_groups(model, weight_decay):
-    """AdamW parameter groups: decay on rank-2 parameters only."""
+    """AdamW parameter groups: decay on rank-2 parameters only (each expert's
+    matrices are rank 2 here, slices of Braid's stacked rank-3 ones)."""
     params = list(model.parameters())
     return [{"params": [p for p in params if p.dim() == 2], "weight_decay": weight_decay},
             {"params": [p for p in params if p.dim() != 2], "weight_decay": 0.0}]

@@ -148,7 +148,7 @@ def write_goldens(args):
     golden = {"model": config.name, "torch_version": torch.__version__, "data_bytes": size,
               "data_sha256": sha256, "steps": args.steps, "losses": result["losses"],
               "grad_norms": result["grad_norms"], "lrs": result["lrs"],
-              "init": init_summary(result["initial"])}
+              "init": init_summary(tm.braid_parameters(result["initial"]))}
     (out / f"{config.name}.json").write_text(json.dumps(golden, indent=1) + "\n")
     grads = {name: tm.hf_layout(name, g, config) for name, g in result["grads"].items()}
     write_safetensors(out / f"{config.name}.grads.safetensors", grads)

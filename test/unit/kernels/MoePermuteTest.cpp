@@ -130,6 +130,30 @@ TEST(MoePermuteGrads, AreTheForwardsAdjoints) {
     EXPECT_EQ(ug.output(0)[(n * k - 1) * d + i], 0.0f);
 }
 
+// Enough rows that the pool splits the work: every thread reads the same
+// owners of the rows (a thread-local table once left the pool's threads
+// with empty ones).
+TEST(MoeUnpermuteGrad, SplitsOverThePool) {
+  const int n = 600, k = 2, e = 4, d = 64;
+  const auto experts = randomIds(n * k, 14, e);
+  Launch p("moe_permute");
+  p.in({n, d}, randomVector(n * d, 15))
+      .inIds({n, k}, experts)
+      .out({n * k, d})
+      .outIds({n, k})
+      .outIds({e + 1});
+  p.run();
+  Launch ug("moe_unpermute_grad");
+  ug.in({n, d}, randomVector(n * d, 16))
+      .in({n * k, d}, randomVector(n * k * d, 17))
+      .inIds({n, k}, p.outputIds(1))
+      .in({n, k}, randomVector(n * k, 18))
+      .out({n * k, d})
+      .out({n, k});
+  ug.run(&testPool(3));
+  expectThreadInvariant(ug);
+}
+
 TEST(MoePermute, ChecksRefuseBadShapes) {
   Launch rows("moe_permute");
   rows.inDesc({5, 4}, DType::kF32)

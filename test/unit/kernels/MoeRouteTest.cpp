@@ -193,8 +193,8 @@ TEST(MoeRoute, ChecksRefuseBadShapesAndDtypes) {
       .inDesc({3, 2}, DType::kI32)
       .outDesc({4, 8}, DType::kF32);
   EXPECT_THAT(std::string(grad.check().message()),
-              HasSubstr("moe_route_grad: input 2 (experts) has 3 rows, "
-                        "input 1 (scores) 4"));
+              HasSubstr("moe_route_grad: input 2 (experts) has shape [3, 2], "
+                        "input 1 (scores) [4, 8]: one row per token of both"));
   Launch flag("moe_route");
   flag.inDesc({4, 8}, DType::kF32)
       .outDesc({4, 2}, DType::kI32)

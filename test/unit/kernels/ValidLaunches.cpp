@@ -56,6 +56,21 @@ std::map<std::string, Sig> validLaunches() {
       .in({6, 2})
       .out({12, 5})
       .out({6, 2});
+  add("moe_grouped_linear")
+      .in({12, 5})
+      .in({4, 3, 5})
+      .in({5}, kI32)
+      .out({12, 3});
+  add("moe_grouped_linear_grad_input")
+      .in({12, 3})
+      .in({4, 3, 5})
+      .in({5}, kI32)
+      .out({12, 5});
+  add("moe_grouped_linear_grad_weight")
+      .in({12, 3})
+      .in({12, 5})
+      .in({5}, kI32)
+      .out({4, 3, 5});
   add("moe_route_grad")
       .in({4, 2})
       .in({4, 6})

@@ -85,7 +85,8 @@ TEST(ModelRules, MissingEnum) {
   EXPECT_EQ(errorOf(edit(kLlama, "  norm: RMS_NORM\n", "")),
             "t.pbtxt:2:1: model.norm: missing; write LAYER_NORM or RMS_NORM");
   EXPECT_EQ(errorOf(edit(kLlama, "  naming: HF_LLAMA\n", "")),
-            "t.pbtxt:2:1: model.naming: missing; write HF_LLAMA or HF_GPT2");
+            "t.pbtxt:2:1: model.naming: missing; write HF_LLAMA, HF_GPT2, "
+            "HF_MIXTRAL or HF_DEEPSEEK_V3");
 }
 
 TEST(ModelRules, UnspecifiedEnumIsRefused) {

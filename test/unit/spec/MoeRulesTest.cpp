@@ -13,12 +13,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// kLlama with `moe { <fields> }` as the model's last line (line 13) and
-// `parallel { <parallel> }` when given.
-std::string withMoe(std::string_view fields, std::string_view parallel = "") {
-  std::string text =
-      edit(kLlama, "  naming: HF_LLAMA\n}",
-           "  naming: HF_LLAMA\n  moe { " + std::string(fields) + " }\n}");
+// kLlama with `moe { <fields> }` as the model's last line (line 13),
+// `naming` for its naming, and `parallel { <parallel> }` when given.
+std::string withMoe(std::string_view fields, std::string_view parallel = "",
+                    std::string_view naming = "HF_DEEPSEEK_V3") {
+  std::string text = edit(kLlama, "  naming: HF_LLAMA\n}",
+                          "  naming: " + std::string(naming) + "\n  moe { " +
+                              std::string(fields) + " }\n}");
   if (!parallel.empty())
     text += "parallel { " + std::string(parallel) + " }\n";
   return text;
@@ -43,6 +44,31 @@ TEST(MoeRules, AMixtralAndADeepSeekStyleBlockLoad) {
             "(loaded)");
   EXPECT_EQ(errorOf(withMoe("num_experts: 4 top_k: 1 capacity_factor: 1.25")),
             "(loaded)");
+}
+
+// The experts' tensors have names under HF_MIXTRAL and HF_DEEPSEEK_V3
+// only, and Mixtral's have no shared experts, bias or dense layers.
+TEST(MoeRules, NamingsMatchTheExperts) {
+  EXPECT_EQ(errorOf(withMoe("num_experts: 8 top_k: 2", "", "HF_MIXTRAL")),
+            "(loaded)");
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2", "", "HF_LLAMA")),
+              HasSubstr("model.naming: HF_LLAMA checkpoints hold no experts; "
+                        "a model with moe { ... } needs naming: HF_MIXTRAL "
+                        "or HF_DEEPSEEK_V3"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 num_shared_experts: 1",
+                              "", "HF_MIXTRAL")),
+              HasSubstr("model.moe.num_shared_experts: needs naming "
+                        "HF_DEEPSEEK_V3: Mixtral checkpoints hold a router "
+                        "and routed experts only"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 first_k_dense: 1", "",
+                              "HF_MIXTRAL")),
+              HasSubstr("model.moe.first_k_dense: needs naming "
+                        "HF_DEEPSEEK_V3"));
+  EXPECT_THAT(
+      errorOf(edit(kLlama, "naming: HF_LLAMA", "naming: HF_MIXTRAL")),
+      HasSubstr("model.naming: HF_MIXTRAL names the tensors of "
+                "mixture-of-experts layers, but the model has none; add "
+                "model.moe { ... } or set naming: HF_LLAMA"));
 }
 
 TEST(MoeRules, Defaults) {

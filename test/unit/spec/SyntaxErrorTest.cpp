@@ -71,7 +71,8 @@ TEST(SyntaxErrors, UnknownEnumNameWithoutCloseMatch) {
 TEST(SyntaxErrors, QuotedEnumName) {
   EXPECT_EQ(errorOf(edit(kLlama, "naming: HF_LLAMA", "naming: \"HF_LLAMA\"")),
             "t.pbtxt:12:11: model.naming: \"HF_LLAMA\" is not a valid "
-            "CheckpointNaming; write HF_LLAMA or HF_GPT2 without quotes");
+            "CheckpointNaming; write HF_LLAMA, HF_GPT2, HF_MIXTRAL or "
+            "HF_DEEPSEEK_V3 without quotes");
 }
 
 TEST(SyntaxErrors, EnumNumberOutOfRange) {

@@ -1,0 +1,160 @@
+//===- MoeOps.cpp - verifiers of the mixture-of-experts ops ---------------===//
+//
+// The token tensors (logits [..., E], choices [..., K], hidden states
+// [..., D]) share their leading dimensions; the permuted rows are [R, D]
+// with R the choices there are (N * K).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/braid/BraidOps.h"
+#include "dialects/braid/VerifyUtils.h"
+
+using namespace mlir;
+using namespace braid::verify;
+
+namespace braid {
+namespace {
+
+int64_t numelOf(Value v) { return tensorOf(v).getNumElements(); }
+
+// `choices` [..., K] has the leading dimensions of `tokens` [..., X].
+LogicalResult verifyChoices(Operation *op, Value choices, Value tokens,
+                            StringRef what, StringRef tokensWhat) {
+  if (failed(expectMinRank(op, tokens, 2, tokensWhat)))
+    return failure();
+  return expectShape(op, choices, append(leading(tokens), lastDim(choices)),
+                     what);
+}
+
+// The router's choices: K of E experts.
+LogicalResult verifyTopK(Operation *op, Value experts, Value scores) {
+  if (failed(verifyChoices(op, experts, scores, "experts", "scores")))
+    return failure();
+  const int64_t k = lastDim(experts), e = lastDim(scores);
+  if (k < 1 || k > e)
+    return op->emitOpError()
+           << "chooses " << k << " experts of " << e << "; 1 to " << e;
+  return success();
+}
+
+// Rows [R, D] permuted from tokens [..., D] by `positions` [..., K].
+LogicalResult verifyRows(Operation *op, Value rows, Value tokens,
+                         Value positions) {
+  if (failed(verifyChoices(op, positions, tokens, "positions", "tokens")) ||
+      failed(expectSameElementType(op, rows, tokens, "rows", "tokens")))
+    return failure();
+  return expectShape(op, rows, {numelOf(positions), lastDim(tokens)}, "rows");
+}
+
+// The rows [R, in], a weight [E, out, in] and offsets [E + 1].
+LogicalResult verifyGrouped(Operation *op, Value rows, Value weight,
+                            Value offsets, bool rowsAreInput) {
+  if (failed(expectRank(op, rows, 2, "rows")) ||
+      failed(expectRank(op, weight, 3, "weight")) ||
+      failed(expectShape(op, offsets, {shapeOf(weight)[0] + 1}, "offsets")))
+    return failure();
+  const int64_t width = shapeOf(weight)[rowsAreInput ? 2 : 1];
+  if (lastDim(rows) != width)
+    return op->emitOpError()
+           << "rows have " << lastDim(rows) << " columns, the weight "
+           << shapeStr(shapeOf(weight)) << " takes " << width;
+  return success();
+}
+
+} // namespace
+
+LogicalResult MoeRouteOp::verify() {
+  if (failed(verifyTopK(*this, getExperts(), getLogits())) ||
+      failed(expectShape(*this, getScores(), shapeOf(getLogits()), "scores")) ||
+      failed(
+          expectShape(*this, getWeights(), shapeOf(getExperts()), "weights")))
+    return failure();
+  if (getBias() &&
+      failed(expectShape(*this, getBias(), {lastDim(getLogits())}, "bias")))
+    return failure();
+  return success();
+}
+
+LogicalResult MoeRouteGradOp::verify() {
+  if (failed(verifyTopK(*this, getExperts(), getScores())) ||
+      failed(expectShape(*this, getWeightsGrad(), shapeOf(getExperts()),
+                         "weights gradient")))
+    return failure();
+  return expectShape(*this, getLogitsGrad(), shapeOf(getScores()),
+                     "logits gradient");
+}
+
+LogicalResult MoePermuteOp::verify() {
+  if (failed(verifyRows(*this, getRows(), getInput(), getExperts())) ||
+      failed(expectShape(*this, getPositions(), shapeOf(getExperts()),
+                         "positions")) ||
+      failed(expectRank(*this, getOffsets(), 1, "offsets")))
+    return failure();
+  if (shapeOf(getOffsets())[0] < 2)
+    return emitOpError("offsets need one entry per expert and one more");
+  return success();
+}
+
+LogicalResult MoePermuteGradOp::verify() {
+  return verifyRows(*this, getRowsGrad(), getInputGrad(), getPositions());
+}
+
+LogicalResult MoeUnpermuteOp::verify() {
+  if (failed(verifyRows(*this, getRows(), getResult(), getPositions())))
+    return failure();
+  return expectShape(*this, getWeights(), shapeOf(getPositions()), "weights");
+}
+
+LogicalResult MoeUnpermuteGradOp::verify() {
+  if (failed(verifyRows(*this, getRows(), getGrad(), getPositions())) ||
+      failed(expectShape(*this, getWeights(), shapeOf(getPositions()),
+                         "weights")) ||
+      failed(
+          expectLike(*this, getRowsGrad(), getRows(), "rows gradient", "rows")))
+    return failure();
+  return expectShape(*this, getWeightsGrad(), shapeOf(getWeights()),
+                     "weights gradient");
+}
+
+LogicalResult MoeGroupedLinearOp::verify() {
+  if (failed(
+          verifyGrouped(*this, getInput(), getWeight(), getOffsets(), true)) ||
+      failed(expectSameElementType(*this, getWeight(), getInput(), "weight",
+                                   "input")) ||
+      failed(expectSameElementType(*this, getResult(), getInput(), "result",
+                                   "input")))
+    return failure();
+  return expectShape(*this, getResult(),
+                     {shapeOf(getInput())[0], shapeOf(getWeight())[1]},
+                     "result");
+}
+
+LogicalResult MoeGroupedLinearGradInputOp::verify() {
+  if (failed(
+          verifyGrouped(*this, getGrad(), getWeight(), getOffsets(), false)) ||
+      failed(expectSameElementType(*this, getInputGrad(), getGrad(),
+                                   "input gradient", "gradient")))
+    return failure();
+  return expectShape(*this, getInputGrad(),
+                     {shapeOf(getGrad())[0], shapeOf(getWeight())[2]},
+                     "input gradient");
+}
+
+LogicalResult MoeGroupedLinearGradWeightOp::verify() {
+  if (failed(expectRank(*this, getGrad(), 2, "gradient")) ||
+      failed(expectRank(*this, getInput(), 2, "input")) ||
+      failed(expectRank(*this, getWeightGrad(), 3, "weight gradient")) ||
+      failed(expectWeightGradType(*this, getWeightGrad(), getGrad(),
+                                  "weight gradient", "gradient")))
+    return failure();
+  const int64_t e = shapeOf(getWeightGrad())[0];
+  if (failed(expectShape(*this, getOffsets(), {e + 1}, "offsets")) ||
+      failed(expectShape(*this, getInput(),
+                         {shapeOf(getGrad())[0], lastDim(getInput())},
+                         "input")))
+    return failure();
+  return expectShape(*this, getWeightGrad(),
+                     {e, lastDim(getGrad()), lastDim(getInput())},
+                     "weight gradient");
+}
+
+} // namespace braid

@@ -1,0 +1,153 @@
+//===- MoeOps.td - braid ops: mixture of experts ----------*- tablegen -*-===//
+//
+// The ops of a mixture-of-experts layer (docs/moe.md). Each mnemonic is
+// the name of the kernel it lowers to (docs/kernels.md); verifiers live in
+// MoeOps.cpp, gradient rules in Gradients.cpp. N is the number of tokens
+// (the product of the leading dimensions), E the experts, K the experts
+// each token chooses, R the permuted rows (N * K on one rank).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_MOE_OPS_TD
+#define BRAID_MOE_OPS_TD
+
+def Braid_MoeRouteOp : Braid_PureOp<"moe_route", [Braid_Differentiable]> {
+  let summary = "The router: scores, the top-k experts and their weights";
+  let description = [{
+    Per token, `scores` = softmax of the logits (or their sigmoid with
+    `sigmoid`), `experts` = the K experts of largest score + bias (ties to
+    the lower expert), `weights` = their scores, divided by the chosen
+    scores' sum with `normalize`, times `scale`. The bias chooses and never
+    weights; it gets no gradient. f32 in every plan.
+
+    ```mlir
+    %experts, %weights, %scores = braid.moe_route %logits
+        {normalize = true, scale = 1.0 : f32, sigmoid = false}
+        : (tensor<2x16x8xf32>) -> (tensor<2x16x2xi32>, tensor<2x16x2xf32>, tensor<2x16x8xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$logits,
+                       Optional<Braid_StatTensor>:$bias, BoolAttr:$sigmoid,
+                       BoolAttr:$normalize, F32Attr:$scale);
+  let results = (outs Braid_IdTensor:$experts, Braid_StatTensor:$weights,
+                      Braid_StatTensor:$scores);
+}
+
+def Braid_MoeRouteGradOp : Braid_PureOp<"moe_route_grad"> {
+  let summary = "The router logits' gradient through the weights (B)";
+  let description = [{
+    ```mlir
+    %dl = braid.moe_route_grad %dw, %scores, %experts
+        {normalize = true, scale = 1.0 : f32, sigmoid = false}
+        : (tensor<2x16x2xf32>, tensor<2x16x8xf32>, tensor<2x16x2xi32>) -> tensor<2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$weights_grad,
+                       Braid_StatTensor:$scores, Braid_IdTensor:$experts,
+                       BoolAttr:$sigmoid, BoolAttr:$normalize, F32Attr:$scale);
+  let results = (outs Braid_StatTensor:$logits_grad);
+}
+
+def Braid_MoePermuteOp : Braid_PureOp<"moe_permute", [Braid_Differentiable]> {
+  let summary = "The tokens' rows in expert-major order, once per choice";
+  let description = [{
+    Expert e's rows are `xs[offsets[e] .. offsets[e + 1])`, in token order
+    then choice order; `positions[t, j]` is the row of token t's j-th
+    choice.
+
+    ```mlir
+    %xs, %positions, %offsets = braid.moe_permute %x, %experts
+        : (tensor<2x16x64xf32>, tensor<2x16x2xi32>) -> (tensor<64x64xf32>, tensor<2x16x2xi32>, tensor<9xi32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_IdTensor:$experts);
+  let results = (outs Braid_FloatTensor:$rows, Braid_IdTensor:$positions,
+                      Braid_IdTensor:$offsets);
+}
+
+def Braid_MoePermuteGradOp : Braid_PureOp<"moe_permute_grad"> {
+  let summary = "Each token's gradient: the sum of its rows' (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.moe_permute_grad %dxs, %positions
+        : (tensor<64x64xf32>, tensor<2x16x2xi32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$rows_grad,
+                       Braid_IdTensor:$positions);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_MoeUnpermuteOp : Braid_PureOp<"moe_unpermute", [Braid_Differentiable]> {
+  let summary = "The experts' rows combined back per token, weighted";
+  let description = [{
+    `y[t] = sum_j weights[t, j] * rows[positions[t, j]]`, in choice order.
+
+    ```mlir
+    %y = braid.moe_unpermute %ys, %positions, %weights
+        : (tensor<64x64xf32>, tensor<2x16x2xi32>, tensor<2x16x2xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$rows, Braid_IdTensor:$positions,
+                       Braid_StatTensor:$weights);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_MoeUnpermuteGradOp : Braid_PureOp<"moe_unpermute_grad"> {
+  let summary = "Gradients of the experts' rows and of the weights (B)";
+  let description = [{
+    ```mlir
+    %dys, %dw = braid.moe_unpermute_grad %dy, %ys, %positions, %weights
+        : (tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<2x16x2xi32>, tensor<2x16x2xf32>)
+        -> (tensor<64x64xf32>, tensor<2x16x2xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$rows,
+                       Braid_IdTensor:$positions, Braid_StatTensor:$weights);
+  let results = (outs Braid_FloatTensor:$rows_grad,
+                      Braid_StatTensor:$weights_grad);
+}
+
+def Braid_MoeGroupedLinearOp : Braid_PureOp<"moe_grouped_linear", [Braid_Differentiable]> {
+  let summary = "Each expert's block of rows times its weight (dropless)";
+  let description = [{
+    Rows `[offsets[e], offsets[e + 1])` of the input go through `weight[e]`
+    (`[M, K]`, the linear layout); rows from `offsets[E]` on are zero.
+
+    ```mlir
+    %y = braid.moe_grouped_linear %xs, %w, %offsets
+        : (tensor<64x64xf32>, tensor<8x32x64xf32>, tensor<9xi32>) -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
+                       Braid_IdTensor:$offsets);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_MoeGroupedLinearGradInputOp : Braid_PureOp<"moe_grouped_linear_grad_input"> {
+  let summary = "dx = dy W[e] per expert's block (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.moe_grouped_linear_grad_input %dy, %w, %offsets
+        : (tensor<64x32xf32>, tensor<8x32x64xf32>, tensor<9xi32>) -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$weight,
+                       Braid_IdTensor:$offsets);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_MoeGroupedLinearGradWeightOp : Braid_PureOp<"moe_grouped_linear_grad_weight", [Braid_WeightGradient]> {
+  let summary = "dW[e] = dy[block e]^T x[block e] (W)";
+  let description = [{
+    ```mlir
+    %dw = braid.moe_grouped_linear_grad_weight %dy, %xs, %offsets
+        : (tensor<64x32xf32>, tensor<64x64xf32>, tensor<9xi32>) -> tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       Braid_IdTensor:$offsets);
+  let results = (outs Braid_FloatTensor:$weight_grad);
+}
+
+#endif // BRAID_MOE_OPS_TD
