@@ -464,6 +464,35 @@ LogicalResult Emitter::addProgram(sched::ProgramOp program) {
   return open ? close() : success();
 }
 
+// braid.moe (BraidDialect::kMoeAttr) into the plan's MoeInfo.
+static void copyMoe(DictionaryAttr moe, plan::MoeInfo &out) {
+  auto i64 = [&](StringRef k) {
+    auto a = moe.getAs<IntegerAttr>(k);
+    return a ? a.getInt() : 0;
+  };
+  auto f64 = [&](StringRef k) {
+    auto a = moe.getAs<FloatAttr>(k);
+    return a ? a.getValueAsDouble() : 0.0;
+  };
+  auto flag = [&](StringRef k) {
+    auto a = moe.getAs<BoolAttr>(k);
+    return a && a.getValue();
+  };
+  if (auto naming = moe.getAs<StringAttr>("naming"))
+    out.set_naming(naming.str());
+  out.set_num_experts(i64("num_experts"));
+  out.set_top_k(i64("top_k"));
+  out.set_expert_ffn_hidden_size(i64("expert_ffn_hidden_size"));
+  out.set_num_shared_experts(i64("num_shared_experts"));
+  out.set_shared_ffn_hidden_size(i64("shared_ffn_hidden_size"));
+  out.set_first_k_dense(i64("first_k_dense"));
+  out.set_sigmoid(flag("sigmoid"));
+  out.set_normalize_top_k(flag("normalize_top_k"));
+  out.set_routed_scaling_factor(f64("routed_scaling_factor"));
+  out.set_aux_loss_coeff(f64("aux_loss_coeff"));
+  out.set_z_loss_coeff(f64("z_loss_coeff"));
+}
+
 LogicalResult Emitter::copySettings() {
   auto model = module_->getAttrOfType<ModelAttr>(BraidDialect::kModelAttr);
   auto train = module_->getAttrOfType<TrainAttr>(BraidDialect::kTrainAttr);
@@ -498,6 +527,8 @@ LogicalResult Emitter::copySettings() {
   m->set_linear_bias(model.getLinearBias());
   m->set_hidden_dropout(model.getHiddenDropout());
   m->set_attention_dropout(model.getAttentionDropout());
+  if (auto moe = module_->getAttrOfType<DictionaryAttr>(BraidDialect::kMoeAttr))
+    copyMoe(moe, *m->mutable_moe());
 
   plan::TrainConfig *t = plan_.mutable_train();
   t->set_seed(train.getSeed());

@@ -423,6 +423,37 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
           arch_.hidden_size() / arch_.num_heads(), arch_.tie_embeddings(),
           arch_.linear_bias(), asF32(train_.hidden_dropout()),
           asF32(train_.attention_dropout())));
+  if (arch_.has_moe()) {
+    const spec::Moe &moe = arch_.moe();
+    auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+    module->setAttr(
+        BraidDialect::kMoeAttr,
+        b_.getDictionaryAttr({
+            b_.getNamedAttr("naming",
+                            b_.getStringAttr(arch_.naming() == spec::HF_MIXTRAL
+                                                 ? "mixtral"
+                                                 : "deepseek_v3")),
+            b_.getNamedAttr("num_experts", i64(moe.num_experts())),
+            b_.getNamedAttr("top_k", i64(moe.top_k())),
+            b_.getNamedAttr("expert_ffn_hidden_size",
+                            i64(moe.expert_ffn_hidden_size())),
+            b_.getNamedAttr("num_shared_experts",
+                            i64(moe.num_shared_experts())),
+            b_.getNamedAttr("shared_ffn_hidden_size",
+                            i64(moe.shared_ffn_hidden_size())),
+            b_.getNamedAttr("first_k_dense", i64(moe.first_k_dense())),
+            b_.getNamedAttr("sigmoid",
+                            b_.getBoolAttr(moe.score() == spec::SIGMOID)),
+            b_.getNamedAttr("normalize_top_k",
+                            b_.getBoolAttr(moe.normalize_top_k())),
+            b_.getNamedAttr("routed_scaling_factor",
+                            b_.getF64FloatAttr(moe.routed_scaling_factor())),
+            b_.getNamedAttr("aux_loss_coeff",
+                            b_.getF64FloatAttr(moe.aux_loss_coeff())),
+            b_.getNamedAttr("z_loss_coeff",
+                            b_.getF64FloatAttr(moe.z_loss_coeff())),
+        }));
+  }
   const auto &opt = train_.adamw();
   const auto &schedule = train_.lr_schedule();
   const auto &parallel = spec_.parallel();

@@ -130,6 +130,13 @@ def Braid_Dialect : Dialect {
     // by braid-import from cp_comm_type ALL_GATHER); absent: ring attention.
     static constexpr ::llvm::StringLiteral kCpAllGatherAttr =
         "braid.cp_all_gather";
+    // On the module of a mixture-of-experts model: a dictionary of what
+    // the plan's ModelInfo.moe states (set by braid-import, docs/moe.md):
+    // naming ("mixtral" or "deepseek_v3"), num_experts, top_k,
+    // expert_ffn_hidden_size, num_shared_experts, shared_ffn_hidden_size,
+    // first_k_dense (i64), sigmoid, normalize_top_k (bool),
+    // routed_scaling_factor, aux_loss_coeff, z_loss_coeff (f64).
+    static constexpr ::llvm::StringLiteral kMoeAttr = "braid.moe";
   }];
 }
 

@@ -93,6 +93,54 @@ std::vector<Member> gpt2Config(const plan::ModelInfo &m) {
   };
 }
 
+// Mixtral's config: Llama's, with the experts' (MixtralForCausalLM has no
+// attention or MLP biases, no head_dim or pretraining_tp setting).
+std::vector<Member> mixtralConfig(const plan::ModelInfo &m) {
+  const plan::MoeInfo &moe = m.moe();
+  std::vector<Member> out;
+  for (Member &member : llamaConfig(m))
+    if (member.first != "attention_bias" && member.first != "mlp_bias" &&
+        member.first != "pretraining_tp" && member.first != "head_dim")
+      out.push_back(std::move(member));
+  for (Member &member : out) {
+    if (member.first == "architectures")
+      member.second = list("MixtralForCausalLM");
+    else if (member.first == "model_type")
+      member.second = str("mixtral");
+    else if (member.first == "intermediate_size")
+      member.second = num(moe.expert_ffn_hidden_size());
+  }
+  out.push_back({"num_local_experts", num(moe.num_experts())});
+  out.push_back({"num_experts_per_tok", num(moe.top_k())});
+  out.push_back({"output_router_logits", flag(false)});
+  out.push_back({"router_aux_loss_coef", f32(moe.aux_loss_coeff())});
+  out.push_back({"router_jitter_noise", f32(0.0)});
+  out.push_back({"sliding_window", kNull});
+  return out;
+}
+
+// DeepSeek-V3's MoE settings (its config.json keys) beside Llama's
+// attention: transformers has no class for that pair (DeepSeek-V3's
+// attention is multi-head latent attention, which Braid does not build),
+// so this config describes the checkpoint without naming a loadable
+// architecture.
+std::vector<Member> deepseekConfig(const plan::ModelInfo &m) {
+  const plan::MoeInfo &moe = m.moe();
+  std::vector<Member> out = llamaConfig(m);
+  for (Member &member : out)
+    if (member.first == "architectures")
+      member.second = list("LlamaWithDeepseekV3MoE");
+  out.push_back({"n_routed_experts", num(moe.num_experts())});
+  out.push_back({"num_experts_per_tok", num(moe.top_k())});
+  out.push_back({"moe_intermediate_size", num(moe.expert_ffn_hidden_size())});
+  out.push_back({"n_shared_experts", num(moe.num_shared_experts())});
+  out.push_back({"first_k_dense_replace", num(moe.first_k_dense())});
+  out.push_back({"scoring_func", str(moe.sigmoid() ? "sigmoid" : "softmax")});
+  out.push_back({"norm_topk_prob", flag(moe.normalize_top_k())});
+  out.push_back({"routed_scaling_factor", f32(moe.routed_scaling_factor())});
+  return out;
+}
+
 } // namespace
 
 std::string shortestF32(float v) {
@@ -140,7 +188,13 @@ std::string shortestF32(float v) {
 
 std::string huggingFaceConfig(const plan::Plan &plan) {
   const plan::ModelInfo &m = plan.model();
-  return render(m.family() == "gpt2" ? gpt2Config(m) : llamaConfig(m));
+  if (m.family() == "gpt2")
+    return render(gpt2Config(m));
+  if (m.moe().naming() == "mixtral")
+    return render(mixtralConfig(m));
+  if (m.moe().naming() == "deepseek_v3")
+    return render(deepseekConfig(m));
+  return render(llamaConfig(m));
 }
 
 } // namespace braid::ckpt

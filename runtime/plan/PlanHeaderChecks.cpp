@@ -51,6 +51,37 @@ std::string enumValue(const std::string &name, int value) {
 // The model summary: what the runtime sizes data by, and everything a
 // checkpoint's config.json states (runtime/ckpt/HfConfig.h), so that the
 // file always describes a model transformers can build.
+// The MoE layers a checkpoint's config.json states.
+absl::Status checkMoeInfo(const plan::ModelInfo &model) {
+  const plan::MoeInfo &moe = model.moe();
+  if (model.family() != "llama" ||
+      (moe.naming() != "mixtral" && moe.naming() != "deepseek_v3"))
+    return refuse(absl::StrCat(
+        "plan.model.moe.naming is \"", absl::CEscape(moe.naming()), "\" in a ",
+        model.family(),
+        " model: experts are named mixtral or deepseek_v3, in llama models"));
+  if (moe.num_experts() < 2 || moe.top_k() < 1 ||
+      moe.top_k() > moe.num_experts())
+    return refuse(absl::StrCat("plan.model.moe has ", moe.num_experts(),
+                               " experts and top_k ", moe.top_k(),
+                               ": at least 2 experts, top_k 1 to that"));
+  if (moe.expert_ffn_hidden_size() < 1 || moe.num_shared_experts() < 0 ||
+      (moe.num_shared_experts() > 0 && moe.shared_ffn_hidden_size() < 1) ||
+      moe.first_k_dense() < 0 || moe.first_k_dense() >= model.num_layers())
+    return refuse(absl::StrCat(
+        "plan.model.moe: expert width ", moe.expert_ffn_hidden_size(), ", ",
+        moe.num_shared_experts(), " shared experts of width ",
+        moe.shared_ffn_hidden_size(), ", ", moe.first_k_dense(),
+        " dense layers of ", model.num_layers(),
+        ": widths are positive and at least one layer has experts"));
+  if (!nonNegativeFinite(moe.routed_scaling_factor()) ||
+      !nonNegativeFinite(moe.aux_loss_coeff()) ||
+      !nonNegativeFinite(moe.z_loss_coeff()))
+    return refuse("plan.model.moe: the scaling factor and loss coefficients "
+                  "must be finite and non-negative");
+  return absl::OkStatus();
+}
+
 absl::Status checkModel(const plan::ModelInfo &model) {
   if (model.vocab_size() <= 0 || model.vocab_size() > (int64_t{1} << 31))
     return refuse(absl::StrCat("plan.model.vocab_size is ", model.vocab_size(),
@@ -106,6 +137,8 @@ absl::Status checkModel(const plan::ModelInfo &model) {
     if (!(p >= 0 && p < 1))
       return refuse(absl::StrCat("plan.model.", name, " is ", p,
                                  ": a dropout probability is in [0, 1)"));
+  if (model.has_moe())
+    return checkMoeInfo(model);
   return absl::OkStatus();
 }
 

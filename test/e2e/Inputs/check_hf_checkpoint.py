@@ -5,7 +5,8 @@ that transformers' from_pretrained loads as it is.
   check_hf_checkpoint.py DIR [--next-loss LOG DATA]
   check_hf_checkpoint.py DIR --same-tensors OTHER
 
-Reads DIR/config.json (a LlamaForCausalLM or GPT2LMHeadModel configuration),
+Reads DIR/config.json (a LlamaForCausalLM, MixtralForCausalLM or
+GPT2LMHeadModel configuration),
 lists every tensor that class builds for that configuration, with its shape,
 and checks the weights against it: every expected tensor exists, F32, with
 its shape; no other tensor does (tied LM heads may be left out, as
@@ -111,6 +112,7 @@ def llama_tensors(c):
     d, v, f = c["hidden_size"], c["vocab_size"], c["intermediate_size"]
     heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
     hd = c.get("head_dim") or d // heads
+    experts = c.get("num_local_experts")  # Mixtral
     want = {"model.embed_tokens.weight": [v, d], "model.norm.weight": [d]}
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -121,6 +123,12 @@ def llama_tensors(c):
             want[p + "self_attn." + name + ".weight"] = [out, inp]
             if c.get("attention_bias"):
                 want[p + "self_attn." + name + ".bias"] = [out]
+        if experts:
+            want[p + "block_sparse_moe.gate.weight"] = [experts, d]
+            for e in range(experts):
+                for name, out, inp in (("w1", f, d), ("w3", f, d), ("w2", d, f)):
+                    want[p + f"block_sparse_moe.experts.{e}.{name}.weight"] = [out, inp]
+            continue
         for name, out, inp in (("gate_proj", f, d), ("up_proj", f, d), ("down_proj", d, f)):
             want[p + "mlp." + name + ".weight"] = [out, inp]
             if c.get("mlp_bias"):
@@ -148,11 +156,18 @@ def gpt2_tensors(c):
 
 def check_config(c):
     kind = c.get("model_type")
-    require(kind in ("llama", "gpt2"), f"config.json: model_type {kind!r}")
-    arch = {"llama": "LlamaForCausalLM", "gpt2": "GPT2LMHeadModel"}[kind]
+    require(kind in ("llama", "gpt2", "mixtral"), f"config.json: model_type {kind!r}")
+    arch = {"llama": "LlamaForCausalLM", "gpt2": "GPT2LMHeadModel",
+            "mixtral": "MixtralForCausalLM"}[kind]
     require(c.get("architectures") == [arch], f"config.json: architectures {c.get('architectures')}")
     require(c.get("torch_dtype") == "float32", "config.json: torch_dtype is not float32")
-    if kind == "llama":
+    if kind == "mixtral":
+        require(c["hidden_act"] == "silu", "config.json: hidden_act is not silu")
+        require(1 <= c["num_experts_per_tok"] <= c["num_local_experts"],
+                "config.json: num_experts_per_tok")
+        require(c["hidden_size"] % c["num_attention_heads"] == 0,
+                "config.json: num_attention_heads does not divide hidden_size")
+    elif kind == "llama":
         require(c["hidden_act"] == "silu", "config.json: hidden_act is not silu")
         require(c["hidden_size"] == c["head_dim"] * c["num_attention_heads"],
                 "config.json: head_dim * num_attention_heads != hidden_size")
@@ -279,7 +294,7 @@ def main():
         with open(os.path.join(d, "config.json")) as f:
             config = json.load(f)
         kind = check_config(config)
-        want, tied = (llama_tensors if kind == "llama" else gpt2_tensors)(config)
+        want, tied = (gpt2_tensors if kind == "gpt2" else llama_tensors)(config)
         if not config.get("tie_word_embeddings", kind == "gpt2"):
             want.update(tied)
             tied = {}

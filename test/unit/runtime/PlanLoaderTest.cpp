@@ -287,6 +287,26 @@ TEST(PlanLoader, RefusesBadModelInfo) {
                 "[0, 1)");
   expectRefused(model([](auto &m) { m.set_attention_dropout(NAN); }),
                 "plan.model.attention_dropout is nan");
+  // The MoE layers that config.json states.
+  auto moe = [](std::function<void(plan::MoeInfo &)> f) {
+    return [f](plan::Plan &p) {
+      p.mutable_model()->set_num_layers(2);
+      plan::MoeInfo &m = *p.mutable_model()->mutable_moe();
+      m.set_naming("mixtral");
+      m.set_num_experts(4);
+      m.set_top_k(2);
+      m.set_expert_ffn_hidden_size(8);
+      f(m);
+    };
+  };
+  expectRefused(moe([](auto &m) { m.set_naming("qwen"); }),
+                "plan.model.moe.naming is \"qwen\" in a llama model");
+  expectRefused(moe([](auto &m) { m.set_top_k(5); }),
+                "plan.model.moe has 4 experts and top_k 5");
+  expectRefused(moe([](auto &m) { m.set_first_k_dense(7); }),
+                "dense layers of");
+  expectRefused(moe([](auto &m) { m.set_aux_loss_coeff(-1); }),
+                "plan.model.moe: the scaling factor and loss coefficients");
 }
 
 TEST(PlanLoader, RefusesBadTrainConfig) {
