@@ -146,7 +146,8 @@ LogicalResult Differentiator::run() {
   for (Operation &op : func_.getBody().front().without_terminator())
     forward.push_back(&op);
   for (Operation *op : llvm::reverse(forward)) {
-    bool isRoot = op == ce.getOperation();
+    // The cross-entropy and the side losses beside it start a gradient.
+    bool isRoot = op == ce.getOperation() || op->hasTrait<SideLoss>();
     bool hasGrad = llvm::any_of(op->getResults(),
                                 [&](Value r) { return grads_.count(r); });
     if (!isRoot && !hasGrad)

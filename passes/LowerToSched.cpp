@@ -490,7 +490,7 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (accumulate)
       extra.push_back(b_.getNamedAttr("accumulate", b_.getI64IntegerAttr(1)));
     if (isa<CrossEntropyGradInputOp, LinearCrossEntropyWithGradOp,
-            LinearCrossEntropyGradOp>(op))
+            LinearCrossEntropyGradOp, MoeAuxLossGradOp, MoeZLossGradOp>(op))
       extra.push_back(
           b_.getNamedAttr("scale", b_.getF64FloatAttr(1.0 / numMicro)));
     // A part of the sequence along cp is the rank's load-balanced one

@@ -284,6 +284,19 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
                          Value(), b_.getBoolAttr(moe.score() == spec::SIGMOID),
                          b_.getBoolAttr(moe.normalize_top_k()),
                          b_.getF32FloatAttr(moe.routed_scaling_factor()));
+  // The balancing losses: side losses whose gradients join the
+  // cross-entropy's.
+  if (moe.aux_loss_coeff() > 0) {
+    Value counts = MoeExpertCountsOp::create(
+        b_, loc_, RankedTensorType::get({e}, f32_), route.getExperts());
+    MoeAuxLossOp::create(
+        b_, loc_, RankedTensorType::get({}, f32_), route.getScores(), counts,
+        b_.getF64FloatAttr(moe.aux_loss_coeff()), b_.getI64IntegerAttr(k),
+        b_.getBoolAttr(moe.score() == spec::SIGMOID));
+  }
+  if (moe.z_loss_coeff() > 0)
+    MoeZLossOp::create(b_, loc_, RankedTensorType::get({}, f32_), logits,
+                       b_.getF64FloatAttr(moe.z_loss_coeff()));
   auto rows = [&](int64_t width) {
     return RankedTensorType::get({tokens * k, width}, compute_);
   };
@@ -559,10 +572,6 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
                 "experts";
     else if (moe.expert_bias())
       missing = "expert_bias; leave it out";
-    else if (moe.aux_loss_coeff() > 0)
-      missing = "aux_loss_coeff; leave it out";
-    else if (moe.z_loss_coeff() > 0)
-      missing = "z_loss_coeff; leave it out";
     else if (spec.parallel().expert_parallel() > 1)
       missing = "parallel.expert_parallel; leave it out for experts "
                 "replicated on every rank";

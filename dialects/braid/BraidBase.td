@@ -225,6 +225,14 @@ def Braid_WeightGradient : NativeOpTrait<"WeightGradient"> {
   let cppNamespace = "::braid";
 }
 
+// Ops whose scalar result is a loss added to the training loss beside the
+// cross-entropy (the router's balancing losses): autodiff starts a
+// gradient at each, as at the cross-entropy, and the step reports the
+// cross-entropy alone.
+def Braid_SideLoss : NativeOpTrait<"SideLoss"> {
+  let cppNamespace = "::braid";
+}
+
 class Braid_Op<string mnemonic, list<Trait> traits = []>
     : Op<Braid_Dialect, mnemonic, traits>;
 

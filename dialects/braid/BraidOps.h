@@ -19,6 +19,10 @@ template <typename ConcreteType>
 class WeightGradient
     : public mlir::OpTrait::TraitBase<ConcreteType, WeightGradient> {};
 
+// Ops whose result is a loss beside the cross-entropy (BraidBase.td).
+template <typename ConcreteType>
+class SideLoss : public mlir::OpTrait::TraitBase<ConcreteType, SideLoss> {};
+
 } // namespace braid
 
 #include "dialects/braid/BraidInterfaces.h.inc"

@@ -173,11 +173,28 @@ LogicalResult SplitOp::buildGradient(GradientBuilder &gb) {
 LogicalResult MoeRouteOp::buildGradient(GradientBuilder &gb) {
   Value dw = gb.grad(getWeights());
   if (!dw)
-    return success();
-  gb.addGrad(getLogits(), MoeRouteGradOp::create(
-                              gb.builder(), getLoc(), typeOf(getLogits()), dw,
-                              getScores(), getExperts(), getSigmoidAttr(),
-                              getNormalizeAttr(), getScaleAttr()));
+    return emitOpError("autodiff needs the router weights' gradient");
+  gb.addGrad(getLogits(),
+             MoeRouteGradOp::create(gb.builder(), getLoc(), typeOf(getLogits()),
+                                    dw, getScores(), getExperts(),
+                                    gb.grad(getScores()), getSigmoidAttr(),
+                                    getNormalizeAttr(), getScaleAttr()));
+  return success();
+}
+
+// The balancing losses are roots: their own gradient is 1.
+LogicalResult MoeAuxLossOp::buildGradient(GradientBuilder &gb) {
+  gb.addGrad(getScores(),
+             MoeAuxLossGradOp::create(
+                 gb.builder(), getLoc(), typeOf(getScores()), getScores(),
+                 getCounts(), getCoeffAttr(), getTopKAttr(), getSigmoidAttr()));
+  return success();
+}
+
+LogicalResult MoeZLossOp::buildGradient(GradientBuilder &gb) {
+  gb.addGrad(getLogits(),
+             MoeZLossGradOp::create(gb.builder(), getLoc(), typeOf(getLogits()),
+                                    getLogits(), getCoeffAttr()));
   return success();
 }
 

@@ -79,6 +79,10 @@ LogicalResult MoeRouteGradOp::verify() {
       failed(expectShape(*this, getWeightsGrad(), shapeOf(getExperts()),
                          "weights gradient")))
     return failure();
+  if (getScoresGrad() &&
+      failed(expectShape(*this, getScoresGrad(), shapeOf(getScores()),
+                         "scores gradient")))
+    return failure();
   return expectShape(*this, getLogitsGrad(), shapeOf(getScores()),
                      "logits gradient");
 }
@@ -155,6 +159,59 @@ LogicalResult MoeGroupedLinearGradWeightOp::verify() {
   return expectShape(*this, getWeightGrad(),
                      {e, lastDim(getGrad()), lastDim(getInput())},
                      "weight gradient");
+}
+
+LogicalResult MoeExpertCountsOp::verify() {
+  if (failed(expectMinRank(*this, getExperts(), 1, "experts")) ||
+      failed(expectRank(*this, getCounts(), 1, "counts")))
+    return failure();
+  if (shapeOf(getCounts())[0] < 1)
+    return emitOpError("counts need at least one expert");
+  return success();
+}
+
+// The balancing losses' rows [..., E] and their settings.
+static LogicalResult verifyBalance(Operation *op, Value rows, double coeff) {
+  if (failed(expectMinRank(op, rows, 2, "scores")))
+    return failure();
+  if (!(coeff >= 0))
+    return op->emitOpError("coeff must be non-negative");
+  return success();
+}
+
+static LogicalResult verifyAux(Operation *op, Value scores, Value counts,
+                               double coeff, int64_t topK) {
+  if (failed(verifyBalance(op, scores, coeff)) ||
+      failed(expectShape(op, counts, {lastDim(scores)}, "counts")))
+    return failure();
+  if (topK < 1 || topK > lastDim(scores))
+    return op->emitOpError()
+           << "top_k " << topK << " of " << lastDim(scores) << " experts";
+  return success();
+}
+
+LogicalResult MoeAuxLossOp::verify() {
+  return verifyAux(*this, getScores(), getCounts(),
+                   getCoeff().convertToDouble(), getTopK());
+}
+
+LogicalResult MoeAuxLossGradOp::verify() {
+  if (failed(verifyAux(*this, getScores(), getCounts(),
+                       getCoeff().convertToDouble(), getTopK())))
+    return failure();
+  return expectShape(*this, getScoresGrad(), shapeOf(getScores()),
+                     "scores gradient");
+}
+
+LogicalResult MoeZLossOp::verify() {
+  return verifyBalance(*this, getLogits(), getCoeff().convertToDouble());
+}
+
+LogicalResult MoeZLossGradOp::verify() {
+  if (failed(verifyBalance(*this, getLogits(), getCoeff().convertToDouble())))
+    return failure();
+  return expectShape(*this, getLogitsGrad(), shapeOf(getLogits()),
+                     "logits gradient");
 }
 
 } // namespace braid

@@ -36,6 +36,9 @@ def Braid_MoeRouteOp : Braid_PureOp<"moe_route", [Braid_Differentiable]> {
 def Braid_MoeRouteGradOp : Braid_PureOp<"moe_route_grad"> {
   let summary = "The router logits' gradient through the weights (B)";
   let description = [{
+    With `scores_grad` (the balancing loss's gradient of the scores), that
+    too goes through the softmax or sigmoid.
+
     ```mlir
     %dl = braid.moe_route_grad %dw, %scores, %experts
         {normalize = true, scale = 1.0 : f32, sigmoid = false}
@@ -44,7 +47,78 @@ def Braid_MoeRouteGradOp : Braid_PureOp<"moe_route_grad"> {
   }];
   let arguments = (ins Braid_StatTensor:$weights_grad,
                        Braid_StatTensor:$scores, Braid_IdTensor:$experts,
+                       Optional<Braid_StatTensor>:$scores_grad,
                        BoolAttr:$sigmoid, BoolAttr:$normalize, F32Attr:$scale);
+  let results = (outs Braid_StatTensor:$logits_grad);
+}
+
+def Braid_MoeExpertCountsOp : Braid_PureOp<"moe_expert_counts"> {
+  let summary = "The tokens each expert was chosen for";
+  let description = [{
+    ```mlir
+    %counts = braid.moe_expert_counts %experts
+        : (tensor<2x16x2xi32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_IdTensor:$experts);
+  let results = (outs Braid_StatTensor:$counts);
+}
+
+def Braid_MoeAuxLossOp : Braid_PureOp<"moe_aux_loss", [Braid_Differentiable, Braid_SideLoss]> {
+  let summary = "The load-balancing loss of a router";
+  let description = [{
+    `coeff * E / (top_k * T^2) * sum_e counts[e] * sum_t q[t, e]` over the
+    T tokens, q the scores normalised per token (docs/moe.md). A side loss:
+    its gradient joins the cross-entropy's.
+
+    ```mlir
+    %aux = braid.moe_aux_loss %scores, %counts
+        {coeff = 1.000000e-02 : f64, sigmoid = false, top_k = 2 : i64}
+        : (tensor<2x16x8xf32>, tensor<8xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$scores, Braid_StatTensor:$counts,
+                       F64Attr:$coeff, I64Attr:$top_k, BoolAttr:$sigmoid);
+  let results = (outs Braid_Scalar:$loss);
+}
+
+def Braid_MoeAuxLossGradOp : Braid_PureOp<"moe_aux_loss_grad"> {
+  let summary = "The load-balancing loss's gradient of the scores (B)";
+  let description = [{
+    ```mlir
+    %ds = braid.moe_aux_loss_grad %scores, %counts
+        {coeff = 1.000000e-02 : f64, sigmoid = false, top_k = 2 : i64}
+        : (tensor<2x16x8xf32>, tensor<8xf32>) -> tensor<2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$scores, Braid_StatTensor:$counts,
+                       F64Attr:$coeff, I64Attr:$top_k, BoolAttr:$sigmoid);
+  let results = (outs Braid_StatTensor:$scores_grad);
+}
+
+def Braid_MoeZLossOp : Braid_PureOp<"moe_z_loss", [Braid_Differentiable, Braid_SideLoss]> {
+  let summary = "The router z-loss";
+  let description = [{
+    `coeff / T * sum_t logsumexp(logits[t])^2`. A side loss.
+
+    ```mlir
+    %z = braid.moe_z_loss %logits {coeff = 1.000000e-03 : f64}
+        : (tensor<2x16x8xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$logits, F64Attr:$coeff);
+  let results = (outs Braid_Scalar:$loss);
+}
+
+def Braid_MoeZLossGradOp : Braid_PureOp<"moe_z_loss_grad"> {
+  let summary = "The router z-loss's gradient of the logits (B)";
+  let description = [{
+    ```mlir
+    %dl = braid.moe_z_loss_grad %logits {coeff = 1.000000e-03 : f64}
+        : (tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$logits, F64Attr:$coeff);
   let results = (outs Braid_StatTensor:$logits_grad);
 }
 

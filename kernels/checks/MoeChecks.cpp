@@ -65,7 +65,11 @@ absl::Status checkMoeRoute(const KernelSignature &sig) {
 
 absl::Status checkMoeRouteGrad(const KernelSignature &sig) {
   LaunchChecker c("moe_route_grad", sig);
-  BRAID_KERNEL_TRY(c.inputs({"dweights", "scores", "experts"}));
+  BRAID_KERNEL_TRY(c.inputs({"dweights", "scores", "experts", "dscores"}, 1));
+  if (c.numIns() > 3) {
+    BRAID_KERNEL_TRY(c.f32(c.in(3), kWhy));
+    BRAID_KERNEL_TRY(c.sameShape(c.in(3), c.in(1)));
+  }
   BRAID_KERNEL_TRY(c.outputs({"dlogits"}));
   Operand dweights = c.in(0), scores = c.in(1), experts = c.in(2),
           dlogits = c.out(0);
@@ -219,12 +223,89 @@ absl::Status checkGroupedLinearGradWeight(const KernelSignature &sig) {
   return absl::OkStatus();
 }
 
+// The balancing losses: rows [..., E] of f32 scores or logits.
+absl::Status checkBalanceRows(const LaunchChecker &c, const Operand &rows) {
+  BRAID_KERNEL_TRY(c.f32(rows, kWhy));
+  BRAID_KERNEL_TRY(c.minRank(rows, 2, "[..., E]"));
+  return c.floatParamOr("coeff", 0.0).status();
+}
+
+// counts [E] (f32), one per expert of `rows`.
+absl::Status checkCounts(const LaunchChecker &c, const Operand &counts,
+                         const Operand &rows) {
+  BRAID_KERNEL_TRY(c.f32(counts, kWhy));
+  return c.shape(counts, {rows.lastDim()}, "(one count per expert)");
+}
+
+absl::Status checkMoeExpertCounts(const KernelSignature &sig) {
+  LaunchChecker c("moe_expert_counts", sig);
+  BRAID_KERNEL_TRY(c.inputs({"experts"}));
+  BRAID_KERNEL_TRY(c.outputs({"counts"}));
+  BRAID_KERNEL_TRY(c.dtype(c.in(0), DType::kI32));
+  BRAID_KERNEL_TRY(c.minRank(c.in(0), 1, "[..., K]"));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
+  BRAID_KERNEL_TRY(c.rank(c.out(0), 1, "[E]"));
+  if (c.out(0).dim(0) < 1)
+    return c.error("output 0 (counts) has no expert");
+  return absl::OkStatus();
+}
+
+// moe_aux_loss and its gradient: scores, counts; top_k and sigmoid.
+absl::Status checkAux(LaunchChecker &c) {
+  BRAID_KERNEL_TRY(c.inputs({"scores", "counts"}));
+  BRAID_KERNEL_TRY(checkBalanceRows(c, c.in(0)));
+  BRAID_KERNEL_TRY(checkCounts(c, c.in(1), c.in(0)));
+  BRAID_KERNEL_TRY(c.intParamOr("sigmoid", 0, 0, 1).status());
+  return c.intParamOr("top_k", 1, 1, c.in(0).lastDim()).status();
+}
+
+absl::Status checkMoeAuxLoss(const KernelSignature &sig) {
+  LaunchChecker c("moe_aux_loss", sig);
+  BRAID_KERNEL_TRY(checkAux(c));
+  BRAID_KERNEL_TRY(c.outputs({"loss"}));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
+  return c.rank(c.out(0), 0, "[] (a scalar)");
+}
+
+absl::Status checkMoeAuxLossGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_aux_loss_grad", sig);
+  BRAID_KERNEL_TRY(checkAux(c));
+  BRAID_KERNEL_TRY(c.outputs({"dscores"}));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(0)));
+  return c.floatParamOr("scale", 1.0).status();
+}
+
+absl::Status checkMoeZLoss(const KernelSignature &sig) {
+  LaunchChecker c("moe_z_loss", sig);
+  BRAID_KERNEL_TRY(c.inputs({"logits"}));
+  BRAID_KERNEL_TRY(c.outputs({"loss"}));
+  BRAID_KERNEL_TRY(checkBalanceRows(c, c.in(0)));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
+  return c.rank(c.out(0), 0, "[] (a scalar)");
+}
+
+absl::Status checkMoeZLossGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_z_loss_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"logits"}));
+  BRAID_KERNEL_TRY(c.outputs({"dlogits"}));
+  BRAID_KERNEL_TRY(checkBalanceRows(c, c.in(0)));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(0)));
+  return c.floatParamOr("scale", 1.0).status();
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> moeChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"moe_route", checkMoeRoute},
       {"moe_route_grad", checkMoeRouteGrad},
+      {"moe_expert_counts", checkMoeExpertCounts},
+      {"moe_aux_loss", checkMoeAuxLoss},
+      {"moe_aux_loss_grad", checkMoeAuxLossGrad},
+      {"moe_z_loss", checkMoeZLoss},
+      {"moe_z_loss_grad", checkMoeZLossGrad},
       {"moe_permute", checkMoePermute},
       {"moe_permute_grad", checkMoePermuteGrad},
       {"moe_unpermute", checkMoeUnpermute},

@@ -62,15 +62,15 @@ BRAID_HOST_DEVICE inline void routeRow(const float *logits, const float *bias,
 }
 
 // The row's dlogits from its weights' gradient: through the weights to the
-// chosen scores, then through softmax or sigmoid. An expert id outside
-// [0, e) contributes nothing.
-BRAID_HOST_DEVICE inline void routeGradRow(const float *dweights,
-                                           const float *scores,
-                                           const int32_t *experts, int64_t e,
-                                           int64_t k, RouteParams p,
-                                           float *dlogits) {
+// chosen scores, plus the scores' own gradient `dscores` (the balancing
+// loss's; may be null), then through softmax or sigmoid. An expert id
+// outside [0, e) contributes nothing.
+BRAID_HOST_DEVICE inline void
+routeGradRow(const float *dweights, const float *scores, const int32_t *experts,
+             int64_t e, int64_t k, RouteParams p, const float *dscores,
+             float *dlogits) {
   for (int64_t i = 0; i < e; ++i)
-    dlogits[i] = 0.0f;
+    dlogits[i] = dscores ? dscores[i] : 0.0f;
   // dlogits holds the scores' gradient first.
   float z = 0.0f, dot = 0.0f;
   for (int64_t j = 0; j < k; ++j) {

@@ -5,11 +5,16 @@
 // moe_permute and moe_unpermute (and their gradients): the tokens' rows
 // into expert-major order (kernels/common/MoePermute.h) and the experts'
 // outputs back, weighted, each token's choices summed in choice order.
-// Every output element is computed by one thread in one order, so the
-// bits do not depend on the number of threads.
+// moe_expert_counts, moe_aux_loss, moe_z_loss and their gradients: the
+// balancing losses (kernels/common/MoeBalance.h), the losses summed over
+// the rows in order on one thread. Every output element is computed by
+// one thread in one order, so the bits do not depend on the number of
+// threads.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "kernels/common/MoeBalance.h"
 #include "kernels/common/MoePermute.h"
 #include "kernels/common/MoeRoute.h"
 #include "kernels/cpu/KernelFamilies.h"
@@ -49,12 +54,95 @@ void runMoeRouteGrad(const KernelArgs &args) {
   const int64_t k = args.ins[0].desc->lastDim();
   const float *dweights = args.ins[0].f32(), *scores = args.ins[1].f32();
   const int32_t *experts = args.ins[2].i32();
+  const float *dscores = args.ins.size() > 3 ? args.ins[3].f32() : nullptr;
   float *dlogits = args.outs[0].f32();
   const moe::RouteParams p = routeParams(args);
   parallelFor(poolOf(args), n, rowGrain(e), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      moe::routeGradRow(dweights + r * k, scores + r * e, experts + r * k, e,
-                        k, p, dlogits + r * e);
+      moe::routeGradRow(dweights + r * k, scores + r * e, experts + r * k, e, k,
+                        p, dscores ? dscores + r * e : nullptr,
+                        dlogits + r * e);
+  });
+}
+
+// The rows [..., E] of a launch's first input: (N, E).
+std::pair<int64_t, int64_t> rowsAndExperts(const TensorView &v) {
+  const int64_t e = v.desc->lastDim();
+  return {e == 0 ? 0 : v.numel() / e, e};
+}
+
+// counts[e] = the choices of expert e (ids outside [0, E) count nowhere).
+void runMoeExpertCounts(const KernelArgs &args) {
+  const int64_t e = args.outs[0].numel();
+  const int32_t *experts = args.ins[0].i32();
+  float *counts = args.outs[0].f32();
+  std::vector<int64_t> tally(static_cast<size_t>(e), 0);
+  for (int64_t a = 0, n = args.ins[0].numel(); a < n; ++a)
+    if (experts[a] >= 0 && experts[a] < e)
+      ++tally[experts[a]];
+  for (int64_t i = 0; i < e; ++i)
+    counts[i] = static_cast<float>(tally[i]);
+}
+
+// coeff * E / (K * T^2), aux's factor (kernels/common/MoeBalance.h).
+double auxFactor(const KernelArgs &args, int64_t n, int64_t e) {
+  const KernelParams &p = paramsOf(args);
+  const double t = static_cast<double>(n);
+  return n == 0 ? 0.0
+                : p.floatOr("coeff", 0.0) * static_cast<double>(e) /
+                      (static_cast<double>(p.intOr("top_k", 1)) * t * t);
+}
+
+// The rows summed in order in double: the same bits on any thread count.
+void runMoeAuxLoss(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[0]);
+  const float *scores = args.ins[0].f32(), *counts = args.ins[1].f32();
+  const int sigmoid = paramsOf(args).intOr("sigmoid", 0) != 0;
+  double sum = 0.0;
+  for (int64_t r = 0; r < n; ++r)
+    sum += moe::auxRowTerm(scores + r * e, counts, e, sigmoid);
+  args.outs[0].f32()[0] = static_cast<float>(auxFactor(args, n, e) * sum);
+}
+
+void runMoeAuxLossGrad(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[0]);
+  const float *scores = args.ins[0].f32(), *counts = args.ins[1].f32();
+  const int sigmoid = paramsOf(args).intOr("sigmoid", 0) != 0;
+  const double factor =
+      auxFactor(args, n, e) * paramsOf(args).floatOr("scale", 1.0);
+  float *dscores = args.outs[0].f32();
+  parallelFor(poolOf(args), n, rowGrain(e), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      moe::auxGradRow(scores + r * e, counts, e, sigmoid, factor,
+                      dscores + r * e);
+  });
+}
+
+void runMoeZLoss(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[0]);
+  const float *logits = args.ins[0].f32();
+  double sum = 0.0;
+  for (int64_t r = 0; r < n; ++r) {
+    const double lse = moe::logSumExpRow(logits + r * e, e);
+    sum += lse * lse;
+  }
+  const double coeff = paramsOf(args).floatOr("coeff", 0.0);
+  args.outs[0].f32()[0] =
+      n == 0 ? 0.0f : static_cast<float>(coeff * sum / static_cast<double>(n));
+}
+
+void runMoeZLossGrad(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[0]);
+  const float *logits = args.ins[0].f32();
+  float *dlogits = args.outs[0].f32();
+  const KernelParams &p = paramsOf(args);
+  const double factor = n == 0 ? 0.0
+                               : p.floatOr("coeff", 0.0) *
+                                     p.floatOr("scale", 1.0) /
+                                     static_cast<double>(n);
+  parallelFor(poolOf(args), n, rowGrain(e), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      moe::zGradRow(logits + r * e, e, factor, dlogits + r * e);
   });
 }
 
@@ -180,6 +268,11 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
       registry,
       {{"moe_route", runMoeRoute},
        {"moe_route_grad", runMoeRouteGrad},
+       {"moe_expert_counts", runMoeExpertCounts},
+       {"moe_aux_loss", runMoeAuxLoss},
+       {"moe_aux_loss_grad", runMoeAuxLossGrad},
+       {"moe_z_loss", runMoeZLoss},
+       {"moe_z_loss_grad", runMoeZLossGrad},
        {"moe_permute", byStorage<runMoePermute<float>, runMoePermute<Bf16>>},
        {"moe_permute_grad",
         byStorage<runMoePermuteGrad<float>, runMoePermuteGrad<Bf16>>},

@@ -16,6 +16,7 @@
 // capture them all.
 #include <cstdint>
 
+#include "kernels/common/MoeBalance.h"
 #include "kernels/common/MoePermute.h"
 #include "kernels/common/MoeRoute.h"
 #include "kernels/cuda/CudaFamilies.h"
@@ -49,12 +50,13 @@ __global__ void __launch_bounds__(kBlock)
     moeRouteGradKernel(const float *__restrict__ dweights,
                        const float *__restrict__ scores,
                        const int32_t *__restrict__ experts,
+                       const float *__restrict__ dscores,
                        float *__restrict__ dlogits, int64_t n, int64_t e,
                        int64_t k, moe::RouteParams p) {
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n;
        r += int64_t{gridDim.x} * blockDim.x)
     moe::routeGradRow(dweights + r * k, scores + r * e, experts + r * k, e, k,
-                      p, dlogits + r * e);
+                      p, dscores ? dscores + r * e : nullptr, dlogits + r * e);
 }
 
 void runMoeRoute(const KernelArgs &args) {
@@ -79,7 +81,131 @@ void runMoeRouteGrad(const KernelArgs &args) {
   moeRouteGradKernel<<<rows::gridFor(n, kBlock), kBlock, 0,
                        rows::streamOf(args)>>>(
       args.ins[0].f32(), args.ins[1].f32(), args.ins[2].i32(),
-      args.outs[0].f32(), n, e, k, routeParams(args));
+      args.ins.size() > 3 ? args.ins[3].f32() : nullptr, args.outs[0].f32(), n,
+      e, k, routeParams(args));
+}
+
+// --- balancing losses
+// ---------------------------------------------------------
+//
+// The counts and the two losses are sums over every row in one order, on
+// one thread (a first version: exact and the CPU's order, not fast); the
+// gradients are one thread per row.
+
+__global__ void expertCountsKernel(const int32_t *__restrict__ experts,
+                                   int64_t choices, int64_t e,
+                                   float *__restrict__ counts) {
+  if (blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  for (int64_t i = 0; i < e; ++i)
+    counts[i] = 0.0f;
+  for (int64_t a = 0; a < choices; ++a)
+    if (experts[a] >= 0 && experts[a] < e)
+      counts[experts[a]] += 1.0f;
+}
+
+__global__ void auxLossKernel(const float *__restrict__ scores,
+                              const float *__restrict__ counts, int64_t n,
+                              int64_t e, int sigmoid, double factor,
+                              float *__restrict__ loss) {
+  if (blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  double sum = 0.0;
+  for (int64_t r = 0; r < n; ++r)
+    sum += moe::auxRowTerm(scores + r * e, counts, e, sigmoid);
+  loss[0] = static_cast<float>(factor * sum);
+}
+
+__global__ void __launch_bounds__(kBlock)
+    auxGradKernel(const float *__restrict__ scores,
+                  const float *__restrict__ counts, int64_t n, int64_t e,
+                  int sigmoid, double factor, float *__restrict__ dscores) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n;
+       r += int64_t{gridDim.x} * blockDim.x)
+    moe::auxGradRow(scores + r * e, counts, e, sigmoid, factor,
+                    dscores + r * e);
+}
+
+__global__ void zLossKernel(const float *__restrict__ logits, int64_t n,
+                            int64_t e, double factor,
+                            float *__restrict__ loss) {
+  if (blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  double sum = 0.0;
+  for (int64_t r = 0; r < n; ++r) {
+    const double lse = moe::logSumExpRow(logits + r * e, e);
+    sum += lse * lse;
+  }
+  loss[0] = static_cast<float>(factor * sum);
+}
+
+__global__ void __launch_bounds__(kBlock)
+    zGradKernel(const float *__restrict__ logits, int64_t n, int64_t e,
+                double factor, float *__restrict__ dlogits) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n;
+       r += int64_t{gridDim.x} * blockDim.x)
+    moe::zGradRow(logits + r * e, e, factor, dlogits + r * e);
+}
+
+struct BalanceRows {
+  int64_t n = 0, e = 0;
+  double coeff = 0, scale = 1;
+  int sigmoid = 0, topK = 1;
+};
+
+BalanceRows balanceRows(const KernelArgs &args) {
+  const KernelParams &p = rows::paramsOf(args);
+  BalanceRows b;
+  b.e = args.ins[0].desc->lastDim();
+  b.n = b.e == 0 ? 0 : args.ins[0].numel() / b.e;
+  b.coeff = p.floatOr("coeff", 0.0);
+  b.scale = p.floatOr("scale", 1.0);
+  b.sigmoid = p.intOr("sigmoid", 0) != 0;
+  b.topK = static_cast<int>(p.intOr("top_k", 1));
+  return b;
+}
+
+double auxFactor(const BalanceRows &b) {
+  const double t = static_cast<double>(b.n);
+  return b.n == 0 ? 0.0 : b.coeff * static_cast<double>(b.e) / (b.topK * t * t);
+}
+
+void runExpertCounts(const KernelArgs &args) {
+  expertCountsKernel<<<1, 1, 0, rows::streamOf(args)>>>(
+      args.ins[0].i32(), args.ins[0].numel(), args.outs[0].numel(),
+      args.outs[0].f32());
+}
+
+void runAuxLoss(const KernelArgs &args) {
+  const BalanceRows b = balanceRows(args);
+  auxLossKernel<<<1, 1, 0, rows::streamOf(args)>>>(
+      args.ins[0].f32(), args.ins[1].f32(), b.n, b.e, b.sigmoid, auxFactor(b),
+      args.outs[0].f32());
+}
+
+void runAuxLossGrad(const KernelArgs &args) {
+  const BalanceRows b = balanceRows(args);
+  if (b.n == 0)
+    return;
+  auxGradKernel<<<rows::gridFor(b.n, kBlock), kBlock, 0,
+                  rows::streamOf(args)>>>(
+      args.ins[0].f32(), args.ins[1].f32(), b.n, b.e, b.sigmoid,
+      auxFactor(b) * b.scale, args.outs[0].f32());
+}
+
+void runZLoss(const KernelArgs &args) {
+  const BalanceRows b = balanceRows(args);
+  zLossKernel<<<1, 1, 0, rows::streamOf(args)>>>(args.ins[0].f32(), b.n, b.e,
+                                                 b.n == 0 ? 0.0 : b.coeff / b.n,
+                                                 args.outs[0].f32());
+}
+
+void runZLossGrad(const KernelArgs &args) {
+  const BalanceRows b = balanceRows(args);
+  if (b.n == 0)
+    return;
+  zGradKernel<<<rows::gridFor(b.n, kBlock), kBlock, 0, rows::streamOf(args)>>>(
+      args.ins[0].f32(), b.n, b.e, b.coeff * b.scale / b.n, args.outs[0].f32());
 }
 
 // --- permute ----------------------------------------------------------------
@@ -348,6 +474,11 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
       registry,
       {{"moe_route", runMoeRoute},
        {"moe_route_grad", runMoeRouteGrad},
+       {"moe_expert_counts", runExpertCounts},
+       {"moe_aux_loss", runAuxLoss},
+       {"moe_aux_loss_grad", runAuxLossGrad},
+       {"moe_z_loss", runZLoss},
+       {"moe_z_loss_grad", runZLossGrad},
        {"moe_permute", byStorage<runPermute<float>, runPermute<Bf16>>},
        {"moe_permute_grad",
         byStorage<runPermuteGrad<float>, runPermuteGrad<Bf16>>},

@@ -280,6 +280,8 @@ class MoeConfig:
     sigmoid: bool
     normalize_top_k: bool
     routed_scaling_factor: float
+    aux_loss_coeff: float
+    z_loss_coeff: float
     num_shared_experts: int
     shared_ffn_hidden_size: int
     first_k_dense: int
@@ -372,7 +374,7 @@ def load_spec(path):
         x = m.moe
         check(m.naming in ("HF_MIXTRAL", "HF_DEEPSEEK_V3"),
               "a model with moe needs naming HF_MIXTRAL or HF_DEEPSEEK_V3")
-        for field in ("expert_bias", "aux_loss_coeff", "z_loss_coeff", "capacity_factor"):
+        for field in ("expert_bias", "capacity_factor"):
             check(not getattr(x, field), f"model.moe.{field} has no reference here yet")
         expert_ffn = x.expert_ffn_hidden_size or m.ffn_hidden_size
         moe = MoeConfig(
@@ -380,6 +382,7 @@ def load_spec(path):
             expert_ffn_hidden_size=expert_ffn, sigmoid=x.score == "SIGMOID",
             normalize_top_k=x.normalize_top_k,
             routed_scaling_factor=x.routed_scaling_factor or 1.0,
+            aux_loss_coeff=x.aux_loss_coeff, z_loss_coeff=x.z_loss_coeff,
             num_shared_experts=x.num_shared_experts,
             shared_ffn_hidden_size=x.shared_ffn_hidden_size or expert_ffn,
             first_k_dense=x.first_k_dense)
@@ -610,7 +613,9 @@ class MoeBlock(nn.Module):
     router [E, D]; each token goes to the top_k experts by score (softmax
     or sigmoid), weighted by their scores (normalised over the chosen with
     normalize_top_k, times routed_scaling_factor); shared experts, one MLP
-    num_shared_experts times as wide, run beside."""
+    num_shared_experts times as wide, run beside. forward leaves the
+    layer's balancing losses (Switch's load balancing, ST-MoE's z-loss) in
+    side_loss: the training loss adds them, the reported loss does not."""
 
     def __init__(self, c):
         super().__init__()
@@ -633,6 +638,7 @@ class MoeBlock(nn.Module):
         if m.normalize_top_k:
             weights = weights / weights.sum(-1, keepdim=True)
         weights = weights * m.routed_scaling_factor
+        self.side_loss = self.balancing_loss(logits, scores, chosen)
         flat, out = x.reshape(-1, x.shape[-1]), torch.zeros_like(x).reshape(-1, x.shape[-1])
         chosen, weights = chosen.reshape(-1, m.top_k), weights.reshape(-1, m.top_k)
         for e, expert in enumerate(self.experts):
@@ -644,6 +650,23 @@ class MoeBlock(nn.Module):
         if m.num_shared_experts > 0:
             out = out + self.shared_experts(x)
         return out
+
+
+    def balancing_loss(self, logits, scores, chosen):
+        m = self.moe
+        loss = logits.new_zeros(())
+        tokens = logits.shape[0] * logits.shape[1]
+        if m.aux_loss_coeff > 0:
+            counts = torch.zeros(m.num_experts, dtype=scores.dtype)
+            counts = counts.index_add(0, chosen.reshape(-1),
+                                      torch.ones(chosen.numel(), dtype=scores.dtype))
+            q = scores / scores.sum(-1, keepdim=True) if m.sigmoid else scores
+            loss = loss + (m.aux_loss_coeff * m.num_experts / (m.top_k * tokens * tokens)
+                           * (q.reshape(-1, m.num_experts).sum(0) * counts).sum())
+        if m.z_loss_coeff > 0:
+            lse = torch.logsumexp(logits.reshape(-1, m.num_experts), dim=-1)
+            loss = loss + m.z_loss_coeff * (lse * lse).sum() / tokens
+        return loss
 
 
 class LlamaDecoderLayer(nn.Module):

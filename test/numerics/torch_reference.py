@@ -89,7 +89,9 @@ def run_training(config, train, tokens, steps, dtype):
             inputs, labels = batches.micro_batch(step - 1, m)
             logits = model(inputs, dropout=tm.BraidDropout(train.seed, step, m))
             loss = F.cross_entropy(logits.reshape(-1, config.vocab_size), labels.reshape(-1))
-            (loss / train.micro_batches).backward()
+            # MoE layers' balancing losses train, but are not reported.
+            side = sum(getattr(module, "side_loss", 0.0) for module in model.modules())
+            ((loss + side) / train.micro_batches).backward()
             micro_losses.append(loss.item())
         if step == 1:
             result["grads"] = {name: p.grad.detach().clone() for name, p in params.items()}

@@ -71,6 +71,11 @@ std::map<std::string, Sig> validLaunches() {
       .in({12, 5})
       .in({5}, kI32)
       .out({4, 3, 5});
+  add("moe_expert_counts").in({6, 2}, kI32).out({4});
+  add("moe_aux_loss").in({6, 4}).in({4}).out({}).i("top_k", 2);
+  add("moe_aux_loss_grad").in({6, 4}).in({4}).out({6, 4});
+  add("moe_z_loss").in({6, 4}).out({});
+  add("moe_z_loss_grad").in({6, 4}).out({6, 4});
   add("moe_route_grad")
       .in({4, 2})
       .in({4, 6})

@@ -1,0 +1,81 @@
+// One token row of the router's balancing losses (docs/kernels.md,
+// docs/moe.md), shared by the CPU kernels (kernels/cpu/Moe.cpp) and the
+// CUDA ones (kernels/cuda/Moe.cu).
+//
+// Load balancing (Switch Transformer, as Megatron-Core computes it): over
+// the T tokens of a launch with K choices each,
+//   aux = coeff * E / (K * T^2) * sum_e counts[e] * sum_t q[t, e],
+// counts[e] the choices of expert e and q a row's scores normalised to sum
+// 1 (softmax scores already do; sigmoid scores are divided by their sum).
+// Router z-loss (ST-MoE): z = coeff / T * sum_t logsumexp(logits[t])^2.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/common/HostDevice.h"
+
+namespace braid::moe {
+
+// sum_e counts[e] * q[e] of one row.
+BRAID_HOST_DEVICE inline double
+auxRowTerm(const float *scores, const float *counts, int64_t e, int sigmoid) {
+  double sum = 1.0;
+  if (sigmoid) {
+    sum = 0.0;
+    for (int64_t i = 0; i < e; ++i)
+      sum += scores[i];
+  }
+  double term = 0.0;
+  for (int64_t i = 0; i < e; ++i)
+    term += double{counts[i]} * scores[i];
+  return sum > 0.0 ? term / sum : 0.0;
+}
+
+// The row's dscores (times `scale`) for aux's factor coeff * E / (K T^2).
+BRAID_HOST_DEVICE inline void auxGradRow(const float *scores,
+                                         const float *counts, int64_t e,
+                                         int sigmoid, double factor,
+                                         float *dscores) {
+  if (!sigmoid) {
+    for (int64_t i = 0; i < e; ++i)
+      dscores[i] = static_cast<float>(factor * counts[i]);
+    return;
+  }
+  // q = s / S: dq/ds_i = (g_i - sum_j g_j q_j) / S.
+  double sum = 0.0, dot = 0.0;
+  for (int64_t i = 0; i < e; ++i)
+    sum += scores[i];
+  if (!(sum > 0.0)) {
+    for (int64_t i = 0; i < e; ++i)
+      dscores[i] = 0.0f;
+    return;
+  }
+  for (int64_t i = 0; i < e; ++i)
+    dot += double{counts[i]} * scores[i] / sum;
+  for (int64_t i = 0; i < e; ++i)
+    dscores[i] = static_cast<float>(factor * (counts[i] - dot) / sum);
+}
+
+// logsumexp of one row, in double.
+BRAID_HOST_DEVICE inline double logSumExpRow(const float *logits, int64_t e) {
+  double m = logits[0];
+  for (int64_t i = 1; i < e; ++i)
+    m = logits[i] > m ? logits[i] : m;
+  double sum = 0.0;
+  for (int64_t i = 0; i < e; ++i)
+    sum += exp(double{logits[i]} - m);
+  return m + log(sum);
+}
+
+// The row's dlogits of z for z's factor coeff / T (times `scale`):
+// 2 * factor * lse * softmax(logits).
+BRAID_HOST_DEVICE inline void zGradRow(const float *logits, int64_t e,
+                                       double factor, float *dlogits) {
+  const double lse = logSumExpRow(logits, e);
+  for (int64_t i = 0; i < e; ++i)
+    dlogits[i] =
+        static_cast<float>(2.0 * factor * lse * exp(double{logits[i]} - lse));
+}
+
+} // namespace braid::moe
