@@ -12,6 +12,7 @@
 
 #include "compiler/import/ImportSpec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -297,18 +298,26 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   if (moe.z_loss_coeff() > 0)
     MoeZLossOp::create(b_, loc_, RankedTensorType::get({}, f32_), logits,
                        b_.getF64FloatAttr(moe.z_loss_coeff()));
+  // Dropless: a row per choice, grouped GEMMs over the experts' blocks.
+  // Capacity mode: `capacity` rows per expert (docs/moe.md), one batched
+  // GEMM over the E equal blocks.
+  const int64_t capacity = moeCapacity(spec_);
+  const int64_t slots = capacity > 0 ? e * capacity : tokens * k;
   auto rows = [&](int64_t width) {
-    return RankedTensorType::get({tokens * k, width}, compute_);
+    return RankedTensorType::get({slots, width}, compute_);
   };
   auto permute = MoePermuteOp::create(
       b_, loc_, rows(d), choice(b_.getI32Type()),
-      RankedTensorType::get({e + 1}, b_.getI32Type()), h, route.getExperts());
+      RankedTensorType::get({e + 1}, b_.getI32Type()), h, route.getExperts(),
+      capacity > 0 ? b_.getI64IntegerAttr(capacity) : IntegerAttr());
   Value offsets = permute.getOffsets();
   auto expertLinear = [&](Value xs, const char *name, int64_t out,
                           bool scaledResidual) -> Value {
     const int64_t in = cast<RankedTensorType>(xs.getType()).getShape().back();
     Value w = param(p + ".experts.*." + name + ".weight", {e, out, in},
                     InitKind::Normal, scaledResidual);
+    if (capacity > 0)
+      return MoeBatchedLinearOp::create(b_, loc_, rows(out), xs, w);
     return MoeGroupedLinearOp::create(b_, loc_, rows(out), xs, w, offsets);
   };
   Value gate =
@@ -535,6 +544,17 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
 
 } // namespace
 
+int64_t moeCapacity(const spec::ModelSpec &spec) {
+  const spec::Moe &moe = spec.model().moe();
+  if (!spec.model().has_moe() || moe.capacity_factor() <= 0)
+    return 0;
+  const int64_t cp = std::max<int64_t>(1, spec.parallel().context_parallel());
+  const double tokens = static_cast<double>(spec.train().micro_batch_size()) *
+                        spec.train().seq_len() / cp;
+  return static_cast<int64_t>(std::floor(moe.capacity_factor() * tokens *
+                                         moe.top_k() / moe.num_experts()));
+}
+
 double modelFlopsPerToken(const spec::ModelSpec &spec) {
   const auto &a = spec.model();
   double d = a.hidden_size(), f = a.ffn_hidden_size();
@@ -567,10 +587,7 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
   if (spec.model().has_moe()) {
     const spec::Moe &moe = spec.model().moe();
     const char *missing = nullptr;
-    if (moe.capacity_factor() > 0)
-      missing = "capacity_factor (capacity mode); leave it out for dropless "
-                "experts";
-    else if (moe.expert_bias())
+    if (moe.expert_bias())
       missing = "expert_bias; leave it out";
     else if (spec.parallel().expert_parallel() > 1)
       missing = "parallel.expert_parallel; leave it out for experts "

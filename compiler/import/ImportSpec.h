@@ -1,6 +1,8 @@
 //===- ImportSpec.h - model spec to braid forward graph ---------*- C++ -*-===//
 #pragma once
 
+#include <cstdint>
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 
@@ -25,5 +27,10 @@ mlir::LogicalResult importSpec(const spec::ModelSpec &spec,
 // weights a token multiplies: the router, top_k routed experts and the
 // shared experts.
 double modelFlopsPerToken(const spec::ModelSpec &spec);
+
+// The rows each expert takes in capacity mode, floor(capacity_factor x
+// tokens of a micro-batch x top_k / num_experts); 0 for dropless (or a
+// dense model).
+int64_t moeCapacity(const spec::ModelSpec &spec);
 
 } // namespace braid

@@ -217,6 +217,19 @@ LogicalResult MoeUnpermuteOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+LogicalResult MoeBatchedLinearOp::buildGradient(GradientBuilder &gb) {
+  OpBuilder &b = gb.builder();
+  Value dy = gb.grad(getResult());
+  if (gb.needsGrad(getInput()))
+    gb.addGrad(getInput(),
+               MoeBatchedLinearGradInputOp::create(
+                   b, getLoc(), typeOf(getInput()), dy, getWeight()));
+  Value weight = gb.gradTarget(getWeight());
+  gb.addGrad(weight, MoeBatchedLinearGradWeightOp::create(
+                         b, getLoc(), typeOf(weight), dy, getInput()));
+  return success();
+}
+
 LogicalResult MoeGroupedLinearOp::buildGradient(GradientBuilder &gb) {
   OpBuilder &b = gb.builder();
   Value dy = gb.grad(getResult());

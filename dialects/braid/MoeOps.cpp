@@ -36,13 +36,35 @@ LogicalResult verifyTopK(Operation *op, Value experts, Value scores) {
   return success();
 }
 
-// Rows [R, D] permuted from tokens [..., D] by `positions` [..., K].
+// Rows [R, D] permuted from tokens [..., D] by `positions` [..., K]: R is
+// a row per choice dropless, E * capacity in capacity mode, so only the
+// permute op (which knows which) fixes it.
 LogicalResult verifyRows(Operation *op, Value rows, Value tokens,
                          Value positions) {
   if (failed(verifyChoices(op, positions, tokens, "positions", "tokens")) ||
-      failed(expectSameElementType(op, rows, tokens, "rows", "tokens")))
+      failed(expectSameElementType(op, rows, tokens, "rows", "tokens")) ||
+      failed(expectRank(op, rows, 2, "rows")))
     return failure();
-  return expectShape(op, rows, {numelOf(positions), lastDim(tokens)}, "rows");
+  return expectShape(op, rows, {shapeOf(rows)[0], lastDim(tokens)}, "rows");
+}
+
+// Rows [E * C, width] in E equal blocks, a weight [E, out, in].
+LogicalResult verifyBlocks(Operation *op, Value rows, Value weight,
+                           bool rowsAreInput) {
+  if (failed(expectRank(op, rows, 2, "rows")) ||
+      failed(expectRank(op, weight, 3, "weight")))
+    return failure();
+  const int64_t e = shapeOf(weight)[0];
+  if (e < 1 || shapeOf(rows)[0] % e != 0)
+    return op->emitOpError()
+           << shapeOf(rows)[0] << " rows are not equal blocks of " << e
+           << " experts";
+  const int64_t width = shapeOf(weight)[rowsAreInput ? 2 : 1];
+  if (lastDim(rows) != width)
+    return op->emitOpError()
+           << "rows have " << lastDim(rows) << " columns, the weight "
+           << shapeStr(shapeOf(weight)) << " takes " << width;
+  return success();
 }
 
 // The rows [R, in], a weight [E, out, in] and offsets [E + 1].
@@ -93,9 +115,16 @@ LogicalResult MoePermuteOp::verify() {
                          "positions")) ||
       failed(expectRank(*this, getOffsets(), 1, "offsets")))
     return failure();
-  if (shapeOf(getOffsets())[0] < 2)
+  const int64_t e = shapeOf(getOffsets())[0] - 1;
+  if (e < 1)
     return emitOpError("offsets need one entry per expert and one more");
-  return success();
+  std::optional<int64_t> capacity = getCapacity();
+  if (capacity && *capacity < 1)
+    return emitOpError("capacity must be positive");
+  return expectShape(
+      *this, getRows(),
+      {capacity ? e * *capacity : numelOf(getExperts()), lastDim(getInput())},
+      "rows");
 }
 
 LogicalResult MoePermuteGradOp::verify() {
@@ -130,6 +159,43 @@ LogicalResult MoeGroupedLinearOp::verify() {
   return expectShape(*this, getResult(),
                      {shapeOf(getInput())[0], shapeOf(getWeight())[1]},
                      "result");
+}
+
+LogicalResult MoeBatchedLinearOp::verify() {
+  if (failed(verifyBlocks(*this, getInput(), getWeight(), true)) ||
+      failed(expectSameElementType(*this, getWeight(), getInput(), "weight",
+                                   "input")) ||
+      failed(expectSameElementType(*this, getResult(), getInput(), "result",
+                                   "input")))
+    return failure();
+  return expectShape(*this, getResult(),
+                     {shapeOf(getInput())[0], shapeOf(getWeight())[1]},
+                     "result");
+}
+
+LogicalResult MoeBatchedLinearGradInputOp::verify() {
+  if (failed(verifyBlocks(*this, getGrad(), getWeight(), false)) ||
+      failed(expectSameElementType(*this, getInputGrad(), getGrad(),
+                                   "input gradient", "gradient")))
+    return failure();
+  return expectShape(*this, getInputGrad(),
+                     {shapeOf(getGrad())[0], shapeOf(getWeight())[2]},
+                     "input gradient");
+}
+
+LogicalResult MoeBatchedLinearGradWeightOp::verify() {
+  if (failed(expectRank(*this, getWeightGrad(), 3, "weight gradient")) ||
+      failed(expectWeightGradType(*this, getWeightGrad(), getGrad(),
+                                  "weight gradient", "gradient")) ||
+      failed(verifyBlocks(*this, getGrad(), getWeightGrad(), false)) ||
+      failed(expectShape(*this, getInput(),
+                         {shapeOf(getGrad())[0], lastDim(getInput())},
+                         "input")))
+    return failure();
+  return expectShape(
+      *this, getWeightGrad(),
+      {shapeOf(getWeightGrad())[0], lastDim(getGrad()), lastDim(getInput())},
+      "weight gradient");
 }
 
 LogicalResult MoeGroupedLinearGradInputOp::verify() {

@@ -127,14 +127,17 @@ def Braid_MoePermuteOp : Braid_PureOp<"moe_permute", [Braid_Differentiable]> {
   let description = [{
     Expert e's rows are `xs[offsets[e] .. offsets[e + 1])`, in token order
     then choice order; `positions[t, j]` is the row of token t's j-th
-    choice.
+    choice. With `capacity` (capacity mode) each expert has that many rows,
+    expert e's at `[e * capacity, (e + 1) * capacity)`: choices beyond it
+    are dropped (position -1), unfilled rows are zero.
 
     ```mlir
     %xs, %positions, %offsets = braid.moe_permute %x, %experts
         : (tensor<2x16x64xf32>, tensor<2x16x2xi32>) -> (tensor<64x64xf32>, tensor<2x16x2xi32>, tensor<9xi32>)
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$input, Braid_IdTensor:$experts);
+  let arguments = (ins Braid_FloatTensor:$input, Braid_IdTensor:$experts,
+                       OptionalAttr<I64Attr>:$capacity);
   let results = (outs Braid_FloatTensor:$rows, Braid_IdTensor:$positions,
                       Braid_IdTensor:$offsets);
 }
@@ -196,6 +199,46 @@ def Braid_MoeGroupedLinearOp : Braid_PureOp<"moe_grouped_linear", [Braid_Differe
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
                        Braid_IdTensor:$offsets);
   let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_MoeBatchedLinearOp : Braid_PureOp<"moe_batched_linear", [Braid_Differentiable]> {
+  let summary = "E equal blocks of rows, each times its expert's weight (capacity)";
+  let description = [{
+    The input is E blocks of C rows (capacity mode's slots, padding
+    included); block e goes through `weight[e]`. All the experts in one
+    batched GEMM.
+
+    ```mlir
+    %y = braid.moe_batched_linear %xs, %w
+        : (tensor<48x64xf32>, tensor<8x32x64xf32>) -> tensor<48x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_MoeBatchedLinearGradInputOp : Braid_PureOp<"moe_batched_linear_grad_input"> {
+  let summary = "dx = dy W[e] per block (B)";
+  let description = [{
+    ```mlir
+    %dx = braid.moe_batched_linear_grad_input %dy, %w
+        : (tensor<48x32xf32>, tensor<8x32x64xf32>) -> tensor<48x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$weight);
+  let results = (outs Braid_FloatTensor:$input_grad);
+}
+
+def Braid_MoeBatchedLinearGradWeightOp : Braid_PureOp<"moe_batched_linear_grad_weight", [Braid_WeightGradient]> {
+  let summary = "dW[e] = dy[block e]^T x[block e] (W)";
+  let description = [{
+    ```mlir
+    %dw = braid.moe_batched_linear_grad_weight %dy, %xs
+        : (tensor<48x32xf32>, tensor<48x64xf32>) -> tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$weight_grad);
 }
 
 def Braid_MoeGroupedLinearGradInputOp : Braid_PureOp<"moe_grouped_linear_grad_input"> {

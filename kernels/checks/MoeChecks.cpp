@@ -86,8 +86,11 @@ absl::Status checkMoeRouteGrad(const KernelSignature &sig) {
 // The tokens `x` [..., D] (float storage), their choices `positions`
 // [..., K] (i32) with one row per token of x, and `rows` [N*K, D] of x's
 // dtype.
+// `rowCount` is the rows there must be (-1: any, as the positions of
+// capacity mode index E * capacity rows).
 absl::Status checkPermuted(const LaunchChecker &c, const Operand &x,
-                           const Operand &positions, const Operand &rows) {
+                           const Operand &positions, const Operand &rows,
+                           int64_t rowCount = -1) {
   BRAID_KERNEL_TRY(c.floatStorage(x));
   BRAID_KERNEL_TRY(c.minRank(x, 2, "[..., D]"));
   BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
@@ -103,8 +106,12 @@ absl::Status checkPermuted(const LaunchChecker &c, const Operand &x,
                                 positions.desc->numel(),
                                 " choices, more than 2^31 - 1"));
   BRAID_KERNEL_TRY(c.sameDtype(rows, x));
-  return c.shape(rows, {positions.desc->numel(), d},
-                 "(a row of D per choice)");
+  BRAID_KERNEL_TRY(c.rank(rows, 2, "[R, D]"));
+  if (rows.dim(0) > INT32_MAX)
+    return c.error(absl::StrCat(rows.label, " has ", rows.dim(0),
+                                " rows, more than 2^31 - 1"));
+  return c.shape(rows, {rowCount < 0 ? rows.dim(0) : rowCount, d},
+                 rowCount < 0 ? "(rows of D)" : "(a row of D per slot)");
 }
 
 absl::Status checkMoePermute(const KernelSignature &sig) {
@@ -113,7 +120,15 @@ absl::Status checkMoePermute(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.outputs({"xs", "positions", "offsets"}));
   Operand x = c.in(0), experts = c.in(1), xs = c.out(0),
           positions = c.out(1), offsets = c.out(2);
-  BRAID_KERNEL_TRY(checkPermuted(c, x, experts, xs));
+  // Dropless: a row per choice; capacity mode: `capacity` per expert.
+  const absl::StatusOr<int64_t> capacity =
+      c.intParamOr("capacity", 0, 0, INT32_MAX);
+  if (!capacity.ok())
+    return capacity.status();
+  const int64_t slots = *capacity > 0 && offsets.desc->shape.size() == 1
+                            ? (offsets.dim(0) - 1) * *capacity
+                            : experts.desc->numel();
+  BRAID_KERNEL_TRY(checkPermuted(c, x, experts, xs, slots));
   BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
   BRAID_KERNEL_TRY(c.sameShape(positions, experts));
   BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
@@ -196,6 +211,64 @@ absl::Status checkGroupedLinearGradInput(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.accumulateParam());
   BRAID_KERNEL_TRY(c.sameDtype(dx, dy));
   return c.shape(dx, {dy.dim(0), w.dim(2)}, "(dy's rows, then weight's K)");
+}
+
+// Capacity mode's batched GEMMs: rows [E * C, ...] in E equal blocks.
+absl::Status checkEqualBlocks(const LaunchChecker &c, const Operand &rows,
+                              int64_t experts) {
+  if (experts < 1 || rows.dim(0) % experts != 0)
+    return c.error(absl::StrCat(rows.label, " has ", rows.dim(0),
+                                " rows, not a multiple of the ", experts,
+                                " experts' equal blocks"));
+  return absl::OkStatus();
+}
+
+absl::Status checkBatchedLinear(const KernelSignature &sig) {
+  LaunchChecker c("moe_batched_linear", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "weight"}));
+  BRAID_KERNEL_TRY(c.outputs({"y"}));
+  Operand x = c.in(0), w = c.in(1), y = c.out(0);
+  BRAID_KERNEL_TRY(c.floatStorage(x));
+  BRAID_KERNEL_TRY(c.sameDtype(w, x));
+  BRAID_KERNEL_TRY(c.sameDtype(y, x));
+  BRAID_KERNEL_TRY(c.rank(x, 2, "[E * C, K]"));
+  BRAID_KERNEL_TRY(c.rank(w, 3, "[E, M, K]"));
+  BRAID_KERNEL_TRY(c.shape(x, {x.dim(0), w.dim(2)}, "(the weight's K)"));
+  BRAID_KERNEL_TRY(checkEqualBlocks(c, x, w.dim(0)));
+  return c.shape(y, {x.dim(0), w.dim(1)}, "(x's rows, then weight's M)");
+}
+
+absl::Status checkBatchedLinearGradInput(const KernelSignature &sig) {
+  LaunchChecker c("moe_batched_linear_grad_input", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dy", "weight"}));
+  BRAID_KERNEL_TRY(c.outputs({"dx"}));
+  Operand dy = c.in(0), w = c.in(1), dx = c.out(0);
+  BRAID_KERNEL_TRY(c.floatStorage(dy));
+  BRAID_KERNEL_TRY(c.sameDtype(w, dy));
+  BRAID_KERNEL_TRY(c.sameDtype(dx, dy));
+  BRAID_KERNEL_TRY(c.accumulateParam());
+  BRAID_KERNEL_TRY(c.rank(dy, 2, "[E * C, M]"));
+  BRAID_KERNEL_TRY(c.rank(w, 3, "[E, M, K]"));
+  BRAID_KERNEL_TRY(c.shape(dy, {dy.dim(0), w.dim(1)}, "(the weight's M)"));
+  BRAID_KERNEL_TRY(checkEqualBlocks(c, dy, w.dim(0)));
+  return c.shape(dx, {dy.dim(0), w.dim(2)}, "(dy's rows, then weight's K)");
+}
+
+absl::Status checkBatchedLinearGradWeight(const KernelSignature &sig) {
+  LaunchChecker c("moe_batched_linear_grad_weight", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dy", "x"}));
+  BRAID_KERNEL_TRY(c.outputs({"dweight"}));
+  Operand dy = c.in(0), x = c.in(1), dw = c.out(0);
+  BRAID_KERNEL_TRY(c.floatStorage(dy));
+  BRAID_KERNEL_TRY(c.sameDtype(x, dy));
+  BRAID_KERNEL_TRY(c.gradWeightDtype(dw, dy));
+  BRAID_KERNEL_TRY(c.accumulateParam());
+  BRAID_KERNEL_TRY(c.rank(dy, 2, "[E * C, M]"));
+  BRAID_KERNEL_TRY(c.rank(x, 2, "[E * C, K]"));
+  BRAID_KERNEL_TRY(c.rank(dw, 3, "[E, M, K]"));
+  BRAID_KERNEL_TRY(c.shape(x, {dy.dim(0), x.dim(1)}, "(dy's rows)"));
+  BRAID_KERNEL_TRY(checkEqualBlocks(c, dy, dw.dim(0)));
+  return c.shape(dw, {dw.dim(0), dy.dim(1), x.dim(1)}, "([E, dy's M, x's K])");
 }
 
 absl::Status checkGroupedLinearGradWeight(const KernelSignature &sig) {
@@ -313,6 +386,9 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_grouped_linear", checkGroupedLinear},
       {"moe_grouped_linear_grad_input", checkGroupedLinearGradInput},
       {"moe_grouped_linear_grad_weight", checkGroupedLinearGradWeight},
+      {"moe_batched_linear", checkBatchedLinear},
+      {"moe_batched_linear_grad_input", checkBatchedLinearGradInput},
+      {"moe_batched_linear_grad_weight", checkBatchedLinearGradWeight},
   };
   return kChecks;
 }

@@ -4,7 +4,8 @@
 // one pass over the assignments and one over the experts, with no
 // workspace: offsets serve as the cursors, then shift back. An expert id
 // outside [0, e) has no row (position -1). Shared by the CPU kernels and
-// the CUDA ones (which run it on one thread).
+// the CUDA ones (which run it on one thread). assignSlots is the same
+// with a capacity per expert (capacity mode: drop and pad).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,30 @@ BRAID_HOST_DEVICE inline void assignPositions(const int32_t *experts,
     const int32_t c = experts[a];
     positions[a] = c >= 0 && c < e ? offsets[c + 1]++ : -1;
   }
+}
+
+// Capacity mode: each expert has `capacity` rows, expert i's at [i *
+// capacity, (i + 1) * capacity); its assignments take them in token order
+// then choice order, and those beyond the capacity are dropped (position
+// -1). offsets[i] = i * capacity after, as for uniform blocks.
+BRAID_HOST_DEVICE inline void assignSlots(const int32_t *experts,
+                                          int64_t assignments, int64_t e,
+                                          int64_t capacity, int32_t *positions,
+                                          int32_t *offsets) {
+  // offsets[i + 1] counts expert i's assignments so far.
+  for (int64_t i = 0; i <= e; ++i)
+    offsets[i] = 0;
+  for (int64_t a = 0; a < assignments; ++a) {
+    const int32_t c = experts[a];
+    if (c < 0 || c >= e) {
+      positions[a] = -1;
+      continue;
+    }
+    const int32_t r = offsets[c + 1]++;
+    positions[a] = r < capacity ? static_cast<int32_t>(c * capacity + r) : -1;
+  }
+  for (int64_t i = 0; i <= e; ++i)
+    offsets[i] = static_cast<int32_t>(i * capacity);
 }
 
 } // namespace braid::moe

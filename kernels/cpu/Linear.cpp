@@ -1,6 +1,7 @@
 // linear, linear_grad_input, linear_grad_weight: y = x w^T + b and its
-// gradients, on OpenBLAS's sgemm; moe_grouped_linear and its gradients:
-// the same per expert over each expert's block of rows.
+// gradients, on OpenBLAS's sgemm; moe_grouped_linear, moe_batched_linear
+// and their gradients: the same per expert over each expert's block of
+// rows (grouped: blocks at the offsets; batched: E equal blocks).
 //
 // OpenBLAS runs its own threads, so sgemm is called from the launching
 // thread only; the pool is used for the bias work and the conversions
@@ -346,6 +347,51 @@ template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {
     groupedWeightGrad<T>(args, dw.f32());
 }
 
+// The batched linears of capacity mode: x [E * C, K] is E blocks of C
+// rows (each expert's slots, padding included), all of them computed:
+// the same blocks as the grouped kernels with uniform offsets.
+template <typename T> void runBatchedLinear(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
+  const int64_t experts = w.desc->shape[0], m = w.desc->shape[1],
+                k = w.desc->shape[2];
+  const int64_t c = rowsOf(*x.desc) / experts;
+  for (int64_t e = 0; e < experts; ++e)
+    linearRows(poolOf(args), dataOf<T>(x) + e * c * k, dataOf<T>(w) + e * m * k,
+               static_cast<const T *>(nullptr), dataOf<T>(y) + e * c * m, c, m,
+               k);
+}
+
+template <typename T> void runBatchedLinearGradInput(const KernelArgs &args) {
+  const TensorView &dy = args.ins[0], &w = args.ins[1], &dx = args.outs[0];
+  const int64_t experts = w.desc->shape[0], m = w.desc->shape[1],
+                k = w.desc->shape[2];
+  const int64_t c = rowsOf(*dy.desc) / experts;
+  for (int64_t e = 0; e < experts; ++e)
+    gradInputRows(poolOf(args), dataOf<T>(dy) + e * c * m,
+                  dataOf<T>(w) + e * m * k, dataOf<T>(dx) + e * c * k, c, m, k,
+                  accumulateOf(args));
+}
+
+template <typename T, typename U>
+void batchedWeightGrad(const KernelArgs &args, U *dw) {
+  const TensorView &dy = args.ins[0], &x = args.ins[1];
+  const int64_t experts = args.outs[0].desc->shape[0];
+  const int64_t m = dy.desc->lastDim(), k = x.desc->lastDim();
+  const int64_t c = rowsOf(*dy.desc) / experts;
+  for (int64_t e = 0; e < experts; ++e)
+    weightGrad(poolOf(args), dataOf<T>(dy) + e * c * m,
+               dataOf<T>(x) + e * c * k, dw + e * m * k, c, m, k,
+               accumulateOf(args));
+}
+
+template <typename T> void runBatchedLinearGradWeight(const KernelArgs &args) {
+  const TensorView &dw = args.outs[0];
+  if (isBf16(dw))
+    batchedWeightGrad<T>(args, dw.bf16());
+  else
+    batchedWeightGrad<T>(args, dw.f32());
+}
+
 } // namespace
 
 absl::Status registerLinearKernels(KernelRegistry &registry) {
@@ -365,6 +411,14 @@ absl::Status registerLinearKernels(KernelRegistry &registry) {
           {"moe_grouped_linear_grad_weight",
            byStorage<runGroupedLinearGradWeight<float>,
                      runGroupedLinearGradWeight<Bf16>>},
+          {"moe_batched_linear",
+           byStorage<runBatchedLinear<float>, runBatchedLinear<Bf16>>},
+          {"moe_batched_linear_grad_input",
+           byStorage<runBatchedLinearGradInput<float>,
+                     runBatchedLinearGradInput<Bf16>>},
+          {"moe_batched_linear_grad_weight",
+           byStorage<runBatchedLinearGradWeight<float>,
+                     runBatchedLinearGradWeight<Bf16>>},
       });
 }
 

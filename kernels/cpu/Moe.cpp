@@ -158,12 +158,33 @@ Rows rowsOf(const TensorView &x, const TensorView &choices) {
 
 // xs[positions[a]] = x[a / k]; the rows no assignment takes (those of
 // expert ids out of range) are zero.
+// With `capacity` (capacity mode), xs is [E * capacity, D]: every slot no
+// assignment fills is zero, and assignments beyond an expert's capacity
+// are dropped (position -1).
 template <typename T> void runMoePermute(const KernelArgs &args) {
   const Rows g = rowsOf(args.ins[0], args.ins[1]);
   const T *x = dataOf<T>(args.ins[0]);
   T *xs = dataOf<T>(args.outs[0]);
   int32_t *positions = args.outs[1].i32(), *offsets = args.outs[2].i32();
   const int64_t e = args.outs[2].desc->shape[0] - 1;
+  const int64_t capacity = paramsOf(args).intOr("capacity", 0);
+  if (capacity > 0) {
+    moe::assignSlots(args.ins[1].i32(), g.n * g.k, e, capacity, positions,
+                     offsets);
+    const int64_t slots = e * capacity;
+    parallelFor(poolOf(args), slots, rowGrain(g.d),
+                [&](int64_t r0, int64_t r1) {
+                  for (int64_t r = r0; r < r1; ++r)
+                    zero(xs + r * g.d, g.d);
+                });
+    parallelFor(
+        poolOf(args), g.n * g.k, rowGrain(g.d), [&](int64_t a0, int64_t a1) {
+          for (int64_t a = a0; a < a1; ++a)
+            if (positions[a] >= 0)
+              convert(x + (a / g.k) * g.d, xs + positions[a] * g.d, g.d);
+        });
+    return;
+  }
   moe::assignPositions(args.ins[1].i32(), g.n * g.k, e, positions, offsets);
   const int64_t used = offsets[e];
   parallelFor(poolOf(args), g.n * g.k, rowGrain(g.d),
@@ -189,7 +210,7 @@ void gatherChoices(const KernelArgs &args, const TensorView &rowsIn,
   const T *in = dataOf<T>(rowsIn);
   const int32_t *positions = args.ins[1].i32();
   T *out = dataOf<T>(args.outs[0]);
-  const int64_t rows = g.n * g.k;
+  const int64_t rows = g.d == 0 ? 0 : rowsIn.numel() / g.d;
   parallelFor(poolOf(args), g.n, rowGrain(g.d * g.k),
               [&](int64_t t0, int64_t t1) {
                 float *acc = threadScratch(0, g.d);
@@ -227,7 +248,8 @@ template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
   const float *weights = args.ins[3].f32();
   T *dys = dataOf<T>(args.outs[0]);
   float *dweights = args.outs[1].f32();
-  const int64_t rows = g.n * g.k;
+  const int64_t rows = g.d == 0 ? 0 : args.ins[1].numel() / g.d;
+  const int64_t choices = g.n * g.k;
   // Reused across launches, so that the backward does not allocate. The
   // pool's threads read the launching thread's buffer through this
   // reference: naming the thread_local inside the loop body would give
@@ -235,7 +257,7 @@ template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
   thread_local std::vector<int64_t> ownerBuffer;
   std::vector<int64_t> &owner = ownerBuffer;
   owner.assign(static_cast<size_t>(rows), -1);
-  for (int64_t a = 0; a < rows; ++a)
+  for (int64_t a = 0; a < choices; ++a)
     if (positions[a] >= 0 && positions[a] < rows)
       owner[positions[a]] = a;
   parallelFor(poolOf(args), rows, rowGrain(g.d), [&](int64_t r0, int64_t r1) {
@@ -249,16 +271,17 @@ template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
         store(dys + r * g.d, i, weights[a] * load(dy + (a / g.k) * g.d, i));
     }
   });
-  parallelFor(poolOf(args), rows, rowGrain(g.d), [&](int64_t a0, int64_t a1) {
-    for (int64_t a = a0; a < a1; ++a) {
-      const int32_t p = positions[a];
-      float dot = 0.0f;
-      if (p >= 0 && p < rows)
-        for (int64_t i = 0; i < g.d; ++i)
-          dot += load(dy + (a / g.k) * g.d, i) * load(ys + p * g.d, i);
-      dweights[a] = dot;
-    }
-  });
+  parallelFor(
+      poolOf(args), choices, rowGrain(g.d), [&](int64_t a0, int64_t a1) {
+        for (int64_t a = a0; a < a1; ++a) {
+          const int32_t p = positions[a];
+          float dot = 0.0f;
+          if (p >= 0 && p < rows)
+            for (int64_t i = 0; i < g.d; ++i)
+              dot += load(dy + (a / g.k) * g.d, i) * load(ys + p * g.d, i);
+          dweights[a] = dot;
+        }
+      });
 }
 
 } // namespace

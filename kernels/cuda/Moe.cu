@@ -214,21 +214,27 @@ using rows::load;
 using rows::store;
 
 __global__ void assignKernel(const int32_t *__restrict__ experts,
-                             int64_t assignments, int64_t e,
+                             int64_t assignments, int64_t e, int64_t capacity,
                              int32_t *__restrict__ positions,
                              int32_t *__restrict__ offsets) {
-  if (blockIdx.x == 0 && threadIdx.x == 0)
+  if (blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  if (capacity > 0)
+    moe::assignSlots(experts, assignments, e, capacity, positions, offsets);
+  else
     moe::assignPositions(experts, assignments, e, positions, offsets);
 }
 
 // xs[positions[a]] = x[a / k]; rows from offsets[e] on (no assignment's)
-// are zero.
+// are zero (in capacity mode, zeroRowsKernel zeroed every slot before).
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
-    permuteRowsKernel(const T *__restrict__ x, const int32_t *__restrict__ positions,
+    permuteRowsKernel(const T *__restrict__ x,
+                      const int32_t *__restrict__ positions,
                       const int32_t *__restrict__ offsets, T *__restrict__ xs,
-                      int64_t rows, int64_t k, int64_t d, int64_t e) {
-  const int64_t used = offsets[e];
+                      int64_t rows, int64_t k, int64_t d, int64_t e,
+                      bool capacity) {
+  const int64_t used = capacity ? rows : offsets[e];
   for (int64_t a = blockIdx.x; a < rows; a += gridDim.x) {
     const int32_t p = positions[a];
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
@@ -247,8 +253,7 @@ __global__ void __launch_bounds__(kBlock)
     gatherChoicesKernel(const T *__restrict__ rowsIn,
                         const int32_t *__restrict__ positions,
                         const float *__restrict__ weights, T *__restrict__ out,
-                        int64_t n, int64_t k, int64_t d) {
-  const int64_t rows = n * k;
+                        int64_t n, int64_t k, int64_t d, int64_t rows) {
   for (int64_t t = blockIdx.x; t < n; t += gridDim.x)
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       float acc = 0.0f;
@@ -279,10 +284,9 @@ __global__ void __launch_bounds__(kBlock)
                         const int32_t *__restrict__ positions,
                         const float *__restrict__ weights, T *__restrict__ dys,
                         float *__restrict__ dweights, int64_t n, int64_t k,
-                        int64_t d) {
+                        int64_t d, int64_t rows) {
   __shared__ float scratch[rows::kWarps];
-  const int64_t rows = n * k;
-  for (int64_t a = blockIdx.x; a < rows; a += gridDim.x) {
+  for (int64_t a = blockIdx.x; a < n * k; a += gridDim.x) {
     const int32_t p = positions[a];
     float dot = 0.0f;
     if (p >= 0 && p < rows)
@@ -302,14 +306,19 @@ template <typename T> void runPermute(const KernelArgs &args) {
   const int64_t k = args.ins[1].desc->lastDim();
   const int64_t rows = args.ins[1].numel();
   const int64_t e = args.outs[2].desc->shape[0] - 1;
+  const int64_t capacity = rows::paramsOf(args).intOr("capacity", 0);
   cudaStream_t stream = rows::streamOf(args);
-  assignKernel<<<1, 1, 0, stream>>>(args.ins[1].i32(), rows, e,
+  assignKernel<<<1, 1, 0, stream>>>(args.ins[1].i32(), rows, e, capacity,
                                     args.outs[1].i32(), args.outs[2].i32());
+  if (capacity > 0 && e * capacity * d > 0)
+    zeroRowsKernel<T>
+        <<<rows::gridFor(e * capacity * d, kBlock), kBlock, 0, stream>>>(
+            dataOf<T>(args.outs[0]), e * capacity * d);
   if (rows == 0 || d == 0)
     return;
   permuteRowsKernel<T><<<rows::gridFor(rows, 1), kBlock, 0, stream>>>(
       dataOf<T>(args.ins[0]), args.outs[1].i32(), args.outs[2].i32(),
-      dataOf<T>(args.outs[0]), rows, k, d, e);
+      dataOf<T>(args.outs[0]), rows, k, d, e, capacity > 0);
 }
 
 // moe_permute_grad (no weights) and moe_unpermute (weights, input 2).
@@ -320,10 +329,10 @@ void runGather(const KernelArgs &args, const float *weights) {
   const int64_t n = k == 0 ? 0 : args.ins[1].numel() / k;
   if (n == 0 || d == 0)
     return;
-  gatherChoicesKernel<T><<<rows::gridFor(n, 1), kBlock, 0,
-                           rows::streamOf(args)>>>(
-      dataOf<T>(args.ins[0]), args.ins[1].i32(), weights,
-      dataOf<T>(args.outs[0]), n, k, d);
+  gatherChoicesKernel<T>
+      <<<rows::gridFor(n, 1), kBlock, 0, rows::streamOf(args)>>>(
+          dataOf<T>(args.ins[0]), args.ins[1].i32(), weights,
+          dataOf<T>(args.outs[0]), n, k, d, args.ins[0].numel() / d);
 }
 
 template <typename T> void runPermuteGrad(const KernelArgs &args) {
@@ -338,16 +347,17 @@ template <typename T> void runUnpermuteGrad(const KernelArgs &args) {
   const int64_t d = args.ins[0].desc->lastDim();
   const int64_t k = args.ins[2].desc->lastDim();
   const int64_t n = k == 0 ? 0 : args.ins[2].numel() / k;
-  const int64_t rows = n * k;
-  if (rows == 0)
-    return;
+  const int64_t rows = d == 0 ? 0 : args.ins[1].numel() / d;
   cudaStream_t stream = rows::streamOf(args);
-  zeroRowsKernel<T><<<rows::gridFor(rows * d, kBlock), kBlock, 0, stream>>>(
-      dataOf<T>(args.outs[0]), rows * d);
-  unpermuteGradKernel<T><<<rows::gridFor(rows, 1), kBlock, 0, stream>>>(
+  if (rows * d > 0)
+    zeroRowsKernel<T><<<rows::gridFor(rows * d, kBlock), kBlock, 0, stream>>>(
+        dataOf<T>(args.outs[0]), rows * d);
+  if (n * k == 0)
+    return;
+  unpermuteGradKernel<T><<<rows::gridFor(n * k, 1), kBlock, 0, stream>>>(
       dataOf<T>(args.ins[0]), dataOf<T>(args.ins[1]), args.ins[2].i32(),
-      args.ins[3].f32(), dataOf<T>(args.outs[0]), args.outs[1].f32(), n, k,
-      d);
+      args.ins[3].f32(), dataOf<T>(args.outs[0]), args.outs[1].f32(), n, k, d,
+      rows);
 }
 
 // --- grouped linear -----------------------------------------------------------
@@ -356,7 +366,8 @@ template <typename T> void runUnpermuteGrad(const KernelArgs &args) {
 // first version, exact and simple, not fast (no tiles, no tensor cores).
 
 // The expert whose block [offsets[e], offsets[e + 1]) holds row r, or -1
-// for rows from offsets[E] on.
+// for rows from offsets[E] on. Without offsets (moe_batched_linear) the
+// rows are E equal blocks.
 __device__ int64_t expertOfRow(const int32_t *__restrict__ offsets,
                                int64_t experts, int64_t r) {
   if (r >= offsets[experts])
@@ -384,7 +395,8 @@ __global__ void __launch_bounds__(kBlock)
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
        i < rows * outWidth; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / outWidth, c = i % outWidth;
-    const int64_t e = expertOfRow(offsets, experts, r);
+    const int64_t e =
+        offsets ? expertOfRow(offsets, experts, r) : r / (rows / experts);
     float acc = accumulate ? load(y, i) : 0.0f;
     if (e >= 0) {
       const T *we = w + e * m * k;
@@ -410,8 +422,10 @@ __global__ void __launch_bounds__(kBlock)
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
        i < experts * m * k; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t e = i / (m * k), j = i / k % m, c = i % k;
-    const int64_t lo = clampRow(offsets[e], 0, rows);
-    const int64_t hi = clampRow(offsets[e + 1], lo, rows);
+    const int64_t block = rows / experts;
+    const int64_t lo = offsets ? clampRow(offsets[e], 0, rows) : e * block;
+    const int64_t hi =
+        offsets ? clampRow(offsets[e + 1], lo, rows) : (e + 1) * block;
     float acc = accumulate ? load(dw, i) : 0.0f;
     for (int64_t r = lo; r < hi; ++r)
       acc += load(dy, r * m + j) * load(x, r * k + c);
@@ -428,11 +442,12 @@ void launchGrouped(const KernelArgs &args, bool transposedW) {
   const int64_t total = rows * (transposedW ? k : m);
   if (total == 0)
     return;
-  groupedLinearKernel<T><<<rows::gridFor(total, kBlock), kBlock, 0,
-                           rows::streamOf(args)>>>(
-      dataOf<T>(in), dataOf<T>(w), args.ins[2].i32(), dataOf<T>(args.outs[0]),
-      rows, m, k, experts, transposedW,
-      transposedW && rows::paramsOf(args).intOr("accumulate", 0) != 0);
+  groupedLinearKernel<T>
+      <<<rows::gridFor(total, kBlock), kBlock, 0, rows::streamOf(args)>>>(
+          dataOf<T>(in), dataOf<T>(w),
+          args.ins.size() > 2 ? args.ins[2].i32() : nullptr,
+          dataOf<T>(args.outs[0]), rows, m, k, experts, transposedW,
+          transposedW && rows::paramsOf(args).intOr("accumulate", 0) != 0);
 }
 
 template <typename T> void runGroupedLinear(const KernelArgs &args) {
@@ -452,10 +467,11 @@ void launchGroupedWeightGrad(const KernelArgs &args, U *dw) {
   const int64_t total = experts * m * k;
   if (total == 0)
     return;
-  groupedWeightGradKernel<T, U><<<rows::gridFor(total, kBlock), kBlock, 0,
-                                  rows::streamOf(args)>>>(
-      dataOf<T>(dy), dataOf<T>(x), args.ins[2].i32(), dw, rows, m, k, experts,
-      rows::paramsOf(args).intOr("accumulate", 0) != 0);
+  groupedWeightGradKernel<T, U>
+      <<<rows::gridFor(total, kBlock), kBlock, 0, rows::streamOf(args)>>>(
+          dataOf<T>(dy), dataOf<T>(x),
+          args.ins.size() > 2 ? args.ins[2].i32() : nullptr, dw, rows, m, k,
+          experts, rows::paramsOf(args).intOr("accumulate", 0) != 0);
 }
 
 template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {
@@ -491,6 +507,16 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
         byStorage<runGroupedLinearGradInput<float>,
                   runGroupedLinearGradInput<Bf16>>},
        {"moe_grouped_linear_grad_weight",
+        byStorage<runGroupedLinearGradWeight<float>,
+                  runGroupedLinearGradWeight<Bf16>>},
+       // Capacity mode's batched GEMMs: the same kernels without offsets
+       // (E equal blocks of the rows).
+       {"moe_batched_linear",
+        byStorage<runGroupedLinear<float>, runGroupedLinear<Bf16>>},
+       {"moe_batched_linear_grad_input",
+        byStorage<runGroupedLinearGradInput<float>,
+                  runGroupedLinearGradInput<Bf16>>},
+       {"moe_batched_linear_grad_weight",
         byStorage<runGroupedLinearGradWeight<float>,
                   runGroupedLinearGradWeight<Bf16>>}});
 }

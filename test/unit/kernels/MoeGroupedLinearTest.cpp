@@ -85,6 +85,33 @@ TEST(MoeGroupedLinearGrads, AreTheForwardsAdjointsAndAccumulate) {
   expectNear(acc.output(0), dw, 1e-6, 1e-6, "dw accumulated");
 }
 
+// The batched GEMM of capacity mode is the grouped one over E equal
+// blocks, every row computed.
+TEST(MoeBatchedLinear, IsTheGroupedOneOverEqualBlocks) {
+  const int c = 3, rows = kExperts * c;
+  const std::vector<int32_t> uniform = {0, 3, 6, 9, 12};
+  const auto x = randomVector(rows * kIn, 30);
+  const auto w = randomVector(kExperts * kOut * kIn, 31);
+  const auto dy = randomVector(rows * kOut, 32);
+  const auto check = [&](const char *batched, const char *grouped,
+                         std::vector<int64_t> a, const std::vector<float> &av,
+                         std::vector<int64_t> b, const std::vector<float> &bv,
+                         std::vector<int64_t> out) {
+    Launch one(batched), two(grouped);
+    one.in(a, av).in(b, bv).out(out);
+    two.in(a, av).in(b, bv).inIds({kExperts + 1}, uniform).out(out);
+    one.run(&testPool(2));
+    two.run(&testPool(2));
+    EXPECT_EQ(one.output(0), two.output(0)) << batched;
+  };
+  check("moe_batched_linear", "moe_grouped_linear", {rows, kIn}, x,
+        {kExperts, kOut, kIn}, w, {rows, kOut});
+  check("moe_batched_linear_grad_input", "moe_grouped_linear_grad_input",
+        {rows, kOut}, dy, {kExperts, kOut, kIn}, w, {rows, kIn});
+  check("moe_batched_linear_grad_weight", "moe_grouped_linear_grad_weight",
+        {rows, kOut}, dy, {rows, kIn}, x, {kExperts, kOut, kIn});
+}
+
 TEST(MoeGroupedLinear, ChecksRefuseBadShapes) {
   Launch offsets("moe_grouped_linear");
   offsets.inDesc({9, 5}, DType::kF32)

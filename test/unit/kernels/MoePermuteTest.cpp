@@ -154,6 +154,44 @@ TEST(MoeUnpermuteGrad, SplitsOverThePool) {
   expectThreadInvariant(ug);
 }
 
+// Capacity mode: each expert's first `capacity` choices in token order
+// take its slots; later ones are dropped; unfilled slots are zero.
+TEST(MoePermute, CapacityDropsAndPads) {
+  const int n = 5, k = 2, e = 3, d = 4, capacity = 2;
+  const auto x = randomVector(n * d, 19);
+  Launch l("moe_permute");
+  l.in({n, d}, x)
+      .inIds({n, k}, kExperts)
+      .out({e * capacity, d}, randomVector(e * capacity * d, 20))
+      .outIds({n, k})
+      .outIds({e + 1})
+      .param("capacity", capacity);
+  l.run(&testPool(2));
+  // Expert 0: tokens 0, 2 (token 4 dropped); expert 1: tokens 1, 2
+  // (token 4 dropped); expert 2: tokens 0, 1 (token 3 dropped).
+  EXPECT_EQ(l.outputIds(1),
+            (std::vector<int32_t>{4, 0, 2, 5, 1, 3, -1, -1, -1, -1}));
+  EXPECT_EQ(l.outputIds(2), (std::vector<int32_t>{0, 2, 4, 6}));
+  const std::vector<int> tokenOfSlot = {0, 2, 1, 2, 0, 1};
+  std::vector<double> want;
+  for (int t : tokenOfSlot)
+    for (int i = 0; i < d; ++i)
+      want.push_back(x[t * d + i]);
+  expectNear(l.output(0), want, 0, 0, "xs");
+  // The dropped choices add nothing back.
+  Launch u("moe_unpermute");
+  u.in({e * capacity, d}, l.output(0))
+      .inIds({n, k}, l.outputIds(1))
+      .in({n, k}, std::vector<float>(n * k, 1.0f))
+      .out({n, d});
+  u.run();
+  for (int i = 0; i < d; ++i) {
+    EXPECT_FLOAT_EQ(u.output(0)[3 * d + i], 0.0f) << "token 3 is dropped";
+    EXPECT_FLOAT_EQ(u.output(0)[4 * d + i], 0.0f) << "token 4 is dropped";
+    EXPECT_FLOAT_EQ(u.output(0)[0 * d + i], 2 * x[i]);
+  }
+}
+
 TEST(MoePermute, ChecksRefuseBadShapes) {
   Launch rows("moe_permute");
   rows.inDesc({5, 4}, DType::kF32)
@@ -185,11 +223,22 @@ TEST(MoePermute, ChecksRefuseBadShapes) {
       .inDesc({9, 4}, DType::kF32)
       .inDesc({5, 2}, DType::kI32)
       .inDesc({5, 2}, DType::kF32)
-      .outDesc({9, 4}, DType::kF32)
+      .outDesc({10, 4}, DType::kF32)
       .outDesc({5, 2}, DType::kF32);
   EXPECT_THAT(std::string(grad.check().message()),
-              HasSubstr("moe_unpermute_grad: input 1 (ys) has shape [9, 4], "
-                        "expected [10, 4]"));
+              HasSubstr("moe_unpermute_grad: output 0 (dys) has shape "
+                        "[10, 4]"));
+  // Capacity mode: E * capacity rows, whatever the choices.
+  Launch slots("moe_permute");
+  slots.inDesc({5, 4}, DType::kF32)
+      .inDesc({5, 2}, DType::kI32)
+      .outDesc({10, 4}, DType::kF32)
+      .outDesc({5, 2}, DType::kI32)
+      .outDesc({4}, DType::kI32)
+      .param("capacity", 2);
+  EXPECT_THAT(std::string(slots.check().message()),
+              HasSubstr("moe_permute: output 0 (xs) has shape [10, 4], "
+                        "expected [6, 4]"));
 }
 
 } // namespace
