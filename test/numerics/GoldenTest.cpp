@@ -172,7 +172,7 @@ TEST_P(GoldenTest, MatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                          ::testing::Values("llama-tiny", "gpt2-tiny",
-                                           "mixtral-tiny"),
+                                           "mixtral-tiny", "deepseek-tiny"),
                          [](const auto &info) {
                            std::string n = info.param;
                            for (char &c : n)
