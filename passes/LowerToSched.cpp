@@ -210,9 +210,18 @@ LogicalResult Lowering::checkSignature() {
     } else if (auto r = func_.getArgAttrOfType<InputRoleAttr>(
                    i, BraidDialect::kInputAttr)) {
       inputRole_[arg] = schedRole(r.getValue());
+    } else if (auto buffer = func_.getArgAttrOfType<ParamAttr>(
+                   i, BraidDialect::kBufferAttr)) {
+      if (dataParallel_ > 1 || tensorParallel_ > 1 || contextParallel_ > 1)
+        return func_.emitOpError()
+               << "buffer '" << buffer.getName()
+               << "' (an expert bias) trains on one rank only for now; "
+                  "its load is not reduced over ranks";
+      buffers_.push_back({arg, buffer.getName().str()});
     } else {
       return func_.emitOpError() << "argument " << i
-                                 << " is neither braid.param nor braid.input";
+                                 << " is neither braid.param, braid.input nor "
+                                    "braid.buffer";
     }
   }
   if (func_.getNumResults() != params_.size() + 1)
@@ -305,6 +314,11 @@ LogicalResult Lowering::createGlobals() {
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       global(sched::stringifyRole(it->second), sched::GlobalKind::Input,
              arg.getType(), {}, it->second);
+  for (const Buffer &buffer : buffers_) {
+    global(buffer.name, sched::GlobalKind::Buffer, buffer.arg.getType());
+    global(buffer.name + ".load", sched::GlobalKind::Buffer,
+           buffer.arg.getType(), buffer.name);
+  }
   auto scalar = RankedTensorType::get({}, b_.getF32Type());
   for (sched::Role role : {sched::Role::Loss, sched::Role::LossSum,
                            sched::Role::GradNorm, sched::Role::StepSkipped})
@@ -381,6 +395,8 @@ void Lowering::resetAccumulators() {
                                  (zeroStage_ == 1 ? ".grad.full" : ".grad"))},
                       zero);
   optimizerLaunch(loc, "fill", {}, {getGlobal("loss_sum")}, zero);
+  for (const Buffer &buffer : buffers_)
+    optimizerLaunch(loc, "fill", {}, {getGlobal(buffer.name + ".load")}, zero);
 }
 
 // The body of the sched.repeat over the step's micro-batches, as
@@ -418,6 +434,9 @@ LogicalResult Lowering::lowerMicroBatch() {
   for (BlockArgument arg : func_.getArguments())
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       buffers[arg] = getGlobal(sched::stringifyRole(it->second));
+  for (const Buffer &buffer : buffers_)
+    buffers[buffer.arg] = getGlobal(buffer.name);
+  biasUpdates_.clear();
 
   // Every rank's micro-batches make the step's loss; with context parallel
   // each rank's loss is the mean over its part of the sequence, and the
@@ -439,6 +458,20 @@ LogicalResult Lowering::lowerMicroBatch() {
     }
     if (op.getName().getDialectNamespace() != "braid")
       return op.emitOpError("braid-lower-to-sched cannot lower this op");
+    // The micro-batch's expert counts add to the bias's load; the update
+    // itself follows the optimizer (lowerOptimizer).
+    if (auto update = dyn_cast<MoeBiasUpdateOp>(op)) {
+      auto it = llvm::find_if(
+          buffers_, [&](const Buffer &b) { return b.arg == update.getBias(); });
+      if (it == buffers_.end())
+        return op.emitOpError("updates a bias that is no braid.buffer "
+                              "argument");
+      copyMarks(&op, launch(op.getLoc(), "accumulate",
+                            {buffers.lookup(update.getCounts())},
+                            {getGlobal(it->name + ".load")}, DictionaryAttr()));
+      biasUpdates_.push_back({it->name, update.getRate().convertToDouble()});
+      continue;
+    }
     if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp,
             CommShiftOp>(op)) {
       if (failed(lowerComm(op, buffers)))
@@ -569,6 +602,12 @@ void Lowering::lowerOptimizer() {
          b_.getNamedAttr("grad_clip", f64(train_.getGradClip()))});
     optimizerLaunch(loc, "adamw", {grad, norm, skip}, {param, m, v}, params);
   }
+  // Each expert bias moves by its step's load, unless the step is skipped.
+  for (const BiasUpdate &update : biasUpdates_)
+    optimizerLaunch(
+        loc, "moe_bias_update", {getGlobal(update.buffer + ".load"), skip},
+        {getGlobal(update.buffer)},
+        b_.getDictionaryAttr({b_.getNamedAttr("rate", f64(update.rate))}));
   refreshWeightCopies(loc);
   readback("grad_norm", numMicroBatches_);
   readback("step_skipped", numMicroBatches_ + 1);

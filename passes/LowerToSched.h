@@ -180,10 +180,24 @@ private:
     sched::ShardAttr tpShard = {};
   };
 
+  // Untrained state (braid.buffer arguments): the global of the same name,
+  // and `NAME.load`, the step's accumulated expert counts that update it.
+  struct Buffer {
+    BlockArgument arg;
+    std::string name;
+  };
+  // An expert bias moved after the optimizer by its load.
+  struct BiasUpdate {
+    std::string buffer;
+    double rate;
+  };
+
   ModuleOp module_;
   func::FuncOp func_;
   OpBuilder b_;
   SmallVector<Param> params_;
+  SmallVector<Buffer> buffers_;
+  SmallVector<BiasUpdate> biasUpdates_;
   llvm::StringMap<sched::GlobalOp> globals_;
   DenseMap<Value, sched::Role> inputRole_;
   // Gradient leaves: value -> gradient global symbol.

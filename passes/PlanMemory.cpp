@@ -80,7 +80,8 @@ std::pair<int64_t, int64_t> placeGlobals(ModuleOp module,
   using sched::GlobalKind;
   for (GlobalKind kind :
        {GlobalKind::Parameter, GlobalKind::Gradient, GlobalKind::OptimizerState,
-        GlobalKind::WeightCopy, GlobalKind::Input, GlobalKind::Scalar}) {
+        GlobalKind::WeightCopy, GlobalKind::Input, GlobalKind::Scalar,
+        GlobalKind::Buffer}) {
     for (auto global : module.getOps<sched::GlobalOp>()) {
       if (global.getKind() != kind)
         continue;
@@ -109,6 +110,10 @@ std::pair<int64_t, int64_t> placeGlobals(ModuleOp module,
       case GlobalKind::Input:
       case GlobalKind::Scalar:
         totals.input += bytes;
+        break;
+      // Model state beside the parameters (an expert bias), and its load.
+      case GlobalKind::Buffer:
+        totals.parameter += bytes;
         break;
       }
     }

@@ -85,8 +85,12 @@ private:
   int64_t maxEvent_ = -1;
 };
 
-plan::TensorKind tensorKind(sched::GlobalKind kind) {
+// A buffer's accumulator (`of` its buffer) is a SCALAR without a role:
+// small persistent values, not checkpointed.
+plan::TensorKind tensorKind(sched::GlobalKind kind, bool belongs) {
   switch (kind) {
+  case sched::GlobalKind::Buffer:
+    return belongs ? plan::SCALAR : plan::BUFFER;
   case sched::GlobalKind::Parameter:
     return plan::PARAMETER;
   case sched::GlobalKind::Gradient:
@@ -118,8 +122,9 @@ plan::InitKind initKind(sched::InitKind init) {
 LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
   if (!global.getOffset())
     return global.emitOpError("has no offset: run braid-plan-memory first");
-  plan::Tensor *t = newTensor(global.getSymName(), global.getType(),
-                              global.getOffset(), tensorKind(global.getKind()));
+  plan::Tensor *t =
+      newTensor(global.getSymName(), global.getType(), global.getOffset(),
+                tensorKind(global.getKind(), !!global.getOf()));
   globalIds_[global.getSymName()] = t->id();
   t->set_host(global.getHost());
   if (sched::ShardAttr shard = global.getShardAttr()) {

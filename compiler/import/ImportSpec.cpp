@@ -104,6 +104,17 @@ private:
     return bf16_ ? castAtTop(v) : v;
   }
 
+  // Untrained state (an expert bias): f32 in every plan, zero at the
+  // start, no gradient (BraidDialect::kBufferAttr).
+  Value buffer(const std::string &name, ArrayRef<int64_t> shape) {
+    Value v = block_->addArgument(RankedTensorType::get(shape, f32_), loc_);
+    argAttrs_.push_back(b_.getDictionaryAttr(b_.getNamedAttr(
+        BraidDialect::kBufferAttr,
+        ParamAttr::get(ctx_, name, InitKind::Zeros, 0.0,
+                       /*weightDecay=*/false, /*transposed=*/false))));
+    return v;
+  }
+
   // The bf16 value compute reads, cast once before any compute: the casts
   // of all parameters lead the step, in order of first use.
   Value castAtTop(Value master) {
@@ -279,22 +290,31 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   auto choice = [&](Type t) {
     return RankedTensorType::get({batch_, seq_, k}, t);
   };
+  // DeepSeek-V3's aux-loss-free balancing: a bias that chooses, never
+  // weighs, moved after each step by the step's expert counts.
+  Value bias;
+  if (moe.expert_bias())
+    bias = buffer(p + ".gate.e_score_correction_bias", {e});
   auto route =
       MoeRouteOp::create(b_, loc_, choice(b_.getI32Type()), choice(f32_),
                          RankedTensorType::get({batch_, seq_, e}, f32_), logits,
-                         Value(), b_.getBoolAttr(moe.score() == spec::SIGMOID),
+                         bias, b_.getBoolAttr(moe.score() == spec::SIGMOID),
                          b_.getBoolAttr(moe.normalize_top_k()),
                          b_.getF32FloatAttr(moe.routed_scaling_factor()));
+  Value counts;
+  if (moe.aux_loss_coeff() > 0 || bias)
+    counts = MoeExpertCountsOp::create(
+        b_, loc_, RankedTensorType::get({e}, f32_), route.getExperts());
+  if (bias)
+    MoeBiasUpdateOp::create(b_, loc_, counts, bias,
+                            b_.getF64FloatAttr(moe.expert_bias_update_rate()));
   // The balancing losses: side losses whose gradients join the
   // cross-entropy's.
-  if (moe.aux_loss_coeff() > 0) {
-    Value counts = MoeExpertCountsOp::create(
-        b_, loc_, RankedTensorType::get({e}, f32_), route.getExperts());
+  if (moe.aux_loss_coeff() > 0)
     MoeAuxLossOp::create(
         b_, loc_, RankedTensorType::get({}, f32_), route.getScores(), counts,
         b_.getF64FloatAttr(moe.aux_loss_coeff()), b_.getI64IntegerAttr(k),
         b_.getBoolAttr(moe.score() == spec::SIGMOID));
-  }
   if (moe.z_loss_coeff() > 0)
     MoeZLossOp::create(b_, loc_, RankedTensorType::get({}, f32_), logits,
                        b_.getF64FloatAttr(moe.z_loss_coeff()));
@@ -410,8 +430,8 @@ void GraphBuilder::build() {
 void GraphBuilder::setModuleAttrs(ModuleOp module) {
   const bool learned = arch_.position_embedding() == spec::LEARNED;
   int64_t numParams = 0;
-  for (Type t : func_.getArgumentTypes())
-    if (cast<RankedTensorType>(t).getElementType().isF32())
+  for (auto [t, attrs] : llvm::zip(func_.getArgumentTypes(), argAttrs_))
+    if (cast<DictionaryAttr>(attrs).contains(BraidDialect::kParamAttr))
       numParams += cast<RankedTensorType>(t).getNumElements();
 
   module->setAttr("braid.name", b_.getStringAttr(spec_.name()));
@@ -587,9 +607,13 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
   if (spec.model().has_moe()) {
     const spec::Moe &moe = spec.model().moe();
     const char *missing = nullptr;
-    if (moe.expert_bias())
-      missing = "expert_bias; leave it out";
-    else if (spec.parallel().expert_parallel() > 1)
+    const spec::ParallelLayout &par = spec.parallel();
+    if (moe.expert_bias() &&
+        (par.data_parallel() > 1 || par.tensor_parallel() > 1 ||
+         par.pipeline_parallel() > 1 || par.context_parallel() > 1))
+      missing = "expert_bias on more than one rank; leave it out, or train "
+                "on one rank";
+    else if (par.expert_parallel() > 1)
       missing = "parallel.expert_parallel; leave it out for experts "
                 "replicated on every rank";
     if (missing)

@@ -137,6 +137,10 @@ def Braid_Dialect : Dialect {
     // first_k_dense (i64), sigmoid, normalize_top_k (bool),
     // routed_scaling_factor, aux_loss_coeff, z_loss_coeff (f64).
     static constexpr ::llvm::StringLiteral kMoeAttr = "braid.moe";
+    // On a step function argument: untrained model state (an MoE layer's
+    // expert bias), a #braid.param of its name and init (zeros); no
+    // gradient, no optimizer state, checkpointed under its name.
+    static constexpr ::llvm::StringLiteral kBufferAttr = "braid.buffer";
   }];
 }
 

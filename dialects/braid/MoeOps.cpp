@@ -269,6 +269,15 @@ LogicalResult MoeAuxLossGradOp::verify() {
                      "scores gradient");
 }
 
+LogicalResult MoeBiasUpdateOp::verify() {
+  if (failed(expectRank(*this, getBias(), 1, "bias")) ||
+      failed(expectShape(*this, getCounts(), shapeOf(getBias()), "counts")))
+    return failure();
+  if (!(getRate().convertToDouble() >= 0))
+    return emitOpError("rate must be non-negative");
+  return success();
+}
+
 LogicalResult MoeZLossOp::verify() {
   return verifyBalance(*this, getLogits(), getCoeff().convertToDouble());
 }

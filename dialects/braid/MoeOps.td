@@ -267,4 +267,25 @@ def Braid_MoeGroupedLinearGradWeightOp : Braid_PureOp<"moe_grouped_linear_grad_w
   let results = (outs Braid_FloatTensor:$weight_grad);
 }
 
+def Braid_MoeBiasUpdateOp : Braid_Op<"moe_bias_update"> {
+  let summary = "Moves the expert bias towards balance after the step";
+  let description = [{
+    Aux-loss-free balancing (DeepSeek-V3): the micro-batch's `counts` add
+    to the step's load of the buffer `bias`; after the optimizer, each
+    expert's bias moves by `rate` towards the mean load: up for an expert
+    chosen fewer times than the mean, down for one chosen more
+    (`moe_bias_update`, docs/kernels.md). No result; the lowering places
+    both parts.
+
+    ```mlir
+    braid.moe_bias_update %counts, %bias {rate = 1.000000e-03 : f64}
+        : tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$counts, Braid_StatTensor:$bias,
+                       F64Attr:$rate);
+  let assemblyFormat = "operands attr-dict `:` type(operands)";
+  let hasVerifier = 1;
+}
+
 #endif // BRAID_MOE_OPS_TD

@@ -26,7 +26,12 @@ def Sched_GlobalKind : I32EnumAttr<"GlobalKind",
     I32EnumAttrCase<"OptimizerState", 2, "optimizer_state">,
     I32EnumAttrCase<"WeightCopy", 3, "weight_copy">,
     I32EnumAttrCase<"Input", 4, "input">,
-    I32EnumAttrCase<"Scalar", 5, "scalar">]> {
+    I32EnumAttrCase<"Scalar", 5, "scalar">,
+    // Model state that is not trained (an MoE layer's expert bias): kept
+    // across steps and in checkpoints, zero at the start. With `of`, the
+    // step's accumulator that updates the buffer it names (its load),
+    // zeroed each step and not checkpointed.
+    I32EnumAttrCase<"Buffer", 6, "buffer">]> {
   let cppNamespace = "::braid::sched";
   let genSpecializedAttr = 0;
 }

@@ -49,6 +49,8 @@ LogicalResult GlobalOp::verify() {
   const bool belongs = kind == GlobalKind::Gradient ||
                        kind == GlobalKind::OptimizerState ||
                        kind == GlobalKind::WeightCopy;
+  // A buffer's accumulator names its buffer; a buffer itself names none.
+  const bool mayBelong = belongs || kind == GlobalKind::Buffer;
   ArrayRef<Role> roles = rolesOf(kind);
 
   if (isParameter && !getInfo())
@@ -59,10 +61,14 @@ LogicalResult GlobalOp::verify() {
   if (belongs && !getOf())
     return emitOpError() << a
                          << " names the parameter it belongs to: `of @NAME`";
-  if (!belongs && getOf())
+  if (!mayBelong && getOf())
     return emitOpError() << a
                          << " belongs to no parameter; only gradients, "
-                            "optimizer states and weight copies name one";
+                            "optimizer states, weight copies and buffers' "
+                            "accumulators name one";
+  if (kind == GlobalKind::Buffer && !getType().getElementType().isF32())
+    return emitOpError("a buffer holds f32 values, not ")
+           << getType().getElementType();
   if (roles.empty() && getRole())
     return emitOpError() << a << " has no role; only inputs and scalars do";
   if (!roles.empty() && (!getRole() || !llvm::is_contained(roles, *getRole())))

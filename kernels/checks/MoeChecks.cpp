@@ -349,6 +349,18 @@ absl::Status checkMoeAuxLossGrad(const KernelSignature &sig) {
   return c.floatParamOr("scale", 1.0).status();
 }
 
+absl::Status checkMoeBiasUpdate(const KernelSignature &sig) {
+  LaunchChecker c("moe_bias_update", sig);
+  BRAID_KERNEL_TRY(c.inputs({"load", "skip"}));
+  BRAID_KERNEL_TRY(c.outputs({"bias"}));
+  BRAID_KERNEL_TRY(c.allF32(kWhy));
+  BRAID_KERNEL_TRY(c.rank(c.out(0), 1, "[E]"));
+  BRAID_KERNEL_TRY(c.sameShape(c.in(0), c.out(0)));
+  BRAID_KERNEL_TRY(c.rank(c.in(1), 0, "[] (the step_skipped flag)"));
+  BRAID_KERNEL_TRY(c.floatParamOr("rate", 0.0).status());
+  return absl::OkStatus();
+}
+
 absl::Status checkMoeZLoss(const KernelSignature &sig) {
   LaunchChecker c("moe_z_loss", sig);
   BRAID_KERNEL_TRY(c.inputs({"logits"}));
@@ -378,6 +390,7 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_aux_loss", checkMoeAuxLoss},
       {"moe_aux_loss_grad", checkMoeAuxLossGrad},
       {"moe_z_loss", checkMoeZLoss},
+      {"moe_bias_update", checkMoeBiasUpdate},
       {"moe_z_loss_grad", checkMoeZLossGrad},
       {"moe_permute", checkMoePermute},
       {"moe_permute_grad", checkMoePermuteGrad},

@@ -8,6 +8,7 @@
 // counts[e] the choices of expert e and q a row's scores normalised to sum
 // 1 (softmax scores already do; sigmoid scores are divided by their sum).
 // Router z-loss (ST-MoE): z = coeff / T * sum_t logsumexp(logits[t])^2.
+// The expert bias's update (DeepSeek-V3's aux-loss-free balancing).
 #pragma once
 
 #include <cmath>
@@ -76,6 +77,22 @@ BRAID_HOST_DEVICE inline void zGradRow(const float *logits, int64_t e,
   for (int64_t i = 0; i < e; ++i)
     dlogits[i] =
         static_cast<float>(2.0 * factor * lse * exp(double{logits[i]} - lse));
+}
+
+// Aux-loss-free balancing: expert i's bias moves by `rate` towards the
+// mean of the step's loads (up when chosen fewer times than the mean, down
+// when more, not at all when equal). The sum runs in double, in order.
+BRAID_HOST_DEVICE inline void biasUpdate(const float *load, int64_t e,
+                                         double rate, float *bias) {
+  double total = 0.0;
+  for (int64_t i = 0; i < e; ++i)
+    total += load[i];
+  const double mean = e > 0 ? total / static_cast<double>(e) : 0.0;
+  for (int64_t i = 0; i < e; ++i) {
+    const double gap = mean - load[i];
+    const double step = gap > 0 ? rate : (gap < 0 ? -rate : 0.0);
+    bias[i] = static_cast<float>(bias[i] + step);
+  }
 }
 
 } // namespace braid::moe

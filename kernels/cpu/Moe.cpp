@@ -118,6 +118,14 @@ void runMoeAuxLossGrad(const KernelArgs &args) {
   });
 }
 
+// The bias moves unless the step is skipped (skip != 0).
+void runMoeBiasUpdate(const KernelArgs &args) {
+  if (args.ins[1].f32()[0] != 0.0f)
+    return;
+  moe::biasUpdate(args.ins[0].f32(), args.outs[0].numel(),
+                  paramsOf(args).floatOr("rate", 0.0), args.outs[0].f32());
+}
+
 void runMoeZLoss(const KernelArgs &args) {
   const auto [n, e] = rowsAndExperts(args.ins[0]);
   const float *logits = args.ins[0].f32();
@@ -295,6 +303,7 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_aux_loss", runMoeAuxLoss},
        {"moe_aux_loss_grad", runMoeAuxLossGrad},
        {"moe_z_loss", runMoeZLoss},
+       {"moe_bias_update", runMoeBiasUpdate},
        {"moe_z_loss_grad", runMoeZLossGrad},
        {"moe_permute", byStorage<runMoePermute<float>, runMoePermute<Bf16>>},
        {"moe_permute_grad",

@@ -193,6 +193,19 @@ void runAuxLossGrad(const KernelArgs &args) {
       auxFactor(b) * b.scale, args.outs[0].f32());
 }
 
+__global__ void biasUpdateKernel(const float *__restrict__ load,
+                                 const float *__restrict__ skip, int64_t e,
+                                 double rate, float *__restrict__ bias) {
+  if (blockIdx.x == 0 && threadIdx.x == 0 && skip[0] == 0.0f)
+    moe::biasUpdate(load, e, rate, bias);
+}
+
+void runBiasUpdate(const KernelArgs &args) {
+  biasUpdateKernel<<<1, 1, 0, rows::streamOf(args)>>>(
+      args.ins[0].f32(), args.ins[1].f32(), args.outs[0].numel(),
+      rows::paramsOf(args).floatOr("rate", 0.0), args.outs[0].f32());
+}
+
 void runZLoss(const KernelArgs &args) {
   const BalanceRows b = balanceRows(args);
   zLossKernel<<<1, 1, 0, rows::streamOf(args)>>>(args.ins[0].f32(), b.n, b.e,
@@ -494,6 +507,7 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_aux_loss", runAuxLoss},
        {"moe_aux_loss_grad", runAuxLossGrad},
        {"moe_z_loss", runZLoss},
+       {"moe_bias_update", runBiasUpdate},
        {"moe_z_loss_grad", runZLossGrad},
        {"moe_permute", byStorage<runPermute<float>, runPermute<Bf16>>},
        {"moe_permute_grad",

@@ -61,6 +61,14 @@ std::vector<StoredTensor> modelTensors(const LoadedPlan &plan) {
       addStored(out, std::move(stored), t);
     }
   }
+  for (uint32_t id : plan.buffers) {
+    const plan::Tensor &t = plan.proto.tensors(id);
+    StoredTensor stored;
+    stored.name = t.name();
+    stored.shape.assign(t.shape().begin(), t.shape().end());
+    stored.planTensor = id;
+    addStored(out, std::move(stored), t);
+  }
   return out;
 }
 

@@ -30,7 +30,7 @@ struct StoredTensor {
 };
 
 // model.safetensors: each parameter under its name, then under its tied
-// alias when it has one.
+// alias when it has one; then each buffer (untrained state) under its name.
 std::vector<StoredTensor> modelTensors(const LoadedPlan &plan);
 // optimizer.safetensors: "<name>.exp_avg" and "<name>.exp_avg_sq".
 std::vector<StoredTensor> optimizerTensors(const LoadedPlan &plan);

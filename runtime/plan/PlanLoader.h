@@ -114,6 +114,8 @@ struct LoadedPlan {
   std::optional<uint32_t> positions;
   // Ids of the PARAMETER tensors, in plan order.
   std::vector<uint32_t> parameters;
+  // Ids of the BUFFER tensors (untrained model state), in plan order.
+  std::vector<uint32_t> buffers;
   // Ids of the WEIGHT_COPY tensors, in plan order (BF16 plans; empty in FP32
   // plans). Each is the param.compute_copy of exactly one parameter.
   std::vector<uint32_t> weightCopies;

@@ -314,6 +314,19 @@ absl::Status checkParameters(const plan::Plan &plan, LoadedPlan &loaded) {
   if (loaded.parameters.empty())
     return refuse(
         "the plan has no PARAMETER tensors: there is nothing to train");
+  // Buffers: whole f32 tensors of the device arena, checkpointed by name.
+  for (uint32_t id = 0; id < static_cast<uint32_t>(plan.tensors_size()); ++id) {
+    const plan::Tensor &t = plan.tensors(id);
+    if (t.kind() != plan::BUFFER)
+      continue;
+    if (t.dtype() != plan::F32 || t.has_shard() || t.host() ||
+        t.view_of() != 0 || t.has_param())
+      return refuse(absl::StrCat(
+          tensorRef(plan, id),
+          " is a BUFFER: buffers are whole f32 tensors of the arena, without "
+          "shard, host placement, view or param info"));
+    loaded.buffers.push_back(id);
+  }
   return checkWeightCopies(plan, copyOwner, loaded);
 }
 

@@ -18,7 +18,7 @@ bool knownDType(plan::DType d) {
 }
 
 bool knownKind(plan::TensorKind k) {
-  return k >= plan::PARAMETER && k <= plan::WEIGHT_COPY;
+  return k >= plan::PARAMETER && k <= plan::BUFFER;
 }
 
 DType kernelDType(plan::DType d) {
@@ -280,7 +280,7 @@ absl::Status checkTensors(const plan::Plan &plan, LoadedPlan &loaded) {
       return refuse(absl::StrCat(ref, " has kind ", static_cast<int>(t.kind()),
                                  ": it must be one of PARAMETER, GRADIENT, "
                                  "OPTIMIZER_STATE, INPUT, ACTIVATION, SCALAR, "
-                                 "WEIGHT_COPY"));
+                                 "WEIGHT_COPY, BUFFER"));
 
     // numel * dtype size, refusing anything that would overflow 63 bits.
     const int64_t elemSize = planDTypeSize(t.dtype());

@@ -116,6 +116,10 @@ absl::Status Trainer::initialise() {
         return s;
     }
   }
+  // Buffers (an MoE layer's expert bias) start at zero.
+  for (uint32_t id : plan_.buffers)
+    if (absl::Status s = device_->zeroTensor(plan_.proto.tensors(id)); !s.ok())
+      return s;
   return runInit();
 }
 
@@ -352,6 +356,9 @@ absl::Status Trainer::copyCheckpointTensors(uint8_t *image, bool toDevice) {
       if (absl::Status s = copy(t); !s.ok())
         return s;
   }
+  for (uint32_t id : plan_.buffers)
+    if (absl::Status s = copy(id); !s.ok())
+      return s;
   return absl::OkStatus();
 }
 

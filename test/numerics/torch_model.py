@@ -282,6 +282,8 @@ class MoeConfig:
     routed_scaling_factor: float
     aux_loss_coeff: float
     z_loss_coeff: float
+    expert_bias: bool
+    expert_bias_update_rate: float
     num_shared_experts: int
     shared_ffn_hidden_size: int
     first_k_dense: int
@@ -374,7 +376,7 @@ def load_spec(path):
         x = m.moe
         check(m.naming in ("HF_MIXTRAL", "HF_DEEPSEEK_V3"),
               "a model with moe needs naming HF_MIXTRAL or HF_DEEPSEEK_V3")
-        for field in ("expert_bias", "capacity_factor"):
+        for field in ("capacity_factor",):
             check(not getattr(x, field), f"model.moe.{field} has no reference here yet")
         expert_ffn = x.expert_ffn_hidden_size or m.ffn_hidden_size
         moe = MoeConfig(
@@ -383,6 +385,7 @@ def load_spec(path):
             normalize_top_k=x.normalize_top_k,
             routed_scaling_factor=x.routed_scaling_factor or 1.0,
             aux_loss_coeff=x.aux_loss_coeff, z_loss_coeff=x.z_loss_coeff,
+            expert_bias=x.expert_bias, expert_bias_update_rate=x.expert_bias_update_rate,
             num_shared_experts=x.num_shared_experts,
             shared_ffn_hidden_size=x.shared_ffn_hidden_size or expert_ffn,
             first_k_dense=x.first_k_dense)
@@ -628,12 +631,25 @@ class MoeBlock(nn.Module):
                                      for _ in range(m.num_experts))
         if m.num_shared_experts > 0:
             self.shared_experts = LlamaMLP(c, m.num_shared_experts * m.shared_ffn_hidden_size)
+        if m.expert_bias:
+            # DeepSeek-V3's name; a state, not a parameter. `load` counts the
+            # step's choices of each expert.
+            self.gate.register_buffer("e_score_correction_bias", torch.zeros(m.num_experts))
+            self.register_buffer("load", torch.zeros(m.num_experts, dtype=torch.float64),
+                                 persistent=False)
 
     def forward(self, x):
         m = self.moe
         logits = self.gate(x)
         scores = torch.sigmoid(logits) if m.sigmoid else torch.softmax(logits, dim=-1)
-        chosen = torch.topk(scores, m.top_k, dim=-1).indices
+        if m.expert_bias:
+            bias = self.gate.e_score_correction_bias
+            chosen = torch.topk(scores + bias, m.top_k, dim=-1).indices
+            with torch.no_grad():
+                self.load += torch.bincount(chosen.reshape(-1),
+                                            minlength=m.num_experts).double()
+        else:
+            chosen = torch.topk(scores, m.top_k, dim=-1).indices
         weights = scores.gather(-1, chosen)
         if m.normalize_top_k:
             weights = weights / weights.sum(-1, keepdim=True)
@@ -651,6 +667,18 @@ class MoeBlock(nn.Module):
             out = out + self.shared_experts(x)
         return out
 
+
+    @torch.no_grad()
+    def update_bias(self):
+        """After the optimizer step: each expert's bias moves by the rate
+        towards the mean load (up when chosen fewer times, down when more),
+        in double, then the load restarts."""
+        if not self.moe.expert_bias:
+            return
+        step = self.moe.expert_bias_update_rate * torch.sign(self.load.mean() - self.load)
+        bias = self.gate.e_score_correction_bias
+        bias.copy_((bias.double() + step).to(bias.dtype))
+        self.load.zero_()
 
     def balancing_loss(self, logits, scores, chosen):
         m = self.moe

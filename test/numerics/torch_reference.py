@@ -100,6 +100,9 @@ def run_training(config, train, tokens, steps, dtype):
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.step()
+        for module in model.modules():
+            if isinstance(module, tm.MoeBlock):
+                module.update_bias()
         result["losses"].append(sum(micro_losses) / len(micro_losses))
         result["lrs"].append(lr)
     return result

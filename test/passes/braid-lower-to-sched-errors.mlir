@@ -24,7 +24,7 @@ module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, nu
 
 // Every argument is a parameter or an input.
 module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
-  // expected-error @+1 {{argument 0 is neither braid.param nor braid.input}}
+  // expected-error @+1 {{argument 0 is neither braid.param, braid.input nor braid.buffer}}
   func.func @train_step(%w: tensor<4xf32>) -> tensor<f32> attributes {braid.stage = #braid.stage<0>} {
     %c = "test.loss"() : () -> tensor<f32>
     return %c : tensor<f32>

@@ -1,7 +1,7 @@
 // RUN: braid-opt %s -split-input-file -verify-diagnostics
 
 // global: the kind is one of six.
-// expected-error @+1 {{expected one of [parameter, gradient, optimizer_state, weight_copy, input, scalar] for what a persistent buffer holds, got: weight}}
+// expected-error @+1 {{expected one of [parameter, gradient, optimizer_state, weight_copy, input, scalar, buffer] for what a persistent buffer holds, got: weight}}
 sched.global @w weight : memref<4xf32>
 
 // -----
@@ -88,7 +88,7 @@ sched.global @w.exp_avg optimizer_state : memref<4xf32>
 // -----
 
 // global: an input belongs to no parameter.
-// expected-error @+1 {{'sched.global' op an input belongs to no parameter; only gradients, optimizer states and weight copies name one}}
+// expected-error @+1 {{'sched.global' op an input belongs to no parameter; only gradients, optimizer states, weight copies and buffers' accumulators name one}}
 sched.global @ids input of @w role tokens : memref<2x3xi32>
 
 // -----

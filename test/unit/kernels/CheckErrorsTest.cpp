@@ -40,7 +40,7 @@ bool withoutBf16(const std::string &name) {
          name == "step_guard" || name == "document_ids" ||
          name == "cross_entropy_combine" || name.rfind("moe_route", 0) == 0 ||
          name == "moe_expert_counts" || name.rfind("moe_aux_loss", 0) == 0 ||
-         name.rfind("moe_z_loss", 0) == 0;
+         name.rfind("moe_z_loss", 0) == 0 || name == "moe_bias_update";
 }
 
 int countBf16(const Sig &s) {

@@ -132,6 +132,22 @@ TEST(MoeRouteGrad, TakesTheScoresOwnGradient) {
   expectNear(g.output(0), want, 1e-5, 1e-7, "dlogits");
 }
 
+// The bias moves by the rate towards the mean load, and not at all in a
+// skipped step.
+TEST(MoeBiasUpdate, MovesTowardsTheMeanLoad) {
+  const std::vector<float> load = {6, 2, 4, 4}; // mean 4
+  Launch l("moe_bias_update");
+  l.in({4}, load).in({}, {0.0f}).out({4}, {0.5f, 0.0f, -0.25f, 1.0f});
+  l.paramF("rate", 0.125);
+  l.run();
+  EXPECT_EQ(l.output(0), (std::vector<float>{0.375f, 0.125f, -0.25f, 1.0f}));
+  Launch skipped("moe_bias_update");
+  skipped.in({4}, load).in({}, {1.0f}).out({4}, {0.5f, 0.0f, -0.25f, 1.0f});
+  skipped.paramF("rate", 0.125);
+  skipped.run();
+  EXPECT_EQ(skipped.output(0), (std::vector<float>{0.5f, 0.0f, -0.25f, 1.0f}));
+}
+
 TEST(MoeAuxLoss, ChecksRefuseBadShapes) {
   Launch counts("moe_aux_loss");
   counts.inDesc({7, 5}, DType::kF32)

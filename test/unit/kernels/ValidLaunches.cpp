@@ -78,6 +78,7 @@ std::map<std::string, Sig> validLaunches() {
   add("moe_aux_loss").in({6, 4}).in({4}).out({}).i("top_k", 2);
   add("moe_aux_loss_grad").in({6, 4}).in({4}).out({6, 4});
   add("moe_z_loss").in({6, 4}).out({});
+  add("moe_bias_update").in({4}).in({}).out({4});
   add("moe_z_loss_grad").in({6, 4}).out({6, 4});
   add("moe_route_grad")
       .in({4, 2})

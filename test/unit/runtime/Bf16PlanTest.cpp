@@ -155,10 +155,21 @@ TEST(Bf16Plan, RefusesOrphanCopiesCopiesInFp32PlansAndAMissingInit) {
       },
       "the plan has 2 WEIGHT_COPY tensors but no INIT program");
   expectRefused(
-      [](plan::Plan &p) { named(p, "lm_head.weight.bf16").set_kind(
-                              static_cast<plan::TensorKind>(8)); },
-      "has kind 8: it must be one of PARAMETER, GRADIENT, OPTIMIZER_STATE, "
-      "INPUT, ACTIVATION, SCALAR, WEIGHT_COPY");
+      [](plan::Plan &p) {
+        named(p, "lm_head.weight.bf16")
+            .set_kind(static_cast<plan::TensorKind>(9));
+      },
+      "has kind 9: it must be one of PARAMETER, GRADIENT, OPTIMIZER_STATE, "
+      "INPUT, ACTIVATION, SCALAR, WEIGHT_COPY, BUFFER");
+  // A BUFFER is a whole f32 tensor: a bf16 one is refused.
+  expectRefused(
+      [](plan::Plan &p) {
+        plan::Tensor &t = named(p, "lm_head.weight.bf16");
+        t.set_kind(plan::BUFFER);
+        t.clear_param();
+        named(p, "lm_head.weight").mutable_param()->set_compute_copy(0);
+      },
+      "is a BUFFER: buffers are whole f32 tensors of the arena");
 }
 
 TEST(Bf16Plan, MemoryReportShowsPrecisionAndWeightCopies) {
