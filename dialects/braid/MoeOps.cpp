@@ -82,6 +82,27 @@ LogicalResult verifyGrouped(Operation *op, Value rows, Value weight,
   return success();
 }
 
+// The result [R, M] of rows [R, K] through a weight [E, M, K], all of one
+// element type (grouped or batched).
+LogicalResult verifyExpertResult(Operation *op, Value input, Value weight,
+                                 Value result) {
+  if (failed(expectSameElementType(op, weight, input, "weight", "input")) ||
+      failed(expectSameElementType(op, result, input, "result", "input")))
+    return failure();
+  return expectShape(op, result, {shapeOf(input)[0], shapeOf(weight)[1]},
+                     "result");
+}
+
+// The input gradient [R, K] of a gradient [R, M] through [E, M, K].
+LogicalResult verifyExpertInputGrad(Operation *op, Value grad, Value weight,
+                                    Value inputGrad) {
+  if (failed(expectSameElementType(op, inputGrad, grad, "input gradient",
+                                   "gradient")))
+    return failure();
+  return expectShape(op, inputGrad, {shapeOf(grad)[0], shapeOf(weight)[2]},
+                     "input gradient");
+}
+
 } // namespace
 
 LogicalResult MoeRouteOp::verify() {
@@ -149,38 +170,21 @@ LogicalResult MoeUnpermuteGradOp::verify() {
 }
 
 LogicalResult MoeGroupedLinearOp::verify() {
-  if (failed(
-          verifyGrouped(*this, getInput(), getWeight(), getOffsets(), true)) ||
-      failed(expectSameElementType(*this, getWeight(), getInput(), "weight",
-                                   "input")) ||
-      failed(expectSameElementType(*this, getResult(), getInput(), "result",
-                                   "input")))
+  if (failed(verifyGrouped(*this, getInput(), getWeight(), getOffsets(), true)))
     return failure();
-  return expectShape(*this, getResult(),
-                     {shapeOf(getInput())[0], shapeOf(getWeight())[1]},
-                     "result");
+  return verifyExpertResult(*this, getInput(), getWeight(), getResult());
 }
 
 LogicalResult MoeBatchedLinearOp::verify() {
-  if (failed(verifyBlocks(*this, getInput(), getWeight(), true)) ||
-      failed(expectSameElementType(*this, getWeight(), getInput(), "weight",
-                                   "input")) ||
-      failed(expectSameElementType(*this, getResult(), getInput(), "result",
-                                   "input")))
+  if (failed(verifyBlocks(*this, getInput(), getWeight(), true)))
     return failure();
-  return expectShape(*this, getResult(),
-                     {shapeOf(getInput())[0], shapeOf(getWeight())[1]},
-                     "result");
+  return verifyExpertResult(*this, getInput(), getWeight(), getResult());
 }
 
 LogicalResult MoeBatchedLinearGradInputOp::verify() {
-  if (failed(verifyBlocks(*this, getGrad(), getWeight(), false)) ||
-      failed(expectSameElementType(*this, getInputGrad(), getGrad(),
-                                   "input gradient", "gradient")))
+  if (failed(verifyBlocks(*this, getGrad(), getWeight(), false)))
     return failure();
-  return expectShape(*this, getInputGrad(),
-                     {shapeOf(getGrad())[0], shapeOf(getWeight())[2]},
-                     "input gradient");
+  return verifyExpertInputGrad(*this, getGrad(), getWeight(), getInputGrad());
 }
 
 LogicalResult MoeBatchedLinearGradWeightOp::verify() {
@@ -199,14 +203,9 @@ LogicalResult MoeBatchedLinearGradWeightOp::verify() {
 }
 
 LogicalResult MoeGroupedLinearGradInputOp::verify() {
-  if (failed(
-          verifyGrouped(*this, getGrad(), getWeight(), getOffsets(), false)) ||
-      failed(expectSameElementType(*this, getInputGrad(), getGrad(),
-                                   "input gradient", "gradient")))
+  if (failed(verifyGrouped(*this, getGrad(), getWeight(), getOffsets(), false)))
     return failure();
-  return expectShape(*this, getInputGrad(),
-                     {shapeOf(getGrad())[0], shapeOf(getWeight())[2]},
-                     "input gradient");
+  return verifyExpertInputGrad(*this, getGrad(), getWeight(), getInputGrad());
 }
 
 LogicalResult MoeGroupedLinearGradWeightOp::verify() {

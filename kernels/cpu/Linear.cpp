@@ -275,23 +275,34 @@ template <typename T> void runLinearGradWeight(const KernelArgs &args) {
 // w[e] [M, K]; each expert's block is one linear of the kernels above, so
 // it sums as they do. Offsets come from moe_permute; they are clamped to
 // the rows there are, so a corrupted one cannot reach outside them.
-// Rows from offsets[E] on (unrouted choices) are zero in y and dx.
+// Rows from offsets[E] on (unrouted choices) are zero in y and dx. The
+// batched linears of capacity mode are the same over E equal blocks of
+// rows (each expert's slots, padding included), every row computed.
 struct ExpertBlocks {
-  const int32_t *offsets;
+  const int32_t *offsets; // null: E equal blocks
   int64_t experts, rows;
 
   int64_t begin(int64_t e) const {
+    if (!offsets)
+      return e * (rows / experts);
     return std::clamp<int64_t>(offsets[e], 0, rows);
   }
   int64_t end(int64_t e) const {
+    if (!offsets)
+      return (e + 1) * (rows / experts);
     return std::clamp<int64_t>(offsets[e + 1], begin(e), rows);
   }
 };
 
-ExpertBlocks blocksOf(const KernelArgs &args, int offsetsInput,
-                      const TensorView &rowsView) {
-  const TensorView &o = args.ins[offsetsInput];
-  return {o.i32(), o.desc->shape[0] - 1, rowsOf(*rowsView.desc)};
+// The blocks of a launch: at the offsets (input 2) when it has them, else
+// E equal ones, E the leading dimension of `weight`.
+ExpertBlocks blocksOf(const KernelArgs &args, const TensorView &rowsView,
+                      const TensorView &weight) {
+  if (args.ins.size() > 2) {
+    const TensorView &o = args.ins[2];
+    return {o.i32(), o.desc->shape[0] - 1, rowsOf(*rowsView.desc)};
+  }
+  return {nullptr, weight.desc->shape[0], rowsOf(*rowsView.desc)};
 }
 
 template <typename T>
@@ -302,7 +313,7 @@ void zeroTail(ThreadPool *pool, const ExpertBlocks &b, T *y, int64_t width) {
 
 template <typename T> void runGroupedLinear(const KernelArgs &args) {
   const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
-  const ExpertBlocks b = blocksOf(args, 2, x);
+  const ExpertBlocks b = blocksOf(args, x, w);
   const int64_t m = w.desc->shape[1], k = w.desc->shape[2];
   ThreadPool *pool = poolOf(args);
   for (int64_t e = 0; e < b.experts; ++e)
@@ -314,7 +325,7 @@ template <typename T> void runGroupedLinear(const KernelArgs &args) {
 
 template <typename T> void runGroupedLinearGradInput(const KernelArgs &args) {
   const TensorView &dy = args.ins[0], &w = args.ins[1], &dx = args.outs[0];
-  const ExpertBlocks b = blocksOf(args, 2, dy);
+  const ExpertBlocks b = blocksOf(args, dy, w);
   const int64_t m = w.desc->shape[1], k = w.desc->shape[2];
   const bool accumulate = accumulateOf(args);
   ThreadPool *pool = poolOf(args);
@@ -331,7 +342,7 @@ template <typename T> void runGroupedLinearGradInput(const KernelArgs &args) {
 template <typename T, typename U>
 void groupedWeightGrad(const KernelArgs &args, U *dw) {
   const TensorView &dy = args.ins[0], &x = args.ins[1];
-  const ExpertBlocks b = blocksOf(args, 2, dy);
+  const ExpertBlocks b = blocksOf(args, dy, args.outs[0]);
   const int64_t m = dy.desc->lastDim(), k = x.desc->lastDim();
   for (int64_t e = 0; e < b.experts; ++e)
     weightGrad(poolOf(args), dataOf<T>(dy) + b.begin(e) * m,
@@ -345,51 +356,6 @@ template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {
     groupedWeightGrad<T>(args, dw.bf16());
   else
     groupedWeightGrad<T>(args, dw.f32());
-}
-
-// The batched linears of capacity mode: x [E * C, K] is E blocks of C
-// rows (each expert's slots, padding included), all of them computed:
-// the same blocks as the grouped kernels with uniform offsets.
-template <typename T> void runBatchedLinear(const KernelArgs &args) {
-  const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
-  const int64_t experts = w.desc->shape[0], m = w.desc->shape[1],
-                k = w.desc->shape[2];
-  const int64_t c = rowsOf(*x.desc) / experts;
-  for (int64_t e = 0; e < experts; ++e)
-    linearRows(poolOf(args), dataOf<T>(x) + e * c * k, dataOf<T>(w) + e * m * k,
-               static_cast<const T *>(nullptr), dataOf<T>(y) + e * c * m, c, m,
-               k);
-}
-
-template <typename T> void runBatchedLinearGradInput(const KernelArgs &args) {
-  const TensorView &dy = args.ins[0], &w = args.ins[1], &dx = args.outs[0];
-  const int64_t experts = w.desc->shape[0], m = w.desc->shape[1],
-                k = w.desc->shape[2];
-  const int64_t c = rowsOf(*dy.desc) / experts;
-  for (int64_t e = 0; e < experts; ++e)
-    gradInputRows(poolOf(args), dataOf<T>(dy) + e * c * m,
-                  dataOf<T>(w) + e * m * k, dataOf<T>(dx) + e * c * k, c, m, k,
-                  accumulateOf(args));
-}
-
-template <typename T, typename U>
-void batchedWeightGrad(const KernelArgs &args, U *dw) {
-  const TensorView &dy = args.ins[0], &x = args.ins[1];
-  const int64_t experts = args.outs[0].desc->shape[0];
-  const int64_t m = dy.desc->lastDim(), k = x.desc->lastDim();
-  const int64_t c = rowsOf(*dy.desc) / experts;
-  for (int64_t e = 0; e < experts; ++e)
-    weightGrad(poolOf(args), dataOf<T>(dy) + e * c * m,
-               dataOf<T>(x) + e * c * k, dw + e * m * k, c, m, k,
-               accumulateOf(args));
-}
-
-template <typename T> void runBatchedLinearGradWeight(const KernelArgs &args) {
-  const TensorView &dw = args.outs[0];
-  if (isBf16(dw))
-    batchedWeightGrad<T>(args, dw.bf16());
-  else
-    batchedWeightGrad<T>(args, dw.f32());
 }
 
 } // namespace
@@ -411,14 +377,16 @@ absl::Status registerLinearKernels(KernelRegistry &registry) {
           {"moe_grouped_linear_grad_weight",
            byStorage<runGroupedLinearGradWeight<float>,
                      runGroupedLinearGradWeight<Bf16>>},
+          // Capacity mode's batched GEMMs: the grouped kernels over E
+          // equal blocks (no offsets input).
           {"moe_batched_linear",
-           byStorage<runBatchedLinear<float>, runBatchedLinear<Bf16>>},
+           byStorage<runGroupedLinear<float>, runGroupedLinear<Bf16>>},
           {"moe_batched_linear_grad_input",
-           byStorage<runBatchedLinearGradInput<float>,
-                     runBatchedLinearGradInput<Bf16>>},
+           byStorage<runGroupedLinearGradInput<float>,
+                     runGroupedLinearGradInput<Bf16>>},
           {"moe_batched_linear_grad_weight",
-           byStorage<runBatchedLinearGradWeight<float>,
-                     runBatchedLinearGradWeight<Bf16>>},
+           byStorage<runGroupedLinearGradWeight<float>,
+                     runGroupedLinearGradWeight<Bf16>>},
       });
 }
 
