@@ -31,6 +31,10 @@
 //    by a sched.collective on the communication stream, ordered by events,
 //    so every rank applies the same update and makes the same skip
 //    decision;
+//  * a braid.buffer argument (an MoE expert bias) is a `buffer` global
+//    with a `buffer` accumulator NAME.load of it: braid.moe_bias_update
+//    accumulates each micro-batch's expert counts into the load, and a
+//    moe_bias_update launch after AdamW moves the bias (one rank only);
 //  * ZeRO (braid.zero_stage, docs/parallel.md): each rank keeps one DP
 //    shard (rows along dimension 0) of every master and moment, and of the
 //    gradient AdamW reads. Compute reads a whole weight copy that the
