@@ -216,11 +216,12 @@ LogicalResult Lowering::checkSignature() {
       inputRole_[arg] = schedRole(r.getValue());
     } else if (auto buffer = func_.getArgAttrOfType<ParamAttr>(
                    i, BraidDialect::kBufferAttr)) {
-      if (dataParallel_ > 1 || tensorParallel_ > 1 || contextParallel_ > 1)
+      if (tensorParallel_ > 1 || contextParallel_ > 1 || sharded())
         return func_.emitOpError()
                << "buffer '" << buffer.getName()
-               << "' (an expert bias) trains on one rank only for now; "
-                  "its load is not reduced over ranks";
+               << "' (an expert bias) trains with data parallel without "
+                  "ZeRO only for now: its load is summed over DP ranks "
+                  "alone, and sharded checkpoints do not gather buffers";
       buffers_.push_back({arg, buffer.getName().str()});
     } else {
       return func_.emitOpError() << "argument " << i

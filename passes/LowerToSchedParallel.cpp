@@ -76,11 +76,16 @@ void Lowering::lowerGradientReduction() {
       shards.push_back(getGlobal(p.name + ".grad"));
   }
   Value lossSum = getGlobal("loss_sum");
+  // The loss sum and each expert bias's load are summed whole, so that
+  // every rank moves its bias by the load of the global batch.
+  SmallVector<Value> sums = {lossSum};
+  for (const Buffer &buffer : buffers_)
+    sums.push_back(getGlobal(buffer.name + ".load"));
   if (sharded()) {
     collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, shards);
-    collective(loc, sched::CollectiveKind::AllReduceSum, {lossSum}, {});
+    collective(loc, sched::CollectiveKind::AllReduceSum, sums, {});
   } else {
-    wholes.push_back(lossSum);
+    wholes.append(sums.begin(), sums.end());
     // Context parallel: each rank's gradients are its part of the
     // sequence's, summed over the DP and CP ranks at once (dp_cp), on a
     // communicator of their own, apart from the micro-batches' CP

@@ -609,10 +609,10 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
     const char *missing = nullptr;
     const spec::ParallelLayout &par = spec.parallel();
     if (moe.expert_bias() &&
-        (par.data_parallel() > 1 || par.tensor_parallel() > 1 ||
-         par.pipeline_parallel() > 1 || par.context_parallel() > 1))
-      missing = "expert_bias on more than one rank; leave it out, or train "
-                "on one rank";
+        (par.tensor_parallel() > 1 || par.pipeline_parallel() > 1 ||
+         par.context_parallel() > 1 || par.zero_stage() >= 1))
+      missing = "expert_bias with tensor, pipeline or context parallel or "
+                "ZeRO; leave it out, or use data parallel";
     else if (par.expert_parallel() > 1)
       missing = "parallel.expert_parallel; leave it out for experts "
                 "replicated on every rank";
