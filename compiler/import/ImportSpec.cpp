@@ -613,6 +613,10 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
          par.context_parallel() > 1 || par.zero_stage() >= 1))
       missing = "expert_bias with tensor, pipeline or context parallel or "
                 "ZeRO; leave it out, or use data parallel";
+    else if (par.tensor_parallel() > 1 || par.context_parallel() > 1)
+      missing = "tensor_parallel or context_parallel above 1 (the MoE ops "
+                "have no tensor- or context-parallel rules yet); use data "
+                "or pipeline parallel";
     else if (par.expert_parallel() > 1)
       missing = "parallel.expert_parallel; leave it out for experts "
                 "replicated on every rank";
