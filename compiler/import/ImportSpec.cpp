@@ -12,7 +12,6 @@
 
 #include "compiler/import/ImportSpec.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -22,6 +21,7 @@
 
 #include "compiler/spec/OffloadTargets.h"
 #include "compiler/spec/SpecPipeline.h"
+#include "compiler/spec/SpecSizes.h"
 #include "dialects/braid/BraidOps.h"
 #include "dialects/braid/Marks.h"
 
@@ -267,11 +267,12 @@ Value GraphBuilder::denseMlp(Value h, const std::string &prefix, int64_t width,
                 /*scaledResidual=*/true);
 }
 
-// A mixture-of-experts layer (docs/moe.md), dropless: the router's f32
-// logits choose top_k experts per token; the tokens' rows, permuted into
+// A mixture-of-experts layer (docs/moe.md): the router's f32 logits
+// choose top_k experts per token; the tokens' rows, permuted into
 // expert-major order, go through each expert's SwiGLU as grouped GEMMs
-// over the stacked weights [E, ...] and come back weighted; shared
-// experts run beside, as one MLP num_shared_experts times as wide.
+// (dropless) or batched GEMMs over capacity slots, with the stacked
+// weights [E, ...], and come back weighted; shared experts run beside, as
+// one MLP num_shared_experts times as wide.
 // A stacked weight's name holds `*` where the expert's index goes: the
 // checkpoint stores expert e's slice under the name with e in its place.
 Value GraphBuilder::moeBlock(Value h, int64_t l) {
@@ -563,17 +564,6 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
 }
 
 } // namespace
-
-int64_t moeCapacity(const spec::ModelSpec &spec) {
-  const spec::Moe &moe = spec.model().moe();
-  if (!spec.model().has_moe() || moe.capacity_factor() <= 0)
-    return 0;
-  const int64_t cp = std::max<int64_t>(1, spec.parallel().context_parallel());
-  const double tokens = static_cast<double>(spec.train().micro_batch_size()) *
-                        spec.train().seq_len() / cp;
-  return static_cast<int64_t>(std::floor(moe.capacity_factor() * tokens *
-                                         moe.top_k() / moe.num_experts()));
-}
 
 double modelFlopsPerToken(const spec::ModelSpec &spec) {
   const auto &a = spec.model();

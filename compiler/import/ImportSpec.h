@@ -28,9 +28,4 @@ mlir::LogicalResult importSpec(const spec::ModelSpec &spec,
 // shared experts.
 double modelFlopsPerToken(const spec::ModelSpec &spec);
 
-// The rows each expert takes in capacity mode, floor(capacity_factor x
-// tokens of a micro-batch x top_k / num_experts); 0 for dropless (or a
-// dense model).
-int64_t moeCapacity(const spec::ModelSpec &spec);
-
 } // namespace braid

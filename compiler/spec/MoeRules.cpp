@@ -1,10 +1,10 @@
 // The rules of model.moe and parallel.expert_parallel (docs/moe.md): the
 // router's counts, the experts' widths, the balancing settings, the
 // capacity, and how the experts split over expert-parallel ranks.
-#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/spec/SpecSizes.h"
 #include "compiler/spec/SpecValidator.h"
 
 namespace braid {
@@ -193,11 +193,9 @@ private:
                                          "or more, or 0 for the worst case"));
     }
     const spec::Training &t = spec_.train();
-    const int64_t cp = std::max<int64_t>(1, spec_.parallel().context_parallel());
     if (factor == 0 || t.micro_batch_size() < 1 || t.seq_len() < 1)
       return;
-    const double tokens =
-        static_cast<double>(t.micro_batch_size()) * t.seq_len() / cp;
+    const double tokens = moeTokensPerMicroBatch(spec_);
     const double slots = factor * tokens * m_.top_k() / m_.num_experts();
     if (slots >= 1)
       return;

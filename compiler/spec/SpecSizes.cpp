@@ -1,5 +1,7 @@
 #include "compiler/spec/SpecSizes.h"
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -62,7 +64,21 @@ Checked countParameters(const spec::Architecture &m) {
   if (m.position_embedding() == spec::LEARNED)
     embeddings = embeddings + d * m.max_position_embeddings();
   Checked head = m.tie_embeddings() ? Checked(0) : d * m.vocab_size();
-  return embeddings + layer * m.num_layers() + norm + head;
+  Checked layers = layer * m.num_layers();
+  if (m.has_moe()) {
+    // An MoE layer: the router [E, D], E SwiGLU experts and the shared
+    // experts in place of the MLP (the expert bias is not trained).
+    const spec::Moe &moe = m.moe();
+    const int64_t moeLayers = m.num_layers() - moe.first_k_dense();
+    Checked experts =
+        Checked(moe.num_experts()) * d * moe.expert_ffn_hidden_size() * 3;
+    Checked shared = Checked(moe.num_shared_experts()) * d *
+                     moe.shared_ffn_hidden_size() * 3;
+    Checked moeLayer =
+        attention + norm * 2 + d * moe.num_experts() + experts + shared;
+    layers = layer * moe.first_k_dense() + moeLayer * moeLayers;
+  }
+  return embeddings + layers + norm + head;
 }
 
 // fp32 weight, gradient and the two AdamW moments.
@@ -70,6 +86,23 @@ constexpr int64_t kTrainingBytesPerParameter = 16;
 constexpr int64_t kActivationBytes = 4;
 
 } // namespace
+
+double moeTokensPerMicroBatch(const spec::ModelSpec &spec) {
+  const int64_t cp = std::max<int64_t>(1, spec.parallel().context_parallel());
+  return static_cast<double>(spec.train().micro_batch_size()) *
+         static_cast<double>(spec.train().seq_len()) / static_cast<double>(cp);
+}
+
+int64_t moeCapacity(const spec::ModelSpec &spec) {
+  const spec::Moe &moe = spec.model().moe();
+  if (!spec.model().has_moe() || moe.capacity_factor() <= 0 ||
+      moe.num_experts() < 1)
+    return 0;
+  return static_cast<int64_t>(
+      std::floor(moe.capacity_factor() * moeTokensPerMicroBatch(spec) *
+                 static_cast<double>(moe.top_k()) /
+                 static_cast<double>(moe.num_experts())));
+}
 
 absl::StatusOr<int64_t> parameterCount(const spec::Architecture &model) {
   if (model.vocab_size() <= 0 || model.hidden_size() <= 0 ||

@@ -48,17 +48,13 @@ LogicalResult verifyRows(Operation *op, Value rows, Value tokens,
   return expectShape(op, rows, {shapeOf(rows)[0], lastDim(tokens)}, "rows");
 }
 
-// Rows [E * C, width] in E equal blocks, a weight [E, out, in].
-LogicalResult verifyBlocks(Operation *op, Value rows, Value weight,
-                           bool rowsAreInput) {
+// Rows [R, width] and a weight [E, out, in] whose `in` (rowsAreInput) or
+// `out` is the rows' width.
+LogicalResult verifyRowWidth(Operation *op, Value rows, Value weight,
+                             bool rowsAreInput) {
   if (failed(expectRank(op, rows, 2, "rows")) ||
       failed(expectRank(op, weight, 3, "weight")))
     return failure();
-  const int64_t e = shapeOf(weight)[0];
-  if (e < 1 || shapeOf(rows)[0] % e != 0)
-    return op->emitOpError()
-           << shapeOf(rows)[0] << " rows are not equal blocks of " << e
-           << " experts";
   const int64_t width = shapeOf(weight)[rowsAreInput ? 2 : 1];
   if (lastDim(rows) != width)
     return op->emitOpError()
@@ -67,19 +63,46 @@ LogicalResult verifyBlocks(Operation *op, Value rows, Value weight,
   return success();
 }
 
+// The rows are E equal blocks (capacity mode's slots), E = weight's dim 0.
+LogicalResult verifyEqualBlocks(Operation *op, Value rows, Value weight) {
+  const int64_t e = shapeOf(weight)[0];
+  if (e < 1 || shapeOf(rows)[0] % e != 0)
+    return op->emitOpError()
+           << shapeOf(rows)[0] << " rows are not equal blocks of " << e
+           << " experts";
+  return success();
+}
+
+// Rows [E * C, width] in E equal blocks, a weight [E, out, in].
+LogicalResult verifyBlocks(Operation *op, Value rows, Value weight,
+                           bool rowsAreInput) {
+  if (failed(verifyRowWidth(op, rows, weight, rowsAreInput)))
+    return failure();
+  return verifyEqualBlocks(op, rows, weight);
+}
+
 // The rows [R, in], a weight [E, out, in] and offsets [E + 1].
 LogicalResult verifyGrouped(Operation *op, Value rows, Value weight,
                             Value offsets, bool rowsAreInput) {
-  if (failed(expectRank(op, rows, 2, "rows")) ||
-      failed(expectRank(op, weight, 3, "weight")) ||
-      failed(expectShape(op, offsets, {shapeOf(weight)[0] + 1}, "offsets")))
+  if (failed(verifyRowWidth(op, rows, weight, rowsAreInput)))
     return failure();
-  const int64_t width = shapeOf(weight)[rowsAreInput ? 2 : 1];
-  if (lastDim(rows) != width)
-    return op->emitOpError()
-           << "rows have " << lastDim(rows) << " columns, the weight "
-           << shapeStr(shapeOf(weight)) << " takes " << width;
-  return success();
+  return expectShape(op, offsets, {shapeOf(weight)[0] + 1}, "offsets");
+}
+
+// dW [E, M, K] of a gradient [R, M] and the rows [R, K] it multiplied.
+LogicalResult verifyExpertWeightGrad(Operation *op, Value grad, Value input,
+                                     Value weightGrad) {
+  if (failed(expectRank(op, grad, 2, "gradient")) ||
+      failed(expectRank(op, input, 2, "input")) ||
+      failed(expectRank(op, weightGrad, 3, "weight gradient")) ||
+      failed(expectWeightGradType(op, weightGrad, grad, "weight gradient",
+                                  "gradient")) ||
+      failed(
+          expectShape(op, input, {shapeOf(grad)[0], lastDim(input)}, "input")))
+    return failure();
+  return expectShape(op, weightGrad,
+                     {shapeOf(weightGrad)[0], lastDim(grad), lastDim(input)},
+                     "weight gradient");
 }
 
 // The result [R, M] of rows [R, K] through a weight [E, M, K], all of one
@@ -188,18 +211,10 @@ LogicalResult MoeBatchedLinearGradInputOp::verify() {
 }
 
 LogicalResult MoeBatchedLinearGradWeightOp::verify() {
-  if (failed(expectRank(*this, getWeightGrad(), 3, "weight gradient")) ||
-      failed(expectWeightGradType(*this, getWeightGrad(), getGrad(),
-                                  "weight gradient", "gradient")) ||
-      failed(verifyBlocks(*this, getGrad(), getWeightGrad(), false)) ||
-      failed(expectShape(*this, getInput(),
-                         {shapeOf(getGrad())[0], lastDim(getInput())},
-                         "input")))
+  if (failed(verifyExpertWeightGrad(*this, getGrad(), getInput(),
+                                    getWeightGrad())))
     return failure();
-  return expectShape(
-      *this, getWeightGrad(),
-      {shapeOf(getWeightGrad())[0], lastDim(getGrad()), lastDim(getInput())},
-      "weight gradient");
+  return verifyEqualBlocks(*this, getGrad(), getWeightGrad());
 }
 
 LogicalResult MoeGroupedLinearGradInputOp::verify() {
@@ -209,21 +224,11 @@ LogicalResult MoeGroupedLinearGradInputOp::verify() {
 }
 
 LogicalResult MoeGroupedLinearGradWeightOp::verify() {
-  if (failed(expectRank(*this, getGrad(), 2, "gradient")) ||
-      failed(expectRank(*this, getInput(), 2, "input")) ||
-      failed(expectRank(*this, getWeightGrad(), 3, "weight gradient")) ||
-      failed(expectWeightGradType(*this, getWeightGrad(), getGrad(),
-                                  "weight gradient", "gradient")))
+  if (failed(verifyExpertWeightGrad(*this, getGrad(), getInput(),
+                                    getWeightGrad())))
     return failure();
-  const int64_t e = shapeOf(getWeightGrad())[0];
-  if (failed(expectShape(*this, getOffsets(), {e + 1}, "offsets")) ||
-      failed(expectShape(*this, getInput(),
-                         {shapeOf(getGrad())[0], lastDim(getInput())},
-                         "input")))
-    return failure();
-  return expectShape(*this, getWeightGrad(),
-                     {e, lastDim(getGrad()), lastDim(getInput())},
-                     "weight gradient");
+  return expectShape(*this, getOffsets(), {shapeOf(getWeightGrad())[0] + 1},
+                     "offsets");
 }
 
 LogicalResult MoeExpertCountsOp::verify() {

@@ -316,6 +316,11 @@ absl::Status checkMoeExpertCounts(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.outputs({"counts"}));
   BRAID_KERNEL_TRY(c.dtype(c.in(0), DType::kI32));
   BRAID_KERNEL_TRY(c.minRank(c.in(0), 1, "[..., K]"));
+  // f32 counts are exact up to 2^24.
+  if (c.in(0).desc->numel() > (int64_t{1} << 24))
+    return c.error(absl::StrCat("input 0 (experts) holds ",
+                                c.in(0).desc->numel(),
+                                " choices; f32 counts are exact up to 2^24"));
   BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
   BRAID_KERNEL_TRY(c.rank(c.out(0), 1, "[E]"));
   if (c.out(0).dim(0) < 1)

@@ -18,6 +18,32 @@
 
 namespace braid::moe {
 
+// counts[i] = the choices naming expert i, in f32 (exact: the checks keep
+// a launch's choices below 2^24); ids outside [0, e) count nowhere.
+BRAID_HOST_DEVICE inline void countExperts(const int32_t *experts,
+                                           int64_t choices, int64_t e,
+                                           float *counts) {
+  for (int64_t i = 0; i < e; ++i)
+    counts[i] = 0.0f;
+  for (int64_t a = 0; a < choices; ++a)
+    if (experts[a] >= 0 && experts[a] < e)
+      counts[experts[a]] += 1.0f;
+}
+
+// aux's factor coeff * E / (K * T^2) over T rows; 0 without rows.
+BRAID_HOST_DEVICE inline double auxFactor(double coeff, int64_t e, int64_t topK,
+                                          int64_t t) {
+  const double rows = static_cast<double>(t);
+  return t == 0 ? 0.0
+                : coeff * static_cast<double>(e) /
+                      (static_cast<double>(topK) * rows * rows);
+}
+
+// z's factor coeff / T; 0 without rows.
+BRAID_HOST_DEVICE inline double zFactor(double coeff, int64_t t) {
+  return t == 0 ? 0.0 : coeff / static_cast<double>(t);
+}
+
 // sum_e counts[e] * q[e] of one row.
 BRAID_HOST_DEVICE inline double
 auxRowTerm(const float *scores, const float *counts, int64_t e, int sigmoid) {
@@ -31,6 +57,15 @@ auxRowTerm(const float *scores, const float *counts, int64_t e, int sigmoid) {
   for (int64_t i = 0; i < e; ++i)
     term += double{counts[i]} * scores[i];
   return sum > 0.0 ? term / sum : 0.0;
+}
+
+// sum over the n rows, in order, of auxRowTerm: aux = auxFactor * this.
+BRAID_HOST_DEVICE inline double auxSum(const float *scores, const float *counts,
+                                       int64_t n, int64_t e, int sigmoid) {
+  double sum = 0.0;
+  for (int64_t r = 0; r < n; ++r)
+    sum += auxRowTerm(scores + r * e, counts, e, sigmoid);
+  return sum;
 }
 
 // The row's dscores (times `scale`) for aux's factor coeff * E / (K T^2).
@@ -67,6 +102,17 @@ BRAID_HOST_DEVICE inline double logSumExpRow(const float *logits, int64_t e) {
   for (int64_t i = 0; i < e; ++i)
     sum += exp(double{logits[i]} - m);
   return m + log(sum);
+}
+
+// sum over the n rows, in order, of logsumexp^2: z = zFactor * this.
+BRAID_HOST_DEVICE inline double zSum(const float *logits, int64_t n,
+                                     int64_t e) {
+  double sum = 0.0;
+  for (int64_t r = 0; r < n; ++r) {
+    const double lse = logSumExpRow(logits + r * e, e);
+    sum += lse * lse;
+  }
+  return sum;
 }
 
 // The row's dlogits of z for z's factor coeff / T (times `scale`):

@@ -32,9 +32,14 @@ moe::RouteParams routeParams(const KernelArgs &args) {
           static_cast<float>(p.floatOr("scale", 1.0))};
 }
 
+// The rows [..., E] of a launch's first input: (N, E).
+std::pair<int64_t, int64_t> rowsAndExperts(const TensorView &v) {
+  const int64_t e = v.desc->lastDim();
+  return {e == 0 ? 0 : v.numel() / e, e};
+}
+
 void runMoeRoute(const KernelArgs &args) {
-  const TensorDesc &ld = *args.ins[0].desc;
-  const int64_t e = ld.lastDim(), n = e == 0 ? 0 : ld.numel() / e;
+  const auto [n, e] = rowsAndExperts(args.ins[0]);
   const int64_t k = args.outs[0].desc->lastDim();
   const float *logits = args.ins[0].f32();
   const float *bias = args.ins.size() > 1 ? args.ins[1].f32() : nullptr;
@@ -49,8 +54,7 @@ void runMoeRoute(const KernelArgs &args) {
 }
 
 void runMoeRouteGrad(const KernelArgs &args) {
-  const TensorDesc &sd = *args.ins[1].desc;
-  const int64_t e = sd.lastDim(), n = e == 0 ? 0 : sd.numel() / e;
+  const auto [n, e] = rowsAndExperts(args.ins[1]);
   const int64_t k = args.ins[0].desc->lastDim();
   const float *dweights = args.ins[0].f32(), *scores = args.ins[1].f32();
   const int32_t *experts = args.ins[2].i32();
@@ -65,43 +69,23 @@ void runMoeRouteGrad(const KernelArgs &args) {
   });
 }
 
-// The rows [..., E] of a launch's first input: (N, E).
-std::pair<int64_t, int64_t> rowsAndExperts(const TensorView &v) {
-  const int64_t e = v.desc->lastDim();
-  return {e == 0 ? 0 : v.numel() / e, e};
-}
-
-// counts[e] = the choices of expert e (ids outside [0, E) count nowhere).
 void runMoeExpertCounts(const KernelArgs &args) {
-  const int64_t e = args.outs[0].numel();
-  const int32_t *experts = args.ins[0].i32();
-  float *counts = args.outs[0].f32();
-  std::vector<int64_t> tally(static_cast<size_t>(e), 0);
-  for (int64_t a = 0, n = args.ins[0].numel(); a < n; ++a)
-    if (experts[a] >= 0 && experts[a] < e)
-      ++tally[experts[a]];
-  for (int64_t i = 0; i < e; ++i)
-    counts[i] = static_cast<float>(tally[i]);
+  moe::countExperts(args.ins[0].i32(), args.ins[0].numel(),
+                    args.outs[0].numel(), args.outs[0].f32());
 }
 
-// coeff * E / (K * T^2), aux's factor (kernels/common/MoeBalance.h).
 double auxFactor(const KernelArgs &args, int64_t n, int64_t e) {
   const KernelParams &p = paramsOf(args);
-  const double t = static_cast<double>(n);
-  return n == 0 ? 0.0
-                : p.floatOr("coeff", 0.0) * static_cast<double>(e) /
-                      (static_cast<double>(p.intOr("top_k", 1)) * t * t);
+  return moe::auxFactor(p.floatOr("coeff", 0.0), e, p.intOr("top_k", 1), n);
 }
 
 // The rows summed in order in double: the same bits on any thread count.
 void runMoeAuxLoss(const KernelArgs &args) {
   const auto [n, e] = rowsAndExperts(args.ins[0]);
-  const float *scores = args.ins[0].f32(), *counts = args.ins[1].f32();
   const int sigmoid = paramsOf(args).intOr("sigmoid", 0) != 0;
-  double sum = 0.0;
-  for (int64_t r = 0; r < n; ++r)
-    sum += moe::auxRowTerm(scores + r * e, counts, e, sigmoid);
-  args.outs[0].f32()[0] = static_cast<float>(auxFactor(args, n, e) * sum);
+  args.outs[0].f32()[0] = static_cast<float>(
+      auxFactor(args, n, e) *
+      moe::auxSum(args.ins[0].f32(), args.ins[1].f32(), n, e, sigmoid));
 }
 
 void runMoeAuxLossGrad(const KernelArgs &args) {
@@ -128,15 +112,9 @@ void runMoeBiasUpdate(const KernelArgs &args) {
 
 void runMoeZLoss(const KernelArgs &args) {
   const auto [n, e] = rowsAndExperts(args.ins[0]);
-  const float *logits = args.ins[0].f32();
-  double sum = 0.0;
-  for (int64_t r = 0; r < n; ++r) {
-    const double lse = moe::logSumExpRow(logits + r * e, e);
-    sum += lse * lse;
-  }
-  const double coeff = paramsOf(args).floatOr("coeff", 0.0);
   args.outs[0].f32()[0] =
-      n == 0 ? 0.0f : static_cast<float>(coeff * sum / static_cast<double>(n));
+      static_cast<float>(moe::zFactor(paramsOf(args).floatOr("coeff", 0.0), n) *
+                         moe::zSum(args.ins[0].f32(), n, e));
 }
 
 void runMoeZLossGrad(const KernelArgs &args) {
@@ -144,10 +122,8 @@ void runMoeZLossGrad(const KernelArgs &args) {
   const float *logits = args.ins[0].f32();
   float *dlogits = args.outs[0].f32();
   const KernelParams &p = paramsOf(args);
-  const double factor = n == 0 ? 0.0
-                               : p.floatOr("coeff", 0.0) *
-                                     p.floatOr("scale", 1.0) /
-                                     static_cast<double>(n);
+  const double factor =
+      moe::zFactor(p.floatOr("coeff", 0.0), n) * p.floatOr("scale", 1.0);
   parallelFor(poolOf(args), n, rowGrain(e), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
       moe::zGradRow(logits + r * e, e, factor, dlogits + r * e);

@@ -95,25 +95,17 @@ void runMoeRouteGrad(const KernelArgs &args) {
 __global__ void expertCountsKernel(const int32_t *__restrict__ experts,
                                    int64_t choices, int64_t e,
                                    float *__restrict__ counts) {
-  if (blockIdx.x != 0 || threadIdx.x != 0)
-    return;
-  for (int64_t i = 0; i < e; ++i)
-    counts[i] = 0.0f;
-  for (int64_t a = 0; a < choices; ++a)
-    if (experts[a] >= 0 && experts[a] < e)
-      counts[experts[a]] += 1.0f;
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    moe::countExperts(experts, choices, e, counts);
 }
 
 __global__ void auxLossKernel(const float *__restrict__ scores,
                               const float *__restrict__ counts, int64_t n,
                               int64_t e, int sigmoid, double factor,
                               float *__restrict__ loss) {
-  if (blockIdx.x != 0 || threadIdx.x != 0)
-    return;
-  double sum = 0.0;
-  for (int64_t r = 0; r < n; ++r)
-    sum += moe::auxRowTerm(scores + r * e, counts, e, sigmoid);
-  loss[0] = static_cast<float>(factor * sum);
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    loss[0] =
+        static_cast<float>(factor * moe::auxSum(scores, counts, n, e, sigmoid));
 }
 
 __global__ void __launch_bounds__(kBlock)
@@ -129,14 +121,8 @@ __global__ void __launch_bounds__(kBlock)
 __global__ void zLossKernel(const float *__restrict__ logits, int64_t n,
                             int64_t e, double factor,
                             float *__restrict__ loss) {
-  if (blockIdx.x != 0 || threadIdx.x != 0)
-    return;
-  double sum = 0.0;
-  for (int64_t r = 0; r < n; ++r) {
-    const double lse = moe::logSumExpRow(logits + r * e, e);
-    sum += lse * lse;
-  }
-  loss[0] = static_cast<float>(factor * sum);
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    loss[0] = static_cast<float>(factor * moe::zSum(logits, n, e));
 }
 
 __global__ void __launch_bounds__(kBlock)
@@ -166,8 +152,7 @@ BalanceRows balanceRows(const KernelArgs &args) {
 }
 
 double auxFactor(const BalanceRows &b) {
-  const double t = static_cast<double>(b.n);
-  return b.n == 0 ? 0.0 : b.coeff * static_cast<double>(b.e) / (b.topK * t * t);
+  return moe::auxFactor(b.coeff, b.e, b.topK, b.n);
 }
 
 void runExpertCounts(const KernelArgs &args) {
@@ -209,7 +194,7 @@ void runBiasUpdate(const KernelArgs &args) {
 void runZLoss(const KernelArgs &args) {
   const BalanceRows b = balanceRows(args);
   zLossKernel<<<1, 1, 0, rows::streamOf(args)>>>(args.ins[0].f32(), b.n, b.e,
-                                                 b.n == 0 ? 0.0 : b.coeff / b.n,
+                                                 moe::zFactor(b.coeff, b.n),
                                                  args.outs[0].f32());
 }
 
@@ -218,7 +203,8 @@ void runZLossGrad(const KernelArgs &args) {
   if (b.n == 0)
     return;
   zGradKernel<<<rows::gridFor(b.n, kBlock), kBlock, 0, rows::streamOf(args)>>>(
-      args.ins[0].f32(), b.n, b.e, b.coeff * b.scale / b.n, args.outs[0].f32());
+      args.ins[0].f32(), b.n, b.e, moe::zFactor(b.coeff, b.n) * b.scale,
+      args.outs[0].f32());
 }
 
 // --- permute ----------------------------------------------------------------

@@ -24,12 +24,11 @@ namespace {
 void addStored(std::vector<StoredTensor> &out, StoredTensor stored,
                const plan::Tensor &t) {
   stored.bytes = t.size_bytes();
-  const std::vector<std::string> names =
-      expertNames(stored.name, t.shape_size() > 0 ? t.shape(0) : 0);
-  if (stored.name.find('*') == std::string::npos) {
+  if (stored.name.find('*') == std::string::npos || t.shape_size() == 0) {
     out.push_back(std::move(stored));
     return;
   }
+  const std::vector<std::string> names = expertNames(stored.name, t.shape(0));
   const uint64_t slice = names.empty() ? 0 : stored.bytes / names.size();
   stored.shape.erase(stored.shape.begin());
   for (size_t e = 0; e < names.size(); ++e) {

@@ -11,14 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "kernels/registry/Kernel.h"
+#include "runtime/ckpt/CheckpointTensors.h"
 #include "runtime/ckpt/Json.h"
 #include "runtime/ckpt/Safetensors.h"
 #include "runtime/data/TokenData.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/train/Trainer.h"
 #include "test/support/CompiledModel.h"
+#include "gtest/gtest.h"
 
 namespace braid {
 namespace {
@@ -123,16 +124,12 @@ TEST_P(GoldenTest, MatchesPyTorch) {
     auto ours = t.f32Tensor(proto.tensors(tensor.param().grad()).name());
     ASSERT_TRUE(ours.ok());
     // The experts' stacked tensors [E, ...]: the golden holds each
-    // expert's slice under its Hugging Face name, `*` replaced by e.
-    const std::string &name = tensor.name();
-    const size_t star = name.find('*');
-    const int64_t parts = star == std::string::npos ? 1 : tensor.shape(0);
-    const size_t slice = ours->size() / parts;
-    for (int64_t e = 0; e < parts; ++e) {
-      const std::string hf = parts == 1
-                                 ? name
-                                 : name.substr(0, star) + std::to_string(e) +
-                                       name.substr(star + 1);
+    // expert's slice under its Hugging Face name, as checkpoints do.
+    const std::vector<std::string> names =
+        ckpt::expertNames(tensor.name(), tensor.shape(0));
+    const size_t slice = ours->size() / names.size();
+    for (size_t e = 0; e < names.size(); ++e) {
+      const std::string &hf = names[e];
       const SafetensorsTensor *g = grads->find(hf);
       ASSERT_NE(g, nullptr) << hf << " has no golden gradient";
       std::vector<float> ref =

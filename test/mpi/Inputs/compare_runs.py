@@ -5,11 +5,12 @@ and of the optimizer state). The equivalence check of every parallel layout:
 a layout must train as the single-rank run of the same global batch does.
 
   compare_runs.py --logs A.jsonl B.jsonl --checkpoints DIR_A DIR_B
-                  [--rtol R] [--tensor-rtol T] [--exact]
+                  [--rtol R] [--tensor-rtol T] [--moment-rtol M] [--exact]
 
 A tensor's difference is ||a - b|| / ||a|| (0 when both are zero), held to
---tensor-rtol (default: --rtol); a loss or norm's is |a - b| / |a|, held to
---rtol. With --exact every value must be bit-identical.
+--tensor-rtol (default: --rtol), the AdamW moments' (optimizer.safetensors)
+to --moment-rtol (default: --tensor-rtol); a loss or norm's is
+|a - b| / |a|, held to --rtol. With --exact every value must be bit-identical.
 Prints one summary line and exits 1 when anything is beyond the tolerance.
 """
 import argparse
@@ -62,9 +63,11 @@ def main():
     p.add_argument("--checkpoints", nargs=2, required=True)
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--tensor-rtol", type=float)
+    p.add_argument("--moment-rtol", type=float)
     p.add_argument("--exact", action="store_true")
     args = p.parse_args()
     tensor_rtol = args.tensor_rtol if args.tensor_rtol is not None else args.rtol
+    moment_rtol = args.moment_rtol if args.moment_rtol is not None else tensor_rtol
     problems = []
 
     la, lb = (read_log(x) for x in args.logs)
@@ -81,7 +84,8 @@ def main():
 
     worst_tensor = 0.0
     count = 0
-    for file in ("model.safetensors", "optimizer.safetensors"):
+    for file, bound in (("model.safetensors", tensor_rtol),
+                        ("optimizer.safetensors", moment_rtol)):
         ta, tb = (read_safetensors(os.path.join(d, file))
                   for d in args.checkpoints)
         if sorted(ta) != sorted(tb):
@@ -99,11 +103,14 @@ def main():
                 continue
             d = tensor_difference(a, b)
             worst_tensor = max(worst_tensor, d)
-            if d > tensor_rtol:
+            if d > bound:
                 problems.append(f"{name}: differs by {d:.3g}")
 
     if args.exact:
         bound = "bit-identical"
+    elif moment_rtol != tensor_rtol:
+        bound = (f"within {args.rtol:g} (tensors {tensor_rtol:g}, "
+                 f"moments {moment_rtol:g})")
     elif tensor_rtol != args.rtol:
         bound = f"within {args.rtol:g} (tensors {tensor_rtol:g})"
     else:

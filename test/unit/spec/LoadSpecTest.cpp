@@ -78,6 +78,14 @@ TEST(LoadSpec, TinySpecs) {
   EXPECT_EQ(gpt2.model().num_kv_heads(), 4);
   EXPECT_FLOAT_EQ(gpt2.train().hidden_dropout(), 0.1f);
   EXPECT_EQ(parameters(gpt2), 124672);
+  // MoE layers: every expert, the router and the shared experts (the
+  // plans' num_parameters, which count the step function's parameters).
+  // mixtral-tiny: 2 layers of attention 12288, norms 128, router 256 and
+  // 4 experts of 3 x 64 x 96; embeddings, head and final norm 32832.
+  EXPECT_EQ(parameters(mustLoad("models/mixtral-tiny.pbtxt")), 205632);
+  // deepseek-tiny: one dense layer (36992), two MoE layers of attention,
+  // norms, router 512, 8 experts of 3 x 64 x 32 and a shared one (68224).
+  EXPECT_EQ(parameters(mustLoad("models/deepseek-tiny.pbtxt")), 206272);
 }
 
 TEST(LoadSpec, Llama3_8B) {
