@@ -169,117 +169,105 @@ absl::Status checkMoeUnpermuteGrad(const KernelSignature &sig) {
   return c.sameShape(c.out(1), c.in(2));
 }
 
-// Grouped GEMMs: rows [..., K] of x in experts' blocks, weight [E, M, K]
-// (x's storage), offsets [E + 1] (i32).
-absl::Status checkGrouped(const LaunchChecker &c, const Operand &rows,
-                          const Operand &w, const Operand &offsets,
-                          bool rowsAreInput) {
-  BRAID_KERNEL_TRY(c.floatStorage(rows));
-  BRAID_KERNEL_TRY(c.sameDtype(w, rows));
-  BRAID_KERNEL_TRY(c.rank(rows, 2, rowsAreInput ? "[N, K]" : "[N, M]"));
-  BRAID_KERNEL_TRY(c.rank(w, 3, "[E, M, K]"));
+// The experts' GEMMs: rows [R, ...] in the experts' blocks, at offsets
+// [E + 1] (i32, input 2: moe_grouped_linear*, dropless) or E equal blocks
+// (moe_batched_linear*, capacity mode), a weight [E, M, K] of the rows'
+// storage.
+enum class Gemm { kForward, kGradInput, kGradWeight };
+
+const char *expertGemm(bool grouped, Gemm which) {
+  static constexpr const char *kNames[2][3] = {
+      {"moe_batched_linear", "moe_batched_linear_grad_input",
+       "moe_batched_linear_grad_weight"},
+      {"moe_grouped_linear", "moe_grouped_linear_grad_input",
+       "moe_grouped_linear_grad_weight"}};
+  return kNames[grouped ? 1 : 0][static_cast<int>(which)];
+}
+
+// The blocks of `rows` over `experts` experts: the offsets' dtype and
+// length, or rows that split evenly.
+absl::Status checkBlocks(const LaunchChecker &c, bool grouped,
+                         const Operand &rows, int64_t experts) {
+  if (!grouped) {
+    if (experts < 1 || rows.dim(0) % experts != 0)
+      return c.error(absl::StrCat(rows.label, " has ", rows.dim(0),
+                                  " rows, not a multiple of the ", experts,
+                                  " experts' equal blocks"));
+    return absl::OkStatus();
+  }
+  const Operand offsets = c.in(2);
   BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
-  BRAID_KERNEL_TRY(c.shape(offsets, {w.dim(0) + 1},
-                           "(one more than the experts of the weight)"));
-  const int64_t want = rowsAreInput ? w.dim(2) : w.dim(1);
-  if (rows.lastDim() != want)
-    return c.error(absl::StrCat(rows.label, " has shape ",
-                                shapeString(rows.shape()), ", expected [N, ",
-                                want, "] to match the weight ",
-                                shapeString(w.shape())));
-  if (rows.dim(0) > INT_MAX || w.dim(1) > INT_MAX || w.dim(2) > INT_MAX)
+  return c.shape(offsets, {experts + 1},
+                 "(one more than the experts of the weight)");
+}
+
+// sgemm takes int sizes.
+absl::Status checkFitsBlas(const LaunchChecker &c, int64_t rows, int64_t m,
+                           int64_t k) {
+  if (rows > INT_MAX || m > INT_MAX || k > INT_MAX)
     return c.error("the CPU GEMM takes at most 2^31 - 1 rows and columns");
   return absl::OkStatus();
 }
 
-absl::Status checkGroupedLinear(const KernelSignature &sig) {
-  LaunchChecker c("moe_grouped_linear", sig);
-  BRAID_KERNEL_TRY(c.inputs({"x", "weight", "offsets"}));
+// Rows [R, width] (x, or dy with `rowsAreInput` false) and the weight.
+absl::Status checkRowsAndWeight(const LaunchChecker &c, bool grouped,
+                                const Operand &rows, const Operand &w,
+                                bool rowsAreInput) {
+  BRAID_KERNEL_TRY(c.floatStorage(rows));
+  BRAID_KERNEL_TRY(c.sameDtype(w, rows));
+  BRAID_KERNEL_TRY(c.rank(rows, 2, rowsAreInput ? "[R, K]" : "[R, M]"));
+  BRAID_KERNEL_TRY(c.rank(w, 3, "[E, M, K]"));
+  const int64_t want = rowsAreInput ? w.dim(2) : w.dim(1);
+  if (rows.lastDim() != want)
+    return c.error(absl::StrCat(
+        rows.label, " has shape ", shapeString(rows.shape()), ", expected [R, ",
+        want, "] to match the weight ", shapeString(w.shape())));
+  BRAID_KERNEL_TRY(checkBlocks(c, grouped, rows, w.dim(0)));
+  return checkFitsBlas(c, rows.dim(0), w.dim(1), w.dim(2));
+}
+
+template <bool kGrouped>
+absl::Status checkExpertLinear(const KernelSignature &sig) {
+  LaunchChecker c(expertGemm(kGrouped, Gemm::kForward), sig);
+  if (kGrouped)
+    BRAID_KERNEL_TRY(c.inputs({"x", "weight", "offsets"}));
+  else
+    BRAID_KERNEL_TRY(c.inputs({"x", "weight"}));
   BRAID_KERNEL_TRY(c.outputs({"y"}));
   Operand x = c.in(0), w = c.in(1), y = c.out(0);
-  BRAID_KERNEL_TRY(checkGrouped(c, x, w, c.in(2), true));
+  BRAID_KERNEL_TRY(checkRowsAndWeight(c, kGrouped, x, w, true));
   BRAID_KERNEL_TRY(c.sameDtype(y, x));
   return c.shape(y, {x.dim(0), w.dim(1)}, "(x's rows, then weight's M)");
 }
 
-absl::Status checkGroupedLinearGradInput(const KernelSignature &sig) {
-  LaunchChecker c("moe_grouped_linear_grad_input", sig);
-  BRAID_KERNEL_TRY(c.inputs({"dy", "weight", "offsets"}));
+template <bool kGrouped>
+absl::Status checkExpertLinearGradInput(const KernelSignature &sig) {
+  LaunchChecker c(expertGemm(kGrouped, Gemm::kGradInput), sig);
+  if (kGrouped)
+    BRAID_KERNEL_TRY(c.inputs({"dy", "weight", "offsets"}));
+  else
+    BRAID_KERNEL_TRY(c.inputs({"dy", "weight"}));
   BRAID_KERNEL_TRY(c.outputs({"dx"}));
   Operand dy = c.in(0), w = c.in(1), dx = c.out(0);
-  BRAID_KERNEL_TRY(checkGrouped(c, dy, w, c.in(2), false));
+  BRAID_KERNEL_TRY(checkRowsAndWeight(c, kGrouped, dy, w, false));
   BRAID_KERNEL_TRY(c.accumulateParam());
   BRAID_KERNEL_TRY(c.sameDtype(dx, dy));
   return c.shape(dx, {dy.dim(0), w.dim(2)}, "(dy's rows, then weight's K)");
 }
 
-// Capacity mode's batched GEMMs: rows [E * C, ...] in E equal blocks.
-absl::Status checkEqualBlocks(const LaunchChecker &c, const Operand &rows,
-                              int64_t experts) {
-  if (experts < 1 || rows.dim(0) % experts != 0)
-    return c.error(absl::StrCat(rows.label, " has ", rows.dim(0),
-                                " rows, not a multiple of the ", experts,
-                                " experts' equal blocks"));
-  return absl::OkStatus();
-}
-
-absl::Status checkBatchedLinear(const KernelSignature &sig) {
-  LaunchChecker c("moe_batched_linear", sig);
-  BRAID_KERNEL_TRY(c.inputs({"x", "weight"}));
-  BRAID_KERNEL_TRY(c.outputs({"y"}));
-  Operand x = c.in(0), w = c.in(1), y = c.out(0);
-  BRAID_KERNEL_TRY(c.floatStorage(x));
-  BRAID_KERNEL_TRY(c.sameDtype(w, x));
-  BRAID_KERNEL_TRY(c.sameDtype(y, x));
-  BRAID_KERNEL_TRY(c.rank(x, 2, "[E * C, K]"));
-  BRAID_KERNEL_TRY(c.rank(w, 3, "[E, M, K]"));
-  BRAID_KERNEL_TRY(c.shape(x, {x.dim(0), w.dim(2)}, "(the weight's K)"));
-  BRAID_KERNEL_TRY(checkEqualBlocks(c, x, w.dim(0)));
-  return c.shape(y, {x.dim(0), w.dim(1)}, "(x's rows, then weight's M)");
-}
-
-absl::Status checkBatchedLinearGradInput(const KernelSignature &sig) {
-  LaunchChecker c("moe_batched_linear_grad_input", sig);
-  BRAID_KERNEL_TRY(c.inputs({"dy", "weight"}));
-  BRAID_KERNEL_TRY(c.outputs({"dx"}));
-  Operand dy = c.in(0), w = c.in(1), dx = c.out(0);
-  BRAID_KERNEL_TRY(c.floatStorage(dy));
-  BRAID_KERNEL_TRY(c.sameDtype(w, dy));
-  BRAID_KERNEL_TRY(c.sameDtype(dx, dy));
-  BRAID_KERNEL_TRY(c.accumulateParam());
-  BRAID_KERNEL_TRY(c.rank(dy, 2, "[E * C, M]"));
-  BRAID_KERNEL_TRY(c.rank(w, 3, "[E, M, K]"));
-  BRAID_KERNEL_TRY(c.shape(dy, {dy.dim(0), w.dim(1)}, "(the weight's M)"));
-  BRAID_KERNEL_TRY(checkEqualBlocks(c, dy, w.dim(0)));
-  return c.shape(dx, {dy.dim(0), w.dim(2)}, "(dy's rows, then weight's K)");
-}
-
-absl::Status checkBatchedLinearGradWeight(const KernelSignature &sig) {
-  LaunchChecker c("moe_batched_linear_grad_weight", sig);
-  BRAID_KERNEL_TRY(c.inputs({"dy", "x"}));
+template <bool kGrouped>
+absl::Status checkExpertLinearGradWeight(const KernelSignature &sig) {
+  LaunchChecker c(expertGemm(kGrouped, Gemm::kGradWeight), sig);
+  if (kGrouped)
+    BRAID_KERNEL_TRY(c.inputs({"dy", "x", "offsets"}));
+  else
+    BRAID_KERNEL_TRY(c.inputs({"dy", "x"}));
   BRAID_KERNEL_TRY(c.outputs({"dweight"}));
   Operand dy = c.in(0), x = c.in(1), dw = c.out(0);
   BRAID_KERNEL_TRY(c.floatStorage(dy));
   BRAID_KERNEL_TRY(c.sameDtype(x, dy));
-  BRAID_KERNEL_TRY(c.gradWeightDtype(dw, dy));
-  BRAID_KERNEL_TRY(c.accumulateParam());
-  BRAID_KERNEL_TRY(c.rank(dy, 2, "[E * C, M]"));
-  BRAID_KERNEL_TRY(c.rank(x, 2, "[E * C, K]"));
-  BRAID_KERNEL_TRY(c.rank(dw, 3, "[E, M, K]"));
-  BRAID_KERNEL_TRY(c.shape(x, {dy.dim(0), x.dim(1)}, "(dy's rows)"));
-  BRAID_KERNEL_TRY(checkEqualBlocks(c, dy, dw.dim(0)));
-  return c.shape(dw, {dw.dim(0), dy.dim(1), x.dim(1)}, "([E, dy's M, x's K])");
-}
-
-absl::Status checkGroupedLinearGradWeight(const KernelSignature &sig) {
-  LaunchChecker c("moe_grouped_linear_grad_weight", sig);
-  BRAID_KERNEL_TRY(c.inputs({"dy", "x", "offsets"}));
-  BRAID_KERNEL_TRY(c.outputs({"dweight"}));
-  Operand dy = c.in(0), x = c.in(1), offsets = c.in(2), dw = c.out(0);
-  BRAID_KERNEL_TRY(c.floatStorage(dy));
-  BRAID_KERNEL_TRY(c.sameDtype(x, dy));
-  BRAID_KERNEL_TRY(c.rank(dy, 2, "[N, M]"));
-  BRAID_KERNEL_TRY(c.rank(x, 2, "[N, K]"));
+  BRAID_KERNEL_TRY(c.rank(dy, 2, "[R, M]"));
+  BRAID_KERNEL_TRY(c.rank(x, 2, "[R, K]"));
   if (x.dim(0) != dy.dim(0))
     return c.error(absl::StrCat(x.label, " has ", x.dim(0), " rows, ",
                                 dy.label, " ", dy.dim(0)));
@@ -288,12 +276,8 @@ absl::Status checkGroupedLinearGradWeight(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.rank(dw, 3, "[E, M, K]"));
   BRAID_KERNEL_TRY(c.shape(dw, {dw.dim(0), dy.lastDim(), x.lastDim()},
                            "([E, dy's M, x's K])"));
-  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
-  BRAID_KERNEL_TRY(c.shape(offsets, {dw.dim(0) + 1},
-                           "(one more than the experts of dweight)"));
-  if (dy.dim(0) > INT_MAX || dy.lastDim() > INT_MAX || x.lastDim() > INT_MAX)
-    return c.error("the CPU GEMM takes at most 2^31 - 1 rows and columns");
-  return absl::OkStatus();
+  BRAID_KERNEL_TRY(checkBlocks(c, kGrouped, dy, dw.dim(0)));
+  return checkFitsBlas(c, dy.dim(0), dy.lastDim(), x.lastDim());
 }
 
 // The balancing losses: rows [..., E] of f32 scores or logits.
@@ -401,12 +385,12 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_permute_grad", checkMoePermuteGrad},
       {"moe_unpermute", checkMoeUnpermute},
       {"moe_unpermute_grad", checkMoeUnpermuteGrad},
-      {"moe_grouped_linear", checkGroupedLinear},
-      {"moe_grouped_linear_grad_input", checkGroupedLinearGradInput},
-      {"moe_grouped_linear_grad_weight", checkGroupedLinearGradWeight},
-      {"moe_batched_linear", checkBatchedLinear},
-      {"moe_batched_linear_grad_input", checkBatchedLinearGradInput},
-      {"moe_batched_linear_grad_weight", checkBatchedLinearGradWeight},
+      {"moe_grouped_linear", checkExpertLinear<true>},
+      {"moe_grouped_linear_grad_input", checkExpertLinearGradInput<true>},
+      {"moe_grouped_linear_grad_weight", checkExpertLinearGradWeight<true>},
+      {"moe_batched_linear", checkExpertLinear<false>},
+      {"moe_batched_linear_grad_input", checkExpertLinearGradInput<false>},
+      {"moe_batched_linear_grad_weight", checkExpertLinearGradWeight<false>},
   };
   return kChecks;
 }

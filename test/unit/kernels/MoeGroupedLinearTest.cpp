@@ -127,7 +127,14 @@ TEST(MoeGroupedLinear, ChecksRefuseBadShapes) {
       .inDesc({5}, DType::kI32)
       .outDesc({9, 5}, DType::kF32);
   EXPECT_THAT(std::string(width.check().message()),
-              HasSubstr("input 0 (dy) has shape [9, 5], expected [N, 3]"));
+              HasSubstr("input 0 (dy) has shape [9, 5], expected [R, 3]"));
+  Launch blocks("moe_batched_linear");
+  blocks.inDesc({10, 5}, DType::kF32)
+      .inDesc({4, 3, 5}, DType::kF32)
+      .outDesc({10, 3}, DType::kF32);
+  EXPECT_THAT(std::string(blocks.check().message()),
+              HasSubstr("moe_batched_linear: input 0 (x) has 10 rows, not a "
+                        "multiple of the 4 experts' equal blocks"));
   Launch dw("moe_grouped_linear_grad_weight");
   dw.inDesc({9, 3}, DType::kBF16)
       .inDesc({9, 5}, DType::kBF16)
