@@ -95,6 +95,14 @@ struct StreamKey {
   }
 };
 
+// A collective that belongs to a micro-batch's piece, like a launch: a TP
+// group's sum (braid-shard) or an EP group's exchange of tokens.
+bool isPieceCollective(Operation *op) {
+  auto c = dyn_cast<sched::CollectiveOp>(op);
+  return c && (c.getAxis() == sched::MeshAxis::Tp ||
+               c.getAxis() == sched::MeshAxis::Ep);
+}
+
 constexpr uint32_t kCompute = 0;
 // The key of the second compute stream, which runs an FB pair's backward
 // half (DualPipeV).
@@ -186,8 +194,9 @@ private:
   SmallVector<Operation *> prologue_, epilogue_;
   // The body's launches and readbacks by (stage, part), in body order.
   std::map<std::pair<int64_t, Part>, SmallVector<Operation *>> pieces_;
-  // Whether the micro-batch holds TP collectives (braid-shard).
-  bool tpSums_ = false;
+  // Whether the micro-batch holds collectives: TP's (braid-shard) or
+  // expert parallel's exchanges.
+  bool groupCalls_ = false;
   // The input globals the body stages: each is staged again, for its
   // micro-batch, before each piece that reads it.
   llvm::StringSet<> inputs_;
@@ -245,10 +254,10 @@ LogicalResult PipelineLowering::findPrograms() {
   }
   if (repeat_)
     for (Operation &op : repeat_.getBody().front()) {
-      // The TP group's sums are part of a piece's compute.
-      auto collective = dyn_cast<sched::CollectiveOp>(op);
-      if (collective && collective.getAxis() == sched::MeshAxis::Tp) {
-        tpSums_ = true;
+      // The TP group's sums and the EP group's exchanges are part of a
+      // piece's compute.
+      if (isPieceCollective(&op)) {
+        groupCalls_ = true;
         continue;
       }
       if (isa<sched::EventRecordOp, sched::EventWaitOp, sched::CollectiveOp>(
@@ -288,12 +297,12 @@ LogicalResult PipelineLowering::classifyBody() {
       pieces_[{lossStage, Part::kF}].push_back(&op);
       continue;
     }
-    // Launches and the TP group's sums (braid-shard), by their marks.
+    // Launches, the TP group's sums (braid-shard) and the EP group's
+    // exchanges, by their marks.
     auto launch = dyn_cast<sched::LaunchOp>(op);
-    auto sum = dyn_cast<sched::CollectiveOp>(op);
-    if (!launch && !(sum && sum.getAxis() == sched::MeshAxis::Tp))
+    if (!launch && !isPieceCollective(&op))
       return op.emitOpError("in the micro-batch of a step to be pipelined: "
-                            "braid-lower-pipeline splits launches, TP "
+                            "braid-lower-pipeline splits launches, TP and EP "
                             "collectives, stages and readbacks only");
     LayerAttr layer = layerMark(&op);
     std::optional<Phase> phase = phaseMark(&op);
@@ -305,11 +314,13 @@ LogicalResult PipelineLowering::classifyBody() {
                       : *phase == Phase::InputGrad ? Part::kB
                                                    : Part::kW;
     pieces_[{*stage, part}].push_back(&op);
-    // What the op writes: a launch's outputs, a gather's or scatter's
-    // outputs, an all-reduce's buffers.
+    // What the op writes: a launch's outputs, a gather's, scatter's or
+    // exchange's outputs, an all-reduce's buffers.
+    auto collective = dyn_cast<sched::CollectiveOp>(op);
     ValueRange written = launch ? launch.getOuts()
-                         : sum.getOutputs().empty() ? sum.getBuffers()
-                                                    : sum.getOutputs();
+                         : collective.getOutputs().empty()
+                             ? collective.getBuffers()
+                             : collective.getOutputs();
     for (Value out : written)
       if (out.getDefiningOp<sched::AllocOp>())
         writer.try_emplace(out, *stage, part);
@@ -342,7 +353,8 @@ LogicalResult PipelineLowering::findOwners() {
   llvm::StringMap<sched::GlobalOp> globals;
   for (auto g : module_.getOps<sched::GlobalOp>())
     globals[g.getSymName()] = g;
-  // A parameter belongs to the rank of the stages that read it.
+  // A parameter (or buffer: an expert bias) belongs to the rank of the
+  // stages that read it.
   for (auto &[key, ops] : pieces_) {
     const int64_t rank = rankOf(key.first);
     for (Operation *op : ops)
@@ -355,7 +367,8 @@ LogicalResult PipelineLowering::findOwners() {
         // weight copy, ZeRO's gathered whole weight): the parameter's.
         while (g && g.getOf())
           g = globals.lookup(g.getOfAttr().getValue());
-        if (!g || g.getKind() != sched::GlobalKind::Parameter)
+        if (!g || (g.getKind() != sched::GlobalKind::Parameter &&
+                   g.getKind() != sched::GlobalKind::Buffer))
           continue;
         auto [it, inserted] = owner_.try_emplace(g.getSymName(), rank);
         if (!inserted && it->second != rank)
@@ -376,6 +389,7 @@ LogicalResult PipelineLowering::findOwners() {
       owner_[name] = -1;
       break;
     case sched::GlobalKind::Parameter:
+    case sched::GlobalKind::Buffer:
       owner_.try_emplace(name, 0);
       break;
     default:
@@ -746,10 +760,10 @@ void PipelineLowering::buildRank(int64_t rank) {
     // An FB pair's backward half runs on a second compute stream, beside
     // its forward half on stream 0: it starts once everything before the
     // entry has run, and stream 0 waits for it before the next entry.
-    // With TP sums inside the pieces both halves stay on stream 0, one
-    // after the other: two streams would issue the TP group's collectives
-    // in an order the group's ranks need not share.
-    const bool pair = order[k].kind == pipeline::Kind::kFB && !tpSums_;
+    // With TP sums or EP exchanges inside the pieces both halves stay on
+    // stream 0, one after the other: two streams would issue the group's
+    // collectives in an order its ranks need not share.
+    const bool pair = order[k].kind == pipeline::Kind::kFB && !groupCalls_;
     const uint32_t side = pair ? streamFor(st, kOverlapStream) : kCompute;
     if (pair)
       wait(progressEvent(), st.progress, side);

@@ -166,6 +166,7 @@ LogicalResult Lowering::checkSignature() {
     dataParallel_ = mesh.getDp();
     tensorParallel_ = mesh.getTp();
     contextParallel_ = mesh.getCp();
+    expertParallel_ = mesh.getEp();
   }
   if (auto chunks =
           module_->getAttrOfType<IntegerAttr>(BraidDialect::kCommChunksAttr))
@@ -206,22 +207,31 @@ LogicalResult Lowering::checkSignature() {
                          p.getCheckpointTransposed()});
       auto tp = func_.getArgAttrOfType<TpLayoutAttr>(i, BraidDialect::kTpAttr);
       if (tp && tp.isSplit()) {
-        params_.back().tpShard = sched::ShardAttr::get(
+        params_.back().part = sched::ShardAttr::get(
             b_.getContext(), sched::MeshAxis::Tp,
             static_cast<unsigned>(tp.getDim()),
             static_cast<unsigned>(tp.getBlocks()));
+      }
+      if (func_.getArgAttr(i, BraidDialect::kExpertShardAttr)) {
+        if (expertParallel_ < 2 || sharded() || params_.back().part)
+          return func_.emitOpError()
+                 << "parameter '" << p.getName()
+                 << "' is an expert-parallel share of its experts (braid.ep), "
+                    "which needs a mesh of ep above 1 without ZeRO or tensor "
+                    "parallel";
+        params_.back().part = sched::ShardAttr::get(
+            b_.getContext(), sched::MeshAxis::Ep, 0);
       }
     } else if (auto r = func_.getArgAttrOfType<InputRoleAttr>(
                    i, BraidDialect::kInputAttr)) {
       inputRole_[arg] = schedRole(r.getValue());
     } else if (auto buffer = func_.getArgAttrOfType<ParamAttr>(
                    i, BraidDialect::kBufferAttr)) {
-      if (tensorParallel_ > 1 || contextParallel_ > 1 || sharded())
+      if (contextParallel_ > 1)
         return func_.emitOpError()
                << "buffer '" << buffer.getName()
-               << "' (an expert bias) trains with data parallel without "
-                  "ZeRO only for now: its load is summed over DP ranks "
-                  "alone, and sharded checkpoints do not gather buffers";
+               << "' (an expert bias) does not train with context parallel: "
+                  "its load is summed over the DP ranks alone";
       buffers_.push_back({arg, buffer.getName().str()});
     } else {
       return func_.emitOpError() << "argument " << i
@@ -295,26 +305,26 @@ LogicalResult Lowering::createGlobals() {
     if (!info)
       return failure();
     global(p.name, sched::GlobalKind::Parameter, p.arg.getType(), {},
-           std::nullopt, info, sharded(), p.tpShard);
+           std::nullopt, info, sharded(), p.part);
   }
   for (auto &p : params_)
     global(p.name + ".grad", sched::GlobalKind::Gradient, p.arg.getType(),
-           p.name, std::nullopt, {}, sharded(), p.tpShard);
+           p.name, std::nullopt, {}, sharded(), p.part);
   if (zeroStage_ == 1)
     for (auto &p : params_)
       global(p.name + ".grad.full", sched::GlobalKind::Gradient,
-             p.arg.getType(), p.name, std::nullopt, {}, false, p.tpShard);
+             p.arg.getType(), p.name, std::nullopt, {}, false, p.part);
   for (auto &p : params_) {
     global(p.name + ".exp_avg", sched::GlobalKind::OptimizerState,
-           p.arg.getType(), p.name, std::nullopt, {}, sharded(), p.tpShard);
+           p.arg.getType(), p.name, std::nullopt, {}, sharded(), p.part);
     global(p.name + ".exp_avg_sq", sched::GlobalKind::OptimizerState,
-           p.arg.getType(), p.name, std::nullopt, {}, sharded(), p.tpShard);
+           p.arg.getType(), p.name, std::nullopt, {}, sharded(), p.part);
   }
   // Stage 3 keeps its bf16 copies as shards too.
   for (auto &p : params_)
     if (!p.copy.empty())
       global(p.copy, sched::GlobalKind::WeightCopy, p.copyType, p.name,
-             std::nullopt, {}, zeroStage_ == 3, p.tpShard);
+             std::nullopt, {}, zeroStage_ == 3, p.part);
   for (BlockArgument arg : func_.getArguments())
     if (auto it = inputRole_.find(arg); it != inputRole_.end())
       global(sched::stringifyRole(it->second), sched::GlobalKind::Input,
@@ -478,7 +488,7 @@ LogicalResult Lowering::lowerMicroBatch() {
       continue;
     }
     if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp,
-            CommShiftOp>(op)) {
+            CommShiftOp, CommDispatchOp, CommCombineOp>(op)) {
       if (failed(lowerComm(op, buffers)))
         return failure();
       // A replicated parameter's gradient summed over the TP group

@@ -120,19 +120,20 @@ private:
   void refreshWeightCopies(Location loc);
 
   // A global; `shard` makes it this rank's DP shard of `tensorType`;
-  // `tpShard` says which TP part `tensorType` (already this rank's) is.
+  // `part` says which part `tensorType` (already this rank's) is: a TP
+  // part, or an EP share of an MoE layer's experts.
   sched::GlobalOp global(StringRef sym, sched::GlobalKind kind,
                          Type tensorType, StringRef of = {},
                          std::optional<sched::Role> role = std::nullopt,
                          sched::ParamInfoAttr info = {}, bool shard = false,
-                         sched::ShardAttr tpShard = {}) {
+                         sched::ShardAttr part = {}) {
     MLIRContext *ctx = b_.getContext();
     // A DP shard of a TP part keeps the part's description, with dp_rows.
-    sched::ShardAttr shardAttr = tpShard;
+    sched::ShardAttr shardAttr = part;
     if (shard)
-      shardAttr = tpShard ? sched::ShardAttr::get(ctx, tpShard.getAxis(),
-                                                  tpShard.getDim(),
-                                                  tpShard.getBlocks(), true)
+      shardAttr = part ? sched::ShardAttr::get(ctx, part.getAxis(),
+                                                  part.getDim(),
+                                                  part.getBlocks(), true)
                           : sched::ShardAttr::get(ctx, sched::MeshAxis::Dp, 0);
     auto g = sched::GlobalOp::create(
         b_, module_.getLoc(), b_.getStringAttr(sym),
@@ -176,9 +177,14 @@ private:
     // empty when compute reads the parameter itself.
     std::string copy = {};
     Type copyType = {};
-    // The TP part this rank holds (braid-shard); null when whole.
-    sched::ShardAttr tpShard = {};
+    // The part this rank holds: a TP part (braid-shard) or its EP share of
+    // the experts (braid.ep); null when whole.
+    sched::ShardAttr part = {};
   };
+
+  static bool isExpertShare(const Param &p) {
+    return p.part && p.part.getAxis() == sched::MeshAxis::Ep;
+  }
 
   // Untrained state (braid.buffer arguments): the global of the same name,
   // and `NAME.load`, the step's accumulated expert counts that update it.
@@ -212,6 +218,8 @@ private:
   int64_t dataParallel_ = 1;
   int64_t tensorParallel_ = 1;
   int64_t contextParallel_ = 1;
+  // braid.mesh's ep: expert-parallel ranks per group within DP.
+  int64_t expertParallel_ = 1;
   // The size of the group along a mesh axis of braid.comm ops.
   int64_t groupSize(sched::MeshAxis axis) const {
     switch (axis) {
@@ -223,6 +231,10 @@ private:
       return dataParallel_;
     case sched::MeshAxis::DpCp:
       return dataParallel_ * contextParallel_;
+    case sched::MeshAxis::Ep:
+      return expertParallel_;
+    case sched::MeshAxis::Edp:
+      return dataParallel_ / expertParallel_;
     case sched::MeshAxis::Pp:
       break;
     }

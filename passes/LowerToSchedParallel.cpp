@@ -69,9 +69,16 @@ void Lowering::lowerGradientReduction() {
   const uint32_t comm = commStream();
   handOver(loc, 1);
   stream_ = comm;
-  SmallVector<Value> wholes, shards;
+  SmallVector<Value> wholes, shards, experts;
   for (auto &p : params_) {
-    wholes.push_back(getGlobal(p.name + (sharded() ? ".grad.full" : ".grad")));
+    Value grad = getGlobal(p.name + (sharded() ? ".grad.full" : ".grad"));
+    // An EP share of the experts is summed over the ranks that hold the
+    // same experts (edp): its gradient already holds every token of the EP
+    // group that reached them.
+    if (isExpertShare(p))
+      experts.push_back(grad);
+    else
+      wholes.push_back(grad);
     if (sharded())
       shards.push_back(getGlobal(p.name + ".grad"));
   }
@@ -93,6 +100,9 @@ void Lowering::lowerGradientReduction() {
     collective(loc, sched::CollectiveKind::AllReduceSum, wholes, {},
                contextParallel_ > 1 ? sched::MeshAxis::DpCp
                                     : sched::MeshAxis::Dp);
+    if (!experts.empty() && groupSize(sched::MeshAxis::Edp) > 1)
+      collective(loc, sched::CollectiveKind::AllReduceSum, experts, {},
+                 sched::MeshAxis::Edp);
   }
   handBack(loc);
   stream_ = 0;
@@ -144,9 +154,11 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
 // The norm of the whole gradient. Sharded, each rank's shards give its part
 // of the norm; gathered, the parts' norm is the whole one, and every rank
 // computes the same value from the same parts.
-// braid-shard's collectives. A sum is made in place when nothing else reads
-// the partial value, and in a fresh buffer otherwise (the residual stream
-// keeps its partial sums while a norm reads the whole). The collectives
+// braid-shard's collectives, and expert parallel's (braid-import's: the
+// counts' gather, the tokens' dispatch and combine). A sum is made in
+// place when nothing else reads the partial value, and in a fresh buffer
+// otherwise (the residual stream keeps its partial sums while a norm reads
+// the whole). The collectives
 // join and cut along dimension 0; along another dimension the parts are
 // moved to dimension 0 first (stack_parts) or from it after
 // (unstack_parts).
@@ -162,6 +174,8 @@ LogicalResult Lowering::lowerComm(Operation &op,
     axis = sched::MeshAxis::Cp;
   else if (commAxis && commAxis.getValue() == CommAxis::Dp)
     axis = sched::MeshAxis::Dp;
+  else if (commAxis && commAxis.getValue() == CommAxis::Ep)
+    axis = sched::MeshAxis::Ep;
   const int64_t group = groupSize(axis);
   auto alloc = [&](Type tensor) {
     return sched::AllocOp::create(b_, loc, bufferType(tensor), IntegerAttr())
@@ -185,7 +199,16 @@ LogicalResult Lowering::lowerComm(Operation &op,
   };
   Type resultType = op.getResult(0).getType();
   Value out = alloc(resultType);
-  if (auto shift = dyn_cast<CommShiftOp>(op)) {
+  if (isa<CommDispatchOp, CommCombineOp>(op)) {
+    Value counts = buffers.lookup(op.getOperand(1));
+    if (!counts)
+      return op.emitOpError("counts have no buffer");
+    copyMarks(&op, collective(loc,
+                              isa<CommDispatchOp>(op)
+                                  ? sched::CollectiveKind::Dispatch
+                                  : sched::CollectiveKind::Combine,
+                              {in, counts}, {out}, axis));
+  } else if (auto shift = dyn_cast<CommShiftOp>(op)) {
     copyMarks(&op, collective(loc, sched::CollectiveKind::Shift, {in}, {out},
                               axis, static_cast<int32_t>(shift.getOffset())));
   } else if (auto gather = dyn_cast<CommAllGatherOp>(op)) {
@@ -229,7 +252,8 @@ LogicalResult Lowering::lowerComm(Operation &op,
 
 // With TP, a split parameter's gradient is one rank's part: the parts' norms
 // are gathered over the group and joined with the replicated parameters'
-// norm, which every rank holds whole. With ZeRO each of those norms is
+// norm, which every rank holds whole; with EP, an MoE layer's share of its
+// experts likewise over the EP group. With ZeRO each of those norms is
 // first the norm of the DP group's shards' norms, gathered.
 Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
   Value norm = getGlobal("grad_norm");
@@ -263,22 +287,26 @@ Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
                     DictionaryAttr());
     return n;
   };
-  if (tensorParallel_ > 1) {
-    SmallVector<Value> split, whole;
+  if (tensorParallel_ > 1 || expertParallel_ > 1) {
+    // A TP part's and an EP share's norms gathered over their groups,
+    // joined with the rest's, which every rank holds whole.
+    SmallVector<Value> tpParts, epParts, whole;
     for (auto [p, g] : llvm::zip(params_, grads))
-      (p.tpShard ? split : whole).push_back(g);
+      (isExpertShare(p) ? epParts : p.part ? tpParts : whole).push_back(g);
     SmallVector<Value> parts;
-    if (sharded()) {
+    if (!tpParts.empty() && sharded()) {
       // Each TP part's norm (over its DP shards), then the parts'.
-      Value part = wholeNorm(split);
+      Value part = wholeNorm(tpParts);
       Value all = scalar(tensorParallel_);
       setPhaseMark(collective(loc, sched::CollectiveKind::AllGather, {part},
                               {all}, sched::MeshAxis::Tp),
                    Phase::Optimizer);
       parts.push_back(all);
-    } else {
-      parts.push_back(partsOver(split, sched::MeshAxis::Tp, tensorParallel_));
+    } else if (!tpParts.empty()) {
+      parts.push_back(partsOver(tpParts, sched::MeshAxis::Tp, tensorParallel_));
     }
+    if (!epParts.empty())
+      parts.push_back(partsOver(epParts, sched::MeshAxis::Ep, expertParallel_));
     if (!whole.empty())
       parts.push_back(wholeNorm(whole));
     optimizerLaunch(loc, "grad_norm", parts, {norm}, DictionaryAttr());

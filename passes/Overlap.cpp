@@ -84,12 +84,14 @@ struct Reductions {
 };
 
 // The collectives of the gradient reduction: not braid-shard's over the TP
-// and CP groups, which stay where the micro-batch has them.
+// and CP groups, nor expert parallel's over EP, which stay where the
+// micro-batch (or the norm) has them.
 SmallVector<sched::CollectiveOp> reductionCollectives(Block &body) {
   SmallVector<sched::CollectiveOp> out;
   for (auto c : body.getOps<sched::CollectiveOp>())
     if (c.getAxis() != sched::MeshAxis::Tp &&
-        c.getAxis() != sched::MeshAxis::Cp)
+        c.getAxis() != sched::MeshAxis::Cp &&
+        c.getAxis() != sched::MeshAxis::Ep)
       out.push_back(c);
   return out;
 }

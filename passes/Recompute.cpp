@@ -124,11 +124,16 @@ Recomputer::groupOf(Operation *op, const RecomputePolicy &policy,
     const auto at = llvm::find(layers, *layer) - layers.begin();
     return at < policy.layers ? std::optional<int64_t>(at) : std::nullopt;
   }
-  case RecomputePolicy::Kind::kOps:
-    if (llvm::is_contained(policy.ops,
-                           op->getName().stripDialect().str()))
+  case RecomputePolicy::Kind::kOps: {
+    const std::string name = op->getName().stripDialect().str();
+    if (llvm::is_contained(policy.ops, name))
+      return *layer;
+    // The MoE levels: kinds that count inside an MoE block only.
+    if (moeBlockMark(op) && (llvm::is_contained(policy.ops, "moe:" + name) ||
+                             llvm::is_contained(policy.ops, "moe:*")))
       return *layer;
     return std::nullopt;
+  }
   }
   return std::nullopt;
 }

@@ -49,15 +49,21 @@ struct Candidate {
   std::optional<std::vector<MemoryFigures>> memory; // per rank, once planned
 };
 
-// From no recompute to all of it: the op kinds alone and together, the
-// layers by blocks and by groups, and every layer.
-std::vector<std::string> candidateTexts(int64_t maxLayers) {
+// From no recompute to all of it: the op kinds alone and together (with
+// mixture-of-experts blocks, their three levels too), the layers by blocks
+// and by groups, and every layer.
+std::vector<std::string> candidateTexts(int64_t maxLayers, bool moe) {
   std::vector<std::string> texts = {"none",
                                     "norm",
                                     "activation",
                                     "norm,activation",
                                     "selective",
                                     "selective,norm,activation"};
+  if (moe)
+    for (const char *level : {"moe-light", "moe-medium", "moe-full"}) {
+      texts.push_back(level);
+      texts.push_back(std::string("selective,norm,") + level);
+    }
   for (int64_t n = 1; n < maxLayers; ++n)
     texts.push_back("block-" + std::to_string(n));
   for (int64_t n = 2; n <= maxLayers; ++n)
@@ -92,7 +98,8 @@ chooseRecompute(ModuleOp module, const pipeline::Partition &partition,
 
   // Each candidate's FLOPs, rank by rank, from a copy with it applied.
   std::vector<Candidate> candidates;
-  for (const std::string &text : candidateTexts(maxLayers)) {
+  for (const std::string &text :
+       candidateTexts(maxLayers, module->hasAttr(BraidDialect::kMoeAttr))) {
     Candidate c;
     c.text = text;
     c.policy = *parseRecomputePolicy(text);

@@ -18,6 +18,10 @@
 // replicated. When the model has fewer kv heads than the group has ranks,
 // the k and v projections are replicated and each rank picks the kv heads
 // of its query heads (repeat_kv tp_slice), as Megatron does.
+// A mixture-of-experts block runs whole on every rank of the group: its
+// router linear, experts and expert-parallel exchanges are replicated (the
+// experts split over expert-parallel ranks instead, docs/moe.md); its
+// shared experts are an MLP like any other.
 //
 // An op that needs a replicated operand and is handed a partial one gets a
 // braid.comm.all_reduce in between, inserted right after the partial value
@@ -115,6 +119,9 @@ private:
   LogicalResult visitLinearGradWeight(LinearGradWeightOp op);
   LogicalResult visitAdd(AddOp op);
   LogicalResult visitCrossEntropy(CrossEntropyOp op);
+  LogicalResult visitWhole(Operation *op);
+  // Whether `v` (a linear's output) is a router's logits.
+  static bool feedsRouter(Value v);
   LogicalResult sameAsOperands(Operation *op, ArrayRef<unsigned> operands);
   LogicalResult finish();
 
@@ -280,6 +287,35 @@ bool Sharder::feedsReplicatedKv(Value v) const {
   return false;
 }
 
+bool Sharder::feedsRouter(Value v) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<MoeRouteOp, MoeZLossOp>(user))
+      return true;
+    if (auto c = dyn_cast<CastOp>(user); c && feedsRouter(c.getResult()))
+      return true;
+  }
+  return false;
+}
+
+// An op of a mixture-of-experts block: every operand whole (a parameter
+// decided replicated), every result replicated.
+LogicalResult Sharder::visitWhole(Operation *op) {
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    Value v = op->getOperand(i);
+    if (!of(v)) {
+      if (failed(decide(v, replicated())))
+        return failure();
+      continue;
+    }
+    if (failed(whole(op, i)))
+      return failure();
+  }
+  for (Value r : op->getResults())
+    if (failed(set(r, replicated())))
+      return failure();
+  return success();
+}
+
 int64_t Sharder::splitBlocks(Value v) {
   for (Operation *user : v.getUsers())
     if (auto s = dyn_cast<SplitOp>(user))
@@ -308,8 +344,9 @@ LogicalResult Sharder::visitLinear(LinearOp op) {
   Value y = op.getResult();
   if (!of(x) || of(x).isReplicated()) {
     if (!of(w)) {
-      TpLayoutAttr l = feedsReplicatedKv(y) ? replicated()
-                                            : split(0, splitBlocks(y));
+      TpLayoutAttr l = feedsReplicatedKv(y) || feedsRouter(y)
+                           ? replicated()
+                           : split(0, splitBlocks(y));
       if (failed(decide(w, l)))
         return failure();
     }
@@ -383,11 +420,16 @@ LogicalResult Sharder::visitLinearGradWeight(LinearGradWeightOp op) {
   return success();
 }
 
-// A partial sum added to a value laid out otherwise takes that layout.
+// A partial sum added to a value laid out otherwise takes that layout; so
+// does a replicated value (an MoE block's output) added to a split one
+// (sequence parallel's tokens): each rank takes its part.
 LogicalResult Sharder::visitAdd(AddOp op) {
   TpLayoutAttr a = of(op.getLhs()), c = of(op.getRhs());
-  if (a != c && (a.isPartial() || c.isPartial())) {
-    TpLayoutAttr want = a.isPartial() ? c : a;
+  if (a != c && (a.isPartial() || c.isPartial() || a.isReplicated() ||
+                 c.isReplicated())) {
+    TpLayoutAttr want = a.isPartial() || (a.isReplicated() && !c.isPartial())
+                            ? c
+                            : a;
     if (failed(convertAll(op, {0, 1}, want)))
       return failure();
     return set(op.getResult(), want);
@@ -444,6 +486,15 @@ LogicalResult Sharder::visit(Operation *op) {
       // Context parallel's layout copies and collectives act along the
       // sequence: the TP layout carries through.
       .Case([&](TakePartOp t) { return sameAsOperands(t, {0}); })
+      .Case<MoeRouteOp, MoeRouteGradOp, MoeExpertCountsOp, MoeAuxLossOp,
+            MoeAuxLossGradOp, MoeZLossOp, MoeZLossGradOp, MoeBiasUpdateOp,
+            MoePermuteOp, MoePermuteGradOp, MoeUnpermuteOp,
+            MoeUnpermuteGradOp, MoeGroupedLinearOp,
+            MoeGroupedLinearGradInputOp, MoeGroupedLinearGradWeightOp,
+            MoeBatchedLinearOp, MoeBatchedLinearGradInputOp,
+            MoeBatchedLinearGradWeightOp, MoeBlockCountsOp, MoeEpOffsetsOp,
+            CommDispatchOp, CommCombineOp>(
+          [&](Operation *m) { return visitWhole(m); })
       .Case<CommAllGatherOp, CommReduceScatterOp, CommShiftOp>(
           [&](Operation *c) { return sameAsOperands(c, {0}); })
       .Case<FlashAttentionOp, FlashAttentionGradInputOp, AttentionMergeOp>(

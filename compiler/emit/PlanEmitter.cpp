@@ -142,8 +142,9 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
     if (shard.getDpRows())
       s->set_dp_rows(true);
     const plan::Mesh &mesh = plan_.mesh();
+    const int64_t ep = std::max<int64_t>(1, mesh.ep());
     const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp(),
-                             mesh.dp() * mesh.cp()};
+                             mesh.dp() * mesh.cp(), ep, mesh.dp() / ep};
     for (int d = 0; d < t->shape_size(); ++d)
       s->add_global_shape(
           t->shape(d) *
@@ -583,6 +584,8 @@ FailureOr<plan::Plan> Emitter::run() {
     mesh->set_cp(m.getCp());
     mesh->set_pp(m.getPp());
     mesh->set_dp(m.getDp());
+    if (m.getEp() > 1)
+      mesh->set_ep(m.getEp());
   } else {
     // A module without a mesh is compiled for one rank.
     mesh->set_tp(1);

@@ -12,6 +12,7 @@
 
 #include "compiler/import/ImportSpec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -30,18 +31,23 @@ using namespace mlir;
 namespace braid {
 namespace {
 
-// Gives every op the builder inserts the layer under construction.
+// Gives every op the builder inserts the layer under construction, and
+// the MoE block mark inside a mixture-of-experts block.
 class LayerStamper : public OpBuilder::Listener {
 public:
   void set(LayerAttr layer) { layer_ = layer; }
   LayerAttr get() const { return layer_; }
+  void setInMoeBlock(bool in) { moe_ = in; }
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint) override {
     setLayerMark(op, layer_);
+    if (moe_)
+      setMoeBlockMark(op);
   }
 
 private:
   LayerAttr layer_;
+  bool moe_ = false;
 };
 
 // The function under construction: arguments and their attributes are
@@ -89,8 +95,11 @@ private:
     return v;
   }
 
+  // `expertShare`: an MoE layer's stacked experts, of which this rank
+  // holds its expert-parallel group's share (`shape` is the share's).
   Value param(const std::string &name, ArrayRef<int64_t> shape, InitKind init,
-              bool scaledResidual = false, bool transposed = false) {
+              bool scaledResidual = false, bool transposed = false,
+              bool expertShare = false) {
     auto type = RankedTensorType::get(shape, f32_);
     Value v = block_->addArgument(type, loc_);
     double std = arch_.init().std();
@@ -99,8 +108,12 @@ private:
     auto attr =
         ParamAttr::get(ctx_, name, init, init == InitKind::Normal ? std : 0.0,
                        /*weightDecay=*/shape.size() >= 2, transposed);
-    argAttrs_.push_back(
-        b_.getDictionaryAttr(b_.getNamedAttr(BraidDialect::kParamAttr, attr)));
+    SmallVector<NamedAttribute> attrs = {
+        b_.getNamedAttr(BraidDialect::kParamAttr, attr)};
+    if (expertShare)
+      attrs.push_back(
+          b_.getNamedAttr(BraidDialect::kExpertShardAttr, b_.getUnitAttr()));
+    argAttrs_.push_back(b_.getDictionaryAttr(attrs));
     return bf16_ ? castAtTop(v) : v;
   }
 
@@ -250,9 +263,11 @@ Value GraphBuilder::llamaLayer(Value x, int64_t l) {
   x = add(x, dropout(a, train_.hidden_dropout(), 2 + 3 * l));
 
   h = norm(x, p + ".post_attention_layernorm");
+  layer_.setInMoeBlock(isMoeLayer(l));
   Value y = isMoeLayer(l) ? moeBlock(h, l)
                           : denseMlp(h, p + ".mlp", arch_.ffn_hidden_size(),
                                      "gate_proj", "up_proj", "down_proj");
+  layer_.setInMoeBlock(false);
   return add(x, dropout(y, train_.hidden_dropout(), 3 + 3 * l));
 }
 
@@ -324,30 +339,62 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   // GEMM over the E equal blocks.
   const int64_t capacity = moeCapacity(spec_);
   const int64_t slots = capacity > 0 ? e * capacity : tokens * k;
-  auto rows = [&](int64_t width) {
-    return RankedTensorType::get({slots, width}, compute_);
-  };
   auto permute = MoePermuteOp::create(
-      b_, loc_, rows(d), choice(b_.getI32Type()),
+      b_, loc_, RankedTensorType::get({slots, d}, compute_),
+      choice(b_.getI32Type()),
       RankedTensorType::get({e + 1}, b_.getI32Type()), h, route.getExperts(),
       capacity > 0 ? b_.getI64IntegerAttr(capacity) : IntegerAttr());
   Value offsets = permute.getOffsets();
+  Value rows = permute.getRows();
+  // Expert parallel (docs/moe.md): each rank holds `local` of the experts;
+  // the group's counts are gathered, every row goes to its expert's rank
+  // (arriving sender by sender, in blocks of the rank's experts) and comes
+  // back after the experts. The receiving rank has room for the dropless
+  // bound, or in capacity mode for every sender's slots of its experts
+  // (as many as it sends: E x capacity), padding included; the blocks
+  // then go through grouped GEMMs (each sender's slots of an expert are
+  // one block).
+  const int64_t ep = std::max<int64_t>(1, spec_.parallel().expert_parallel());
+  const int64_t local = e / ep;
+  Value all;
+  if (ep > 1) {
+    auto ids = [&](int64_t n) {
+      return RankedTensorType::get({n}, b_.getI32Type());
+    };
+    auto axis = CommAxisAttr::get(ctx_, CommAxis::Ep);
+    Value counts = MoeBlockCountsOp::create(b_, loc_, ids(e), offsets);
+    all = CommAllGatherOp::create(b_, loc_, ids(ep * e), counts, axis,
+                                  IntegerAttr());
+    const int64_t received = capacity > 0 ? slots : moeDroplessBound(spec_);
+    rows = CommDispatchOp::create(
+        b_, loc_, RankedTensorType::get({received, d}, compute_), rows, all,
+        axis);
+    offsets = MoeEpOffsetsOp::create(b_, loc_, ids(ep * local + 1), all);
+  }
+  auto rowsOf = [&](Value like, int64_t width) {
+    return RankedTensorType::get(
+        {cast<RankedTensorType>(like.getType()).getDimSize(0), width},
+        compute_);
+  };
   auto expertLinear = [&](Value xs, const char *name, int64_t out,
                           bool scaledResidual) -> Value {
     const int64_t in = cast<RankedTensorType>(xs.getType()).getShape().back();
-    Value w = param(p + ".experts.*." + name + ".weight", {e, out, in},
-                    InitKind::Normal, scaledResidual);
-    if (capacity > 0)
-      return MoeBatchedLinearOp::create(b_, loc_, rows(out), xs, w);
-    return MoeGroupedLinearOp::create(b_, loc_, rows(out), xs, w, offsets);
+    Value w = param(p + ".experts.*." + name + ".weight", {local, out, in},
+                    InitKind::Normal, scaledResidual, /*transposed=*/false,
+                    /*expertShare=*/ep > 1);
+    if (capacity > 0 && ep == 1)
+      return MoeBatchedLinearOp::create(b_, loc_, rowsOf(xs, out), xs, w);
+    return MoeGroupedLinearOp::create(b_, loc_, rowsOf(xs, out), xs, w,
+                                      offsets);
   };
-  Value gate =
-      expertLinear(permute.getRows(), mixtral ? "w1" : "gate_proj", f, false);
-  Value up =
-      expertLinear(permute.getRows(), mixtral ? "w3" : "up_proj", f, false);
+  Value gate = expertLinear(rows, mixtral ? "w1" : "gate_proj", f, false);
+  Value up = expertLinear(rows, mixtral ? "w3" : "up_proj", f, false);
   Value s = SwiGLUOp::create(b_, loc_, gate.getType(), gate, up);
   Value down =
       expertLinear(s, mixtral ? "w2" : "down_proj", d, /*scaledResidual=*/true);
+  if (ep > 1)
+    down = CommCombineOp::create(b_, loc_, rowsOf(permute.getRows(), d), down,
+                                 all, CommAxisAttr::get(ctx_, CommAxis::Ep));
   Value y = MoeUnpermuteOp::create(b_, loc_, act(d), down,
                                    permute.getPositions(), route.getWeights());
   if (moe.num_shared_experts() > 0)
@@ -431,9 +478,14 @@ void GraphBuilder::build() {
 void GraphBuilder::setModuleAttrs(ModuleOp module) {
   const bool learned = arch_.position_embedding() == spec::LEARNED;
   int64_t numParams = 0;
-  for (auto [t, attrs] : llvm::zip(func_.getArgumentTypes(), argAttrs_))
-    if (cast<DictionaryAttr>(attrs).contains(BraidDialect::kParamAttr))
-      numParams += cast<RankedTensorType>(t).getNumElements();
+  // The model's: an expert-parallel share counts as the whole it is part of.
+  const int64_t ep = std::max<int64_t>(1, spec_.parallel().expert_parallel());
+  for (auto [t, attrs] : llvm::zip(func_.getArgumentTypes(), argAttrs_)) {
+    auto dict = cast<DictionaryAttr>(attrs);
+    if (dict.contains(BraidDialect::kParamAttr))
+      numParams += cast<RankedTensorType>(t).getNumElements() *
+                   (dict.contains(BraidDialect::kExpertShardAttr) ? ep : 1);
+  }
 
   module->setAttr("braid.name", b_.getStringAttr(spec_.name()));
   // braid-recompute parses it (the spec's rules already did).
@@ -504,7 +556,9 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
                   MeshAttr::get(ctx_, parallel.tensor_parallel(),
                                 parallel.context_parallel(),
                                 parallel.pipeline_parallel(),
-                                parallel.data_parallel()));
+                                parallel.data_parallel(),
+                                std::max<int64_t>(
+                                    1, parallel.expert_parallel())));
   if (parallel.tensor_parallel() > 1 && parallel.sequence_parallel())
     module->setAttr(BraidDialect::kSequenceParallelAttr, b_.getUnitAttr());
   if (parallel.context_parallel() > 1 &&
@@ -598,18 +652,14 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
     const spec::Moe &moe = spec.model().moe();
     const char *missing = nullptr;
     const spec::ParallelLayout &par = spec.parallel();
-    if (moe.expert_bias() &&
-        (par.tensor_parallel() > 1 || par.pipeline_parallel() > 1 ||
-         par.context_parallel() > 1 || par.zero_stage() >= 1))
-      missing = "expert_bias with tensor, pipeline or context parallel or "
-                "ZeRO; leave it out, or use data parallel";
-    else if (par.tensor_parallel() > 1 || par.context_parallel() > 1)
-      missing = "tensor_parallel or context_parallel above 1 (the MoE ops "
-                "have no tensor- or context-parallel rules yet); use data "
-                "or pipeline parallel";
-    else if (par.expert_parallel() > 1)
-      missing = "parallel.expert_parallel; leave it out for experts "
-                "replicated on every rank";
+    if (par.context_parallel() > 1)
+      missing = "context_parallel above 1 (the balancing losses and the "
+                "expert bias's load would count each rank's part of the "
+                "sequence); use data, tensor, pipeline or expert parallel";
+    else if (par.expert_parallel() > 1 && par.zero_stage() >= 1)
+      missing = "parallel.expert_parallel with ZeRO (each rank's share of "
+                "the experts would be cut again over DP); leave one of them "
+                "out";
     if (missing)
       return module.emitError() << "braid-import: model.moe: " << missing
                                 << " (does not compile yet, docs/moe.md)";

@@ -23,14 +23,29 @@ const std::map<std::string, std::vector<std::string>> &groups() {
       {"activation",
        {"swiglu", "gelu", "fused_bias_swiglu", "fused_bias_gelu"}},
       {"attention", {"attention", "flash_attention"}},
+      // A mixture-of-experts block's levels (docs/memory.md): kinds after
+      // "moe:" count only inside an MoE block, "moe:*" is every op of one.
+      // Light: the router, the permutations, the activation function.
+      {"moe-light",
+       {"moe:moe_route", "moe:moe_permute", "moe:swiglu",
+        "moe:fused_bias_swiglu"}},
+      // Medium: and the experts' GEMMs and the shared experts (and the
+      // router's linear).
+      {"moe-medium",
+       {"moe:moe_route", "moe:moe_permute", "moe:swiglu",
+        "moe:fused_bias_swiglu", "moe:moe_grouped_linear",
+        "moe:moe_batched_linear", "moe:linear"}},
+      // Full: the whole block, expert parallel's exchanges included.
+      {"moe-full", {"moe:*"}},
   };
   return *g;
 }
 
 constexpr const char *kAccepted =
     "none, auto, full, selective, uniform-N, block-N (N a number of layers, 1 or "
-    "more), or op kinds separated by commas: norm, activation, attention or "
-    "forward op names such as rms_norm or rope";
+    "more), or op kinds separated by commas: norm, activation, attention, "
+    "moe-light, moe-medium, moe-full or forward op names such as rms_norm or "
+    "rope";
 
 absl::StatusOr<int64_t> layerCount(const std::string &text,
                                    const std::string &whole) {

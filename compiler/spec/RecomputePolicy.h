@@ -35,14 +35,17 @@ struct RecomputePolicy {
   };
   Kind kind = Kind::kNone;
   int64_t layers = 0;
-  // Braid op names without the dialect ("rms_norm", "flash_attention").
+  // Braid op names without the dialect ("rms_norm", "flash_attention");
+  // "moe:NAME" counts only inside a mixture-of-experts block, "moe:*" is
+  // every op of one (the MoE levels).
   std::vector<std::string> ops;
 };
 
 // Parses a policy: "none" (or nothing), "auto", "full", "uniform-N",
 // "block-N" (N >= 1), "selective", or op kinds separated by commas: the groups
-// "norm", "activation" and "attention" or the names of forward ops
-// ("rms_norm", "rope"). InvalidArgument with a sentence naming what is
+// "norm", "activation" and "attention", the MoE levels "moe-light",
+// "moe-medium" and "moe-full", or the names of forward ops ("rms_norm",
+// "rope"). InvalidArgument with a sentence naming what is
 // wrong and what is accepted.
 absl::StatusOr<RecomputePolicy> parseRecomputePolicy(std::string_view text);
 

@@ -104,6 +104,23 @@ int64_t moeCapacity(const spec::ModelSpec &spec) {
                  static_cast<double>(moe.num_experts())));
 }
 
+int64_t moeDroplessBound(const spec::ModelSpec &spec) {
+  const spec::Moe &moe = spec.model().moe();
+  const int64_t ep = spec.parallel().expert_parallel();
+  if (!spec.model().has_moe() || ep < 2 || moe.capacity_factor() > 0 ||
+      moe.num_experts() % ep != 0)
+    return 0;
+  const double tokens = moeTokensPerMicroBatch(spec);
+  const double worst =
+      static_cast<double>(ep) * tokens *
+      static_cast<double>(std::min(moe.top_k(), moe.num_experts() / ep));
+  if (moe.dropless_bound() <= 0)
+    return static_cast<int64_t>(worst);
+  const double bound = std::ceil(moe.dropless_bound() * tokens *
+                                 static_cast<double>(moe.top_k()));
+  return static_cast<int64_t>(std::min(bound, worst));
+}
+
 absl::StatusOr<int64_t> parameterCount(const spec::Architecture &model) {
   if (model.vocab_size() <= 0 || model.hidden_size() <= 0 ||
       model.num_layers() <= 0 || model.num_heads() <= 0 ||

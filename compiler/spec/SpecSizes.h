@@ -22,5 +22,12 @@ double moeTokensPerMicroBatch(const spec::ModelSpec &spec);
 // The rows each expert takes in capacity mode, floor(capacity_factor x T
 // x top_k / num_experts) (docs/moe.md); 0 for dropless or a dense model.
 int64_t moeCapacity(const spec::ModelSpec &spec);
+// Under expert parallel (dropless), the token rows one rank's experts may
+// receive in a micro-batch, which the plan holds room for (docs/moe.md):
+// dropless_bound x T x top_k (the mean, T a rank's tokens of a
+// micro-batch), rounded up, and at most the worst case, EP x T x
+// min(top_k, num_experts / EP) (every rank's tokens choosing this rank's
+// experts), which dropless_bound 0 asks for. 0 without expert parallel.
+int64_t moeDroplessBound(const spec::ModelSpec &spec);
 
 } // namespace braid

@@ -205,16 +205,21 @@ def Braid_MeshAttr : AttrDef<Braid_Dialect, "Mesh"> {
     TP innermost, DP outermost; each axis has at least one rank. Set by
     braid-import from the spec's `parallel` block; braid-lower-to-sched
     reduces the gradients over DP when it has more than one rank, and the
-    plan emitter copies the sizes into the plan.
+    plan emitter copies the sizes into the plan. `ep` (left out: 1) is
+    expert parallel's group size, a divisor of dp: groups of ep DP ranks
+    each hold every MoE expert once.
 
     ```mlir
     module attributes {braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 4>} {
+    module attributes {braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 4, ep = 2>} {
     ```
   }];
   let parameters = (ins "int64_t":$tp, "int64_t":$cp, "int64_t":$pp,
-                        "int64_t":$dp);
+                        "int64_t":$dp,
+                        DefaultValuedParameter<"int64_t", "1">:$ep);
   let assemblyFormat = [{
-    `<` `tp` `=` $tp `,` `cp` `=` $cp `,` `pp` `=` $pp `,` `dp` `=` $dp `>`
+    `<` `tp` `=` $tp `,` `cp` `=` $cp `,` `pp` `=` $pp `,` `dp` `=` $dp
+    (`,` `ep` `=` $ep^)? `>`
   }];
   let genVerifyDecl = 1;
 }

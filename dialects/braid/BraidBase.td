@@ -45,6 +45,9 @@ def Braid_Dialect : Dialect {
     // The names of the two marks.
     static constexpr ::llvm::StringLiteral kLayerMark = "braid.layer";
     static constexpr ::llvm::StringLiteral kPhaseMark = "braid.phase";
+    // On an op of a mixture-of-experts block (a unit attribute, set by
+    // braid-import): what the MoE recompute levels recompute.
+    static constexpr ::llvm::StringLiteral kMoeBlockMark = "braid.moe_block";
     // The module's settings: a ModelAttr and a TrainAttr.
     static constexpr ::llvm::StringLiteral kModelAttr = "braid.model";
     static constexpr ::llvm::StringLiteral kTrainAttr = "braid.train";
@@ -141,6 +144,12 @@ def Braid_Dialect : Dialect {
     // expert bias), a #braid.param of its name and init (zeros); no
     // gradient, no optimizer state, checkpointed under its name.
     static constexpr ::llvm::StringLiteral kBufferAttr = "braid.buffer";
+    // On a step function argument with a braid.param: an MoE layer's
+    // stacked experts [E / EP, ...], of which each rank of an
+    // expert-parallel group holds its share (dimension 0 of the whole
+    // [E, ...] split over the group, set by braid-import; a unit
+    // attribute).
+    static constexpr ::llvm::StringLiteral kExpertShardAttr = "braid.ep";
   }];
 }
 
@@ -164,10 +173,12 @@ def Braid_PhaseAttr : EnumAttr<Braid_Dialect, Braid_Phase, "phase"> {
 }
 
 // The mesh axis a braid.comm op's group lies along.
+// ep: an expert-parallel group (within DP, docs/moe.md).
 def Braid_CommAxis : I32EnumAttr<"CommAxis", "a mesh axis of a collective", [
     I32EnumAttrCase<"Tp", 0, "tp">,
     I32EnumAttrCase<"Cp", 1, "cp">,
-    I32EnumAttrCase<"Dp", 3, "dp">]> {
+    I32EnumAttrCase<"Dp", 3, "dp">,
+    I32EnumAttrCase<"Ep", 4, "ep">]> {
   let cppNamespace = "::braid";
   let genSpecializedAttr = 0;
 }

@@ -47,6 +47,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return wrongType("#braid.layer");
   if (name == kPhaseMark && !isa<PhaseAttr>(value))
     return wrongType("#braid.phase");
+  if (name == kMoeBlockMark && !isa<UnitAttr>(value))
+    return wrongType("unit attribute");
   if (name == kTpAttr) {
     auto layouts = dyn_cast<ArrayAttr>(value);
     if (!layouts || layouts.size() != op->getNumResults() ||
@@ -125,6 +127,8 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
     return wrongType("#braid.param<...>");
   if (name == kTpAttr && !isa<TpLayoutAttr>(value))
     return wrongType("#braid.tp<...>");
+  if (name == kExpertShardAttr && !isa<UnitAttr>(value))
+    return wrongType("unit attribute");
   if (name == kInputAttr) {
     if (!isa<InputRoleAttr>(value))
       return wrongType("#braid.input");
@@ -202,11 +206,14 @@ LayerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t tp, int64_t cp, int64_t pp,
-                               int64_t dp) {
+                               int64_t dp, int64_t ep) {
   for (int64_t size : {tp, cp, pp, dp})
     if (size < 1)
       return emitError() << "every mesh axis has at least one rank, not "
                          << size;
+  if (ep < 1 || dp % ep != 0)
+    return emitError() << "ep = " << ep << " does not divide dp = " << dp
+                       << ": expert-parallel groups split the DP ranks";
   return success();
 }
 

@@ -445,6 +445,30 @@ LogicalResult CommShiftOp::verify() {
   return expectLike(*this, getResult(), getInput(), "result", "input");
 }
 
+// Rows [N, ...] and [R, ...] of one row shape and element type; counts of
+// one or more.
+static LogicalResult verifyExchange(Operation *op, Value rows, Value counts,
+                                    Value result) {
+  ArrayRef<int64_t> a = shapeOf(rows), b = shapeOf(result);
+  if (failed(expectSameElementType(op, result, rows, "result", "rows")))
+    return failure();
+  if (a.empty() || a.size() != b.size() || a.drop_front() != b.drop_front())
+    return op->emitOpError() << tensorOf(result) << " does not have the rows' "
+                             << "shape " << tensorOf(rows)
+                             << " but for the number of rows";
+  if (shapeOf(counts).size() != 1 || shapeOf(counts)[0] < 1)
+    return op->emitOpError("counts must be one dimension of one or more");
+  return success();
+}
+
+LogicalResult CommDispatchOp::verify() {
+  return verifyExchange(*this, getRows(), getCounts(), getResult());
+}
+
+LogicalResult CommCombineOp::verify() {
+  return verifyExchange(*this, getRows(), getCounts(), getResult());
+}
+
 LogicalResult TakePartOp::verify() {
   return verifyParts(*this, getResult(), getInput(), getDim());
 }

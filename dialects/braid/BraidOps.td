@@ -627,9 +627,9 @@ def Braid_CommAllGatherOp : Braid_PureOp<"comm.all_gather"> {
         : (tensor<8x32x64xf32>) -> tensor<8x64x64xf32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis,
+  let arguments = (ins AnyStaticShapeTensor:$input, Braid_CommAxisAttr:$axis,
                        OptionalAttr<I64Attr>:$dim);
-  let results = (outs Braid_FloatTensor:$result);
+  let results = (outs AnyStaticShapeTensor:$result);
 }
 
 def Braid_CommReduceScatterOp : Braid_PureOp<"comm.reduce_scatter"> {
@@ -666,6 +666,46 @@ def Braid_CommShiftOp : Braid_PureOp<"comm.shift"> {
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_CommAxisAttr:$axis,
                        I64Attr:$offset);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_CommDispatchOp : Braid_PureOp<"comm.dispatch", [Braid_Differentiable]> {
+  let summary = "Send each token row to its expert's rank of the EP group";
+  let description = [{
+    Expert parallel's dispatch (docs/moe.md). `rows` are this rank's token
+    rows in expert-major order (moe_permute's), `counts` the EP group's
+    counts gathered ([G x G x m] i32: rank s's G x m counts, the rows it
+    sends each expert, expert k x m + j being rank k's local expert j).
+    Every rank sends each rank the rows of its experts and receives, sender
+    by sender, the rows of its own m experts; the result has room for the
+    plan's bound of received rows, the rest zero. The gradient is the
+    combine of the result's gradient.
+
+    ```mlir
+    %r = braid.comm.dispatch %xs, %all {axis = #braid.axis<ep>}
+        : (tensor<128x64xf32>, tensor<16xi32>) -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$rows, Braid_IdTensor:$counts,
+                       Braid_CommAxisAttr:$axis);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_CommCombineOp : Braid_PureOp<"comm.combine", [Braid_Differentiable]> {
+  let summary = "Return the experts' rows to the ranks that sent them";
+  let description = [{
+    The way back of braid.comm.dispatch with the same counts: `rows` in
+    the dispatch's received layout go back to their senders, and each rank
+    gets its own rows in their original (expert-major) order. The gradient
+    is the dispatch of the result's gradient.
+
+    ```mlir
+    %y = braid.comm.combine %ys, %all {axis = #braid.axis<ep>}
+        : (tensor<256x64xf32>, tensor<16xi32>) -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$rows, Braid_IdTensor:$counts,
+                       Braid_CommAxisAttr:$axis);
   let results = (outs Braid_FloatTensor:$result);
 }
 

@@ -230,6 +230,28 @@ LogicalResult MoeBatchedLinearOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+// Expert parallel's exchanges are each other's adjoints: the rows a rank
+// sent come back with their gradients by the way back, and so on.
+namespace {
+template <typename Back, typename Exchange>
+LogicalResult exchangeGradient(Exchange op, GradientBuilder &gb) {
+  if (gb.needsGrad(op.getRows()))
+    gb.addGrad(op.getRows(),
+               Back::create(gb.builder(), op.getLoc(), typeOf(op.getRows()),
+                            gb.grad(op.getResult()), op.getCounts(),
+                            op.getAxisAttr()));
+  return success();
+}
+} // namespace
+
+LogicalResult CommDispatchOp::buildGradient(GradientBuilder &gb) {
+  return exchangeGradient<CommCombineOp>(*this, gb);
+}
+
+LogicalResult CommCombineOp::buildGradient(GradientBuilder &gb) {
+  return exchangeGradient<CommDispatchOp>(*this, gb);
+}
+
 LogicalResult MoeGroupedLinearOp::buildGradient(GradientBuilder &gb) {
   OpBuilder &b = gb.builder();
   Value dy = gb.grad(getResult());

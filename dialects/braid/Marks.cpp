@@ -35,11 +35,21 @@ void setPhaseMark(Operation *op, Phase phase) {
               PhaseAttr::get(op->getContext(), phase));
 }
 
+bool moeBlockMark(Operation *op) {
+  return op->hasAttr(BraidDialect::kMoeBlockMark);
+}
+
+void setMoeBlockMark(Operation *op) {
+  op->setAttr(BraidDialect::kMoeBlockMark, UnitAttr::get(op->getContext()));
+}
+
 void copyMarks(Operation *from, Operation *to) {
   if (LayerAttr layer = layerMark(from))
     setLayerMark(to, layer);
   if (std::optional<Phase> phase = phaseMark(from))
     setPhaseMark(to, *phase);
+  if (moeBlockMark(from))
+    setMoeBlockMark(to);
 }
 
 std::string describeLayer(LayerAttr layer) {

@@ -1,7 +1,8 @@
 //===- Marks.h - layer and phase marks of braid and sched ops ---*- C++ -*-===//
 //
-// `braid.layer` (set at import) and `braid.phase` (set by autodiff, and on
-// the optimizer's launches by the lowering) are discardable attributes, so
+// `braid.layer` (set at import), `braid.phase` (set by autodiff, and on
+// the optimizer's launches by the lowering) and `braid.moe_block` (set at
+// import on a mixture-of-experts block's ops) are discardable attributes, so
 // that any op may carry them: braid ops, and the sched.launch each becomes.
 // A pass that replaces ops gives the new op the marks of the op it
 // replaces (copyMarks), so that no later pass has to guess them.
@@ -29,6 +30,12 @@ bool isOptimizerPhase(mlir::Operation *op);
 
 void setLayerMark(mlir::Operation *op, LayerAttr layer);
 void setPhaseMark(mlir::Operation *op, Phase phase);
+
+// `braid.moe_block` (a unit attribute, set at import): the op is part of a
+// mixture-of-experts block (router, experts, exchanges, shared experts),
+// which the MoE recompute levels go by (docs/memory.md).
+bool moeBlockMark(mlir::Operation *op);
+void setMoeBlockMark(mlir::Operation *op);
 
 // Gives `to` whichever marks `from` has.
 void copyMarks(mlir::Operation *from, mlir::Operation *to);

@@ -81,12 +81,27 @@ LogicalResult verifyBlocks(Operation *op, Value rows, Value weight,
   return verifyEqualBlocks(op, rows, weight);
 }
 
-// The rows [R, in], a weight [E, out, in] and offsets [E + 1].
+// Offsets [B + 1] of blocks that cycle over E experts: one per expert, or
+// under expert parallel one per sending rank and local expert.
+LogicalResult verifyBlockOffsets(Operation *op, Value offsets,
+                                 int64_t experts) {
+  if (failed(expectRank(op, offsets, 1, "offsets")))
+    return failure();
+  const int64_t blocks = shapeOf(offsets)[0] - 1;
+  if (experts < 1 || blocks < experts || blocks % experts != 0)
+    return op->emitOpError()
+           << "offsets " << offsets.getType()
+           << " must hold one more than a multiple of the " << experts
+           << " experts (a block per expert, or per sending rank and expert)";
+  return success();
+}
+
+// The rows [R, in], a weight [E, out, in] and offsets [k x E + 1].
 LogicalResult verifyGrouped(Operation *op, Value rows, Value weight,
                             Value offsets, bool rowsAreInput) {
   if (failed(verifyRowWidth(op, rows, weight, rowsAreInput)))
     return failure();
-  return expectShape(op, offsets, {shapeOf(weight)[0] + 1}, "offsets");
+  return verifyBlockOffsets(op, offsets, shapeOf(weight)[0]);
 }
 
 // dW [E, M, K] of a gradient [R, M] and the rows [R, K] it multiplied.
@@ -227,8 +242,29 @@ LogicalResult MoeGroupedLinearGradWeightOp::verify() {
   if (failed(verifyExpertWeightGrad(*this, getGrad(), getInput(),
                                     getWeightGrad())))
     return failure();
-  return expectShape(*this, getOffsets(), {shapeOf(getWeightGrad())[0] + 1},
-                     "offsets");
+  return verifyBlockOffsets(*this, getOffsets(), shapeOf(getWeightGrad())[0]);
+}
+
+LogicalResult MoeBlockCountsOp::verify() {
+  if (failed(expectRank(*this, getOffsets(), 1, "offsets")))
+    return failure();
+  return expectShape(*this, getCounts(), {shapeOf(getOffsets())[0] - 1},
+                     "counts");
+}
+
+// counts [G x G x m], offsets [G x m + 1].
+LogicalResult MoeEpOffsetsOp::verify() {
+  if (failed(expectRank(*this, getCounts(), 1, "counts")) ||
+      failed(expectRank(*this, getOffsets(), 1, "offsets")))
+    return failure();
+  const int64_t blocks = shapeOf(getOffsets())[0] - 1;
+  const int64_t n = shapeOf(getCounts())[0];
+  const int64_t ranks = blocks > 0 ? n / blocks : 0;
+  if (blocks < 1 || n % blocks != 0 || ranks < 1 || blocks % ranks != 0)
+    return emitOpError() << "counts " << getCounts().getType()
+                         << " and offsets " << getOffsets().getType()
+                         << " are not G x G x m counts and G x m + 1 offsets";
+  return success();
 }
 
 LogicalResult MoeExpertCountsOp::verify() {

@@ -185,11 +185,44 @@ def Braid_MoeUnpermuteGradOp : Braid_PureOp<"moe_unpermute_grad"> {
                       Braid_StatTensor:$weights_grad);
 }
 
+def Braid_MoeBlockCountsOp : Braid_PureOp<"moe_block_counts"> {
+  let summary = "The rows of each block of offsets";
+  let description = [{
+    What a rank sends each expert under expert parallel: moe_permute's
+    offsets `[E + 1]` become `E` counts.
+
+    ```mlir
+    %c = braid.moe_block_counts %offsets : (tensor<9xi32>) -> tensor<8xi32>
+    ```
+  }];
+  let arguments = (ins Braid_IdTensor:$offsets);
+  let results = (outs Braid_IdTensor:$counts);
+}
+
+def Braid_MoeEpOffsetsOp : Braid_PureOp<"moe_ep_offsets"> {
+  let summary = "The blocks of the rows this rank's experts receive";
+  let description = [{
+    From the expert-parallel group's gathered counts (`[G x G x m]`: rank
+    s's counts of every expert), the offsets of the `G x m` blocks this
+    rank receives from braid.comm.dispatch, sender by sender and, within a
+    sender, by local expert: block `s x m + j` is rank s's rows of local
+    expert j (docs/moe.md).
+
+    ```mlir
+    %o = braid.moe_ep_offsets %all : (tensor<16xi32>) -> tensor<9xi32>
+    ```
+  }];
+  let arguments = (ins Braid_IdTensor:$counts);
+  let results = (outs Braid_IdTensor:$offsets);
+}
+
 def Braid_MoeGroupedLinearOp : Braid_PureOp<"moe_grouped_linear", [Braid_Differentiable]> {
   let summary = "Each expert's block of rows times its weight (dropless)";
   let description = [{
-    Rows `[offsets[e], offsets[e + 1])` of the input go through `weight[e]`
-    (`[M, K]`, the linear layout); rows from `offsets[E]` on are zero.
+    Rows `[offsets[g], offsets[g + 1])` of the input go through
+    `weight[g mod E]` (`[M, K]`, the linear layout); rows from the last
+    offset on are zero. One rank has a block per expert; under expert
+    parallel a block per sending rank and local expert.
 
     ```mlir
     %y = braid.moe_grouped_linear %xs, %w, %offsets

@@ -133,7 +133,9 @@ def Sched_CollectiveKind : I32EnumAttr<"CollectiveKind",
     I32EnumAttrCase<"AllReduceSum", 0, "all_reduce_sum">,
     I32EnumAttrCase<"ReduceScatterSum", 1, "reduce_scatter_sum">,
     I32EnumAttrCase<"AllGather", 2, "all_gather">,
-    I32EnumAttrCase<"Shift", 3, "shift">]> {
+    I32EnumAttrCase<"Shift", 3, "shift">,
+    I32EnumAttrCase<"Dispatch", 4, "dispatch">,
+    I32EnumAttrCase<"Combine", 5, "combine">]> {
   let cppNamespace = "::braid::sched";
   let genSpecializedAttr = 0;
 }
@@ -143,13 +145,17 @@ def Sched_CollectiveKindAttr : EnumAttr<Sched_Dialect, Sched_CollectiveKind,
 
 // The axes of the rank mesh, innermost first (TP, CP, PP, DP), and dp_cp:
 // the ranks that differ in their DP and CP coordinates only, over which
-// context parallel sums the gradients (plan.proto MeshAxis DP_CP).
+// context parallel sums the gradients (plan.proto MeshAxis DP_CP); ep and
+// edp: expert parallel's groups within DP (the ranks that hold every
+// expert once between them, and the ranks that hold the same experts).
 def Sched_MeshAxis : I32EnumAttr<"MeshAxis", "an axis of the rank mesh", [
     I32EnumAttrCase<"Tp", 0, "tp">,
     I32EnumAttrCase<"Cp", 1, "cp">,
     I32EnumAttrCase<"Pp", 2, "pp">,
     I32EnumAttrCase<"Dp", 3, "dp">,
-    I32EnumAttrCase<"DpCp", 4, "dp_cp">]> {
+    I32EnumAttrCase<"DpCp", 4, "dp_cp">,
+    I32EnumAttrCase<"Ep", 5, "ep">,
+    I32EnumAttrCase<"Edp", 6, "edp">]> {
   let cppNamespace = "::braid::sched";
   let genSpecializedAttr = 0;
 }
@@ -182,7 +188,7 @@ def Sched_ShardAttr : AttrDef<Sched_Dialect, "Shard"> {
     ```
   }];
   let parameters = (ins AttrParameter<"::braid::sched::MeshAxis",
-                                      "tp, cp, pp or dp">:$axis,
+                                      "tp, cp, pp, dp or ep">:$axis,
                         "unsigned":$dim,
                         DefaultValuedParameter<"unsigned", "1">:$blocks,
                         DefaultValuedParameter<"bool", "false">:$dp_rows);

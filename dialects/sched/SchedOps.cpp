@@ -211,16 +211,17 @@ LogicalResult RepeatOp::verify() {
   if (static_cast<int32_t>(getCount()) < 1)
     return emitOpError("repeats at least once");
   for (Operation &op : getBody().front()) {
-    // braid-shard's collectives over the TP and CP groups belong to the
-    // micro-batch.
+    // braid-shard's collectives over the TP and CP groups and expert
+    // parallel's over EP belong to the micro-batch.
     auto collective = dyn_cast<CollectiveOp>(op);
     if (collective && (collective.getAxis() == MeshAxis::Tp ||
-                       collective.getAxis() == MeshAxis::Cp))
+                       collective.getAxis() == MeshAxis::Cp ||
+                       collective.getAxis() == MeshAxis::Ep))
       continue;
     if (!isa<LaunchOp, StageOp, ReadbackOp, AllocOp, GetGlobalOp>(op))
       return op.emitOpError("cannot be in a sched.repeat body, which holds "
                             "launches, stages, readbacks, buffers, global "
-                            "reads and collectives along tp and cp only");
+                            "reads and collectives along tp, cp and ep only");
   }
   return success();
 }
@@ -248,6 +249,24 @@ LogicalResult CollectiveOp::verify() {
                              << ", not " << type
                              << (global || tp ? "" : " of a transient buffer");
     }
+    return success();
+  }
+  if (getKind() == CollectiveKind::Dispatch ||
+      getKind() == CollectiveKind::Combine) {
+    if (getAxis() != MeshAxis::Ep || getBuffers().size() != 2 ||
+        getOutputs().size() != 1 || getOffset())
+      return emitOpError("dispatch and combine run along ep with two "
+                         "buffers (rows, counts) and one output");
+    auto rows = cast<MemRefType>(getBuffers()[0].getType());
+    auto counts = cast<MemRefType>(getBuffers()[1].getType());
+    auto out = cast<MemRefType>(getOutputs()[0].getType());
+    if (!counts.getElementType().isInteger(32) ||
+        rows.getElementType() != out.getElementType() ||
+        rows.getRank() < 1 || rows.getRank() != out.getRank() ||
+        rows.getShape().drop_front() != out.getShape().drop_front())
+      return emitOpError() << "moves " << rows << " into " << out << " by "
+                           << counts
+                           << "; rows of one shape and type, i32 counts";
     return success();
   }
   if (getOutputs().size() != getBuffers().size())

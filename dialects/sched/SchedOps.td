@@ -261,6 +261,9 @@ def Sched_CollectiveOp : Sched_Op<"collective", [AttrSizedOperandSegments]> {
       on along the axis (modulo the group's size) and writes into the
       matching output, of the same type, what the rank `offset` places
       before sent: a step of a ring (context parallel's ring attention).
+    - `dispatch` and `combine` (along ep, plan.proto DISPATCH and COMBINE):
+      buffers (rows, counts), one output: expert parallel's exchange of
+      token rows by the group's gathered i32 counts, and its way back.
 
     ```mlir
     sched.collective all_reduce_sum dp(%g0, %loss_sum : memref<64x32xf32>, memref<f32>) on 1

@@ -170,7 +170,8 @@ absl::Status checkMoeUnpermuteGrad(const KernelSignature &sig) {
 }
 
 // The experts' GEMMs: rows [R, ...] in the experts' blocks, at offsets
-// [E + 1] (i32, input 2: moe_grouped_linear*, dropless) or E equal blocks
+// [B + 1] (i32, input 2: moe_grouped_linear*, dropless; B a multiple of E,
+// block g being expert g mod E's) or E equal blocks
 // (moe_batched_linear*, capacity mode), a weight [E, M, K] of the rows'
 // storage.
 enum class Gemm { kForward, kGradInput, kGradWeight };
@@ -197,8 +198,14 @@ absl::Status checkBlocks(const LaunchChecker &c, bool grouped,
   }
   const Operand offsets = c.in(2);
   BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
-  return c.shape(offsets, {experts + 1},
-                 "(one more than the experts of the weight)");
+  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[B + 1]"));
+  const int64_t blocks = offsets.dim(0) - 1;
+  if (experts < 1 || blocks < experts || blocks % experts != 0)
+    return c.error(absl::StrCat(
+        offsets.label, " has shape ", shapeString(offsets.shape()),
+        ", expected one more than a multiple of the weight's ", experts,
+        " experts (a block per expert, or per sending rank and expert)"));
+  return absl::OkStatus();
 }
 
 // sgemm takes int sizes.
@@ -369,6 +376,38 @@ absl::Status checkMoeZLossGrad(const KernelSignature &sig) {
   return c.floatParamOr("scale", 1.0).status();
 }
 
+// Offsets [B + 1] (i32) in, each block's rows [B] (i32) out.
+absl::Status checkMoeBlockCounts(const KernelSignature &sig) {
+  LaunchChecker c("moe_block_counts", sig);
+  BRAID_KERNEL_TRY(c.inputs({"offsets"}));
+  BRAID_KERNEL_TRY(c.outputs({"counts"}));
+  BRAID_KERNEL_TRY(c.dtype(c.in(0), DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(c.in(0), 1, "[B + 1]"));
+  BRAID_KERNEL_TRY(c.dtype(c.out(0), DType::kI32));
+  return c.shape(c.out(0), {c.in(0).dim(0) - 1},
+                 "(one count per block of the offsets)");
+}
+
+// The EP group's gathered counts [G x G x m] (i32) in, the offsets of the
+// G x m blocks this rank receives [G x m + 1] (i32) out.
+absl::Status checkMoeEpOffsets(const KernelSignature &sig) {
+  LaunchChecker c("moe_ep_offsets", sig);
+  BRAID_KERNEL_TRY(c.inputs({"counts"}));
+  BRAID_KERNEL_TRY(c.outputs({"offsets"}));
+  BRAID_KERNEL_TRY(c.dtype(c.in(0), DType::kI32));
+  BRAID_KERNEL_TRY(c.dtype(c.out(0), DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(c.out(0), 1, "[G x m + 1]"));
+  const int64_t blocks = c.out(0).dim(0) - 1;
+  const int64_t n = c.in(0).desc->numel();
+  const int64_t ranks = blocks > 0 ? n / blocks : 0;
+  if (blocks < 1 || n % blocks != 0 || ranks < 1 || blocks % ranks != 0)
+    return c.error(absl::StrCat(
+        "input 0 (counts) holds ", n, " counts and output 0 (offsets) ",
+        blocks + 1, "; expected G x G x m counts and G x m + 1 offsets for an "
+        "expert-parallel group of G ranks with m experts each"));
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> moeChecks() {
@@ -376,6 +415,8 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_route", checkMoeRoute},
       {"moe_route_grad", checkMoeRouteGrad},
       {"moe_expert_counts", checkMoeExpertCounts},
+      {"moe_block_counts", checkMoeBlockCounts},
+      {"moe_ep_offsets", checkMoeEpOffsets},
       {"moe_aux_loss", checkMoeAuxLoss},
       {"moe_aux_loss_grad", checkMoeAuxLossGrad},
       {"moe_z_loss", checkMoeZLoss},

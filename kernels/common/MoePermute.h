@@ -62,4 +62,27 @@ BRAID_HOST_DEVICE inline void assignSlots(const int32_t *experts,
     offsets[i] = static_cast<int32_t>(i * capacity);
 }
 
+// Expert parallel (docs/moe.md). moe_block_counts: the rows of each block
+// of `offsets` [blocks + 1], what a rank sends each expert.
+BRAID_HOST_DEVICE inline void blockCounts(const int32_t *offsets,
+                                          int64_t blocks, int32_t *counts) {
+  for (int64_t g = 0; g < blocks; ++g)
+    counts[g] = offsets[g + 1] - offsets[g];
+}
+
+// moe_ep_offsets: from the EP group's gathered counts [ranks, ranks x m]
+// (rank s's row: what it sends each expert), the blocks of the rows rank
+// `me` receives, in arrival order: sender by sender, each sender's rows
+// expert by expert over me's m experts. offsets [ranks x m + 1].
+BRAID_HOST_DEVICE inline void exchangeOffsets(const int32_t *counts,
+                                              int64_t ranks, int64_t m,
+                                              int64_t me, int32_t *offsets) {
+  offsets[0] = 0;
+  for (int64_t s = 0; s < ranks; ++s)
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t g = s * m + j;
+      offsets[g + 1] = offsets[g] + counts[s * ranks * m + me * m + j];
+    }
+}
+
 } // namespace braid::moe

@@ -270,27 +270,30 @@ template <typename T> void runLinearGradWeight(const KernelArgs &args) {
     weightGrad(pool, dyT, dataOf<T>(x), dw.f32(), n, m, k, accumulate);
 }
 
-// The grouped linears of a mixture-of-experts layer: rows [offsets[e],
-// offsets[e + 1]) of x belong to expert e and go through its weight
-// w[e] [M, K]; each expert's block is one linear of the kernels above, so
-// it sums as they do. Offsets come from moe_permute; they are clamped to
-// the rows there are, so a corrupted one cannot reach outside them.
-// Rows from offsets[E] on (unrouted choices) are zero in y and dx. The
-// batched linears of capacity mode are the same over E equal blocks of
-// rows (each expert's slots, padding included), every row computed.
+// The grouped linears of a mixture-of-experts layer: rows [offsets[g],
+// offsets[g + 1]) of x are block g and go through expert g mod E's weight
+// w[g mod E] [M, K] (E the weight's leading dimension): one block per
+// expert on one rank; under expert parallel, one per sending rank and
+// local expert, rank by rank, as the tokens arrive. Each block is one
+// linear of the kernels above, so it sums as they do. Offsets come from
+// moe_permute or moe_ep_offsets; they are clamped to the rows there are,
+// so a corrupted one cannot reach outside them. Rows from the last offset
+// on (unrouted choices, rows left free) are zero in y and dx. The batched
+// linears of capacity mode are the same over E equal blocks of rows (each
+// expert's slots, padding included), every row computed.
 struct ExpertBlocks {
   const int32_t *offsets; // null: E equal blocks
-  int64_t experts, rows;
+  int64_t blocks, experts, rows;
 
-  int64_t begin(int64_t e) const {
+  int64_t begin(int64_t g) const {
     if (!offsets)
-      return e * (rows / experts);
-    return std::clamp<int64_t>(offsets[e], 0, rows);
+      return g * (rows / blocks);
+    return std::clamp<int64_t>(offsets[g], 0, rows);
   }
-  int64_t end(int64_t e) const {
+  int64_t end(int64_t g) const {
     if (!offsets)
-      return (e + 1) * (rows / experts);
-    return std::clamp<int64_t>(offsets[e + 1], begin(e), rows);
+      return (g + 1) * (rows / blocks);
+    return std::clamp<int64_t>(offsets[g + 1], begin(g), rows);
   }
 };
 
@@ -298,16 +301,17 @@ struct ExpertBlocks {
 // E equal ones, E the leading dimension of `weight`.
 ExpertBlocks blocksOf(const KernelArgs &args, const TensorView &rowsView,
                       const TensorView &weight) {
+  const int64_t experts = weight.desc->shape[0];
   if (args.ins.size() > 2) {
     const TensorView &o = args.ins[2];
-    return {o.i32(), o.desc->shape[0] - 1, rowsOf(*rowsView.desc)};
+    return {o.i32(), o.desc->shape[0] - 1, experts, rowsOf(*rowsView.desc)};
   }
-  return {nullptr, weight.desc->shape[0], rowsOf(*rowsView.desc)};
+  return {nullptr, experts, experts, rowsOf(*rowsView.desc)};
 }
 
 template <typename T>
 void zeroTail(ThreadPool *pool, const ExpertBlocks &b, T *y, int64_t width) {
-  const int64_t used = b.experts == 0 ? 0 : b.end(b.experts - 1);
+  const int64_t used = b.blocks == 0 ? 0 : b.end(b.blocks - 1);
   fillRows<T>(pool, y + used * width, nullptr, b.rows - used, width);
 }
 
@@ -316,10 +320,11 @@ template <typename T> void runGroupedLinear(const KernelArgs &args) {
   const ExpertBlocks b = blocksOf(args, x, w);
   const int64_t m = w.desc->shape[1], k = w.desc->shape[2];
   ThreadPool *pool = poolOf(args);
-  for (int64_t e = 0; e < b.experts; ++e)
-    linearRows(pool, dataOf<T>(x) + b.begin(e) * k,
-               dataOf<T>(w) + e * m * k, static_cast<const T *>(nullptr),
-               dataOf<T>(y) + b.begin(e) * m, b.end(e) - b.begin(e), m, k);
+  for (int64_t g = 0; g < b.blocks; ++g)
+    linearRows(pool, dataOf<T>(x) + b.begin(g) * k,
+               dataOf<T>(w) + g % b.experts * m * k,
+               static_cast<const T *>(nullptr), dataOf<T>(y) + b.begin(g) * m,
+               b.end(g) - b.begin(g), m, k);
   zeroTail(pool, b, dataOf<T>(y), m);
 }
 
@@ -329,25 +334,28 @@ template <typename T> void runGroupedLinearGradInput(const KernelArgs &args) {
   const int64_t m = w.desc->shape[1], k = w.desc->shape[2];
   const bool accumulate = accumulateOf(args);
   ThreadPool *pool = poolOf(args);
-  for (int64_t e = 0; e < b.experts; ++e)
-    gradInputRows(pool, dataOf<T>(dy) + b.begin(e) * m,
-                  dataOf<T>(w) + e * m * k, dataOf<T>(dx) + b.begin(e) * k,
-                  b.end(e) - b.begin(e), m, k, accumulate);
+  for (int64_t g = 0; g < b.blocks; ++g)
+    gradInputRows(pool, dataOf<T>(dy) + b.begin(g) * m,
+                  dataOf<T>(w) + g % b.experts * m * k,
+                  dataOf<T>(dx) + b.begin(g) * k, b.end(g) - b.begin(g), m, k,
+                  accumulate);
   if (!accumulate)
     zeroTail(pool, b, dataOf<T>(dx), k);
 }
 
-// dw[e] (+)= dy[block e]^T x[block e]; an expert without rows gets zeros
-// (or keeps its sum).
+// dw[e] (+)= the sum over e's blocks of dy[block]^T x[block]; an expert
+// without rows gets zeros (or keeps its sum). Its first block writes (or
+// adds, with `accumulate`), the later ones add.
 template <typename T, typename U>
 void groupedWeightGrad(const KernelArgs &args, U *dw) {
   const TensorView &dy = args.ins[0], &x = args.ins[1];
   const ExpertBlocks b = blocksOf(args, dy, args.outs[0]);
   const int64_t m = dy.desc->lastDim(), k = x.desc->lastDim();
-  for (int64_t e = 0; e < b.experts; ++e)
-    weightGrad(poolOf(args), dataOf<T>(dy) + b.begin(e) * m,
-               dataOf<T>(x) + b.begin(e) * k, dw + e * m * k,
-               b.end(e) - b.begin(e), m, k, accumulateOf(args));
+  for (int64_t g = 0; g < b.blocks; ++g)
+    weightGrad(poolOf(args), dataOf<T>(dy) + b.begin(g) * m,
+               dataOf<T>(x) + b.begin(g) * k, dw + g % b.experts * m * k,
+               b.end(g) - b.begin(g), m, k,
+               g >= b.experts || accumulateOf(args));
 }
 
 template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {

@@ -69,6 +69,19 @@ void runMoeRouteGrad(const KernelArgs &args) {
   });
 }
 
+void runMoeBlockCounts(const KernelArgs &args) {
+  moe::blockCounts(args.ins[0].i32(), args.outs[0].numel(),
+                   args.outs[0].i32());
+}
+
+// The group's size G from the shapes: counts G x G x m, offsets G x m + 1.
+void runMoeEpOffsets(const KernelArgs &args) {
+  const int64_t blocks = args.outs[0].numel() - 1;
+  const int64_t ranks = args.ins[0].numel() / blocks;
+  moe::exchangeOffsets(args.ins[0].i32(), ranks, blocks / ranks,
+                       contextOf(args).epRank, args.outs[0].i32());
+}
+
 void runMoeExpertCounts(const KernelArgs &args) {
   moe::countExperts(args.ins[0].i32(), args.ins[0].numel(),
                     args.outs[0].numel(), args.outs[0].f32());
@@ -276,6 +289,8 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
       {{"moe_route", runMoeRoute},
        {"moe_route_grad", runMoeRouteGrad},
        {"moe_expert_counts", runMoeExpertCounts},
+       {"moe_block_counts", runMoeBlockCounts},
+       {"moe_ep_offsets", runMoeEpOffsets},
        {"moe_aux_loss", runMoeAuxLoss},
        {"moe_aux_loss_grad", runMoeAuxLossGrad},
        {"moe_z_loss", runMoeZLoss},

@@ -155,6 +155,33 @@ double auxFactor(const BalanceRows &b) {
   return moe::auxFactor(b.coeff, b.e, b.topK, b.n);
 }
 
+__global__ void blockCountsKernel(const int32_t *__restrict__ offsets,
+                                  int64_t blocks, int32_t *__restrict__ counts) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    moe::blockCounts(offsets, blocks, counts);
+}
+
+__global__ void epOffsetsKernel(const int32_t *__restrict__ counts,
+                                int64_t ranks, int64_t m, int64_t me,
+                                int32_t *__restrict__ offsets) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    moe::exchangeOffsets(counts, ranks, m, me, offsets);
+}
+
+void runBlockCounts(const KernelArgs &args) {
+  blockCountsKernel<<<1, 1, 0, rows::streamOf(args)>>>(
+      args.ins[0].i32(), args.outs[0].numel(), args.outs[0].i32());
+}
+
+// The group's size G from the shapes: counts G x G x m, offsets G x m + 1.
+void runEpOffsets(const KernelArgs &args) {
+  const int64_t blocks = args.outs[0].numel() - 1;
+  const int64_t ranks = args.ins[0].numel() / blocks;
+  epOffsetsKernel<<<1, 1, 0, rows::streamOf(args)>>>(
+      args.ins[0].i32(), ranks, blocks / ranks,
+      args.ctx != nullptr ? args.ctx->epRank : 0, args.outs[0].i32());
+}
+
 void runExpertCounts(const KernelArgs &args) {
   expertCountsKernel<<<1, 1, 0, rows::streamOf(args)>>>(
       args.ins[0].i32(), args.ins[0].numel(), args.outs[0].numel(),
@@ -364,14 +391,15 @@ template <typename T> void runUnpermuteGrad(const KernelArgs &args) {
 // One thread per output element, f32 accumulation in reduction order: a
 // first version, exact and simple, not fast (no tiles, no tensor cores).
 
-// The expert whose block [offsets[e], offsets[e + 1]) holds row r, or -1
-// for rows from offsets[E] on. Without offsets (moe_batched_linear) the
-// rows are E equal blocks.
-__device__ int64_t expertOfRow(const int32_t *__restrict__ offsets,
-                               int64_t experts, int64_t r) {
-  if (r >= offsets[experts])
+// The block g whose rows [offsets[g], offsets[g + 1]) hold row r, or -1
+// for rows from offsets[blocks] on; block g is expert g mod E's (one block
+// per expert, or per sending rank and expert under expert parallel).
+// Without offsets (moe_batched_linear) the rows are E equal blocks.
+__device__ int64_t blockOfRow(const int32_t *__restrict__ offsets,
+                              int64_t blocks, int64_t r) {
+  if (r >= offsets[blocks])
     return -1;
-  int64_t lo = 0, hi = experts - 1;
+  int64_t lo = 0, hi = blocks - 1;
   while (lo < hi) {
     const int64_t mid = (lo + hi + 1) / 2;
     if (offsets[mid] <= r)
@@ -389,13 +417,14 @@ __global__ void __launch_bounds__(kBlock)
     groupedLinearKernel(const T *__restrict__ x, const T *__restrict__ w,
                         const int32_t *__restrict__ offsets, T *__restrict__ y,
                         int64_t rows, int64_t m, int64_t k, int64_t experts,
-                        bool transposedW, bool accumulate) {
+                        int64_t blocks, bool transposedW, bool accumulate) {
   const int64_t outWidth = transposedW ? k : m, inWidth = transposedW ? m : k;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
        i < rows * outWidth; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / outWidth, c = i % outWidth;
-    const int64_t e =
-        offsets ? expertOfRow(offsets, experts, r) : r / (rows / experts);
+    const int64_t g =
+        offsets ? blockOfRow(offsets, blocks, r) : r / (rows / experts);
+    const int64_t e = g < 0 ? -1 : g % experts;
     float acc = accumulate ? load(y, i) : 0.0f;
     if (e >= 0) {
       const T *we = w + e * m * k;
@@ -411,25 +440,35 @@ __device__ int64_t clampRow(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : (v > hi ? hi : v);
 }
 
-// dw[e] [m, k] (+)= dy[block e]^T x[block e].
+// dw[e] [m, k] (+)= the sum over expert e's blocks g (g mod E = e) of
+// dy[block g]^T x[block g].
 template <typename T, typename U>
 __global__ void __launch_bounds__(kBlock)
     groupedWeightGradKernel(const T *__restrict__ dy, const T *__restrict__ x,
                             const int32_t *__restrict__ offsets,
                             U *__restrict__ dw, int64_t rows, int64_t m,
-                            int64_t k, int64_t experts, bool accumulate) {
+                            int64_t k, int64_t experts, int64_t blocks,
+                            bool accumulate) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
        i < experts * m * k; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t e = i / (m * k), j = i / k % m, c = i % k;
     const int64_t block = rows / experts;
-    const int64_t lo = offsets ? clampRow(offsets[e], 0, rows) : e * block;
-    const int64_t hi =
-        offsets ? clampRow(offsets[e + 1], lo, rows) : (e + 1) * block;
     float acc = accumulate ? load(dw, i) : 0.0f;
-    for (int64_t r = lo; r < hi; ++r)
-      acc += load(dy, r * m + j) * load(x, r * k + c);
+    for (int64_t g = e; g < blocks; g += experts) {
+      const int64_t lo = offsets ? clampRow(offsets[g], 0, rows) : g * block;
+      const int64_t hi =
+          offsets ? clampRow(offsets[g + 1], lo, rows) : (g + 1) * block;
+      for (int64_t r = lo; r < hi; ++r)
+        acc += load(dy, r * m + j) * load(x, r * k + c);
+    }
     store(dw, i, acc);
   }
+}
+
+// The blocks of a grouped launch: one per offset but the last; E without
+// offsets.
+int64_t blocksOf(const KernelArgs &args, int64_t experts) {
+  return args.ins.size() > 2 ? args.ins[2].desc->shape[0] - 1 : experts;
 }
 
 template <typename T>
@@ -445,7 +484,8 @@ void launchGrouped(const KernelArgs &args, bool transposedW) {
       <<<rows::gridFor(total, kBlock), kBlock, 0, rows::streamOf(args)>>>(
           dataOf<T>(in), dataOf<T>(w),
           args.ins.size() > 2 ? args.ins[2].i32() : nullptr,
-          dataOf<T>(args.outs[0]), rows, m, k, experts, transposedW,
+          dataOf<T>(args.outs[0]), rows, m, k, experts,
+          blocksOf(args, experts), transposedW,
           transposedW && rows::paramsOf(args).intOr("accumulate", 0) != 0);
 }
 
@@ -470,7 +510,8 @@ void launchGroupedWeightGrad(const KernelArgs &args, U *dw) {
       <<<rows::gridFor(total, kBlock), kBlock, 0, rows::streamOf(args)>>>(
           dataOf<T>(dy), dataOf<T>(x),
           args.ins.size() > 2 ? args.ins[2].i32() : nullptr, dw, rows, m, k,
-          experts, rows::paramsOf(args).intOr("accumulate", 0) != 0);
+          experts, blocksOf(args, experts),
+          rows::paramsOf(args).intOr("accumulate", 0) != 0);
 }
 
 template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {
@@ -490,6 +531,8 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
       {{"moe_route", runMoeRoute},
        {"moe_route_grad", runMoeRouteGrad},
        {"moe_expert_counts", runExpertCounts},
+       {"moe_block_counts", runBlockCounts},
+       {"moe_ep_offsets", runEpOffsets},
        {"moe_aux_loss", runAuxLoss},
        {"moe_aux_loss_grad", runAuxLossGrad},
        {"moe_z_loss", runZLoss},

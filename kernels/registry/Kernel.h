@@ -112,6 +112,9 @@ struct StepValues {
   // "Context parallel") maps its positions to the whole sequence's.
   int64_t cpRank = 0;
   int64_t cpSize = 1;
+  // This rank's place in its expert-parallel group: a kernel that maps the
+  // group's token counts to this rank's experts reads it (docs/moe.md).
+  int64_t epRank = 0;
 };
 
 // What CUDA kernels need from the runtime. Opaque pointers keep this header
@@ -135,6 +138,7 @@ struct KernelContext {
   int64_t tpSize = 1;      // StepValues::tpSize
   int64_t cpRank = 0;      // StepValues::cpRank
   int64_t cpSize = 1;      // StepValues::cpSize
+  int64_t epRank = 0;      // StepValues::epRank
   ThreadPool *pool = nullptr;          // CPU kernels
   const GpuContext *gpu = nullptr;     // CUDA kernels
 };

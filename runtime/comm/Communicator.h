@@ -48,6 +48,13 @@ public:
   // (rank - offset) mod size sent. Collective: every rank makes it.
   virtual absl::Status shift(const void *in, void *out, size_t count,
                              DType dtype, int offset) = 0;
+  // Every rank sends sendCounts[r] elements to group rank r, in rank order
+  // from `in`, and receives recvCounts[r] from rank r into `out`, in rank
+  // order (size() counts each; a rank's recvCounts[r] must equal what rank
+  // r sends it). Expert parallel's exchange of tokens.
+  virtual absl::Status allToAllV(const void *in, const size_t *sendCounts,
+                                 void *out, const size_t *recvCounts,
+                                 DType dtype) = 0;
   // Point to point, matched by peer and tag.
   virtual absl::Status send(const void *data, size_t bytes, int peer,
                             int tag) = 0;

@@ -71,6 +71,19 @@ absl::Status EmulatedLink::broadcast(void *data, size_t bytes, int root) {
   return hold(bytes, [&] { return inner_->broadcast(data, bytes, root); });
 }
 
+// What leaves this rank for the others (its own block stays).
+absl::Status EmulatedLink::allToAllV(const void *in, const size_t *sendCounts,
+                                     void *out, const size_t *recvCounts,
+                                     DType dtype) {
+  size_t sent = 0;
+  for (int r = 0; r < size(); ++r)
+    if (r != rank())
+      sent += sendCounts[r];
+  return hold(static_cast<double>(sent * dtypeSize(dtype)), [&] {
+    return inner_->allToAllV(in, sendCounts, out, recvCounts, dtype);
+  });
+}
+
 absl::Status EmulatedLink::shift(const void *in, void *out, size_t count,
                                  DType dtype, int offset) {
   return hold(static_cast<double>(count * dtypeSize(dtype)), [&] {

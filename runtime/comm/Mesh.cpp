@@ -1,5 +1,7 @@
 #include "runtime/comm/Mesh.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -30,12 +32,16 @@ std::string MeshShape::describe() const {
   std::vector<std::string> parts;
   for (MeshAxis a : kMeshAxes)
     parts.push_back(absl::StrCat(meshAxisName(a), " ", size(a)));
-  return absl::StrJoin(parts, " x ");
+  std::string out = absl::StrJoin(parts, " x ");
+  if (expert > 1)
+    absl::StrAppend(&out, " (ep ", expert, " within dp)");
+  return out;
 }
 
 MeshShape planMesh(const plan::Mesh &mesh) {
   MeshShape shape;
   shape.sizes = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp()};
+  shape.expert = std::max<int64_t>(1, mesh.ep());
   return shape;
 }
 
@@ -92,6 +98,62 @@ int64_t meshDataGroupIndex(const MeshShape &shape, int64_t rank) {
   const MeshCoords c = meshCoords(shape, rank);
   return c[static_cast<int>(MeshAxis::kTP)] +
          shape.size(MeshAxis::kTP) * c[static_cast<int>(MeshAxis::kPP)];
+}
+
+namespace {
+
+constexpr int kDP = static_cast<int>(MeshAxis::kDP);
+
+// The world ranks of `rank`'s DP group whose DP coordinates `member`
+// accepts, in DP order.
+template <typename Member>
+std::vector<int64_t> dpMembers(const MeshShape &shape, int64_t rank,
+                               Member member) {
+  MeshCoords c = meshCoords(shape, rank);
+  const int64_t mine = c[kDP];
+  std::vector<int64_t> group;
+  for (int64_t dp = 0; dp < shape.size(MeshAxis::kDP); ++dp)
+    if (member(mine, dp)) {
+      c[kDP] = dp;
+      group.push_back(meshRank(shape, c));
+    }
+  return group;
+}
+
+} // namespace
+
+std::vector<int64_t> meshExpertGroup(const MeshShape &shape, int64_t rank) {
+  return dpMembers(shape, rank, [&](int64_t mine, int64_t dp) {
+    return dp / shape.expert == mine / shape.expert;
+  });
+}
+
+std::vector<int64_t> meshExpertDataGroup(const MeshShape &shape,
+                                         int64_t rank) {
+  return dpMembers(shape, rank, [&](int64_t mine, int64_t dp) {
+    return dp % shape.expert == mine % shape.expert;
+  });
+}
+
+int64_t meshExpertRank(const MeshShape &shape, int64_t rank) {
+  return meshCoords(shape, rank)[kDP] % shape.expert;
+}
+
+int64_t meshExpertDataRank(const MeshShape &shape, int64_t rank) {
+  return meshCoords(shape, rank)[kDP] / shape.expert;
+}
+
+// The DP group's index, then which block of it (EP) or which place in the
+// blocks (EDP).
+int64_t meshExpertGroupIndex(const MeshShape &shape, int64_t rank) {
+  const int64_t blocks = shape.size(MeshAxis::kDP) / shape.expert;
+  return meshGroupIndex(shape, rank, MeshAxis::kDP) * blocks +
+         meshExpertDataRank(shape, rank);
+}
+
+int64_t meshExpertDataGroupIndex(const MeshShape &shape, int64_t rank) {
+  return meshGroupIndex(shape, rank, MeshAxis::kDP) * shape.expert +
+         meshExpertRank(shape, rank);
 }
 
 } // namespace braid

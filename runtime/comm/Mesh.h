@@ -28,6 +28,10 @@ const char *meshAxisName(MeshAxis axis);
 struct MeshShape {
   // Sizes by MeshAxis; each at least 1.
   std::array<int64_t, kNumMeshAxes> sizes = {1, 1, 1, 1};
+  // Expert parallel: DP ranks per EP group (1: none); divides size(kDP).
+  // Not an axis of the rank order: it splits each DP group in two ways
+  // (meshExpertGroup, meshExpertDataGroup).
+  int64_t expert = 1;
 
   int64_t size(MeshAxis axis) const { return sizes[static_cast<int>(axis)]; }
   // The number of ranks: the product of the sizes.
@@ -60,5 +64,21 @@ int64_t meshGroupIndex(const MeshShape &shape, int64_t rank, MeshAxis axis);
 std::vector<int64_t> meshDataGroup(const MeshShape &shape, int64_t rank);
 // Which such group `rank` is in: tp + TP * pp.
 int64_t meshDataGroupIndex(const MeshShape &shape, int64_t rank);
+
+// Expert parallel (plan.proto MeshAxis EP and EDP; shape.expert ranks per
+// EP group). The EP group: the `expert` consecutive DP ranks of `rank`'s
+// DP group that hold every expert once between them, by DP coordinate; a
+// rank's index in it is dp % expert. The EDP group: the DP ranks that
+// hold the same experts as `rank` (dp % expert equal), by DP coordinate;
+// a rank's index in it is dp / expert.
+std::vector<int64_t> meshExpertGroup(const MeshShape &shape, int64_t rank);
+std::vector<int64_t> meshExpertDataGroup(const MeshShape &shape,
+                                         int64_t rank);
+// Which such group `rank` is in (equal for the ranks of one group) and its
+// index in it.
+int64_t meshExpertGroupIndex(const MeshShape &shape, int64_t rank);
+int64_t meshExpertDataGroupIndex(const MeshShape &shape, int64_t rank);
+int64_t meshExpertRank(const MeshShape &shape, int64_t rank);
+int64_t meshExpertDataRank(const MeshShape &shape, int64_t rank);
 
 } // namespace braid

@@ -55,6 +55,7 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
       ranks->comms_[static_cast<int>(a)] = std::make_unique<SelfCommunicator>(
           absl::StrCat(meshAxisName(a), " group 0 (rank 0)"));
     // A CP of 1 sums over DP alone: dataGroup() is the DP axis's.
+    ranks->expert_ = std::make_unique<SelfCommunicator>("ep group 0 (rank 0)");
     return ranks;
   }
   if (*started != mesh.worldSize())
@@ -81,6 +82,16 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
       return data.status();
     ranks->dataGroup_ = std::move(*data);
   }
+  if (mesh.expert > 1) {
+    auto experts = ranks->world_->expertCommunicators(mesh, timeout);
+    if (!experts.ok())
+      return experts.status();
+    ranks->expert_ = std::move(experts->first);
+    ranks->expertData_ = std::move(experts->second);
+  } else {
+    ranks->expert_ = std::make_unique<SelfCommunicator>(
+        absl::StrCat("ep group ", ranks->rank_, " (rank ", ranks->rank_, ")"));
+  }
   return ranks;
 #else
   (void)timeout;
@@ -90,11 +101,28 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
 #endif
 }
 
+Communicator &Ranks::group(plan::MeshAxis axis) const {
+  switch (axis) {
+  case plan::DP_CP:
+    return dataGroup();
+  case plan::EP:
+    return expertGroup();
+  case plan::EDP:
+    return expertDataGroup();
+  default:
+    // The plan's axes (TP = 1 ...) are MeshAxis + 1.
+    return this->axis(static_cast<MeshAxis>(static_cast<int>(axis) - 1));
+  }
+}
+
 void Ranks::emulateLink(const LinkModel &link) {
   for (auto &c : comms_)
     c = std::make_unique<EmulatedLink>(std::move(c), link);
   if (dataGroup_)
     dataGroup_ = std::make_unique<EmulatedLink>(std::move(dataGroup_), link);
+  expert_ = std::make_unique<EmulatedLink>(std::move(expert_), link);
+  if (expertData_)
+    expertData_ = std::make_unique<EmulatedLink>(std::move(expertData_), link);
 }
 
 void Ranks::attachDevice(
@@ -115,6 +143,8 @@ Ranks::~Ranks() {
     c.reset();
   // In the reverse of their making: each frees its watchdog window, a
   // collective call every rank makes in the same order.
+  expertData_.reset();
+  expert_.reset();
   dataGroup_.reset();
   for (auto &c : comms_)
     c.reset();

@@ -56,6 +56,18 @@ public:
   Communicator &dataGroup() const {
     return dataGroup_ ? *dataGroup_ : axis(MeshAxis::kDP);
   }
+  // Expert parallel's groups (Mesh.h meshExpertGroup and
+  // meshExpertDataGroup): the EP group exchanges tokens, the EDP group
+  // sums the experts' gradients. Without expert parallel the EP group is
+  // this rank alone and the EDP group is the DP axis.
+  Communicator &expertGroup() const { return *expert_; }
+  Communicator &expertDataGroup() const {
+    return expertData_ ? *expertData_ : axis(MeshAxis::kDP);
+  }
+  int64_t expertRank() const { return expert_->rank(); }
+  // The group a plan's collective names (plan.proto MeshAxis: an axis,
+  // DP_CP, EP or EDP).
+  Communicator &group(plan::MeshAxis axis) const;
   // The communicators for device memory of a GPU run (DeviceCommunicator.h,
   // made over these ranks by the device factory), which the GPU device
   // enqueues the plan's collectives on; null when none were attached.
@@ -91,6 +103,8 @@ private:
   std::unique_ptr<mpi::MpiWorld> world_;
   std::array<std::unique_ptr<Communicator>, kNumMeshAxes> comms_;
   std::unique_ptr<Communicator> dataGroup_; // null: CP of 1
+  std::unique_ptr<Communicator> expert_;    // a SelfCommunicator: EP of 1
+  std::unique_ptr<Communicator> expertData_; // null: EP of 1
   std::array<std::unique_ptr<DeviceCommunicator>, kNumMeshAxes> deviceComms_;
   std::unique_ptr<DeviceCommunicator> deviceGradients_;
 };

@@ -40,6 +40,20 @@ absl::Status SelfCommunicator::shift(const void *in, void *out, size_t count,
   return absl::OkStatus();
 }
 
+// A rank's own block comes back to it.
+absl::Status SelfCommunicator::allToAllV(const void *in,
+                                         const size_t *sendCounts, void *out,
+                                         const size_t *recvCounts,
+                                         DType dtype) {
+  if (sendCounts[0] != recvCounts[0])
+    return absl::InvalidArgumentError(absl::StrCat(
+        name_, ": an all-to-all of one rank sends ", sendCounts[0],
+        " elements to itself but expects ", recvCounts[0]));
+  if (in != out && sendCounts[0] > 0)
+    std::memmove(out, in, sendCounts[0] * dtypeSize(dtype));
+  return absl::OkStatus();
+}
+
 absl::Status SelfCommunicator::broadcast(void *, size_t, int root) {
   if (root != 0)
     return noPeer(name_, root);

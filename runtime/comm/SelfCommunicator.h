@@ -24,6 +24,8 @@ public:
   absl::Status broadcast(void *data, size_t bytes, int root) override;
   absl::Status shift(const void *in, void *out, size_t count, DType dtype,
                      int offset) override;
+  absl::Status allToAllV(const void *in, const size_t *sendCounts, void *out,
+                         const size_t *recvCounts, DType dtype) override;
   absl::Status send(const void *data, size_t bytes, int peer,
                     int tag) override;
   absl::Status recv(void *data, size_t bytes, int peer, int tag) override;

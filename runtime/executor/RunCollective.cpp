@@ -1,5 +1,8 @@
 // One collective or transfer instruction on a communicator (StreamTarget.h):
 // the host's and a device's read the plan's kinds alike.
+#include <cstring>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/DeviceCommunicator.h"
@@ -61,6 +64,84 @@ absl::Status shiftOn(DeviceCommunicator &comm, const TensorCall &t,
   return comm.recv(t.out, bytes, from, stream);
 }
 
+// Expert parallel's exchanges (plan.proto DISPATCH, COMBINE) on host
+// memory: the elements this rank sends each group rank and receives from
+// it, from the group's gathered counts [G, G x m].
+struct Exchange {
+  std::vector<size_t> send, recv;
+};
+
+absl::StatusOr<Exchange> exchangeOf(const CollectiveCall &call, int rank,
+                                    int size, const std::string &group) {
+  const TensorDesc &data = *call.tensors[0].desc;
+  const TensorDesc &out = *call.outputs[0].desc;
+  const auto *counts = static_cast<const int32_t *>(call.tensors[1].data);
+  const int64_t n = size;
+  const int64_t m = call.tensors[1].desc->numel() / (n * n);
+  const int64_t width = data.shape.empty() ? 1 : data.numel() / data.shape[0];
+  // Rows rank s sends rank k.
+  auto rows = [&](int64_t s, int64_t k) {
+    int64_t sum = 0;
+    for (int64_t j = 0; j < m; ++j)
+      sum += counts[s * n * m + k * m + j];
+    return sum;
+  };
+  const bool dispatch = call.kind == plan::DISPATCH;
+  // Every rank's received rows, checked by every rank alike.
+  const int64_t room = dispatch ? out.shape[0] : data.shape[0];
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t total = 0;
+    for (int64_t s = 0; s < n; ++s)
+      total += rows(s, k);
+    if (total <= room)
+      continue;
+    int64_t hot = 0, hotCount = -1;
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t c = 0;
+      for (int64_t s = 0; s < n; ++s)
+        c += counts[s * n * m + k * m + j];
+      if (c > hotCount)
+        hot = j, hotCount = c;
+    }
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the dropless bound is exceeded: expert ", k * m + hot, " received ",
+        hotCount, " token rows; rank ", k, " of ", group, ", which holds "
+        "experts ", k * m, " to ", k * m + m - 1, ", received ", total,
+        " in all, more than the ", room,
+        " rows the plan holds for them; raise model.moe.dropless_bound, or "
+        "set it to 0 for the worst case"));
+  }
+  Exchange e{std::vector<size_t>(n), std::vector<size_t>(n)};
+  for (int64_t k = 0; k < n; ++k) {
+    // DISPATCH sends this rank's rows of rank k and receives rank k's
+    // rows of this rank; COMBINE the other way round.
+    const int64_t toK = rows(rank, k), fromK = rows(k, rank);
+    e.send[k] = static_cast<size_t>((dispatch ? toK : fromK) * width);
+    e.recv[k] = static_cast<size_t>((dispatch ? fromK : toK) * width);
+  }
+  return e;
+}
+
+absl::Status runExchange(Communicator &comm, const CollectiveCall &call) {
+  absl::StatusOr<Exchange> e =
+      exchangeOf(call, comm.rank(), comm.size(), comm.name());
+  if (!e.ok())
+    return e.status();
+  const TensorView &in = call.tensors[0], &out = call.outputs[0];
+  if (absl::Status s = comm.allToAllV(in.data, e->send.data(), out.data,
+                                      e->recv.data(), in.desc->dtype);
+      !s.ok())
+    return s;
+  size_t received = 0;
+  for (size_t c : e->recv)
+    received += c;
+  const size_t all = static_cast<size_t>(out.desc->numel());
+  const size_t bytes = dtypeSize(out.desc->dtype);
+  std::memset(static_cast<uint8_t *>(out.data) + received * bytes, 0,
+              (all - received) * bytes);
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Status runTransfer(Communicator &pp, const TransferCall &call) {
@@ -79,6 +160,8 @@ absl::Status runTransfer(DeviceCommunicator &comm, const TransferCall &call,
 }
 
 absl::Status runCollective(Communicator &comm, const CollectiveCall &call) {
+  if (call.kind == plan::DISPATCH || call.kind == plan::COMBINE)
+    return runExchange(comm, call);
   for (size_t i = 0; i < call.tensors.size(); ++i) {
     absl::StatusOr<TensorCall> t = tensorCall(call, i);
     if (!t.ok())
@@ -100,6 +183,10 @@ absl::Status runCollective(Communicator &comm, const CollectiveCall &call) {
 
 absl::Status runCollective(DeviceCommunicator &comm,
                            const CollectiveCall &call, void *stream) {
+  if (call.kind == plan::DISPATCH || call.kind == plan::COMBINE)
+    return absl::UnimplementedError(
+        "expert parallel's token exchange runs on CPU ranks only for now; "
+        "leave parallel.expert_parallel out on a GPU");
   if (absl::Status s = comm.beginGroup(); !s.ok())
     return s;
   absl::Status enqueued;

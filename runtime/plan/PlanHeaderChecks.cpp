@@ -39,6 +39,10 @@ absl::Status checkMesh(const plan::Mesh &mesh) {
     if (world > kMaxRanks)
       return refuse("plan.mesh has more than 2^24 ranks");
   }
+  if (mesh.ep() < 0 || (mesh.ep() > 1 && mesh.dp() % mesh.ep() != 0))
+    return refuse(absl::StrCat(
+        "plan.mesh.ep is ", mesh.ep(), ": expert parallel groups divide the ",
+        mesh.dp(), " data-parallel ranks (0 or 1: none)"));
   return absl::OkStatus();
 }
 

@@ -243,19 +243,80 @@ absl::Status resolveReadback(const plan::Plan &plan,
 // The group size divides or multiplies dimension 0 as the kind says, and a
 // stacked or split tensor that carries a Shard is one the collective's
 // stacking makes: along its axis, on dimension 0, in one block.
+// Expert parallel's DISPATCH and COMBINE (plan.proto): along ep, data and
+// counts in, one output; data and output ACTIVATION tensors of one dtype
+// and row width; counts i32 ACTIVATION holding G x G x m counts.
+absl::Status resolveExchange(const plan::Plan &plan,
+                             const plan::Collective &c,
+                             const std::string &where,
+                             LoadedInstruction &out) {
+  const char *name = c.kind() == plan::DISPATCH ? "DISPATCH" : "COMBINE";
+  if (c.axis() != plan::EP)
+    return refuse(absl::StrCat(where, ": a ", name, " runs along EP, not ",
+                               plan::MeshAxis_Name(c.axis())));
+  if (c.tensors_size() != 2 || c.outputs_size() != 1 || c.shift_offset() != 0)
+    return refuse(absl::StrCat(
+        where, ": a ", name,
+        " reads two tensors (the rows and the group's counts) and writes "
+        "one, and has no shift_offset; this one has ",
+        c.tensors_size(), " and ", c.outputs_size()));
+  const uint32_t ids[] = {c.tensors(0), c.tensors(1), c.outputs(0)};
+  for (uint32_t id : ids)
+    if (id >= static_cast<uint32_t>(plan.tensors_size()))
+      return refuse(absl::StrCat(where, ": tensor ", id,
+                                 " is not below the plan's ",
+                                 plan.tensors_size(), " tensors"));
+  if (ids[0] == ids[1] || ids[0] == ids[2] || ids[1] == ids[2])
+    return refuse(absl::StrCat(where, ": a ", name,
+                               " reads and writes three distinct tensors"));
+  const plan::Tensor &data = plan.tensors(ids[0]);
+  const plan::Tensor &counts = plan.tensors(ids[1]);
+  const plan::Tensor &rows = plan.tensors(ids[2]);
+  const int64_t group = meshAxisSize(plan.mesh(), plan::EP);
+  bool fits = data.kind() == plan::ACTIVATION &&
+              rows.kind() == plan::ACTIVATION && data.dtype() == rows.dtype() &&
+              data.shape_size() >= 1 && data.shape_size() == rows.shape_size();
+  for (int d = 1; fits && d < data.shape_size(); ++d)
+    fits = data.shape(d) == rows.shape(d);
+  if (!fits)
+    return refuse(absl::StrCat(
+        where, ": a ", name, " moves rows of ACTIVATION ",
+        tensorRef(plan, ids[0]), " (", planDTypeName(data.dtype()), " ",
+        shapeString(data), ") into ACTIVATION ", tensorRef(plan, ids[2]),
+        " (", planDTypeName(rows.dtype()), " ", shapeString(rows),
+        "): both must be activations of one dtype and the same row shape"));
+  int64_t n = 1;
+  for (int64_t d : counts.shape())
+    n *= d;
+  if (counts.kind() != plan::ACTIVATION || counts.dtype() != plan::I32 ||
+      n < group * group || n % (group * group) != 0)
+    return refuse(absl::StrCat(
+        where, ": the counts of a ", name, ", ", tensorRef(plan, ids[1]),
+        ", must be an i32 ACTIVATION of G x G x m counts (G = ", group,
+        ", the ep group's size)"));
+  out.collective = c.kind();
+  out.axis = c.axis();
+  out.inputs = {ids[0], ids[1]};
+  out.outputs = {ids[2]};
+  return absl::OkStatus();
+}
+
 absl::Status resolveCollective(const plan::Plan &plan,
                                const plan::Collective &c,
                                const std::string &where,
                                LoadedInstruction &out) {
   const plan::CollectiveKind kind = c.kind();
+  if (kind == plan::DISPATCH || kind == plan::COMBINE)
+    return resolveExchange(plan, c, where, out);
   if (kind != plan::ALL_REDUCE_SUM && kind != plan::REDUCE_SCATTER_SUM &&
       kind != plan::ALL_GATHER && kind != plan::SHIFT)
     return refuse(absl::StrCat(where, ": the collective's kind is ", kind,
                                "; expected ALL_REDUCE_SUM, "
-                               "REDUCE_SCATTER_SUM, ALL_GATHER or SHIFT"));
-  if (c.axis() < plan::TP || c.axis() > plan::DP_CP)
+                               "REDUCE_SCATTER_SUM, ALL_GATHER, SHIFT, "
+                               "DISPATCH or COMBINE"));
+  if (c.axis() < plan::TP || c.axis() > plan::EDP)
     return refuse(absl::StrCat(where, ": the collective's axis is ", c.axis(),
-                               "; expected TP, CP, PP, DP or DP_CP"));
+                               "; expected TP, CP, PP, DP, DP_CP, EP or EDP"));
   if (c.tensors().empty())
     return refuse(absl::StrCat(where, ": the collective names no tensor"));
   const bool inPlace = kind == plan::ALL_REDUCE_SUM;
@@ -551,17 +612,18 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
                                  " inside a Repeat body on stream ",
                                  bodyStream, "; a body runs on one stream"));
     // Tensor and context parallelism sum, gather and pass on each
-    // micro-batch's activations, so a body may hold collectives along TP
-    // and CP (each iteration runs them); the others reduce once per step,
-    // after the micro-batches.
+    // micro-batch's activations, and expert parallel exchanges its tokens,
+    // so a body may hold collectives along TP, CP and EP (each iteration
+    // runs them); the others reduce once per step, after the micro-batches.
     if (inBody && inst.op_case() == plan::Instruction::kCollective &&
         inst.collective().axis() != plan::TP &&
-        inst.collective().axis() != plan::CP)
+        inst.collective().axis() != plan::CP &&
+        inst.collective().axis() != plan::EP)
       return refuse(absl::StrCat(
           where, ": a collective along the ",
           absl::AsciiStrToLower(plan::MeshAxis_Name(inst.collective().axis())),
           " axis inside a Repeat body; a body holds launches, stages, "
-          "readbacks and collectives along tp and cp only"));
+          "readbacks and collectives along tp, cp and ep only"));
     if (inBody && (inst.op_case() == plan::Instruction::kRecord ||
                    inst.op_case() == plan::Instruction::kWait ||
                    inst.op_case() == plan::Instruction::kRepeat ||
@@ -570,7 +632,7 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
                    inst.op_case() == plan::Instruction::kMark))
       return refuse(absl::StrCat(where, ": a Repeat body holds launches, "
                                         "stages, readbacks and collectives "
-                                        "along tp and cp only"));
+                                        "along tp, cp and ep only"));
     // A host stream runs launches (and records, waits, repeats and marks);
     // what moves data to, from or between devices runs on device streams.
     if (loaded.isHostStream(inst.stream()) &&

@@ -36,26 +36,29 @@ int64_t planDTypeSize(plan::DType d) { return d == plan::BF16 ? 2 : 4; }
 
 // A shard is one part of the whole tensor (plan.proto Shard): along TP on
 // any dimension, in any number of blocks, each divided among the group;
-// along DP (ZeRO) on dimension 0 in one block.
+// along DP (ZeRO) and EP (an MoE layer's experts) on dimension 0 in one
+// block.
 absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
                         const std::string &ref) {
   const plan::Shard &shard = t.shard();
-  if (shard.axis() < plan::TP || shard.axis() > plan::DP)
+  if (shard.axis() < plan::TP || shard.axis() > plan::EDP)
     return refuse(absl::StrCat(ref, ": shard.axis is ", shard.axis(),
-                               "; expected TP, CP, PP or DP"));
+                               "; expected TP, CP, PP, DP, DP_CP, EP or EDP"));
   const std::string axis =
       absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis()));
   const int64_t blocks = shardBlocks(shard);
-  if (shard.axis() != plan::TP && shard.axis() != plan::DP)
+  if (shard.axis() != plan::TP && shard.axis() != plan::DP &&
+      shard.axis() != plan::EP)
     return refuse(absl::StrCat(
         ref, ": a shard along the ", axis,
-        " axis; this runtime shards along tp (any dimension) and dp "
+        " axis; this runtime shards along tp (any dimension), dp and ep "
         "(dimension 0) only"));
-  if (shard.axis() == plan::DP && (shard.dim() != 0 || blocks != 1))
+  if (shard.axis() != plan::TP && (shard.dim() != 0 || blocks != 1))
     return refuse(absl::StrCat(
         ref, ": a shard along dimension ", shard.dim(), " in ", blocks,
-        " blocks of the dp axis; this runtime shards along dp on dimension "
-        "0 in one block only (ZeRO)"));
+        " blocks of the ", axis, " axis; this runtime shards along ", axis,
+        " on dimension 0 in one block only (",
+        shard.axis() == plan::DP ? "ZeRO" : "an MoE layer's experts", ")"));
   const bool rows = shard.dp_rows();
   if (rows && shard.axis() != plan::TP)
     return refuse(absl::StrCat(
@@ -218,6 +221,12 @@ int64_t meshAxisSize(const plan::Mesh &mesh, plan::MeshAxis axis) {
     break;
   case plan::DP_CP:
     size = mesh.dp() * mesh.cp();
+    break;
+  case plan::EP:
+    size = mesh.ep();
+    break;
+  case plan::EDP:
+    size = mesh.dp() / std::max<int64_t>(mesh.ep(), 1);
     break;
   default:
     break;

@@ -32,8 +32,12 @@ ShardLayout tensorLayout(const LoadedPlan &plan, uint32_t id,
   if (!t.has_shard())
     return ShardLayout::of(t, 1, 0);
   const plan::MeshAxis axis = t.shard().axis();
-  // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
-  const int64_t coord = coords[static_cast<int>(axis) - 1];
+  // The plan's axis enum (TP = 1 ...) is MeshAxis + 1; an EP shard's
+  // coordinate is the rank's place in its EP group (Mesh.h).
+  const int64_t ep = std::max<int64_t>(1, plan.proto.mesh().ep());
+  const int64_t coord =
+      axis == plan::EP ? coords[static_cast<int>(MeshAxis::kDP)] % ep
+                       : coords[static_cast<int>(axis) - 1];
   return ShardLayout::of(t, plan_checks::meshAxisSize(plan.proto.mesh(), axis),
                          coord);
 }

@@ -146,6 +146,7 @@ StepValues Trainer::values(int64_t step) const {
     v.tpSize = ranks_->mesh().size(MeshAxis::kTP);
     v.cpRank = ranks_->coords()[static_cast<int>(MeshAxis::kCP)];
     v.cpSize = ranks_->mesh().size(MeshAxis::kCP);
+    v.epRank = ranks_->expertRank();
   }
   return v;
 }
@@ -422,8 +423,8 @@ Trainer::saveCheckpoint(const std::string &rootDir,
     if (!image.ok())
       return image.status();
     SelfCommunicator self("group 0 (rank 0)");
-    auto groups = [&](MeshAxis axis) -> Communicator & {
-      return ranks_ ? ranks_->axis(axis) : self;
+    auto groups = [&](plan::MeshAxis axis) -> Communicator & {
+      return ranks_ ? ranks_->group(axis) : self;
     };
     // The writer is world rank 0: the other stages' tensors go to PP rank 0
     // of its DP replica and TP and CP coordinate 0 only (each TP rank holds

@@ -25,7 +25,8 @@ uint64_t alignUp(uint64_t v) {
   return (v + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
 }
 
-// The checkpointed tensors of `plan`: each parameter and its moments.
+// The sharded tensors a checkpoint stores: each parameter and its moments
+// (buffers are whole).
 template <typename F> void forEachStored(const LoadedPlan &plan, F f) {
   for (uint32_t param : plan.parameters) {
     const plan::ParameterInfo &info = plan.proto.tensors(param).param();
@@ -59,41 +60,45 @@ WholeTensors::WholeTensors(const LoadedPlan &local,
   whole_.bf16 = local.bf16;
   for (int64_t k = 0; k < numStages_; ++k) {
     const LoadedPlan &plan = k == stage_ ? local : stages[k];
-    for (uint32_t param : plan.parameters) {
-      // The parameter and its moments, renumbered in the image's plan.
-      const uint32_t first = static_cast<uint32_t>(header.tensors_size());
-      const plan::ParameterInfo &info = plan.proto.tensors(param).param();
-      const uint32_t ids[] = {param, info.exp_avg(), info.exp_avg_sq()};
-      for (uint32_t id : ids) {
-        plan::Tensor &t = *header.add_tensors();
-        t = plan.proto.tensors(id);
-        t.set_id(static_cast<uint32_t>(header.tensors_size() - 1));
-        // The image is one address space: a host tensor's place in it is
-        // its image offset like any other's.
-        t.clear_host();
-        const bool sharded = t.has_shard();
-        if (sharded) {
-          t.mutable_shape()->CopyFrom(t.shard().global_shape());
-          const int64_t rows =
-              t.shard().dp_rows()
-                  ? plan_checks::meshAxisSize(plan.proto.mesh(), plan::DP)
-                  : 1;
-          t.set_size_bytes(t.size_bytes() *
-                           static_cast<uint64_t>(
-                               rows * plan_checks::meshAxisSize(
-                                          plan.proto.mesh(), t.shard().axis())));
-          t.clear_shard();
-        }
-        tensors_.push_back({k, id, imageBytes_, t.size_bytes(), sharded});
-        if (k == stage_)
-          mine_.insert(t.id());
-        t.set_offset(imageBytes_);
-        imageBytes_ = alignUp(imageBytes_ + t.size_bytes());
-        TensorDesc desc = plan.descs[id];
-        desc.shape.assign(t.shape().begin(), t.shape().end());
-        whole_.descs.push_back(std::move(desc));
-        whole_.tensorsByName.emplace(t.name(), t.id());
+    // Tensor `id` of stage k's plan, whole and renumbered in the image's
+    // plan; its new id.
+    auto add = [&](uint32_t id) {
+      plan::Tensor &t = *header.add_tensors();
+      t = plan.proto.tensors(id);
+      t.set_id(static_cast<uint32_t>(header.tensors_size() - 1));
+      // The image is one address space: a host tensor's place in it is its
+      // image offset like any other's.
+      t.clear_host();
+      const bool sharded = t.has_shard();
+      if (sharded) {
+        t.mutable_shape()->CopyFrom(t.shard().global_shape());
+        const int64_t rows =
+            t.shard().dp_rows()
+                ? plan_checks::meshAxisSize(plan.proto.mesh(), plan::DP)
+                : 1;
+        t.set_size_bytes(t.size_bytes() *
+                         static_cast<uint64_t>(
+                             rows * plan_checks::meshAxisSize(
+                                        plan.proto.mesh(), t.shard().axis())));
+        t.clear_shard();
       }
+      tensors_.push_back({k, id, imageBytes_, t.size_bytes(), sharded});
+      if (k == stage_)
+        mine_.insert(t.id());
+      t.set_offset(imageBytes_);
+      imageBytes_ = alignUp(imageBytes_ + t.size_bytes());
+      TensorDesc desc = plan.descs[id];
+      desc.shape.assign(t.shape().begin(), t.shape().end());
+      whole_.descs.push_back(std::move(desc));
+      whole_.tensorsByName.emplace(t.name(), t.id());
+      return t.id();
+    };
+    for (uint32_t param : plan.parameters) {
+      // The parameter and its moments.
+      const plan::ParameterInfo &info = plan.proto.tensors(param).param();
+      const uint32_t first = add(param);
+      add(info.exp_avg());
+      add(info.exp_avg_sq());
       plan::ParameterInfo &moved =
           *header.mutable_tensors(first)->mutable_param();
       moved.set_exp_avg(first + 1);
@@ -103,6 +108,9 @@ WholeTensors::WholeTensors(const LoadedPlan &local,
       moved.set_compute_copy(0);
       whole_.parameters.push_back(first);
     }
+    // Untrained state (expert biases): whole on every rank of its stage.
+    for (uint32_t id : plan.buffers)
+      whole_.buffers.push_back(add(id));
   }
 }
 
@@ -121,9 +129,7 @@ absl::Status WholeTensors::gather(DeviceBackend &device,
       continue;
     }
     const plan::MeshAxis axis = t.shard().axis();
-    // The plan's axis enum (TP = 1 ...) is MeshAxis + 1.
-    Communicator &group =
-        groups(static_cast<MeshAxis>(static_cast<int>(axis) - 1));
+    Communicator &group = groups(axis);
     const ShardLayout layout = ShardLayout::of(
         t, plan_checks::meshAxisSize(local_.proto.mesh(), axis), 0);
     if (group.size() != layout.parts())
@@ -139,7 +145,7 @@ absl::Status WholeTensors::gather(DeviceBackend &device,
     // dp_rows: the rank's rows of its TP part, gathered over DP first (the
     // rows are consecutive, so the gather stacks them in place).
     if (t.shard().dp_rows()) {
-      Communicator &dp = groups(MeshAxis::kDP);
+      Communicator &dp = groups(plan::DP);
       std::vector<uint8_t> rows(part.size() * static_cast<size_t>(dp.size()));
       if (absl::Status s = dp.allGather(part.data(), rows.data(), n, dtype);
           !s.ok())

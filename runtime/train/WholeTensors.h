@@ -27,7 +27,8 @@ public:
   // Whether `plan` shards a checkpointed tensor: only then does a plan that
   // is no pipeline stage need a WholeTensors.
   static bool needed(const LoadedPlan &plan);
-  // The checkpointed tensors (parameters and their moments) of `local`, the
+  // The checkpointed tensors (parameters and their moments, and the
+  // buffers: untrained state such as expert biases) of `local`, the
   // plan this rank runs, which must outlive this. A pipeline rank also
   // passes its PP coordinate `stage` and every stage's plan (`stages`, whose
   // entry `stage` is not read: `local` stands for it); the image then holds
@@ -46,9 +47,10 @@ public:
   // resume needs in its image (scatter reads no others).
   const absl::flat_hash_set<uint32_t> &mine() const { return mine_; }
 
-  // The communicator of this rank's group along a mesh axis (Ranks::axis):
-  // gather assembles a tensor sharded along an axis over that group.
-  using AxisGroups = std::function<Communicator &(MeshAxis)>;
+  // The communicator of this rank's group a plan's axis names
+  // (Ranks::group): gather assembles a tensor sharded along an axis over
+  // that group.
+  using AxisGroups = std::function<Communicator &(plan::MeshAxis)>;
 
   // Fills `image` with this rank's tensors from the device, each sharded
   // one gathered over `groups(its shard's axis)` and rearranged into the

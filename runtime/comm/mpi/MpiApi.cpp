@@ -39,6 +39,7 @@ absl::StatusOr<MpiApi> load() {
   resolve("MPI_Ireduce_scatter_block", api.ireduceScatterBlock);
   resolve("MPI_Iallgather", api.iallgather);
   resolve("MPI_Ialltoall", api.ialltoall);
+  resolve("MPI_Ialltoallv", api.ialltoallv);
   resolve("MPI_Ibcast", api.ibcast);
   resolve("MPI_Isend", api.isend);
   resolve("MPI_Irecv", api.irecv);

@@ -30,6 +30,7 @@ struct MpiApi {
   decltype(&::MPI_Ireduce_scatter_block) ireduceScatterBlock = nullptr;
   decltype(&::MPI_Iallgather) iallgather = nullptr;
   decltype(&::MPI_Ialltoall) ialltoall = nullptr;
+  decltype(&::MPI_Ialltoallv) ialltoallv = nullptr;
   decltype(&::MPI_Ibcast) ibcast = nullptr;
   decltype(&::MPI_Isend) isend = nullptr;
   decltype(&::MPI_Irecv) irecv = nullptr;

@@ -162,6 +162,33 @@ public:
                       });
   }
 
+  // MPI's counts and displacements are ints: each rank's total must fit.
+  absl::Status allToAllV(const void *in, const size_t *sendCounts, void *out,
+                         const size_t *recvCounts, DType dtype) override {
+    std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
+    size_t sent = 0, received = 0;
+    for (int r = 0; r < size_; ++r) {
+      sd[r] = static_cast<int>(sent);
+      rd[r] = static_cast<int>(received);
+      sc[r] = static_cast<int>(sendCounts[r]);
+      rc[r] = static_cast<int>(recvCounts[r]);
+      sent += sendCounts[r];
+      received += recvCounts[r];
+      if (absl::Status s = fitsInt(std::max(sent, received), "all-to-all");
+          !s.ok())
+        return s;
+    }
+    MPI_Datatype type = datatype(dtype);
+    const size_t size = dtypeSize(dtype);
+    return collective(Call{"all-to-all", sent, dtype},
+                      Touched{in, sent * size, out, received * size},
+                      [&](MPI_Request *request) {
+                        return api_.ialltoallv(in, sc.data(), sd.data(), type,
+                                               out, rc.data(), rd.data(), type,
+                                               comm_, request);
+                      });
+  }
+
   absl::Status send(const void *data, size_t bytes, int peer,
                     int tag) override {
     if (absl::Status s = fitsInt(bytes, "send"); !s.ok())
@@ -507,26 +534,49 @@ MpiWorld::axisCommunicators(const MeshShape &shape,
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>>
-MpiWorld::dataGroupCommunicator(const MeshShape &shape,
-                                std::chrono::milliseconds timeout) const {
-  const int64_t group = meshDataGroupIndex(shape, rank_);
-  const MeshCoords c = meshCoords(shape, rank_);
-  const int64_t key = c[static_cast<int>(MeshAxis::kDP)] *
-                          shape.size(MeshAxis::kCP) +
-                      c[static_cast<int>(MeshAxis::kCP)];
+MpiWorld::splitCommunicator(const char *label, int64_t group, int64_t key,
+                            std::vector<int64_t> members,
+                            std::chrono::milliseconds timeout) const {
   MPI_Comm comm = nullptr;
   if (int code = api_->commSplit(api_->commWorld, static_cast<int>(group),
                                  static_cast<int>(key), &comm);
       code != MPI_SUCCESS)
-    return absl::InternalError(
-        absl::StrCat("creating the dp_cp communicators failed: ",
-                     api_->describe(code)));
+    return absl::InternalError(absl::StrCat("creating the ", label,
+                                            " communicators failed: ",
+                                            api_->describe(code)));
   api_->commSetErrhandler(comm, api_->errorsReturn);
-  std::vector<int64_t> members = meshDataGroup(shape, rank_);
-  std::string name = absl::StrCat("dp_cp group ", group, " (ranks ",
+  std::string name = absl::StrCat(label, " group ", group, " (ranks ",
                                   absl::StrJoin(members, ", "), ")");
   return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(
       *api_, comm, std::move(name), std::move(members), timeout));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>>
+MpiWorld::dataGroupCommunicator(const MeshShape &shape,
+                                std::chrono::milliseconds timeout) const {
+  const MeshCoords c = meshCoords(shape, rank_);
+  const int64_t key = c[static_cast<int>(MeshAxis::kDP)] *
+                          shape.size(MeshAxis::kCP) +
+                      c[static_cast<int>(MeshAxis::kCP)];
+  return splitCommunicator("dp_cp", meshDataGroupIndex(shape, rank_), key,
+                           meshDataGroup(shape, rank_), timeout);
+}
+
+absl::StatusOr<
+    std::pair<std::unique_ptr<Communicator>, std::unique_ptr<Communicator>>>
+MpiWorld::expertCommunicators(const MeshShape &shape,
+                              std::chrono::milliseconds timeout) const {
+  auto ep = splitCommunicator("ep", meshExpertGroupIndex(shape, rank_),
+                              meshExpertRank(shape, rank_),
+                              meshExpertGroup(shape, rank_), timeout);
+  if (!ep.ok())
+    return ep.status();
+  auto edp = splitCommunicator("edp", meshExpertDataGroupIndex(shape, rank_),
+                               meshExpertDataRank(shape, rank_),
+                               meshExpertDataGroup(shape, rank_), timeout);
+  if (!edp.ok())
+    return edp.status();
+  return std::make_pair(std::move(*ep), std::move(*edp));
 }
 
 void MpiWorld::abort(int code) const {

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/comm/Communicator.h"
@@ -49,11 +51,26 @@ public:
   dataGroupCommunicator(const MeshShape &shape,
                         std::chrono::milliseconds timeout) const;
 
+  // The communicators of expert parallel's EP and EDP groups
+  // (meshExpertGroup, meshExpertDataGroup), made like the others (every
+  // rank calls it, after dataGroupCommunicator where that is called).
+  absl::StatusOr<
+      std::pair<std::unique_ptr<Communicator>, std::unique_ptr<Communicator>>>
+  expertCommunicators(const MeshShape &shape,
+                      std::chrono::milliseconds timeout) const;
+
   // Ends every rank of the job (after a failure on this one, so that no
   // rank is left waiting for it).
   [[noreturn]] void abort(int code) const;
 
 private:
+  // Splits the world: the ranks with equal `group` form a communicator, in
+  // the order of `key`; `members` are its world ranks in that order.
+  absl::StatusOr<std::unique_ptr<Communicator>>
+  splitCommunicator(const char *label, int64_t group, int64_t key,
+                    std::vector<int64_t> members,
+                    std::chrono::milliseconds timeout) const;
+
   MpiWorld(const MpiApi *api, int rank, int size)
       : api_(api), rank_(rank), size_(size) {}
 

@@ -111,6 +111,7 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   ctx.tpSize = values.tpSize;
   ctx.cpRank = values.cpRank;
   ctx.cpSize = values.cpSize;
+  ctx.epRank = values.epRank;
   ctx.pool = &pool_;
   absl::StatusOr<const Executor::Program *> program =
       executor_->program(kind);

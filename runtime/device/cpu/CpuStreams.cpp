@@ -99,14 +99,8 @@ absl::Status CpuStreams::collective(uint32_t stream,
     // out the watchdog again for the same missing rank.
     if (failed())
       return;
-    // The plan's axis enum (TP = 1 ...) is MeshAxis + 1; DP_CP is the
-    // group of context parallel's gradient sums.
-    Communicator &comm =
-        call.axis == plan::DP_CP
-            ? ranks_->dataGroup()
-            : ranks_->axis(
-                  static_cast<MeshAxis>(static_cast<int>(call.axis) - 1));
-    if (absl::Status s = runCollective(comm, call); !s.ok())
+    if (absl::Status s = runCollective(ranks_->group(call.axis), call);
+        !s.ok())
       fail(std::move(s));
   });
   return absl::OkStatus();

@@ -155,6 +155,13 @@ public:
           "\" sums over context parallel's gradient group (dp_cp), which "
           "has no device communicator yet; train context-parallel plans on "
           "the CPU"));
+    if (call.axis == plan::EP || call.axis == plan::EDP)
+      return absl::UnimplementedError(absl::StrCat(
+          "program \"", program_.bound->name,
+          "\" runs expert parallel's collectives (",
+          plan::MeshAxis_Name(call.axis),
+          "), which have no device communicator yet; train expert-parallel "
+          "plans on the CPU"));
     DeviceCommunicator *comm =
         axis >= 0 && axis < kNumMeshAxes ? device_.comms_[axis] : nullptr;
     if (comm == nullptr)
@@ -225,6 +232,7 @@ void CUDART_CB CudaDevice::setHostValues(void *values) {
   d.hostContext_.tpSize = s.tpSize;
   d.hostContext_.cpRank = s.cpRank;
   d.hostContext_.cpSize = s.cpSize;
+  d.hostContext_.epRank = s.epRank;
 }
 
 // Fork from stream 0, the program's instructions, join back into stream 0.
@@ -344,6 +352,7 @@ absl::Status CudaDevice::run(plan::ProgramKind kind, const StepValues &values) {
     contexts[s].tpSize = values.tpSize;
     contexts[s].cpRank = values.cpRank;
     contexts[s].cpSize = values.cpSize;
+    contexts[s].epRank = values.epRank;
     contexts[s].gpu = &gpuContexts_[s];
   }
 

@@ -404,7 +404,7 @@ sched.global @g.grad gradient of @g : memref<4xf32>
 sched.program @p step {
   sched.repeat 2 {
     %x = sched.get_global @g.grad : memref<4xf32>
-    // expected-error @+1 {{'sched.collective' op cannot be in a sched.repeat body, which holds launches, stages, readbacks, buffers, global reads and collectives along tp and cp only}}
+    // expected-error @+1 {{'sched.collective' op cannot be in a sched.repeat body, which holds launches, stages, readbacks, buffers, global reads and collectives along tp, cp and ep only}}
     sched.collective all_reduce_sum dp(%x : memref<4xf32>) on 1
   }
 }

@@ -85,6 +85,70 @@ TEST(MoeGroupedLinearGrads, AreTheForwardsAdjointsAndAccumulate) {
   expectNear(acc.output(0), dw, 1e-6, 1e-6, "dw accumulated");
 }
 
+// Under expert parallel the rows arrive sender by sender, each sender's
+// rows expert by expert: 2 x E blocks, block g through expert g mod E, each
+// expert's gradient summed over its two blocks.
+TEST(MoeGroupedLinear, BlocksCycleOverTheExperts) {
+  // Sender 0: 2, 0, 1, 1 rows; sender 1: 1, 2, 0, 2 rows; row 9 is spare.
+  const std::vector<int32_t> offsets = {0, 2, 2, 3, 4, 5, 7, 7, 9};
+  const int rows = 10;
+  auto expertOfRow = [&](int r) {
+    for (int g = 0; g + 1 < static_cast<int>(offsets.size()); ++g)
+      if (r >= offsets[g] && r < offsets[g + 1])
+        return g % kExperts;
+    return -1;
+  };
+  const auto x = randomVector(rows * kIn, 40);
+  const auto w = randomVector(kExperts * kOut * kIn, 41);
+  const auto dy = randomVector(rows * kOut, 42);
+  Launch fwd("moe_grouped_linear");
+  fwd.in({rows, kIn}, x).in({kExperts, kOut, kIn}, w).inIds({9}, offsets)
+      .out({rows, kOut}, randomVector(rows * kOut, 43));
+  fwd.run(&testPool(2));
+  Launch gw("moe_grouped_linear_grad_weight");
+  gw.in({rows, kOut}, dy).in({rows, kIn}, x).inIds({9}, offsets)
+      .out({kExperts, kOut, kIn}, randomVector(kExperts * kOut * kIn, 44));
+  gw.run(&testPool(2));
+  std::vector<double> y(rows * kOut, 0.0), dw(kExperts * kOut * kIn, 0.0);
+  for (int r = 0; r < rows; ++r) {
+    const int e = expertOfRow(r);
+    for (int o = 0; e >= 0 && o < kOut; ++o)
+      for (int i = 0; i < kIn; ++i) {
+        y[r * kOut + o] += double{x[r * kIn + i]} * w[(e * kOut + o) * kIn + i];
+        dw[(e * kOut + o) * kIn + i] +=
+            double{dy[r * kOut + o]} * x[r * kIn + i];
+      }
+  }
+  expectNear(fwd.output(0), y, 1e-6, 1e-6, "y");
+  expectNear(gw.output(0), dw, 1e-6, 1e-6, "dw");
+}
+
+// moe_block_counts: the rows a rank sends each expert. moe_ep_offsets: of
+// the group's gathered counts, the blocks this rank receives, sender by
+// sender and expert by expert over its own experts.
+TEST(MoeExpertParallel, CountsAndTheReceivedBlocks) {
+  Launch counts("moe_block_counts");
+  counts.inIds({5}, {0, 2, 2, 5, 9}).outIds({4});
+  counts.run();
+  EXPECT_EQ(counts.outputIds(0), (std::vector<int32_t>{2, 0, 3, 4}));
+  // Two ranks of two experts: rank 0 sends 1, 2 | 3, 0; rank 1 2, 0 | 1, 1.
+  const std::vector<int32_t> all = {1, 2, 3, 0, 2, 0, 1, 1};
+  for (int rank : {0, 1}) {
+    Launch offsets("moe_ep_offsets");
+    offsets.inIds({8}, all).outIds({5});
+    offsets.context().epRank = rank;
+    offsets.run();
+    EXPECT_EQ(offsets.outputIds(0), rank == 0
+                                        ? (std::vector<int32_t>{0, 1, 3, 5, 5})
+                                        : (std::vector<int32_t>{0, 3, 3, 4, 5}))
+        << "rank " << rank;
+  }
+  Launch bad("moe_ep_offsets");
+  bad.inDesc({6}, DType::kI32).outDesc({5}, DType::kI32);
+  EXPECT_THAT(std::string(bad.check().message()),
+              HasSubstr("expected G x G x m counts and G x m + 1 offsets"));
+}
+
 // The batched GEMM of capacity mode is the grouped one over E equal
 // blocks, every row computed.
 TEST(MoeBatchedLinear, IsTheGroupedOneOverEqualBlocks) {
@@ -120,7 +184,8 @@ TEST(MoeGroupedLinear, ChecksRefuseBadShapes) {
       .outDesc({9, 3}, DType::kF32);
   EXPECT_THAT(std::string(offsets.check().message()),
               HasSubstr("moe_grouped_linear: input 2 (offsets) has shape [4], "
-                        "expected [5]"));
+                        "expected one more than a multiple of the weight's 4 "
+                        "experts"));
   Launch width("moe_grouped_linear_grad_input");
   width.inDesc({9, 5}, DType::kF32)
       .inDesc({4, 3, 5}, DType::kF32)

@@ -139,5 +139,25 @@ TEST(DeviceCollective, AGroupIsEndedWhenACallFails) {
                    .ok());
 }
 
+// Expert parallel's exchanges run on CPU ranks only: a device
+// communicator refuses them, clearly, before enqueuing anything.
+TEST(DeviceCollective, ExpertExchangesAreRefused) {
+  char memory[256];
+  RecordingCommunicator comm;
+  comm.base = memory;
+  const TensorDesc rows{{4, 2}, DType::kF32};
+  const TensorDesc counts{{8}, DType::kI32};
+  const TensorView ins[] = {{memory, &rows}, {memory + 64, &counts}};
+  const TensorView outs[] = {{memory + 128, &rows}};
+  for (plan::CollectiveKind kind : {plan::DISPATCH, plan::COMBINE}) {
+    absl::Status s = runCollective(comm, {kind, plan::EP, ins, outs}, memory);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+    EXPECT_NE(std::string(s.message()).find("CPU ranks only"),
+              std::string::npos)
+        << s;
+  }
+  EXPECT_TRUE(comm.calls.empty());
+}
+
 } // namespace
 } // namespace braid

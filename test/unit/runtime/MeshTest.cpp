@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -77,6 +78,51 @@ TEST(Mesh, TheDataGroupSpansDpAndCp) {
     EXPECT_EQ(n, 4);
 }
 
+// Expert parallel within DP: EP groups are consecutive DP ranks (a rank's
+// index dp % EP), EDP groups the DP ranks that hold the same experts
+// (index dp / EP); each splits every DP group evenly.
+TEST(Mesh, ExpertGroupsSplitEachDataParallelGroup) {
+  MeshShape s = shape(2, 1, 1, 4);
+  s.expert = 2;
+  EXPECT_EQ(s.describe(), "tp 2 x cp 1 x pp 1 x dp 4 (ep 2 within dp)");
+  // Rank 5: tp 1, dp 2.
+  EXPECT_EQ(meshExpertGroup(s, 5), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(meshExpertDataGroup(s, 5), (std::vector<int64_t>{1, 5}));
+  EXPECT_EQ(meshExpertRank(s, 5), 0);
+  EXPECT_EQ(meshExpertDataRank(s, 5), 1);
+  for (auto [group, index, size] :
+       {std::tuple{&meshExpertGroup, &meshExpertGroupIndex, int64_t{2}},
+        std::tuple{&meshExpertDataGroup, &meshExpertDataGroupIndex,
+                   int64_t{2}}}) {
+    std::vector<int> seen(s.worldSize() / size, 0);
+    for (int64_t r = 0; r < s.worldSize(); ++r) {
+      const std::vector<int64_t> members = group(s, r);
+      EXPECT_EQ(static_cast<int64_t>(members.size()), size);
+      const int64_t g = index(s, r);
+      ASSERT_LT(g, static_cast<int64_t>(seen.size()));
+      for (int64_t peer : members)
+        EXPECT_EQ(index(s, peer), g);
+      ++seen[g];
+    }
+    for (int n : seen)
+      EXPECT_EQ(n, size);
+  }
+  // A rank's place in its EP group is its index among the members.
+  for (int64_t r = 0; r < s.worldSize(); ++r)
+    EXPECT_EQ(meshExpertGroup(s, r)[meshExpertRank(s, r)], r);
+}
+
+// The exchange of one rank: its own rows come back; the counts must agree.
+TEST(Mesh, AnAllToAllOfOneRankCopies) {
+  SelfCommunicator self("ep group 0 (rank 0)");
+  const float in[3] = {1, 2, 3};
+  float out[3] = {};
+  const size_t three = 3, two = 2;
+  ASSERT_TRUE(self.allToAllV(in, &three, out, &three, DType::kF32).ok());
+  EXPECT_EQ(out[2], 3);
+  EXPECT_FALSE(self.allToAllV(in, &three, out, &two, DType::kF32).ok());
+}
+
 // Around a ring of one rank, a shift gives back what it sent.
 TEST(Mesh, AShiftOnOneRankCopies) {
   SelfCommunicator self("cp group 0 (rank 0)");
@@ -102,8 +148,13 @@ TEST(Ranks, OneProcessWithoutALauncherIsTheSingleRank) {
   EXPECT_TRUE(dp.allGather(v, out, 2, DType::kF32).ok());
   EXPECT_EQ(out[1], 2);
   EXPECT_FALSE(dp.send(v, 4, 1, 0).ok());
-  // Without CP the gradient group is the DP axis's.
+  // Without CP the gradient group is the DP axis's; without EP the EDP
+  // group is too, and the EP group is the rank alone.
   EXPECT_EQ(&(*ranks)->dataGroup(), &dp);
+  EXPECT_EQ(&(*ranks)->expertDataGroup(), &dp);
+  EXPECT_EQ(&(*ranks)->group(plan::EDP), &dp);
+  EXPECT_EQ((*ranks)->expertGroup().size(), 1);
+  EXPECT_EQ((*ranks)->expertRank(), 0);
 
   absl::StatusOr<std::unique_ptr<Ranks>> four =
       Ranks::join(shape(1, 1, 1, 4), std::chrono::seconds(1));

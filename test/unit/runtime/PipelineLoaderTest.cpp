@@ -317,7 +317,7 @@ TEST(PipelineLoader, ChecksEachSendAndReceive) {
           step->mutable_instructions()->SwapElements(i, i - 1);
       },
       "a Repeat body holds launches, stages, readbacks and collectives along "
-      "tp and cp only");
+      "tp, cp and ep only");
 }
 
 TEST(PipelineLoader, RefusesTransfersOutsideAPipeline) {

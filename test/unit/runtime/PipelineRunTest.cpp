@@ -118,6 +118,10 @@ public:
   absl::Status shift(const void *, void *, size_t, DType, int) override {
     return absl::OkStatus();
   }
+  absl::Status allToAllV(const void *, const size_t *, void *, const size_t *,
+                         DType) override {
+    return absl::OkStatus();
+  }
   absl::Status send(const void *, size_t bytes, int peer, int tag) override {
     calls.push_back(absl::StrCat("send ", bytes, " to ", peer, " tag ", tag));
     return absl::OkStatus();

@@ -892,7 +892,7 @@ TEST(PlanLoader, RefusesBadRepeats) {
             1);
       },
       "instruction 6: a Repeat body holds launches, stages, readbacks and "
-      "collectives along tp and cp only",
+      "collectives along tp, cp and ep only",
       repeated);
   // The body's rms_norm reads dx.0 before the body writes it.
   expectRefused(

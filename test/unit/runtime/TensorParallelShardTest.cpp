@@ -339,6 +339,10 @@ public:
   absl::Status shift(const void *, void *, size_t, DType, int) override {
     return absl::UnimplementedError("not in this test");
   }
+  absl::Status allToAllV(const void *, const size_t *, void *, const size_t *,
+                         DType) override {
+    return absl::UnimplementedError("not in this test");
+  }
   absl::Status send(const void *, size_t, int, int) override {
     return absl::UnimplementedError("not in this test");
   }
@@ -515,8 +519,8 @@ TEST(TensorParallelCheckpoint, GatherAndScatterRebuildTheWholeTensors) {
           ThreadCommunicator tp(group, k);
           SelfCommunicator self("dp group 0 (rank 0)");
           WholeTensors::AxisGroups groups =
-              [&](MeshAxis axis) -> Communicator & {
-            return axis == MeshAxis::kTP ? static_cast<Communicator &>(tp)
+              [&](plan::MeshAxis axis) -> Communicator & {
+            return axis == plan::TP ? static_cast<Communicator &>(tp)
                                          : self;
           };
           gathered[k] =
@@ -592,8 +596,8 @@ TEST(TensorParallelCheckpoint, DpRowsGatherOverDpThenTp) {
         threads.emplace_back([&, k, j] {
           ThreadCommunicator tp(*tpGroups[j], k), dpComm(*dpGroups[k], j);
           WholeTensors::AxisGroups groups =
-              [&](MeshAxis axis) -> Communicator & {
-            return axis == MeshAxis::kTP ? static_cast<Communicator &>(tp)
+              [&](plan::MeshAxis axis) -> Communicator & {
+            return axis == plan::TP ? static_cast<Communicator &>(tp)
                                          : dpComm;
           };
           const int r = k * dp + j;
@@ -632,7 +636,7 @@ TEST(TensorParallelCheckpoint, AGroupOfTheWrongSizeIsAnError) {
   std::vector<uint8_t> image(whole.imageBytes());
   SelfCommunicator self("tp group 0 (rank 0)");
   absl::Status s = whole.gather(
-      device, [&](MeshAxis) -> Communicator & { return self; }, nullptr,
+      device, [&](plan::MeshAxis) -> Communicator & { return self; }, nullptr,
       image.data());
   EXPECT_FALSE(s.ok());
   EXPECT_NE(std::string(s.message())
@@ -728,7 +732,7 @@ TEST(TensorParallelLoader, RefusesBadShards) {
   expectRefused(dp, "a shard along dimension 0 in 2 blocks of the dp axis");
   expectRefused(shardedHead(1, plan::PP, 0, {256, 16}),
                 "(lm_head.weight): a shard along the pp axis; this runtime "
-                "shards along tp (any dimension) and dp (dimension 0) only");
+                "shards along tp (any dimension), dp and ep (dimension 0) only");
   // A moment is the same part as its parameter.
   plan::Plan p = shardedHead(2, plan::TP, 1, {256, 32});
   setShard(named(p, "lm_head.weight.exp_avg"), plan::TP, 1, {256, 32}, 2);
@@ -957,6 +961,41 @@ TEST(ContextParallelLoader, RefusesShiftsItDoesNotMake) {
       "a collective along the dp_cp axis inside a Repeat body");
 }
 
+// Expert parallel's exchanges: along ep, inside the micro-batches, rows of
+// activations moved by i32 counts of the group (G x G x m: 32 = 2 x 2 x 8).
+TEST(ExpertParallelLoader, AcceptsTheExchangesAlongEpOnly) {
+  auto onEp = [](test::PlanBuilder &b, Ids &) {
+    b.plan().mutable_mesh()->set_ep(2);
+  };
+  auto exchange = [&](plan::CollectiveKind kind, plan::MeshAxis axis,
+                      uint32_t Ids::*counts, uint32_t Ids::*out) {
+    return collectivePlan(
+        // (The body also gathers `whole` along TP, which its end reads.)
+        [=](test::PlanBuilder &b, const Ids &ids) {
+          b.collective(0, kind, axis, {ids.x, ids.*counts}, {ids.*out});
+          b.collective(0, plan::ALL_GATHER, plan::TP, {ids.part},
+                       {ids.whole});
+        },
+        1, 0, true, onEp);
+  };
+  for (plan::CollectiveKind kind : {plan::DISPATCH, plan::COMBINE}) {
+    plan::Plan p = exchange(kind, plan::EP, &Ids::xi, &Ids::next);
+    EXPECT_TRUE(loadOnCpu(p).ok()) << loadOnCpu(p);
+  }
+  expectRefused(exchange(plan::DISPATCH, plan::TP, &Ids::xi, &Ids::next),
+                "a DISPATCH runs along EP, not TP");
+  expectRefused(exchange(plan::COMBINE, plan::EP, &Ids::xb, &Ids::next),
+                "must be an i32 ACTIVATION of G x G x m counts (G = 2");
+  expectRefused(exchange(plan::DISPATCH, plan::EP, &Ids::xi, &Ids::xb),
+                "both must be activations of one dtype and the same row "
+                "shape");
+  // EP splits the DP ranks.
+  plan::Plan odd = exchange(plan::DISPATCH, plan::EP, &Ids::xi, &Ids::next);
+  odd.mutable_mesh()->set_ep(3);
+  expectRefused(odd, "plan.mesh.ep is 3: expert parallel groups divide the 2 "
+                     "data-parallel ranks");
+}
+
 TEST(TensorParallelLoader, RefusesCollectivesTensorParallelismDoesNotMake) {
   // Activations sum along TP only, and in f32 or bf16.
   expectRefused(
@@ -1019,7 +1058,7 @@ TEST(TensorParallelLoader, RefusesCollectivesTensorParallelismDoesNotMake) {
           },
           2, 0, true),
       "a collective along the dp axis inside a Repeat body; a body holds "
-      "launches, stages, readbacks and collectives along tp and cp only");
+      "launches, stages, readbacks and collectives along tp, cp and ep only");
   // A collective on another stream races with stream 0 unless ordered.
   expectRefused(
       [] {

@@ -248,14 +248,15 @@ TEST(CompileRules, RecomputePolicy) {
             "t.pbtxt:20:11: compile.recompute: 'uniform-0' needs a number of "
             "layers from 1 to 1048576 after the dash; use none, auto, full, "
             "selective, uniform-N, block-N (N a number of layers, 1 or more), "
-            "or op kinds separated by commas: norm, activation, attention or "
-            "forward op names such as rms_norm or rope");
+            "or op kinds separated by commas: norm, activation, attention, "
+            "moe-light, moe-medium, moe-full or forward op names such as "
+            "rms_norm or rope");
   EXPECT_EQ(errorOf(spec + "compile { recompute: \"norm,,rope\" }\n"),
             "t.pbtxt:20:11: compile.recompute: 'norm,,rope' has an empty op "
             "kind; use none, auto, full, selective, uniform-N, block-N (N a number "
             "of layers, 1 or more), or op kinds separated by commas: norm, "
-            "activation, attention or forward op names such as rms_norm or "
-            "rope");
+            "activation, attention, moe-light, moe-medium, moe-full or forward "
+            "op names such as rms_norm or rope");
   const std::string unknown =
       errorOf(spec + "compile { recompute: \"full|norm,softmax\" }\n");
   EXPECT_EQ(unknown.rfind("t.pbtxt:20:11: compile.recompute: 'softmax' is not "
@@ -310,6 +311,13 @@ TEST(RecomputePolicy, ParsesEveryForm) {
   EXPECT_EQ(parseRecomputePolicy("activation, rope, swiglu")->ops,
             (std::vector<std::string>{"swiglu", "gelu", "fused_bias_swiglu",
                                       "fused_bias_gelu", "rope"}));
+  // The MoE levels count inside MoE blocks only ("moe:" kinds).
+  EXPECT_EQ(parseRecomputePolicy("moe-light")->ops,
+            (std::vector<std::string>{"moe:moe_route", "moe:moe_permute",
+                                      "moe:swiglu", "moe:fused_bias_swiglu"}));
+  EXPECT_EQ(parseRecomputePolicy("moe-full")->ops,
+            (std::vector<std::string>{"moe:*"}));
+  EXPECT_EQ(parseRecomputePolicy("moe-medium")->ops.size(), 7u);
   EXPECT_FALSE(parseRecomputePolicy("block-x").ok());
   EXPECT_FALSE(parseRecomputePolicy("uniform-").ok());
   EXPECT_FALSE(parseRecomputePolicy("full,norm").ok());
