@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The expert-parallel benchmark: test/bench/specs/cpu-moe.pbtxt on 2 ranks
+# (DP 2, one micro-batch of 4 x 256 tokens each), side by side in one run:
+#   - dp2: every rank holds all 16 experts; their gradients join the DP
+#     all-reduce;
+#   - ep2: each rank holds 8 experts; every MoE layer exchanges its tokens
+#     (dispatch and combine, forward and backward), the experts' gradients
+#     stay on their rank (EP = DP: no edp sum); the receive room is the
+#     worst case (dropless_bound 0, here twice the mean; the routing of
+#     the first steps sends most tokens to one rank's experts, so a
+#     smaller bound stops at step 1).
+# Each runs without a link delay (compute and shared-memory MPI) and over
+# the emulated link of the data-parallel benchmarks (braid-run
+# --emulate-link, runtime/comm/EmulatedLink.h: each collective held for
+# latency + bytes / bandwidth). Printed: the median step of each against
+# dp2's, the planned arena and parameter bytes against dp2's, and the loss
+# after the last step (the layouts train the same numbers within 1e-5,
+# test/mpi/moe.test). The step time is the median step after three warm-up
+# steps, then the median over R rounds (the layouts run in turn).
+#
+#   test/bench/run_ep_bench.sh [--steps N] [--rounds R] [--link L:B]
+#                              [--out DIR]
+#
+# Needs a build with MPI (scripts/build.sh). --link: latency in us and
+# bandwidth in GB/s (default 10:1).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${BRAID_BUILD_DIR:-$root/build}"
+steps=12
+rounds=3
+link="10:1"
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --link) link="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "run_ep_bench.sh: unknown option '$1' (use --steps N, --rounds R, --link L:B, --out DIR)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || out="$build/bench/ep"
+[ -x "$build/bin/braidc" ] || {
+  echo "run_ep_bench.sh: no $build/bin/braidc; build first (scripts/build.sh)" >&2; exit 1; }
+command -v mpirun > /dev/null || {
+  echo "run_ep_bench.sh: needs mpirun (scripts/install-deps.sh installs Open MPI)" >&2; exit 1; }
+data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
+spec="$root/test/bench/specs/cpu-moe.pbtxt"
+mkdir -p "$out"
+layouts="dp2 ep2"
+for l in $layouts; do
+  s="$out/$l.pbtxt"
+  sed -e 's/global_batch_size: 4/global_batch_size: 8/' \
+      -e "s/data_parallel: 1/data_parallel: 2$([ "$l" = dp2 ] || echo ' expert_parallel: 2')/" \
+      "$spec" > "$s"
+  "$build/bin/braidc" "$s" --report-memory -o "$out/$l.plan" > "$out/$l.report" 2>&1 || {
+    cat "$out/$l.report" >&2; exit 1; }
+done
+mpi=(mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np 2)
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for r in $(seq 1 "$rounds"); do
+  for l in $layouts; do
+    "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \
+      --steps "$steps" --threads 1 --quiet --log "$out/$l.local.$r.jsonl"
+    "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \
+      --steps "$steps" --threads 1 --quiet --log "$out/$l.link.$r.jsonl" \
+      --emulate-link "$link"
+  done
+done
+python3 - "$out" "$rounds" "$link" $layouts <<'PY'
+import json, re, statistics, sys
+out, rounds, link, layouts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+def step(l, where):
+    per_round, last = [], None
+    for r in range(1, rounds + 1):
+        log = [json.loads(x) for x in open(f"{out}/{l}.{where}.{r}.jsonl")]
+        last = log[-1]["loss"]
+        per_round.append(statistics.median(1.0 / x["tokens_per_s"] for x in log[3:]))
+    return statistics.median(per_round), last
+rows = []
+for l in layouts:
+    report = open(f"{out}/{l}.report").read()
+    arena = int(re.search(r"\n\s*arena\s+(\d+) bytes", report).group(1))
+    params = int(re.search(r"\n\s*parameters\s+(\d+) bytes", report).group(1))
+    local, last = step(l, "local")
+    linked, _ = step(l, "link")
+    rows.append((l, local, linked, arena, params, last))
+b = rows[0]
+print(f"cpu-moe on 2 ranks (DP 2), median of {rounds} rounds; link {link} (us:GB/s)")
+print(f"{'layout':<10} {'step vs dp2':>11} {'over link':>10} {'arena':>11} {'vs dp2':>7} {'params':>10} {'vs dp2':>7} {'last loss':>10}")
+for l, local, linked, arena, params, last in rows:
+    print(f"{l:<10} {local / b[1]:>10.2f}x {linked / b[2]:>9.2f}x {arena / 2**20:>7.1f} MiB {arena / b[3]:>6.2f}x "
+          f"{params / 2**20:>6.1f} MiB {params / b[4]:>6.2f}x {last:>10.4f}")
+PY
