@@ -217,8 +217,8 @@ LogicalResult Lowering::checkSignature() {
           return func_.emitOpError()
                  << "parameter '" << p.getName()
                  << "' is an expert-parallel share of its experts (braid.ep), "
-                    "which needs a mesh of ep above 1 without ZeRO or tensor "
-                    "parallel";
+                    "which needs a mesh of ep above 1, no ZeRO and no "
+                    "tensor-parallel split of the share";
         params_.back().part = sched::ShardAttr::get(
             b_.getContext(), sched::MeshAxis::Ep, 0);
       }

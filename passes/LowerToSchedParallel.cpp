@@ -142,9 +142,13 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
     collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, parts);
     for (auto [part, shard] : adds)
       optimizerLaunch(loc, "accumulate", {part}, {shard}, DictionaryAttr());
-    if (m == numMicroBatches_ - 1)
-      collective(loc, sched::CollectiveKind::AllReduceSum,
-                 {getGlobal("loss_sum")}, {});
+    // After the last, the loss sum and each expert bias's load, whole.
+    if (m == numMicroBatches_ - 1) {
+      SmallVector<Value> sums = {getGlobal("loss_sum")};
+      for (const Buffer &buffer : buffers_)
+        sums.push_back(getGlobal(buffer.name + ".load"));
+      collective(loc, sched::CollectiveKind::AllReduceSum, sums, {});
+    }
     stream_ = 0;
   }
   repeat->erase();

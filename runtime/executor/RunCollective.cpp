@@ -1,5 +1,7 @@
 // One collective or transfer instruction on a communicator (StreamTarget.h):
 // the host's and a device's read the plan's kinds alike.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -110,6 +112,21 @@ absl::StatusOr<Exchange> exchangeOf(const CollectiveCall &call, int rank,
         " in all, more than the ", room,
         " rows the plan holds for them; raise model.moe.dropless_bound, or "
         "set it to 0 for the worst case"));
+  }
+  // MPI counts elements in ints: a rank's whole exchange must fit, and
+  // every rank checks every rank's, so that all stop together here too.
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t in = 0, out = 0;
+    for (int64_t s = 0; s < n; ++s) {
+      in += rows(s, k);
+      out += rows(k, s);
+    }
+    if (std::max(in, out) * width > INT32_MAX)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "rank ", k, " of ", group, " would exchange ",
+          std::max(in, out), " token rows of ", width,
+          " elements, more than the 2^31 - 1 elements an all-to-all takes; "
+          "lower model.moe.dropless_bound or the micro-batch"));
   }
   Exchange e{std::vector<size_t>(n), std::vector<size_t>(n)};
   for (int64_t k = 0; k < n; ++k) {
