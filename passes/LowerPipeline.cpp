@@ -658,17 +658,25 @@ LogicalResult PipelineLowering::copyFiltered(ArrayRef<Operation *> ops,
                                   coll.getStreamAttr(), coll.getOffsetAttr());
       continue;
     }
+    // A norm over gradients becomes a norm of every rank's norm on every
+    // rank alike, whether this rank holds all, some or none of them (a
+    // rank without an MoE layer holds none of the experts' gradients,
+    // whose norm is a launch of its own under expert parallel), so that
+    // every rank issues the same gathers.
+    auto launch = dyn_cast<sched::LaunchOp>(op);
+    if (launch && launch.getKernel() == "grad_norm" &&
+        llvm::any_of(launch.getIns(), [](Value in) {
+          return in.getDefiningOp<sched::GetGlobalOp>() != nullptr;
+        })) {
+      if (failed(splitGradNorm(launch, map)))
+        return failure();
+      continue;
+    }
     size_t mine = 0, theirs = 0;
     for (Value in : op->getOperands())
       (map.contains(in) ? mine : theirs) += 1;
     if (theirs == 0) {
       b_.clone(*op, map);
-      continue;
-    }
-    auto launch = dyn_cast<sched::LaunchOp>(op);
-    if (launch && launch.getKernel() == "grad_norm") {
-      if (failed(splitGradNorm(launch, map)))
-        return failure();
       continue;
     }
     if (mine > 0 && launch && !llvm::all_of(launch.getOuts(), [&](Value v) {
@@ -692,9 +700,19 @@ LogicalResult PipelineLowering::splitGradNorm(sched::LaunchOp norm,
   const int64_t ranks = partition_.placement.ranks;
   Value mine = sched::AllocOp::create(b_, loc(), MemRefType::get({1}, f32),
                                       IntegerAttr());
-  auto part = cast<sched::LaunchOp>(b_.clone(*norm, map));
-  part.getInsMutable().assign(grads);
-  part.getOutsMutable().assign(mine);
+  if (grads.empty()) {
+    // None of these gradients is this rank's: its part is 0.
+    auto zero = sched::LaunchOp::create(
+        b_, loc(), b_.getStringAttr("fill"), b_.getI32IntegerAttr(kCompute),
+        /*micro_batch=*/IntegerAttr(), ValueRange{}, ValueRange{mine},
+        b_.getDictionaryAttr(
+            b_.getNamedAttr("value", b_.getF64FloatAttr(0.0))));
+    copyMarks(norm, zero);
+  } else {
+    auto part = cast<sched::LaunchOp>(b_.clone(*norm, map));
+    part.getInsMutable().assign(grads);
+    part.getOutsMutable().assign(mine);
+  }
   Value all = sched::AllocOp::create(b_, loc(), MemRefType::get({ranks}, f32),
                                      IntegerAttr());
   MLIRContext *ctx = b_.getContext();

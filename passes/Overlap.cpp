@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/EpOverlap.h"
 #include "passes/TpOverlap.h"
 
 #include <cmath>
@@ -464,18 +465,30 @@ struct OverlapPass : impl::OverlapPassBase<OverlapPass> {
       tpPrefetchedGathers += tp.prefetchedGathers;
       return success();
     };
+    const bool hideExchanges =
+        module->hasAttr(BraidDialect::kEpCommOverlapAttr);
+    auto hideEpExchanges = [&](sched::ProgramOp program) {
+      if (!hideExchanges || program.getKind() != sched::ProgramKind::Step)
+        return;
+      EpOverlapStats ep = overlapExpertParallel(program);
+      epExchanges += ep.exchanges;
+      epHidden += ep.hidden;
+    };
     // The pipeline ranks' stage programs (braid-lower-pipeline's nested
     // modules) get the TP part only: their data-parallel sums stay where
     // the pipeline placed them.
     for (auto stage : module.getOps<ModuleOp>())
-      for (auto program : stage.getOps<sched::ProgramOp>())
+      for (auto program : stage.getOps<sched::ProgramOp>()) {
         if (failed(hideTpSums(program)))
           return signalPassFailure();
+        hideEpExchanges(program);
+      }
     for (auto program : module.getOps<sched::ProgramOp>()) {
       if (program.getKind() != sched::ProgramKind::Step)
         continue;
       if (failed(hideTpSums(program)))
         return signalPassFailure();
+      hideEpExchanges(program);
       FailureOr<std::optional<Reductions>> found = findReductions(program);
       if (failed(found))
         return signalPassFailure();

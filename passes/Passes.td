@@ -416,6 +416,18 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     TP stream ahead of where they are read. This TP part also runs on the
     pipeline ranks' stage programs (nested modules); the rest does not.
 
+    With `braid.ep_comm_overlap` it then runs expert parallel's collectives
+    along ep on a stream of their own (the first free after the TP part's;
+    the first free event pair, from 5, hands work over and back), in every
+    step and stage program, and orders each layer's stream-0 ops so that
+    the compute that needs no exchange runs while one is in flight
+    (passes/EpOverlap.cpp): in the forward the shared expert and the
+    router's losses beside the dispatch and the combine, in the backward
+    the router's and the shared expert's gradients beside the output
+    gradient's dispatch, and the experts' weight gradients beside the
+    combine of their input gradients. Every buffer keeps the order of its
+    readers and writers.
+
     Runs on braid-lower-to-sched's data-parallel step, whose gradients are
     summed by the collectives of one hand-over after every micro-batch (or,
     with ZeRO stage 2, of one hand-over after each micro-batch: each is
@@ -490,6 +502,10 @@ def OverlapPass : Pass<"braid-overlap", "mlir::ModuleOp"> {
     Statistic<"tpMovedWhole", "tp-moved-whole",
               "TP collectives of paired micro-batches moved whole to the TP "
               "stream">,
+    Statistic<"epExchanges", "ep-exchanges",
+              "Collectives along ep moved to the EP stream">,
+    Statistic<"epHidden", "ep-hidden",
+              "Of them, those with their layer's compute beside them">,
   ];
 }
 

@@ -237,33 +237,24 @@ private:
 };
 
 int64_t TpOverlapper::unroll() {
-  SmallVector<sched::RepeatOp> repeats;
-  for (auto r : step_.getBody().front().getOps<sched::RepeatOp>())
-    repeats.push_back(r);
   // The pairing tells the micro-batches apart by slot (the micro-batch
   // stated out, in program order).
   int64_t slot = 0;
   if (pairs_)
     for (Operation &op : step_.getBody().front())
       op.setAttr(kTpPairSlotAttr, i64(-1));
-  for (sched::RepeatOp r : repeats) {
-    bool hasSum = false;
-    r.getBody().walk([&](sched::CollectiveOp c) {
-      hasSum = hasSum || c.getAxis() == sched::MeshAxis::Tp;
-    });
-    if (!hasSum)
-      continue;
-    b_.setInsertionPoint(r);
-    for (uint32_t i = 0; i < r.getCount(); ++i) {
-      IRMapping map;
-      SmallVector<Operation *> ops = cloneIteration(b_, r, i, map);
-      if (pairs_)
-        for (Operation *op : ops)
-          op->setAttr(kTpPairSlotAttr, i64(slot));
-      ++slot;
-    }
-    r.erase();
-  }
+  unrollRepeats(
+      step_,
+      [](Operation *op) {
+        auto c = dyn_cast<sched::CollectiveOp>(op);
+        return c && c.getAxis() == sched::MeshAxis::Tp;
+      },
+      [&](ArrayRef<Operation *> ops) {
+        if (pairs_)
+          for (Operation *op : ops)
+            op->setAttr(kTpPairSlotAttr, i64(slot));
+        ++slot;
+      });
   return slot;
 }
 
@@ -818,21 +809,12 @@ void TpOverlapper::scatterRing(ScatterRing &ring) {
 
 FailureOr<TpOverlapStats> TpOverlapper::run() {
   const int64_t microBatches = unroll();
-  int32_t event = -1;
-  uint32_t stream = 0;
-  step_.walk([&](Operation *op) {
-    if (auto r = dyn_cast<sched::EventRecordOp>(op))
-      event = std::max<int32_t>(event, r.getEvent());
-    if (auto w = dyn_cast<sched::EventWaitOp>(op))
-      event = std::max<int32_t>(event, w.getEvent());
-    if (auto s = op->getAttrOfType<IntegerAttr>("stream"))
-      stream = std::max<uint32_t>(stream, s.getInt());
-  });
   // Events 0 to 4 belong to the optimizer, the data-parallel hand-overs
   // and ZeRO 3's gathers even where a step does not use them yet.
-  sendEvent_ = std::max(event + 1, 5);
+  FreeEventAndStream free = firstFree(step_, 5);
+  sendEvent_ = free.event;
   backEvent_ = sendEvent_ + 1;
-  stream_ = std::max<uint32_t>(stream + 1, 2);
+  stream_ = free.stream;
 
   // In program order, so that each event's values rise in it.
   struct Work {

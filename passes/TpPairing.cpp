@@ -42,6 +42,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "dialects/braid/Marks.h"
+#include "passes/analysis/BufferAccess.h"
 
 using namespace mlir;
 
@@ -49,39 +50,8 @@ namespace braid {
 
 namespace {
 
-// What an op reads and writes, by the buffer behind it: the global's name,
-// or the buffer a view is of.
-using Key = const void *;
-
-Key keyOf(Value v) {
-  while (auto view = v.getDefiningOp<sched::ViewOp>())
-    v = view.getSource();
-  if (auto get = v.getDefiningOp<sched::GetGlobalOp>())
-    return get.getGlobalAttr().getAttr().getAsOpaquePointer();
-  return v.getAsOpaquePointer();
-}
-
-struct Access {
-  SmallVector<Key> reads, writes;
-};
-
-Access readAccess(Operation *op) {
-  Access a;
-  if (auto l = dyn_cast<sched::LaunchOp>(op)) {
-    for (Value v : l.getIns())
-      a.reads.push_back(keyOf(v));
-    for (Value v : l.getOuts())
-      a.writes.push_back(keyOf(v));
-  } else if (auto r = dyn_cast<sched::ReadbackOp>(op)) {
-    a.reads.push_back(keyOf(r.getBuffer()));
-  } else if (!isa<sched::GetGlobalOp, sched::AllocOp, sched::ViewOp,
-                  sched::EventRecordOp, sched::EventWaitOp>(op)) {
-    // Stages, collectives and anything else: every operand, both ways.
-    for (Value v : op->getOperands())
-      a.writes.push_back(keyOf(v));
-  }
-  return a;
-}
+using Key = BufferKey;
+using Access = BufferAccess;
 
 class Pairer {
 public:
@@ -106,7 +76,7 @@ private:
   const Access &accessOf(Operation *op) {
     auto [it, added] = accesses_.try_emplace(op);
     if (added)
-      it->second = readAccess(op);
+      it->second = bufferAccess(op);
     return it->second;
   }
   LogicalResult checkStreams(ArrayRef<Operation *> ops);
@@ -230,13 +200,6 @@ void Pairer::hoistScalars(Sequence &s) {
     return l && l.getStream() == 0 && !l->getOperands().empty() &&
            llvm::all_of(l->getOperands(), scalar);
   };
-  auto conflict = [](const Access &a, const Access &b) {
-    auto meets = [](ArrayRef<Key> x, ArrayRef<Key> y) {
-      return llvm::any_of(x, [&](Key k) { return llvm::is_contained(y, k); });
-    };
-    return meets(a.writes, b.reads) || meets(a.writes, b.writes) ||
-           meets(a.reads, b.writes);
-  };
   for (size_t i = 0; i < s.ops.size(); ++i) {
     Operation *op = s.ops[i];
     if (!isBookkeeping(op))
@@ -259,7 +222,7 @@ void Pairer::hoistScalars(Sequence &s) {
         return v.getDefiningOp() == before;
       });
       // Events do not hold it: it touches no buffer the TP stream does.
-      if (defines || conflict(accessOf(before), access))
+      if (defines || conflicts(accessOf(before), access))
         break;
       --to;
     }

@@ -575,6 +575,8 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
     if (parallel.tp_comm_pair_micro_batches())
       module->setAttr(BraidDialect::kTpCommPairsAttr, b_.getUnitAttr());
   }
+  if (parallel.expert_parallel() > 1 && parallel.ep_comm_overlap())
+    module->setAttr(BraidDialect::kEpCommOverlapAttr, b_.getUnitAttr());
   if (parallel.pipeline_parallel() > 1) {
     SmallVector<NamedAttribute> settings = {
         b_.getNamedAttr("schedule",

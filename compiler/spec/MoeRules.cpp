@@ -215,8 +215,13 @@ private:
   void checkExpertParallel() {
     const spec::ParallelLayout &p = spec_.parallel();
     const int64_t ep = p.expert_parallel();
-    if (ep <= 1)
+    if (ep <= 1) {
+      if (p.ep_comm_overlap())
+        sink_.report("parallel.ep_comm_overlap",
+                     "applies to expert parallel's exchanges; set "
+                     "expert_parallel above 1 or remove it");
       return;
+    }
     const int64_t e = m_.num_experts(), dp = p.data_parallel();
     if (e % ep != 0)
       sink_.report("parallel.expert_parallel",
@@ -255,6 +260,10 @@ void validateMoe(const spec::ModelSpec &spec, RuleSink &sink) {
                                " names the tensors of mixture-of-experts "
                                "layers, but the model has none; add "
                                "model.moe { ... } or set naming: HF_LLAMA"));
+    if (spec.parallel().ep_comm_overlap())
+      sink.report("parallel.ep_comm_overlap",
+                  "applies to expert parallel's exchanges, but the model "
+                  "has no experts; remove it");
     if (ep > 1)
       sink.report("parallel.expert_parallel",
                   absl::StrCat(ep, " expert-parallel ranks, but the model "

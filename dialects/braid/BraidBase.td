@@ -99,6 +99,11 @@ def Braid_Dialect : Dialect {
     // braid-import from tp_comm_pair_micro_batches).
     static constexpr ::llvm::StringLiteral kTpCommPairsAttr =
         "braid.tp_comm_pairs";
+    // On the module: braid-overlap runs expert parallel's exchanges on a
+    // stream of their own, beside their layer's compute (a unit
+    // attribute, set by braid-import from ep_comm_overlap).
+    static constexpr ::llvm::StringLiteral kEpCommOverlapAttr =
+        "braid.ep_comm_overlap";
     // On the module: braid-recompute's policy (a string, set by
     // braid-import from compile.recompute when it is not none).
     static constexpr ::llvm::StringLiteral kRecomputeAttr =

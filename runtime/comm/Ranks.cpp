@@ -115,14 +115,17 @@ Communicator &Ranks::group(plan::MeshAxis axis) const {
   }
 }
 
-void Ranks::emulateLink(const LinkModel &link) {
-  for (auto &c : comms_)
-    c = std::make_unique<EmulatedLink>(std::move(c), link);
-  if (dataGroup_)
-    dataGroup_ = std::make_unique<EmulatedLink>(std::move(dataGroup_), link);
-  expert_ = std::make_unique<EmulatedLink>(std::move(expert_), link);
-  if (expertData_)
-    expertData_ = std::make_unique<EmulatedLink>(std::move(expertData_), link);
+void Ranks::emulateLink(const LinkModel &link,
+                        const std::set<std::string> &axes) {
+  auto slow = [&](std::unique_ptr<Communicator> &c, const char *axis) {
+    if (c && (axes.empty() || axes.count(axis)))
+      c = std::make_unique<EmulatedLink>(std::move(c), link);
+  };
+  for (MeshAxis axis : kMeshAxes)
+    slow(comms_[static_cast<int>(axis)], meshAxisName(axis));
+  slow(dataGroup_, "dp");
+  slow(expert_, "ep");
+  slow(expertData_, "edp");
 }
 
 void Ranks::attachDevice(

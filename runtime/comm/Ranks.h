@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "runtime/comm/Communicator.h"
@@ -87,9 +89,12 @@ public:
            : channel == 1 ? deviceGradients_.get()
                           : nullptr;
   }
-  // From now on every axis's calls take at least the time `link` gives
-  // them (EmulatedLink.h): for benchmarks of overlap on one machine.
-  void emulateLink(const LinkModel &link);
+  // From now on the calls along the axes named in `axes` ("tp", "cp",
+  // "pp", "dp" (the data-parallel group, with cp's ranks where cp > 1),
+  // "ep", "edp"; empty: all) take at least the time `link` gives them
+  // (EmulatedLink.h): for benchmarks of overlap on one machine.
+  void emulateLink(const LinkModel &link,
+                   const std::set<std::string> &axes = {});
   // Ends every rank (MPI_Abort where ranks were joined over MPI), after a
   // failure here that the others would otherwise wait for.
   [[noreturn]] void abortAll(int code) const;

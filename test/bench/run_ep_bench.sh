@@ -8,14 +8,22 @@
 #     stay on their rank (EP = DP: no edp sum); the receive room is the
 #     worst case (dropless_bound 0, here twice the mean; the routing of
 #     the first steps sends most tokens to one rank's experts, so a
-#     smaller bound stops at step 1).
+#     smaller bound stops at step 1);
+#   - ep2o: ep2 with ep_comm_overlap (the exchanges on a stream of their
+#     own, beside the shared expert, the router's losses and gradients and
+#     the experts' weight gradients; docs/moe.md "Hiding the exchanges").
 # Each runs without a link delay (compute and shared-memory MPI) and over
 # the emulated link of the data-parallel benchmarks (braid-run
 # --emulate-link, runtime/comm/EmulatedLink.h: each collective held for
 # latency + bytes / bandwidth). Printed: the median step of each against
 # dp2's, the planned arena and parameter bytes against dp2's, and the loss
 # after the last step (the layouts train the same numbers within 1e-5,
-# test/mpi/moe.test). The step time is the median step after three warm-up
+# test/mpi/moe.test; ep2o trains ep2's numbers bit for bit). Then the
+# all-to-all overlap, with the link on the exchanges alone (braid-run
+# --emulate-link-axes ep, so that the data-parallel sums, hidden or not,
+# do not count): ep2o's step against ep2's, and the share of the
+# all-to-all hidden, 1 - (ep2o - ep2o without delay) / (ep2 - ep2 without
+# delay), each layout's exposed communication against ep2's. The step time is the median step after three warm-up
 # steps, then the median over R rounds (the layouts run in turn).
 #
 #   test/bench/run_ep_bench.sh [--steps N] [--rounds R] [--link L:B]
@@ -47,11 +55,11 @@ command -v mpirun > /dev/null || {
 data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
 spec="$root/test/bench/specs/cpu-moe.pbtxt"
 mkdir -p "$out"
-layouts="dp2 ep2"
+layouts="dp2 ep2 ep2o"
 for l in $layouts; do
   s="$out/$l.pbtxt"
   sed -e 's/global_batch_size: 4/global_batch_size: 8/' \
-      -e "s/data_parallel: 1/data_parallel: 2$([ "$l" = dp2 ] || echo ' expert_parallel: 2')/" \
+      -e "s/data_parallel: 1/data_parallel: 2$(case $l in ep2) echo ' expert_parallel: 2' ;; ep2o) echo ' expert_parallel: 2 ep_comm_overlap: true' ;; esac)/" \
       "$spec" > "$s"
   "$build/bin/braidc" "$s" --report-memory -o "$out/$l.plan" > "$out/$l.report" 2>&1 || {
     cat "$out/$l.report" >&2; exit 1; }
@@ -65,6 +73,11 @@ for r in $(seq 1 "$rounds"); do
     "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \
       --steps "$steps" --threads 1 --quiet --log "$out/$l.link.$r.jsonl" \
       --emulate-link "$link"
+  done
+  for l in ep2 ep2o; do
+    "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \
+      --steps "$steps" --threads 1 --quiet --log "$out/$l.a2a.$r.jsonl" \
+      --emulate-link "$link" --emulate-link-axes ep
   done
 done
 python3 - "$out" "$rounds" "$link" $layouts <<'PY'
@@ -91,4 +104,12 @@ print(f"{'layout':<10} {'step vs dp2':>11} {'over link':>10} {'arena':>11} {'vs 
 for l, local, linked, arena, params, last in rows:
     print(f"{l:<10} {local / b[1]:>10.2f}x {linked / b[2]:>9.2f}x {arena / 2**20:>7.1f} MiB {arena / b[3]:>6.2f}x "
           f"{params / 2**20:>6.1f} MiB {params / b[4]:>6.2f}x {last:>10.4f}")
+local = {r[0]: r[1] for r in rows}
+serial, _ = step("ep2", "a2a")
+overlapped, _ = step("ep2o", "a2a")
+a2a = serial - local["ep2"]
+hidden = 1 - (overlapped - local["ep2o"]) / a2a if a2a > 0 else 0
+print(f"all-to-all over the link alone: ep2 {serial / local['ep2']:.2f}x its step without delay, "
+      f"ep2o {overlapped / local['ep2o']:.2f}x its own; ep2o's step {overlapped / serial:.2f}x ep2's; "
+      f"share of the all-to-all hidden: {hidden:.0%}")
 PY

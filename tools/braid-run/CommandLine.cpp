@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -166,6 +167,16 @@ void addFlags(CLI::App &app, CommandLine &cl) {
       refuse(absl::StrCat(flag, ": ", link.status().message()));
     cl.emulateLink = *link;
   });
+  addValueFlag(app, "--emulate-link-axes", [&](Text flag, Text v) {
+    for (absl::string_view axis : absl::StrSplit(v, ',')) {
+      if (axis != "tp" && axis != "cp" && axis != "pp" && axis != "dp" &&
+          axis != "ep" && axis != "edp")
+        refuse(absl::StrCat(flag, ": \"", axis,
+                            "\" is not an axis; name tp, cp, pp, dp, ep or "
+                            "edp, separated by commas"));
+      cl.emulateLinkAxes.insert(std::string(axis));
+    }
+  });
   app.add_flag("--quiet", cl.quiet);
   app.add_flag("--profile", cl.profile);
   addValueFlag(app, "--trace", [&](Text flag, Text v) {
@@ -265,6 +276,8 @@ parseCommandLine(const std::vector<std::string> &args, bool embeddedPlan) {
     return bad("--save-shard-size needs --save-dir");
   if (!cl.allowChanges.empty() && cl.resumeDir.empty())
     return bad("--allow-change only applies with --resume");
+  if (!cl.emulateLinkAxes.empty() && !cl.emulateLink)
+    return bad("--emulate-link-axes needs --emulate-link");
   return cl;
 }
 
@@ -326,6 +339,8 @@ std::string usage(const std::string &program, bool embeddedPlan) {
       "                       seconds (default 300)\n"
       "  --emulate-link L:B   benchmarks: hold each collective for a link of\n"
       "                       L us latency and B GB/s (e.g. 25:2)\n"
+      "  --emulate-link-axes A  only along these axes: tp, cp, pp, dp, ep,\n"
+      "                       edp, separated by commas (default: all)\n"
       "  --quiet              no start-up report or progress lines\n"
       "  --profile            print the time spent in each kernel at the end\n"
       "  --trace DIR          time each part of the pipeline schedule and\n"

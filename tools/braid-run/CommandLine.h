@@ -40,6 +40,8 @@ struct CommandLine {
   double commTimeoutSeconds = 300;
   // Benchmarks: hold every collective for a slower link (EmulatedLink.h).
   std::optional<LinkModel> emulateLink;
+  // The axes it applies to (Ranks::emulateLink); empty: all.
+  std::set<std::string> emulateLinkAxes;
   bool quiet = false;
   bool profile = false;
   // Time the schedule's marks into DIR/rank-N.json (ScheduleTrace.h).

@@ -228,7 +228,7 @@ int run(const CommandLine &cl, const std::optional<std::string> &embedded) {
     (*ranks)->abortAll(kExitError);
   }
   if (cl.emulateLink)
-    (*ranks)->emulateLink(*cl.emulateLink);
+    (*ranks)->emulateLink(*cl.emulateLink, cl.emulateLinkAxes);
   return runRank(cl, std::move(*plan), **ranks);
 }
 

@@ -48,7 +48,7 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
       "--threads",       "3",       "--device",         "cuda",
       "--cuda-graphs",   "off",     "--peak-gflops",    "12.5",
       "--comm-timeout",  "2.5",     "--emulate-link",   "25:2",
-      "--trace",         "tr"};
+      "--trace",         "tr",      "--emulate-link-axes", "ep,dp"};
   std::vector<std::string> joined;
   for (size_t i = 0; i < spaced.size(); i += 2)
     joined.push_back(spaced[i] + "=" + spaced[i + 1]);
@@ -74,6 +74,7 @@ TEST(CommandLine, ValueAfterASpaceOrAnEqualsSign) {
     EXPECT_EQ(cl.commTimeoutSeconds, 2.5);
     ASSERT_TRUE(cl.emulateLink.has_value());
     EXPECT_EQ(cl.emulateLink->describe(), "25 us, 2 GB/s");
+    EXPECT_EQ(cl.emulateLinkAxes, (std::set<std::string>{"dp", "ep"}));
     EXPECT_TRUE(cl.shuffle && cl.quiet && cl.profile);
   }
 }
@@ -119,6 +120,12 @@ TEST(CommandLine, RefusesBadLinksAndTimeouts) {
   EXPECT_EQ(refusal({"p.plan", "--data", "d", "--emulate-link", "fast"}),
             "--emulate-link: the link \"fast\" is not LATENCY_US:GBPS, e.g. "
             "25:2 for 25 us and 2 GB/s");
+  EXPECT_EQ(refusal({"p.plan", "--data", "d", "--emulate-link", "25:2",
+                     "--emulate-link-axes", "ep,xp"}),
+            "--emulate-link-axes: \"xp\" is not an axis; name tp, cp, pp, "
+            "dp, ep or edp, separated by commas");
+  EXPECT_EQ(refusal({"p.plan", "--data", "d", "--emulate-link-axes", "ep"}),
+            "--emulate-link-axes needs --emulate-link");
 }
 
 // Shard sizes as transformers' max_shard_size spells them.

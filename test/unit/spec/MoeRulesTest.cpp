@@ -132,6 +132,25 @@ TEST(MoeRules, RefusesExpertsNotDivisibleByExpertParallel) {
                         "ranks; set 1 to 65536 expert-parallel ranks"));
 }
 
+// Hiding the exchanges needs exchanges.
+TEST(MoeRules, RefusesExchangeOverlapWithoutExpertParallel) {
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
+                              "data_parallel: 2 ep_comm_overlap: true")),
+              HasSubstr("parallel.ep_comm_overlap: applies to expert "
+                        "parallel's exchanges; set expert_parallel above 1 "
+                        "or remove it"));
+  EXPECT_THAT(errorOf(std::string(kLlama) +
+                      "parallel { data_parallel: 2 ep_comm_overlap: true }\n"),
+              HasSubstr("parallel.ep_comm_overlap: applies to expert "
+                        "parallel's exchanges, but the model has no experts; "
+                        "remove it"));
+  EXPECT_TRUE(loaded(withMoe("num_experts: 8 top_k: 2",
+                             "data_parallel: 2 expert_parallel: 2 "
+                             "ep_comm_overlap: true"))
+                  .parallel()
+                  .ep_comm_overlap());
+}
+
 // kLlama's micro-batch is 2 x 16 = 32 tokens: 64 experts, top_k 1 and a
 // factor of 1 give each expert 0.5 slots.
 TEST(MoeRules, RefusesACapacityBelowOneToken) {
