@@ -1,17 +1,20 @@
 //===- EpOverlap.cpp - expert parallel's exchanges beside compute ---------===//
 //
 // braid-overlap's part for expert parallel (braid.ep_comm_overlap). Every
-// collective along ep on stream 0 (the gather of the token counts, the
-// dispatch of the token rows to their experts' ranks and the combine
-// back, and their gradients) moves to a stream of its own, the EP stream,
-// handed over by an event after what stream 0 did before it; stream 0
-// waits for it only before the first op that needs its result. The
-// micro-batches leave their sched.repeat first, since a repeat's body
-// holds no events.
+// collective along ep (the gather of the token counts, the dispatch of
+// the token rows to their experts' ranks and the combine back, their
+// gradients, the gradient norm's gather) moves from its compute stream to
+// a stream of its own, the EP stream, handed over by an event after what
+// that compute stream did before it; the compute stream waits for it only
+// before the first op that needs its result. One EP stream takes every
+// exchange in program order, so every rank of the group meets them in the
+// same order even where two compute streams issue them (DualPipeV's FB
+// pairs). The micro-batches leave their sched.repeat first, since a
+// repeat's body holds no events.
 //
-// What stream 0 computes while an exchange is in flight comes from the
-// exchange's own layer: the ops of one layer that run one after the other
-// on stream 0 (a window) are ordered again, each op after every op before
+// What the compute stream runs while an exchange is in flight comes from
+// the exchange's own layer: the ops of one layer that run one after the
+// other on one compute stream (a window) are ordered again, each op after every op before
 // it that writes what it reads or touches what it writes, so every buffer
 // sees its readers and writers in the order it had and the numbers are
 // the same bit for bit. The order is made one op at a time:
@@ -30,7 +33,7 @@
 // and the later ones of the window that have none of their own (the
 // forward's combine, whose every op before it feeds it), by the bytes
 // they move: the forward's dispatch takes half of the shared expert, the
-// combine the rest. At the end of a window stream 0 waits for whatever
+// combine the rest. At the end of a window its stream waits for whatever
 // is still in flight.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +41,8 @@
 #include "passes/EpOverlap.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "llvm/ADT/BitVector.h"
@@ -54,7 +59,7 @@ namespace {
 
 bool isExchange(Operation *op) {
   auto c = dyn_cast<sched::CollectiveOp>(op);
-  return c && c.getAxis() == sched::MeshAxis::Ep && c.getStream() == 0;
+  return c && c.getAxis() == sched::MeshAxis::Ep;
 }
 
 // Buffers, views and global reads run nothing: a window takes them along.
@@ -62,12 +67,13 @@ bool runsNothing(Operation *op) {
   return isa<sched::AllocOp, sched::ViewOp, sched::GetGlobalOp>(op);
 }
 
-bool runsOnStreamZero(Operation *op) {
+// The stream a launch or collective runs on.
+std::optional<uint32_t> streamOf(Operation *op) {
   if (auto l = dyn_cast<sched::LaunchOp>(op))
-    return l.getStream() == 0;
+    return l.getStream();
   if (auto c = dyn_cast<sched::CollectiveOp>(op))
-    return c.getStream() == 0;
-  return false;
+    return c.getStream();
+  return std::nullopt;
 }
 
 int64_t elementsOf(Value v) {
@@ -115,13 +121,16 @@ public:
   EpOverlapStats run();
 
 private:
-  // One layer's ops on stream 0, in program order, and the op after them.
+  // One layer's ops on one compute stream, in program order, and the op
+  // after them.
   struct Window {
     SmallVector<Operation *> ops;
     Operation *next = nullptr;
+    uint32_t stream = 0;
   };
   // The order a window is given: an op that runs (in it, an exchange is
-  // issued to the EP stream), or stream 0's wait for event value `wait`.
+  // issued to the EP stream), or the window's wait for event value
+  // `wait`.
   struct Item {
     int node = -1;
     int64_t wait = 0;
@@ -136,10 +145,23 @@ private:
 
   sched::ProgramOp program_;
   OpBuilder b_;
-  // Event `send_` hands stream 0's work over to the EP stream, `back_`
-  // hands each exchange back; their last values.
-  int32_t sendEvent_ = 0, backEvent_ = 0;
-  int64_t sent_ = 0, back_ = 0;
+  // Each compute stream's event that hands its work over to the EP stream
+  // (one stream records each event), and its last value.
+  struct HandOver {
+    int32_t event = 0;
+    int64_t value = 0;
+  };
+  HandOver &handOverOf(uint32_t stream) {
+    auto [it, added] = handOvers_.try_emplace(stream);
+    if (added)
+      it->second.event = nextEvent_++;
+    return it->second;
+  }
+
+  std::map<uint32_t, HandOver> handOvers_;
+  // Event `backEvent_` hands each exchange back, with value `back_`.
+  int32_t backEvent_ = 0, nextEvent_ = 0;
+  int64_t back_ = 0;
   uint32_t stream_ = 0;
   EpOverlapStats stats_;
 };
@@ -163,13 +185,16 @@ SmallVector<EpOverlapper::Window> EpOverlapper::windows() {
         current.ops.push_back(&op);
       continue;
     }
-    if (!runsOnStreamZero(&op)) {
+    std::optional<uint32_t> stream = streamOf(&op);
+    if (!stream) {
       flush(&op);
       continue;
     }
-    if (!current.ops.empty() && layerMark(&op) != layer)
+    if (!current.ops.empty() &&
+        (layerMark(&op) != layer || *stream != current.stream))
       flush(&op);
     layer = layerMark(&op);
+    current.stream = *stream;
     current.ops.push_back(&op);
     exchanges = exchanges || isExchange(&op);
   }
@@ -354,7 +379,7 @@ void EpOverlapper::reorder(const Window &w) {
         item.node >= 0 ? nodes[item.node]->getLoc() : w.ops[0]->getLoc();
     if (item.node < 0) {
       sched::EventWaitOp::create(b_, loc, i32(backEvent_), i64(item.wait),
-                                 i32(0));
+                                 i32(w.stream));
       continue;
     }
     Operation *op = nodes[item.node];
@@ -364,10 +389,11 @@ void EpOverlapper::reorder(const Window &w) {
       continue;
     }
     if (handOver) {
-      ++sent_;
-      sched::EventRecordOp::create(b_, loc, i32(sendEvent_), i64(sent_),
-                                   i32(0));
-      sched::EventWaitOp::create(b_, loc, i32(sendEvent_), i64(sent_),
+      HandOver &h = handOverOf(w.stream);
+      ++h.value;
+      sched::EventRecordOp::create(b_, loc, i32(h.event), i64(h.value),
+                                   i32(w.stream));
+      sched::EventWaitOp::create(b_, loc, i32(h.event), i64(h.value),
                                  i32(stream_));
       handOver = false;
     }
@@ -386,10 +412,10 @@ EpOverlapStats EpOverlapper::run() {
     auto c = dyn_cast<sched::CollectiveOp>(op);
     return c && c.getAxis() == sched::MeshAxis::Ep;
   });
-  // After the TP part's event pair and stream, where it ran.
+  // After the TP part's events and stream, where it ran.
   FreeEventAndStream free = firstFree(program_, 5);
-  sendEvent_ = free.event;
-  backEvent_ = sendEvent_ + 1;
+  backEvent_ = free.event;
+  nextEvent_ = backEvent_ + 1;
   stream_ = free.stream;
   for (const Window &w : windows())
     reorder(w);

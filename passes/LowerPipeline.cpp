@@ -257,7 +257,13 @@ LogicalResult PipelineLowering::findPrograms() {
       // The TP group's sums and the EP group's exchanges are part of a
       // piece's compute.
       if (isPieceCollective(&op)) {
-        groupCalls_ = true;
+        // braid-overlap runs every EP exchange on one stream of its own
+        // with ep_comm_overlap, in program order, whichever compute
+        // stream issued it; TP sums stay on their compute stream.
+        groupCalls_ = groupCalls_ ||
+                      cast<sched::CollectiveOp>(op).getAxis() ==
+                          sched::MeshAxis::Tp ||
+                      !module_->hasAttr(BraidDialect::kEpCommOverlapAttr);
         continue;
       }
       if (isa<sched::EventRecordOp, sched::EventWaitOp, sched::CollectiveOp>(
@@ -780,7 +786,9 @@ void PipelineLowering::buildRank(int64_t rank) {
     // entry has run, and stream 0 waits for it before the next entry.
     // With TP sums or EP exchanges inside the pieces both halves stay on
     // stream 0, one after the other: two streams would issue the group's
-    // collectives in an order its ranks need not share.
+    // collectives in an order its ranks need not share. EP exchanges with
+    // ep_comm_overlap do not count: braid-overlap issues them all from one
+    // stream, in program order.
     const bool pair = order[k].kind == pipeline::Kind::kFB && !groupCalls_;
     const uint32_t side = pair ? streamFor(st, kOverlapStream) : kCompute;
     if (pair)
