@@ -32,6 +32,14 @@ std::string humanBytes(int64_t bytes) {
 
 FailureOr<MemoryFigures> readMemoryFigures(ModuleOp module) {
   auto memory = module->getAttrOfType<DictionaryAttr>("sched.memory");
+  // A pipeline plans each rank's stage module: rank 0's figures, as the
+  // report's are.
+  if (!memory)
+    for (auto stage : module.getOps<ModuleOp>())
+      if (auto rank = stage->getAttrOfType<IntegerAttr>(
+              BraidDialect::kPipelineRankAttr);
+          rank && rank.getInt() == 0)
+        return readMemoryFigures(stage);
   if (!memory)
     return module.emitError("needs sched.memory (run braid-plan-memory "
                             "first)");
