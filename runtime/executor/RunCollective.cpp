@@ -89,13 +89,17 @@ absl::StatusOr<Exchange> exchangeOf(const CollectiveCall &call, int rank,
     return sum;
   };
   const bool dispatch = call.kind == plan::DISPATCH;
-  // Every rank's received rows, checked by every rank alike.
+  // The rows each rank receives and sends in all, checked by every rank
+  // alike, so that all stop together.
+  std::vector<int64_t> received(n, 0), sent(n, 0);
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t s = 0; s < n; ++s) {
+      received[k] += rows(s, k);
+      sent[k] += rows(k, s);
+    }
   const int64_t room = dispatch ? out.shape[0] : data.shape[0];
   for (int64_t k = 0; k < n; ++k) {
-    int64_t total = 0;
-    for (int64_t s = 0; s < n; ++s)
-      total += rows(s, k);
-    if (total <= room)
+    if (received[k] <= room)
       continue;
     int64_t hot = 0, hotCount = -1;
     for (int64_t j = 0; j < m; ++j) {
@@ -108,23 +112,18 @@ absl::StatusOr<Exchange> exchangeOf(const CollectiveCall &call, int rank,
     return absl::ResourceExhaustedError(absl::StrCat(
         "the dropless bound is exceeded: expert ", k * m + hot, " received ",
         hotCount, " token rows; rank ", k, " of ", group, ", which holds "
-        "experts ", k * m, " to ", k * m + m - 1, ", received ", total,
+        "experts ", k * m, " to ", k * m + m - 1, ", received ", received[k],
         " in all, more than the ", room,
         " rows the plan holds for them; raise model.moe.dropless_bound, or "
         "set it to 0 for the worst case"));
   }
-  // MPI counts elements in ints: a rank's whole exchange must fit, and
-  // every rank checks every rank's, so that all stop together here too.
+  // MPI counts elements in ints: a rank's whole exchange must fit.
   for (int64_t k = 0; k < n; ++k) {
-    int64_t in = 0, out = 0;
-    for (int64_t s = 0; s < n; ++s) {
-      in += rows(s, k);
-      out += rows(k, s);
-    }
-    if (std::max(in, out) * width > INT32_MAX)
+    const int64_t most = std::max(received[k], sent[k]);
+    if (most * width > INT32_MAX)
       return absl::ResourceExhaustedError(absl::StrCat(
-          "rank ", k, " of ", group, " would exchange ",
-          std::max(in, out), " token rows of ", width,
+          "rank ", k, " of ", group, " would exchange ", most,
+          " token rows of ", width,
           " elements, more than the 2^31 - 1 elements an all-to-all takes; "
           "lower model.moe.dropless_bound or the micro-batch"));
   }
