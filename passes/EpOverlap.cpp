@@ -264,7 +264,8 @@ void EpOverlapper::reorder(const Window &w) {
     hasOwn[x] = own > 0 && own >= 0.25 * chain;
   }
 
-  std::vector<bool> done(n, false), waited(n, false), issued(n, false);
+  // An exchange is done once issued.
+  std::vector<bool> done(n, false), waited(n, false);
   std::vector<int64_t> value(n, 0);
   std::vector<bool> coveredOne(n, false);
   SmallVector<int> inFlight;
@@ -282,7 +283,7 @@ void EpOverlapper::reorder(const Window &w) {
   };
   auto leadsToLater = [&](int i) {
     return llvm::any_of(exchanges, [&](int x) {
-      return !issued[x] && ancestors[x].test(i);
+      return !done[x] && ancestors[x].test(i);
     });
   };
   auto needsNone = [&](int i) {
@@ -299,7 +300,7 @@ void EpOverlapper::reorder(const Window &w) {
     for (int x : inFlight)
       mine += static_cast<double>(bytes[x]);
     for (int x : exchanges)
-      if (!issued[x] && !hasOwn[x])
+      if (!done[x] && !hasOwn[x])
         later += static_cast<double>(bytes[x]);
     budget = mine + later > 0 ? pool * mine / (mine + later) : pool;
     filled = 0;
@@ -332,7 +333,7 @@ void EpOverlapper::reorder(const Window &w) {
   for (int emitted = 0; emitted < n; ++emitted) {
     auto x = llvm::find_if(exchanges, [&](int e) { return ready(e); });
     if (x != exchanges.end()) {
-      done[*x] = issued[*x] = true;
+      done[*x] = true;
       value[*x] = ++back_;
       inFlight.push_back(*x);
       order.push_back({*x, 0});
