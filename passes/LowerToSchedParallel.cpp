@@ -162,10 +162,9 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
 // counts' gather, the tokens' dispatch and combine). A sum is made in
 // place when nothing else reads the partial value, and in a fresh buffer
 // otherwise (the residual stream keeps its partial sums while a norm reads
-// the whole). The collectives
-// join and cut along dimension 0; along another dimension the parts are
-// moved to dimension 0 first (stack_parts) or from it after
-// (unstack_parts).
+// the whole). The collectives join and cut along dimension 0; along
+// another dimension the parts are moved to dimension 0 first
+// (stack_parts) or from it after (unstack_parts).
 LogicalResult Lowering::lowerComm(Operation &op,
                                   DenseMap<Value, Value> &buffers) {
   Value in = buffers.lookup(op.getOperand(0));

@@ -651,7 +651,6 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
     return module.emitError("braid-import expects an empty module");
   // What of model.moe (docs/moe.md) does not compile yet.
   if (spec.model().has_moe()) {
-    const spec::Moe &moe = spec.model().moe();
     const char *missing = nullptr;
     const spec::ParallelLayout &par = spec.parallel();
     if (par.context_parallel() > 1)

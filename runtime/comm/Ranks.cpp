@@ -54,8 +54,8 @@ Ranks::join(const MeshShape &mesh, std::chrono::milliseconds timeout) {
     for (MeshAxis a : kMeshAxes)
       ranks->comms_[static_cast<int>(a)] = std::make_unique<SelfCommunicator>(
           absl::StrCat(meshAxisName(a), " group 0 (rank 0)"));
-    // A CP of 1 sums over DP alone: dataGroup() is the DP axis's.
     ranks->expert_ = std::make_unique<SelfCommunicator>("ep group 0 (rank 0)");
+    // A CP of 1 sums over DP alone: dataGroup() is the DP axis's.
     return ranks;
   }
   if (*started != mesh.worldSize())

@@ -97,6 +97,15 @@ absl::StatusOr<Exchange> exchangeOf(const CollectiveCall &call, int rank,
       received[k] += rows(s, k);
       sent[k] += rows(k, s);
     }
+  // What a rank sends comes from its own tokens' rows, which its buffer
+  // holds unless the plan or the counts are wrong.
+  const int64_t own = dispatch ? data.shape[0] : out.shape[0];
+  for (int64_t k = 0; k < n; ++k)
+    if (sent[k] > own)
+      return absl::InternalError(absl::StrCat(
+          "the counts say rank ", k, " of ", group, " routed ", sent[k],
+          " token rows, more than the ", own,
+          " rows of its buffer: the plan or its counts are inconsistent"));
   const int64_t room = dispatch ? out.shape[0] : data.shape[0];
   for (int64_t k = 0; k < n; ++k) {
     if (received[k] <= room)

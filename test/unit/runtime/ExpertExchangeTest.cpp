@@ -4,7 +4,8 @@
 // rank: what each rank sends and receives comes from the group's gathered
 // counts, the rows past those received are zero, and a rank that would
 // receive more rows than the plan holds stops every rank alike, with the
-// expert and the counts, before anything moves. (A device communicator
+// expert and the counts, before anything moves, as do counts that route
+// more rows than a rank has. (A device communicator
 // refuses them: DeviceCollectiveTest.cpp.)
 #include <cstring>
 #include <string>
@@ -64,11 +65,12 @@ constexpr int32_t kCounts[2][4] = {{1, 2, 3, 0}, {2, 0, 1, 1}};
 TEST(ExpertExchange, DispatchAndCombineTakeTheirCountsFromTheGroupsCounts) {
   ExchangeRecorder comm;
   const TensorDesc countsDesc{{8}, DType::kI32};
-  // Rank 1 sends 3 rows (2 to rank 0's experts, 1 + 1 to its own) of
-  // width 2, and receives rank 0's 3 + 0 and its own 1 + 1 into room for 8.
-  const TensorDesc dataDesc{{4, 2}, DType::kF32};
+  // Rank 1 sends 4 rows (2 to rank 0's experts, 1 + 1 to its own) of
+  // width 2 from a buffer of 6 (the most a rank routes: rank 0's 6), and
+  // receives rank 0's 3 + 0 and its own 1 + 1 into room for 8.
+  const TensorDesc dataDesc{{6, 2}, DType::kF32};
   const TensorDesc roomDesc{{8, 2}, DType::kF32};
-  std::vector<float> data(8, 1.0f), room(16, -1.0f);
+  std::vector<float> data(12, 1.0f), room(16, -1.0f);
   int32_t counts[8];
   std::memcpy(counts, kCounts, sizeof counts);
   const TensorView ins[] = {{data.data(), &dataDesc}, {counts, &countsDesc}};
@@ -93,10 +95,10 @@ TEST(ExpertExchange, DispatchAndCombineTakeTheirCountsFromTheGroupsCounts) {
 TEST(ExpertExchange, AnExceededBoundStopsWithTheExpertAndTheCounts) {
   ExchangeRecorder comm;
   const TensorDesc countsDesc{{8}, DType::kI32};
-  const TensorDesc dataDesc{{4, 2}, DType::kF32};
+  const TensorDesc dataDesc{{6, 2}, DType::kF32};
   // Room for 4 rows: rank 0's experts get 1 + 2 + 2 + 0 = 5.
   const TensorDesc roomDesc{{4, 2}, DType::kF32};
-  std::vector<float> data(8, 1.0f), room(8, 0.0f);
+  std::vector<float> data(12, 1.0f), room(8, 0.0f);
   int32_t counts[8];
   std::memcpy(counts, kCounts, sizeof counts);
   const TensorView ins[] = {{data.data(), &dataDesc}, {counts, &countsDesc}};
@@ -111,6 +113,29 @@ TEST(ExpertExchange, AnExceededBoundStopsWithTheExpertAndTheCounts) {
             "them; raise model.moe.dropless_bound, or set it to 0 for the "
             "worst case");
   // Nothing moved.
+  EXPECT_TRUE(comm.calls.empty());
+}
+
+// Counts that route more of a rank's rows than its buffer holds are the
+// plan's or a kernel's error: refused before anything moves, on every
+// rank alike (rank 0 routes 6 rows; the buffer holds 4).
+TEST(ExpertExchange, CountsBeyondARanksRowsAreRefused) {
+  ExchangeRecorder comm;
+  const TensorDesc countsDesc{{8}, DType::kI32};
+  const TensorDesc dataDesc{{4, 2}, DType::kF32};
+  const TensorDesc roomDesc{{8, 2}, DType::kF32};
+  std::vector<float> data(8, 1.0f), room(16, 0.0f);
+  int32_t counts[8];
+  std::memcpy(counts, kCounts, sizeof counts);
+  const TensorView ins[] = {{data.data(), &dataDesc}, {counts, &countsDesc}};
+  const TensorView outs[] = {{room.data(), &roomDesc}};
+  absl::Status s = runCollective(comm, {plan::DISPATCH, plan::EP, ins, outs});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(s.message(),
+            "the counts say rank 0 of ep group 0 (ranks 0, 1) routed 6 token "
+            "rows, more than the 4 rows of its buffer: the plan or its counts "
+            "are inconsistent");
   EXPECT_TRUE(comm.calls.empty());
 }
 
