@@ -739,7 +739,8 @@ void PipelineLowering::buildRank(int64_t rank) {
   for (StringRef attr :
        {StringRef(BraidDialect::kModelAttr),
         StringRef(BraidDialect::kTrainAttr), StringRef(BraidDialect::kMeshAttr),
-        StringRef("braid.name")})
+        StringRef(BraidDialect::kMoeAttr),
+        StringRef(BraidDialect::kMoeAdaptiveRowsAttr), StringRef("braid.name")})
     if (Attribute a = module_->getAttr(attr))
       sub->setAttr(attr, a);
   sub->setAttr(BraidDialect::kPipelineRankAttr, b_.getI64IntegerAttr(rank));

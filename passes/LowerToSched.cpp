@@ -506,6 +506,17 @@ LogicalResult Lowering::lowerMicroBatch() {
              << "has no " << (layerMark(&op) ? "braid.phase" : "braid.layer")
              << " mark (braid-import sets the layer of every op, "
                 "braid-autodiff the phase)";
+    // Adaptive recompute: the kept rows go into the buffer of the
+    // recomputed ones, which the clone writes only when it computes.
+    if (auto restore = dyn_cast<MoeRestoreRowsOp>(op)) {
+      Value into = buffers.lookup(restore.getRecomputed());
+      buffers[restore.getResult()] = into;
+      copyMarks(&op, launch(op.getLoc(), "moe_restore_rows",
+                            {buffers.lookup(restore.getKept()),
+                             buffers.lookup(restore.getOffsets())},
+                            {into}, DictionaryAttr()));
+      continue;
+    }
     SmallVector<Value> ins, outs;
     for (Value operand : op.getOperands()) {
       if (auto w = weightOf.find(operand); w != weightOf.end()) {

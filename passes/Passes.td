@@ -200,6 +200,14 @@ def RecomputePass : Pass<"braid-recompute", "mlir::ModuleOp"> {
     ops recompute fused and dropout draws the same mask. The numbers do
     not change.
 
+    With the module's `braid.moe_adaptive_rows` (K, from the spec's
+    model.moe.adaptive_recompute) each MoE block's gate and up GEMMs that
+    the policy keeps are adapted after it: the forward keeps their first
+    K rows (`braid.moe_keep_rows`), and the backward clones them with
+    `recompute_above = K` (they compute only when the rank received more
+    rows) and reads `braid.moe_restore_rows` of the two, then the SwiGLU
+    cloned from those (docs/moe.md, "Adaptive recompute").
+
     ```mlir
     %y, %rstd = braid.rms_norm %x, %w {braid.phase = #braid.phase<forward>}
     ...
@@ -220,6 +228,7 @@ def RecomputePass : Pass<"braid-recompute", "mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numRecomputed", "num-recomputed", "Forward ops cloned into the backward">,
+    Statistic<"numAdapted", "num-adapted", "Expert GEMMs kept or recomputed at run time">,
   ];
 }
 

@@ -41,9 +41,6 @@ using namespace mlir;
 
 namespace {
 
-// On each clone: it computes again what a forward op computed.
-constexpr llvm::StringLiteral kRecomputedAttr = "braid.recomputed";
-
 bool isForward(Operation *op) { return phaseMark(op) == Phase::Forward; }
 
 // The transformer layer of a forward op; nullopt for the embedding, the
@@ -421,8 +418,19 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
     const int64_t numRanks = partition.stages.empty()
                                  ? 1
                                  : partition.placement.ranks;
-    if (parsed->front().kind == RecomputePolicy::Kind::kAuto)
+    auto adaptive =
+        module->getAttrOfType<IntegerAttr>(BraidDialect::kMoeAdaptiveRowsAttr);
+    if (parsed->front().kind == RecomputePolicy::Kind::kAuto) {
+      if (adaptive) {
+        module.emitError()
+            << "braid-recompute: model.moe.adaptive_recompute decides per "
+               "micro-batch when the plan runs, which recompute: auto does "
+               "not weigh; choose a policy (none or moe-light keep the "
+               "experts' GEMMs for it to adapt)";
+        return signalPassFailure();
+      }
       return runAuto(module, partition);
+    }
     const int64_t given = static_cast<int64_t>(parsed->size());
     if (given != 1 && given != numStages && given != numRanks) {
       module.emitError()
@@ -437,7 +445,7 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
     if (failed(checkLayerCounts(module, text, *parsed, partition)))
       return signalPassFailure();
     const bool recomputes =
-        llvm::any_of(*parsed, [](const RecomputePolicy &p) {
+        adaptive || llvm::any_of(*parsed, [](const RecomputePolicy &p) {
           return p.kind != RecomputePolicy::Kind::kNone;
         });
     // What the arena would be without: for the memory report's saving.
@@ -453,6 +461,8 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
       without = std::move(*planned);
     }
     numRecomputed += applyRecompute(module, *parsed, partition);
+    if (adaptive && failed(adapt(module, text, adaptive.getInt())))
+      return signalPassFailure();
     if (!recomputes)
       return;
     std::vector<RecomputeChoice> report;
@@ -460,12 +470,36 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
     for (int64_t r = 0; r < numRanks; ++r) {
       RecomputeChoice c;
       c.policy = rankPolicyText(text, r, partition);
+      // The experts' GEMMs count as recomputed: what a step costs at most.
+      if (adaptive)
+        c.policy = (c.policy == "none" ? std::string() : c.policy + ", ") +
+                   "adaptive experts (" + std::to_string(adaptive.getInt()) +
+                   " rows kept)";
       c.cost = costs[r];
       if (!without.empty())
         c.arenaWithout = without[r].arena;
       report.push_back(std::move(c));
     }
     writeReport(module, report);
+  }
+
+  // Adaptive recompute of the expert GEMMs `policy` keeps.
+  LogicalResult adapt(ModuleOp module, const std::string &policy,
+                      int64_t keptRows) {
+    std::string error;
+    FailureOr<int64_t> adapted =
+        applyAdaptiveRecompute(module, keptRows, error);
+    if (failed(adapted))
+      return module.emitError() << "braid-recompute: " << error;
+    if (*adapted == 0)
+      return module.emitError()
+             << "braid-recompute: model.moe.adaptive_recompute adapts the "
+                "experts' gate and up GEMMs, but the recompute policy '"
+             << policy
+             << "' recomputes them always; choose none or moe-light, or "
+                "leave adaptive_recompute out";
+    numAdapted += *adapted;
+    return success();
   }
 
   void runAuto(ModuleOp module, const pipeline::Partition &partition) {

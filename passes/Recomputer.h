@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "llvm/ADT/StringRef.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "compiler/spec/RecomputePolicy.h"
@@ -18,6 +19,10 @@
 #include "passes/pipeline/Partition.h"
 
 namespace braid {
+
+// On each clone braid-recompute makes: it computes again what a forward op
+// computed.
+inline constexpr llvm::StringLiteral kRecomputedAttr = "braid.recomputed";
 
 // What recompute adds on one pipeline rank, per micro-batch.
 struct RecomputeCost {
@@ -33,6 +38,19 @@ struct RecomputeCost {
 int64_t applyRecompute(mlir::ModuleOp module,
                        const std::vector<RecomputePolicy> &policies,
                        const pipeline::Partition &partition);
+
+// Adaptive recompute (docs/moe.md): each forward expert GEMM of an MoE
+// block whose result the backward reads (expert parallel's gate and up)
+// keeps its first `keptRows` rows (braid.moe_keep_rows); the backward
+// clones it with recompute_above = keptRows, which computes only when the
+// rank received more rows, and reads braid.moe_restore_rows of the kept
+// and the recomputed rows. The SwiGLU reading them is cloned after them,
+// so the backward keeps no activation of the experts' width but those
+// rows. Returns the number of GEMMs adapted; fails with a sentence in
+// `error` when an expert GEMM has no more rows than it would keep.
+mlir::FailureOr<int64_t> applyAdaptiveRecompute(mlir::ModuleOp module,
+                                                int64_t keptRows,
+                                                std::string &error);
 
 // Per pipeline rank (one without a pipeline): the FLOPs of the ops
 // applyRecompute cloned and of the forward ops.

@@ -493,6 +493,7 @@ LogicalResult Sharder::visit(Operation *op) {
             MoeGroupedLinearGradInputOp, MoeGroupedLinearGradWeightOp,
             MoeBatchedLinearOp, MoeBatchedLinearGradInputOp,
             MoeBatchedLinearGradWeightOp, MoeBlockCountsOp, MoeEpOffsetsOp,
+            MoeKeepRowsOp, MoeRestoreRowsOp,
             CommDispatchOp, CommCombineOp>(
           [&](Operation *m) { return visitWhole(m); })
       .Case<CommAllGatherOp, CommReduceScatterOp, CommShiftOp>(

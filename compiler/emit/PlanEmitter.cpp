@@ -535,6 +535,9 @@ LogicalResult Emitter::copySettings() {
   m->set_attention_dropout(model.getAttentionDropout());
   if (auto moe = module_->getAttrOfType<DictionaryAttr>(BraidDialect::kMoeAttr))
     copyMoe(moe, *m->mutable_moe());
+  if (auto kept = module_->getAttrOfType<IntegerAttr>(
+          BraidDialect::kMoeAdaptiveRowsAttr))
+    m->mutable_moe()->set_adaptive_recompute_rows(kept.getInt());
 
   plan::TrainConfig *t = plan_.mutable_train();
   t->set_seed(train.getSeed());

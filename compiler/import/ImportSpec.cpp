@@ -385,7 +385,7 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
     if (capacity > 0 && ep == 1)
       return MoeBatchedLinearOp::create(b_, loc_, rowsOf(xs, out), xs, w);
     return MoeGroupedLinearOp::create(b_, loc_, rowsOf(xs, out), xs, w,
-                                      offsets);
+                                      offsets, IntegerAttr());
   };
   Value gate = expertLinear(rows, mixtral ? "w1" : "gate_proj", f, false);
   Value up = expertLinear(rows, mixtral ? "w3" : "up_proj", f, false);
@@ -577,6 +577,9 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   }
   if (parallel.expert_parallel() > 1 && parallel.ep_comm_overlap())
     module->setAttr(BraidDialect::kEpCommOverlapAttr, b_.getUnitAttr());
+  if (const int64_t kept = moeAdaptiveRows(spec_); kept > 0)
+    module->setAttr(BraidDialect::kMoeAdaptiveRowsAttr,
+                    b_.getI64IntegerAttr(kept));
   if (parallel.pipeline_parallel() > 1) {
     SmallVector<NamedAttribute> settings = {
         b_.getNamedAttr("schedule",

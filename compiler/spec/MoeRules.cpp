@@ -212,9 +212,52 @@ private:
                               formatFloat(least), ", or 0 for dropless"));
   }
 
+  // Adaptive recompute keeps at most a number of rows below the dropless
+  // bound, which only expert parallel's dropless experts have.
+  void checkAdaptiveRecompute() {
+    const double factor = m_.adaptive_recompute();
+    if (!checkFloat(factor, FloatRange::kNonNegative,
+                    path("adaptive_recompute"),
+                    "set 0 (off) or a factor of the mean rows such as 1.25",
+                    sink_) ||
+        factor == 0)
+      return;
+    if (spec_.parallel().expert_parallel() <= 1) {
+      sink_.report(path("adaptive_recompute"),
+                   "without expert parallel a rank's experts take exactly "
+                   "its tokens x top_k rows, so there is nothing to adapt "
+                   "to; set parallel.expert_parallel above 1 or remove it");
+      return;
+    }
+    if (m_.capacity_factor() > 0) {
+      sink_.report(path("adaptive_recompute"),
+                   "applies to dropless experts, but capacity_factor is set "
+                   "(every rank's experts then take the same rows); leave "
+                   "one of the two out");
+      return;
+    }
+    const int64_t kept = moeAdaptiveRows(spec_);
+    const int64_t bound = moeDroplessBound(spec_);
+    if (bound > 0 && kept >= bound)
+      sink_.report(path("adaptive_recompute"),
+                   absl::StrCat(formatFloat(factor), " keeps ", kept,
+                                " rows, as many as the plan holds for what a "
+                                "rank receives (", bound,
+                                ", the dropless bound), so it never "
+                                "recomputes; set a factor below ",
+                                formatFloat(m_.dropless_bound() > 0
+                                                ? m_.dropless_bound()
+                                                : static_cast<double>(bound) /
+                                                      (moeTokensPerMicroBatch(
+                                                           spec_) *
+                                                       m_.top_k())),
+                                " or remove it"));
+  }
+
   void checkExpertParallel() {
     const spec::ParallelLayout &p = spec_.parallel();
     const int64_t ep = p.expert_parallel();
+    checkAdaptiveRecompute();
     if (ep <= 1) {
       if (p.ep_comm_overlap())
         sink_.report("parallel.ep_comm_overlap",

@@ -75,6 +75,9 @@ const std::vector<std::string> &recomputableOps() {
       "gelu",
       "layer_norm",
       "linear",
+      // The experts' GEMMs (in a mixture-of-experts block only).
+      "moe_batched_linear",
+      "moe_grouped_linear",
       "repeat_kv",
       "rms_norm",
       "rope",

@@ -121,6 +121,15 @@ int64_t moeDroplessBound(const spec::ModelSpec &spec) {
   return static_cast<int64_t>(std::min(bound, worst));
 }
 
+int64_t moeAdaptiveRows(const spec::ModelSpec &spec) {
+  const double factor = spec.model().moe().adaptive_recompute();
+  if (moeDroplessBound(spec) == 0 || factor <= 0)
+    return 0;
+  return static_cast<int64_t>(
+      std::ceil(factor * moeTokensPerMicroBatch(spec) *
+                static_cast<double>(spec.model().moe().top_k())));
+}
+
 absl::StatusOr<int64_t> parameterCount(const spec::Architecture &model) {
   if (model.vocab_size() <= 0 || model.hidden_size() <= 0 ||
       model.num_layers() <= 0 || model.num_heads() <= 0 ||

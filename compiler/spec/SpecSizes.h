@@ -30,4 +30,9 @@ int64_t moeCapacity(const spec::ModelSpec &spec);
 // experts), which dropless_bound 0 asks for. 0 without expert parallel.
 int64_t moeDroplessBound(const spec::ModelSpec &spec);
 
+// The rows of a micro-batch's gate and up activations an EP rank keeps for
+// the backward under adaptive recompute: ceil(adaptive_recompute x T x
+// top_k), T as above. 0 when it is off, or without a dropless bound.
+int64_t moeAdaptiveRows(const spec::ModelSpec &spec);
+
 } // namespace braid

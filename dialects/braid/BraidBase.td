@@ -104,6 +104,12 @@ def Braid_Dialect : Dialect {
     // attribute, set by braid-import from ep_comm_overlap).
     static constexpr ::llvm::StringLiteral kEpCommOverlapAttr =
         "braid.ep_comm_overlap";
+    // On the module: under adaptive recompute, the rows of each MoE
+    // layer's gate and up activations a rank keeps for the backward (an
+    // i64, set by braid-import from model.moe.adaptive_recompute);
+    // braid-recompute recomputes them when the rank receives more.
+    static constexpr ::llvm::StringLiteral kMoeAdaptiveRowsAttr =
+        "braid.moe_adaptive_rows";
     // On the module: braid-recompute's policy (a string, set by
     // braid-import from compile.recompute when it is not none).
     static constexpr ::llvm::StringLiteral kRecomputeAttr =

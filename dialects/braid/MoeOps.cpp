@@ -210,7 +210,44 @@ LogicalResult MoeUnpermuteGradOp::verify() {
 LogicalResult MoeGroupedLinearOp::verify() {
   if (failed(verifyGrouped(*this, getInput(), getWeight(), getOffsets(), true)))
     return failure();
+  if (std::optional<int64_t> above = getRecomputeAbove(); above && *above < 0)
+    return emitOpError() << "recompute_above " << *above
+                         << " is not a number of rows";
   return verifyExpertResult(*this, getInput(), getWeight(), getResult());
+}
+
+namespace {
+
+// Adaptive recompute's kept rows [K, F] of an activation [R, F]: K from 1
+// to R, the same width and element type; offsets [B + 1].
+LogicalResult verifyKeptRows(Operation *op, Value kept, Value whole,
+                             Value offsets) {
+  if (failed(expectRank(op, whole, 2, "rows")) ||
+      failed(expectRank(op, kept, 2, "kept")) ||
+      failed(expectRank(op, offsets, 1, "offsets")) ||
+      failed(expectSameElementType(op, kept, whole, "kept", "rows")))
+    return failure();
+  const int64_t rows = shapeOf(kept)[0];
+  if (rows < 1 || rows > shapeOf(whole)[0] ||
+      shapeOf(kept)[1] != shapeOf(whole)[1])
+    return op->emitOpError()
+           << "kept " << kept.getType() << " is not 1 to "
+           << shapeOf(whole)[0] << " rows of " << whole.getType();
+  return success();
+}
+
+} // namespace
+
+LogicalResult MoeKeepRowsOp::verify() {
+  return verifyKeptRows(*this, getKept(), getInput(), getOffsets());
+}
+
+LogicalResult MoeRestoreRowsOp::verify() {
+  if (getResult().getType() != getRecomputed().getType())
+    return emitOpError() << "result " << getResult().getType()
+                         << " differs from recomputed "
+                         << getRecomputed().getType();
+  return verifyKeptRows(*this, getKept(), getRecomputed(), getOffsets());
 }
 
 LogicalResult MoeBatchedLinearOp::verify() {

@@ -224,12 +224,55 @@ def Braid_MoeGroupedLinearOp : Braid_PureOp<"moe_grouped_linear", [Braid_Differe
     offset on are zero. One rank has a block per expert; under expert
     parallel a block per sending rank and local expert.
 
+    With `recompute_above` (adaptive recompute's clone in the backward,
+    docs/moe.md) it computes only when the last offset, the rows the rank
+    received, is above it; otherwise it writes nothing and the
+    braid.moe_restore_rows that reads its result gives the kept rows.
+
     ```mlir
     %y = braid.moe_grouped_linear %xs, %w, %offsets
         : (tensor<64x64xf32>, tensor<8x32x64xf32>, tensor<9xi32>) -> tensor<64x32xf32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
+                       Braid_IdTensor:$offsets,
+                       OptionalAttr<I64Attr>:$recompute_above);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_MoeKeepRowsOp : Braid_PureOp<"moe_keep_rows"> {
+  let summary = "The rows of an expert activation a rank keeps (adaptive recompute)";
+  let description = [{
+    Rows `[0, n)` of the input, `n` the last offset (the rows the rank's
+    experts received), when `n` is at most the result's rows; otherwise
+    nothing is written: the backward then computes the activation again
+    (a braid.moe_grouped_linear with `recompute_above` equal to the
+    result's rows) instead of reading it here.
+
+    ```mlir
+    %k = braid.moe_keep_rows %gate, %offsets
+        : (tensor<96x32xf32>, tensor<5xi32>) -> tensor<48x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_IdTensor:$offsets);
+  let results = (outs Braid_FloatTensor:$kept);
+}
+
+def Braid_MoeRestoreRowsOp : Braid_PureOp<"moe_restore_rows"> {
+  let summary = "An expert activation kept or computed again (adaptive recompute)";
+  let description = [{
+    With `n` (the last offset) at most the kept rows: the kept rows, then
+    zeros (as braid.moe_grouped_linear leaves the rows from the last
+    offset on). Otherwise `recomputed`, which the clone computed in that
+    case. braid-lower-to-sched writes the result into `recomputed`'s
+    buffer, so only one of the two paths writes it.
+
+    ```mlir
+    %g = braid.moe_restore_rows %k, %gate2, %offsets
+        : (tensor<48x32xf32>, tensor<96x32xf32>, tensor<5xi32>) -> tensor<96x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$kept, Braid_FloatTensor:$recomputed,
                        Braid_IdTensor:$offsets);
   let results = (outs Braid_FloatTensor:$result);
 }

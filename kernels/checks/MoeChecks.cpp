@@ -243,6 +243,10 @@ absl::Status checkExpertLinear(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(c.outputs({"y"}));
   Operand x = c.in(0), w = c.in(1), y = c.out(0);
   BRAID_KERNEL_TRY(checkRowsAndWeight(c, kGrouped, x, w, true));
+  // Adaptive recompute's clone: computes only above these received rows.
+  if (kGrouped)
+    BRAID_KERNEL_TRY(
+        c.intParamOr("recompute_above", -1, -1, x.dim(0)).status());
   BRAID_KERNEL_TRY(c.sameDtype(y, x));
   return c.shape(y, {x.dim(0), w.dim(1)}, "(x's rows, then weight's M)");
 }
@@ -408,6 +412,42 @@ absl::Status checkMoeEpOffsets(const KernelSignature &sig) {
   return absl::OkStatus();
 }
 
+// Adaptive recompute's copies: rows [R, F] (float storage), kept rows
+// [K, F] of the same dtype with K from 1 to R, and the offsets [B + 1]
+// (i32) whose last entry says how many rows were received.
+absl::Status checkKeptRows(const LaunchChecker &c, const Operand &rows,
+                           const Operand &kept, const Operand &offsets) {
+  BRAID_KERNEL_TRY(c.floatStorage(rows));
+  BRAID_KERNEL_TRY(c.rank(rows, 2, "[R, F]"));
+  BRAID_KERNEL_TRY(c.sameDtype(kept, rows));
+  BRAID_KERNEL_TRY(c.rank(kept, 2, "[K, F]"));
+  if (kept.dim(0) < 1 || kept.dim(0) > rows.dim(0) ||
+      kept.lastDim() != rows.lastDim())
+    return c.error(absl::StrCat(
+        kept.label, " has shape ", shapeString(kept.shape()), ", expected 1 to ",
+        rows.dim(0), " rows of ", rows.label, "'s width ", rows.lastDim()));
+  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[B + 1]"));
+  if (offsets.dim(0) < 2)
+    return c.error(absl::StrCat(offsets.label,
+                                " has no block; expected [B + 1], B >= 1"));
+  return absl::OkStatus();
+}
+
+absl::Status checkMoeKeepRows(const KernelSignature &sig) {
+  LaunchChecker c("moe_keep_rows", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "offsets"}));
+  BRAID_KERNEL_TRY(c.outputs({"kept"}));
+  return checkKeptRows(c, c.in(0), c.out(0), c.in(1));
+}
+
+absl::Status checkMoeRestoreRows(const KernelSignature &sig) {
+  LaunchChecker c("moe_restore_rows", sig);
+  BRAID_KERNEL_TRY(c.inputs({"kept", "offsets"}));
+  BRAID_KERNEL_TRY(c.outputs({"y"}));
+  return checkKeptRows(c, c.out(0), c.in(0), c.in(1));
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> moeChecks() {
@@ -417,6 +457,8 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_expert_counts", checkMoeExpertCounts},
       {"moe_block_counts", checkMoeBlockCounts},
       {"moe_ep_offsets", checkMoeEpOffsets},
+      {"moe_keep_rows", checkMoeKeepRows},
+      {"moe_restore_rows", checkMoeRestoreRows},
       {"moe_aux_loss", checkMoeAuxLoss},
       {"moe_aux_loss_grad", checkMoeAuxLossGrad},
       {"moe_z_loss", checkMoeZLoss},

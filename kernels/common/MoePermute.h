@@ -85,4 +85,19 @@ BRAID_HOST_DEVICE inline void exchangeOffsets(const int32_t *counts,
     }
 }
 
+// Adaptive recompute (docs/moe.md): the rows a rank's experts received,
+// the last of `offsets` [blocks + 1] clamped as the grouped GEMMs clamp it
+// (from the last block's start to `rows`). The gate and up GEMMs' outputs
+// are kept when this is at most the kept rows, and computed again in the
+// backward otherwise.
+BRAID_HOST_DEVICE inline int64_t receivedRows(const int32_t *offsets,
+                                              int64_t blocks, int64_t rows) {
+  if (blocks < 1)
+    return 0;
+  int64_t begin = offsets[blocks - 1];
+  begin = begin < 0 ? 0 : (begin > rows ? rows : begin);
+  const int64_t end = offsets[blocks];
+  return end < begin ? begin : (end > rows ? rows : end);
+}
+
 } // namespace braid::moe

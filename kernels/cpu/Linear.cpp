@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/common/MoePermute.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
 #include "kernels/cpu/Parallel.h"
@@ -315,9 +316,20 @@ void zeroTail(ThreadPool *pool, const ExpertBlocks &b, T *y, int64_t width) {
   fillRows<T>(pool, y + used * width, nullptr, b.rows - used, width);
 }
 
+// Adaptive recompute's clone in the backward (`recompute_above`, docs/moe.md)
+// computes only when the rank received more rows than the forward kept;
+// otherwise moe_restore_rows fills its output from the kept rows.
+bool keptInstead(const KernelArgs &args, const ExpertBlocks &b) {
+  const int64_t above = paramsOf(args).intOr("recompute_above", -1);
+  return above >= 0 && b.offsets &&
+         moe::receivedRows(b.offsets, b.blocks, b.rows) <= above;
+}
+
 template <typename T> void runGroupedLinear(const KernelArgs &args) {
   const TensorView &x = args.ins[0], &w = args.ins[1], &y = args.outs[0];
   const ExpertBlocks b = blocksOf(args, x, w);
+  if (keptInstead(args, b))
+    return;
   const int64_t m = w.desc->shape[1], k = w.desc->shape[2];
   ThreadPool *pool = poolOf(args);
   for (int64_t g = 0; g < b.blocks; ++g)

@@ -10,6 +10,7 @@
 // the rows in order on one thread. Every output element is computed by
 // one thread in one order, so the bits do not depend on the number of
 // threads.
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -281,6 +282,40 @@ template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
       });
 }
 
+// Adaptive recompute (docs/moe.md): n = the rows the rank's experts
+// received. moe_keep_rows copies rows [0, n) of x [R, F] into kept [K, F]
+// when n <= K and writes nothing otherwise (the backward recomputes);
+// moe_restore_rows, in the recomputed rows' buffer y [R, F], writes the kept
+// rows and zeros after them when n <= K, and leaves y (the recomputed
+// rows) as it is otherwise.
+int64_t receivedRows(const TensorView &offsets, int64_t rows) {
+  return moe::receivedRows(offsets.i32(), offsets.numel() - 1, rows);
+}
+
+template <typename T> void runMoeKeepRows(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &kept = args.outs[0];
+  const int64_t n = receivedRows(args.ins[1], x.desc->shape[0]);
+  const bool keeps = n <= kept.desc->shape[0];
+  if (KernelCounters *c = contextOf(args).counters)
+    ++(keeps ? c->activationsKept : c->activationsRecomputed);
+  if (!keeps)
+    return;
+  const T *from = dataOf<T>(x);
+  std::copy(from, from + n * x.desc->lastDim(), dataOf<T>(kept));
+}
+
+template <typename T> void runMoeRestoreRows(const KernelArgs &args) {
+  const TensorView &kept = args.ins[0], &y = args.outs[0];
+  const int64_t rows = y.desc->shape[0], width = y.desc->lastDim();
+  const int64_t n = receivedRows(args.ins[1], rows);
+  if (n > kept.desc->shape[0])
+    return;
+  const T *from = dataOf<T>(kept);
+  T *to = dataOf<T>(y);
+  std::copy(from, from + n * width, to);
+  std::fill(to + n * width, to + rows * width, T{});
+}
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
@@ -296,6 +331,9 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_z_loss", runMoeZLoss},
        {"moe_bias_update", runMoeBiasUpdate},
        {"moe_z_loss_grad", runMoeZLossGrad},
+       {"moe_keep_rows", byStorage<runMoeKeepRows<float>, runMoeKeepRows<Bf16>>},
+       {"moe_restore_rows",
+        byStorage<runMoeRestoreRows<float>, runMoeRestoreRows<Bf16>>},
        {"moe_permute", byStorage<runMoePermute<float>, runMoePermute<Bf16>>},
        {"moe_permute_grad",
         byStorage<runMoePermuteGrad<float>, runMoePermuteGrad<Bf16>>},

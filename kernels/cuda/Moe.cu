@@ -12,7 +12,8 @@
 // its row and its weight's gradient (positions from moe_permute, which
 // never repeats one); moe_grouped_linear and its gradients: one thread per
 // output element, each finding its row's expert in the offsets on the
-// device (a first version, exact, not fast). No workspace, nothing allocated: a CUDA graph may
+// device (a first version, exact, not fast); moe_keep_rows and
+// moe_restore_rows: adaptive recompute's copies. No workspace, nothing allocated: a CUDA graph may
 // capture them all.
 #include <cstdint>
 
@@ -417,7 +418,12 @@ __global__ void __launch_bounds__(kBlock)
     groupedLinearKernel(const T *__restrict__ x, const T *__restrict__ w,
                         const int32_t *__restrict__ offsets, T *__restrict__ y,
                         int64_t rows, int64_t m, int64_t k, int64_t experts,
-                        int64_t blocks, bool transposedW, bool accumulate) {
+                        int64_t blocks, bool transposedW, bool accumulate,
+                        int64_t recomputeAbove) {
+  // Adaptive recompute's clone: nothing to do when the rows were kept.
+  if (recomputeAbove >= 0 && offsets &&
+      moe::receivedRows(offsets, blocks, rows) <= recomputeAbove)
+    return;
   const int64_t outWidth = transposedW ? k : m, inWidth = transposedW ? m : k;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
        i < rows * outWidth; i += int64_t{gridDim.x} * blockDim.x) {
@@ -486,7 +492,9 @@ void launchGrouped(const KernelArgs &args, bool transposedW) {
           args.ins.size() > 2 ? args.ins[2].i32() : nullptr,
           dataOf<T>(args.outs[0]), rows, m, k, experts,
           blocksOf(args, experts), transposedW,
-          transposedW && rows::paramsOf(args).intOr("accumulate", 0) != 0);
+          transposedW && rows::paramsOf(args).intOr("accumulate", 0) != 0,
+          transposedW ? -1
+                      : rows::paramsOf(args).intOr("recompute_above", -1));
 }
 
 template <typename T> void runGroupedLinear(const KernelArgs &args) {
@@ -522,6 +530,70 @@ template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {
     launchGroupedWeightGrad<T>(args, dw.f32());
 }
 
+// --- adaptive recompute --------------------------------------------------------
+//
+// moe_keep_rows and moe_restore_rows (kernels/cpu/Moe.cpp says what they
+// write): one thread per element, each reading the rows received from the
+// offsets on the device, so the host never waits for them.
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    keepRowsKernel(const T *__restrict__ x, const int32_t *__restrict__ offsets,
+                   int64_t blocks, int64_t rows, int64_t width,
+                   int64_t keptRows, T *__restrict__ kept) {
+  const int64_t n = moe::receivedRows(offsets, blocks, rows);
+  if (n > keptRows)
+    return;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+       i < n * width; i += int64_t{gridDim.x} * blockDim.x)
+    kept[i] = x[i];
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    restoreRowsKernel(const T *__restrict__ kept,
+                      const int32_t *__restrict__ offsets, int64_t blocks,
+                      int64_t rows, int64_t width, int64_t keptRows,
+                      T *__restrict__ y) {
+  const int64_t n = moe::receivedRows(offsets, blocks, rows);
+  if (n > keptRows)
+    return;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+       i < rows * width; i += int64_t{gridDim.x} * blockDim.x) {
+    if (i < n * width)
+      y[i] = kept[i];
+    else
+      store(y, i, 0.0f);
+  }
+}
+
+template <typename T> void runKeepRows(const KernelArgs &args) {
+  const TensorView &x = args.ins[0], &offsets = args.ins[1];
+  const TensorView &kept = args.outs[0];
+  const int64_t rows = x.desc->shape[0], width = x.desc->lastDim();
+  const int64_t keptRows = kept.desc->shape[0];
+  if (keptRows * width == 0)
+    return;
+  keepRowsKernel<T>
+      <<<rows::gridFor(keptRows * width, kBlock), kBlock, 0,
+         rows::streamOf(args)>>>(dataOf<T>(x), offsets.i32(),
+                                 offsets.desc->shape[0] - 1, rows, width,
+                                 keptRows, dataOf<T>(kept));
+}
+
+template <typename T> void runRestoreRows(const KernelArgs &args) {
+  const TensorView &kept = args.ins[0], &offsets = args.ins[1];
+  const TensorView &y = args.outs[0];
+  const int64_t rows = y.desc->shape[0], width = y.desc->lastDim();
+  if (rows * width == 0)
+    return;
+  restoreRowsKernel<T>
+      <<<rows::gridFor(rows * width, kBlock), kBlock, 0,
+         rows::streamOf(args)>>>(dataOf<T>(kept), offsets.i32(),
+                                 offsets.desc->shape[0] - 1, rows, width,
+                                 kept.desc->shape[0], dataOf<T>(y));
+}
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
@@ -538,6 +610,9 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_z_loss", runZLoss},
        {"moe_bias_update", runBiasUpdate},
        {"moe_z_loss_grad", runZLossGrad},
+       {"moe_keep_rows", byStorage<runKeepRows<float>, runKeepRows<Bf16>>},
+       {"moe_restore_rows",
+        byStorage<runRestoreRows<float>, runRestoreRows<Bf16>>},
        {"moe_permute", byStorage<runPermute<float>, runPermute<Bf16>>},
        {"moe_permute_grad",
         byStorage<runPermuteGrad<float>, runPermuteGrad<Bf16>>},

@@ -8,6 +8,7 @@
 // cannot fail, because everything it could trip over was checked.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -128,6 +129,15 @@ struct GpuContext {
   const StepValues *stepValues = nullptr;  // device pointer
 };
 
+// What kernels count during one run of a program, for the run's log: the
+// decisions of adaptive recompute's moe_keep_rows (docs/moe.md), one per
+// kept-or-recomputed expert activation of a layer and micro-batch. The CPU
+// kernels count; the CUDA ones decide on the device and do not.
+struct KernelCounters {
+  std::atomic<int64_t> activationsKept{0};
+  std::atomic<int64_t> activationsRecomputed{0};
+};
+
 // Per-call state the runtime supplies.
 struct KernelContext {
   int64_t step = 1;        // 1-based optimizer step being computed
@@ -141,6 +151,7 @@ struct KernelContext {
   int64_t epRank = 0;      // StepValues::epRank
   ThreadPool *pool = nullptr;          // CPU kernels
   const GpuContext *gpu = nullptr;     // CUDA kernels
+  KernelCounters *counters = nullptr;  // CPU kernels; may be null
 };
 
 struct KernelArgs {

@@ -33,9 +33,23 @@ double attentionFlops(Value query, Value key, bool causal) {
   return causal ? flops / 2 : flops;
 }
 
+// The experts' GEMMs: 2 x (result elements) x K, K the last dimension of
+// the [E, M, K] weight, for every row of the result (under expert parallel
+// the dropless bound's, the most a micro-batch can route).
+double expertGemmFlops(Value weight, Value result) {
+  auto w = dyn_cast<ShapedType>(weight.getType());
+  if (!w || w.getRank() != 3)
+    return 0;
+  return 2 * elements(result) * double(w.getDimSize(2));
+}
+
 } // namespace
 
 double forwardFlops(Operation *op) {
+  if (auto grouped = dyn_cast<MoeGroupedLinearOp>(op))
+    return expertGemmFlops(grouped.getWeight(), grouped.getResult());
+  if (auto batched = dyn_cast<MoeBatchedLinearOp>(op))
+    return expertGemmFlops(batched.getWeight(), batched.getResult());
   if (auto linear = dyn_cast<LinearOp>(op))
     return matmulFlops(linear.getInput(), linear.getWeight(),
                        linear.getResult());

@@ -149,6 +149,10 @@ public:
 
   virtual DeviceStats stats() const = 0;
 
+  // What the kernels of the last STEP run counted (adaptive recompute's
+  // decisions); null where the kernels do not count (a GPU).
+  virtual const KernelCounters *kernelCounters() const { return nullptr; }
+
   // Threads for host-side work on the run's behalf (initialising the
   // parameters). The CPU device's kernel threads; a GPU's own small pool.
   virtual ThreadPool &hostPool() = 0;

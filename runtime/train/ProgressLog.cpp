@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "runtime/train/HumanUnits.h"
@@ -35,11 +36,38 @@ std::string formatProgressLine(const StepReport &r) {
 }
 
 std::string formatJsonLine(const StepReport &r) {
+  std::string recomputed;
+  if (!r.activationsRecomputed.empty())
+    recomputed = absl::StrCat(",\"experts_recomputed\":[",
+                              absl::StrJoin(r.activationsRecomputed, ","), "]");
   return absl::StrCat("{\"step\":", r.step, ",\"loss\":", jsonNumber(r.loss),
                       ",\"lr\":", jsonNumber(r.lr),
                       ",\"grad_norm\":", jsonNumber(r.gradNorm),
                       ",\"tokens_per_s\":", jsonNumber(r.tokensPerSecond),
-                      r.skipped ? ",\"skipped\":true}" : "}");
+                      recomputed, r.skipped ? ",\"skipped\":true}" : "}");
+}
+
+std::string formatAdaptiveRecompute(const StepReport &r) {
+  constexpr size_t kNamed = 8;
+  std::vector<std::string> parts;
+  size_t unnamed = 0;
+  for (size_t rank = 0; rank < r.activationsRecomputed.size(); ++rank) {
+    const int64_t again = r.activationsRecomputed[rank];
+    const int64_t all =
+        again + (rank < r.activationsKept.size() ? r.activationsKept[rank] : 0);
+    if (all == 0)
+      continue; // a pipeline rank without MoE layers
+    if (parts.size() == kNamed)
+      ++unnamed;
+    else
+      parts.push_back(absl::StrCat("rank ", rank, ": ", again, " of ", all));
+  }
+  std::string line = absl::StrCat("adaptive recompute at step ", r.step,
+                                   ": expert activations recomputed on ",
+                                   absl::StrJoin(parts, ", "));
+  if (unnamed > 0)
+    absl::StrAppend(&line, " (and ", unnamed, " more ranks)");
+  return line;
 }
 
 std::string logLinesThrough(std::string_view text, int64_t step) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace braid {
 
@@ -21,6 +22,9 @@ struct StepReport {
   double etaSeconds = -1;
   // The update was not applied: the loss or gradient norm was not finite.
   bool skipped = false;
+  // Adaptive recompute, by world rank (StepResult's): empty without it.
+  std::vector<int64_t> activationsKept;
+  std::vector<int64_t> activationsRecomputed;
 };
 
 // "step   12/300 | loss 2.8431 | lr 1.80e-03 | grad_norm 0.912 |
@@ -30,9 +34,16 @@ std::string formatProgressLine(const StepReport &report);
 
 // {"step":12,"loss":2.84310007,"lr":0.00180000004,"grad_norm":0.912,
 //  "tokens_per_s":41234.5} (one line, no newline), with "skipped":true
-// added for a skipped step. Floats use %.9g, enough to round-trip fp32;
+// added for a skipped step and, under adaptive recompute, each rank's
+// recomputed expert activations ("experts_recomputed":[6,0]). Floats use %.9g, enough to round-trip fp32;
 // NaN and infinities, which JSON lacks, print as null.
 std::string formatJsonLine(const StepReport &report);
+
+// What adaptive recompute chose in `report`'s step, for the log when it
+// changes: "adaptive recompute at step 3: rank 0 recomputes 6 of 16 expert
+// activations, rank 1 keeps its 16" (one line, no newline; ranks holding no
+// MoE layer left out, at most 8 ranks named).
+std::string formatAdaptiveRecompute(const StepReport &report);
 
 // The lines of a JSON-lines log (`text`) that record steps up to `step`, in
 // order: what a run resumed from the checkpoint of `step` keeps before it

@@ -270,27 +270,60 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
   result.loss = sum / static_cast<double>(losses.size());
   result.gradNorm = (*slots)[p.grad_norm_readback()];
   result.skipped = (*slots)[p.step_skipped_readback()] != 0;
+  if (absl::Status s = gatherAdaptiveRecompute(result); !s.ok())
+    return s;
   ++stepsDone_;
   skippedSteps_ += result.skipped ? 1 : 0;
   cursor_ += M * dpSize_ * t.micro_batch_size();
   return result;
 }
 
+absl::Status Trainer::sumOverRanks(int32_t *values, size_t n) {
+  // Summed along each axis in turn, which sums over the whole mesh.
+  for (MeshAxis axis : kMeshAxes) {
+    if (!ranks_ || ranks_->mesh().size(axis) == 1)
+      continue;
+    if (absl::Status s = ranks_->axis(axis).allReduceSum(values, n, DType::kI32);
+        !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::gatherAdaptiveRecompute(StepResult &result) {
+  if (plan_.proto.model().moe().adaptive_recompute_rows() <= 0)
+    return absl::OkStatus();
+  // Each rank's {kept, recomputed} in its own place, zeros elsewhere.
+  const KernelCounters *counters = device_->kernelCounters();
+  if (counters == nullptr)
+    return absl::OkStatus();
+  const int64_t n = worldSize(), me = worldRank();
+  std::vector<int32_t> counts(static_cast<size_t>(2 * n), 0);
+  counts[2 * me] = static_cast<int32_t>(counters->activationsKept.load());
+  counts[2 * me + 1] =
+      static_cast<int32_t>(counters->activationsRecomputed.load());
+  if (absl::Status s = sumOverRanks(counts.data(), counts.size()); !s.ok())
+    return absl::Status(s.code(),
+                        absl::StrCat("step ", result.step,
+                                     ", gathering adaptive recompute's "
+                                     "choices: ",
+                                     s.message()));
+  for (int64_t r = 0; r < n; ++r) {
+    result.activationsKept.push_back(counts[2 * r]);
+    result.activationsRecomputed.push_back(counts[2 * r + 1]);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> Trainer::agreeOnStop(int localSignal) {
   if (worldSize() == 1)
     return localSignal;
-  // {ranks stopping, sum of their signals}, over every rank: summed along
-  // each axis in turn, which sums over the whole mesh.
+  // {ranks stopping, sum of their signals}, over every rank.
   int32_t votes[2] = {localSignal != 0 ? 1 : 0, localSignal};
-  for (MeshAxis axis : kMeshAxes) {
-    if (ranks_->mesh().size(axis) == 1)
-      continue;
-    if (absl::Status s = ranks_->axis(axis).allReduceSum(votes, 2, DType::kI32);
-        !s.ok())
-      return absl::Status(s.code(),
-                          absl::StrCat("agreeing on a stop after step ",
-                                       stepsDone_, ": ", s.message()));
-  }
+  if (absl::Status s = sumOverRanks(votes, 2); !s.ok())
+    return absl::Status(s.code(),
+                        absl::StrCat("agreeing on a stop after step ",
+                                     stepsDone_, ": ", s.message()));
   if (votes[0] == 0)
     return 0;
   return localSignal != 0 ? localSignal : votes[1] / votes[0];

@@ -67,6 +67,11 @@ struct StepResult {
   float gradNorm = 0;
   // The loss or the gradient norm was not finite, so nothing was updated.
   bool skipped = false;
+  // Adaptive recompute (docs/moe.md), by world rank: the experts' gate and
+  // up activations (one per MoE layer and micro-batch each) the rank kept
+  // for the backward, and those it recomputed. Empty without it.
+  std::vector<int64_t> activationsKept;
+  std::vector<int64_t> activationsRecomputed;
 };
 
 // What resume() restored, and what it changed with the user's leave.
@@ -172,6 +177,10 @@ private:
   Trainer(LoadedPlan plan, DataLoader data, const TrainerOptions &options,
           int64_t totalSteps);
   StepValues values(int64_t step) const;
+  // Sums `n` values over every rank of the mesh, in place.
+  absl::Status sumOverRanks(int32_t *values, size_t n);
+  // Fills `result`'s adaptive recompute counts from every rank's kernels.
+  absl::Status gatherAdaptiveRecompute(StepResult &result);
   // Stages micro-batch `microBatch`'s inputs, from sample `firstSample` on.
   absl::Status fillInputs(int64_t microBatch, int64_t firstSample);
   // Writes the initial parameters and runs INIT.

@@ -269,6 +269,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
   const Clock::time_point runStart = Clock::now();
   bool savedLast = false;
   int64_t skippedHere = 0;
+  std::vector<int64_t> lastRecomputed;
   int stop = 0;
   while (trainer.stepsDone() < last) {
     // Every rank stops after the same step, whichever got the signal.
@@ -298,6 +299,8 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     report.lr = r->lr;
     report.gradNorm = r->gradNorm;
     report.skipped = r->skipped;
+    report.activationsKept = r->activationsKept;
+    report.activationsRecomputed = r->activationsRecomputed;
     report.tokensPerSecond =
         stepSeconds > 0 ? trainer.tokensPerStep() / stepSeconds : 0;
     // Tokens per second are the whole run's, the peak one rank's.
@@ -308,6 +311,14 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     if (!options.quiet) {
       std::fprintf(options.out, "%s\n", formatProgressLine(report).c_str());
       std::fflush(options.out);
+    }
+    // Adaptive recompute's choices, when they change (and at the start).
+    if (!options.quiet && !report.activationsRecomputed.empty() &&
+        report.activationsRecomputed != lastRecomputed) {
+      std::fprintf(options.out, "%s\n",
+                   formatAdaptiveRecompute(report).c_str());
+      std::fflush(options.out);
+      lastRecomputed = report.activationsRecomputed;
     }
     if (log) {
       std::fprintf(log.get(), "%s\n", formatJsonLine(report).c_str());

@@ -113,6 +113,11 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   ctx.cpSize = values.cpSize;
   ctx.epRank = values.epRank;
   ctx.pool = &pool_;
+  if (kind == plan::STEP) {
+    counters_.activationsKept = 0;
+    counters_.activationsRecomputed = 0;
+    ctx.counters = &counters_;
+  }
   absl::StatusOr<const Executor::Program *> program =
       executor_->program(kind);
   if (!program.ok())

@@ -60,6 +60,7 @@ public:
     return s;
   }
   ThreadPool &hostPool() override { return pool_; }
+  const KernelCounters *kernelCounters() const override { return &counters_; }
 
 private:
   CpuDevice(const LoadedPlan &plan, int numThreads, const Ranks *ranks);
@@ -78,6 +79,7 @@ private:
   KernelProfile *profile_ = nullptr;
   ScheduleTrace *trace_ = nullptr;
   DeviceStats stats_;
+  KernelCounters counters_;
 };
 
 } // namespace braid

@@ -75,6 +75,8 @@ std::map<std::string, Sig> validLaunches() {
   add("moe_batched_linear_grad_input").in({12, 3}).in({4, 3, 5}).out({12, 5});
   add("moe_batched_linear_grad_weight").in({12, 3}).in({12, 5}).out({4, 3, 5});
   add("moe_expert_counts").in({6, 2}, kI32).out({4});
+  add("moe_keep_rows").in({12, 3}).in({5}, kI32).out({6, 3});
+  add("moe_restore_rows").in({6, 3}).in({5}, kI32).out({12, 3});
   add("moe_block_counts").in({5}, kI32).out({4}, kI32);
   add("moe_ep_offsets").in({8}, kI32).out({5}, kI32);
   add("moe_aux_loss").in({6, 4}).in({4}).out({}).i("top_k", 2);

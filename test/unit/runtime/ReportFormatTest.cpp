@@ -74,6 +74,26 @@ TEST(ProgressLog, JsonLineRoundTripsFloats) {
   EXPECT_TRUE(parseJson(formatJsonLine(r)).ok());
 }
 
+// Adaptive recompute: each rank's recomputed activations in the JSON line,
+// and the log line naming the ranks that hold MoE layers (at most 8).
+TEST(ProgressLog, AdaptiveRecomputeByRank) {
+  StepReport r = sample();
+  r.activationsKept = {0, 4, 0, 3};
+  r.activationsRecomputed = {4, 0, 0, 1};
+  EXPECT_EQ(formatJsonLine(r),
+            "{\"step\":12,\"loss\":2.8431,\"lr\":0.0018,\"grad_norm\":"
+            "0.912,\"tokens_per_s\":41234.5,\"experts_recomputed\":[4,0,0,1]}");
+  EXPECT_TRUE(parseJson(formatJsonLine(r)).ok());
+  EXPECT_EQ(formatAdaptiveRecompute(r),
+            "adaptive recompute at step 12: expert activations recomputed on "
+            "rank 0: 4 of 4, rank 1: 0 of 4, rank 3: 1 of 4");
+  r.activationsKept.assign(10, 2);
+  r.activationsRecomputed.assign(10, 0);
+  EXPECT_EQ(formatAdaptiveRecompute(r).substr(
+                formatAdaptiveRecompute(r).find("rank 7")),
+            "rank 7: 0 of 2 (and 2 more ranks)");
+}
+
 TEST(MemoryReport, HumanUnits) {
   plan::MemoryReport m;
   m.set_parameter_bytes(1 << 20);

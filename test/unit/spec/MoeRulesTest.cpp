@@ -151,6 +151,37 @@ TEST(MoeRules, RefusesExchangeOverlapWithoutExpertParallel) {
                   .ep_comm_overlap());
 }
 
+// kLlama's micro-batch is 32 tokens: under EP 2 with top_k 2 of 8 experts
+// the mean is 64 rows and the worst case 128.
+TEST(MoeRules, AdaptiveRecomputeNeedsDroplessExpertParallelBelowTheBound) {
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 adaptive_recompute: 1",
+                              "data_parallel: 2")),
+              HasSubstr("model.moe.adaptive_recompute: without expert "
+                        "parallel a rank's experts take exactly its tokens x "
+                        "top_k rows"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 adaptive_recompute: 1 "
+                              "capacity_factor: 2",
+                              "data_parallel: 2 expert_parallel: 2")),
+              HasSubstr("model.moe.adaptive_recompute: applies to dropless "
+                        "experts, but capacity_factor is set"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 adaptive_recompute: 2",
+                              "data_parallel: 2 expert_parallel: 2")),
+              HasSubstr("model.moe.adaptive_recompute: 2 keeps 128 rows, as "
+                        "many as the plan holds for what a rank receives "
+                        "(128, the dropless bound), so it never recomputes; "
+                        "set a factor below 2 or remove it"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 dropless_bound: 1.5 "
+                              "adaptive_recompute: 1.5",
+                              "data_parallel: 2 expert_parallel: 2")),
+              HasSubstr("set a factor below 1.5 or remove it"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 adaptive_recompute: -1",
+                              "data_parallel: 2 expert_parallel: 2")),
+              HasSubstr("model.moe.adaptive_recompute:"));
+  EXPECT_EQ(errorOf(withMoe("num_experts: 8 top_k: 2 adaptive_recompute: 1.25",
+                            "data_parallel: 2 expert_parallel: 2")),
+            "(loaded)");
+}
+
 // kLlama's micro-batch is 2 x 16 = 32 tokens: 64 experts, top_k 1 and a
 // factor of 1 give each expert 0.5 slots.
 TEST(MoeRules, RefusesACapacityBelowOneToken) {
