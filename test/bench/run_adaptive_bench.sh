@@ -27,26 +27,15 @@
 #
 # Needs a build with MPI (scripts/build.sh).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="${BRAID_BUILD_DIR:-$root/build}"
+source "$(dirname "$0")/bench-lib.sh"
+build="$bench_build"
+data="$bench_data"
 steps=12
 rounds=3
-out=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --steps) steps="$2"; shift 2 ;;
-    --rounds) rounds="$2"; shift 2 ;;
-    --out) out="$2"; shift 2 ;;
-    *) echo "run_adaptive_bench.sh: unknown option '$1' (use --steps N, --rounds R, --out DIR)" >&2; exit 2 ;;
-  esac
-done
-[ -n "$out" ] || out="$build/bench/adaptive"
-[ -x "$build/bin/braidc" ] || {
-  echo "run_adaptive_bench.sh: no $build/bin/braidc; build first (scripts/build.sh)" >&2; exit 1; }
-command -v mpirun > /dev/null || {
-  echo "run_adaptive_bench.sh: needs mpirun (scripts/install-deps.sh installs Open MPI)" >&2; exit 1; }
-data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
-spec="$root/test/bench/specs/cpu-moe.pbtxt"
+out="$build/bench/adaptive"
+bench_options run_adaptive_bench.sh "steps:steps rounds:rounds out:out" "$@"
+bench_need_mpi_build run_adaptive_bench.sh
+spec="$bench_root/test/bench/specs/cpu-moe.pbtxt"
 mkdir -p "$out"
 layouts="never always adaptive"
 for l in $layouts; do
@@ -62,7 +51,6 @@ for l in $layouts; do
     cat "$out/$l.report" >&2; exit 1; }
 done
 mpi=(mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np 2)
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for r in $(seq 1 "$rounds"); do
   for l in $layouts; do
     "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \

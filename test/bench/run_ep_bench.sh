@@ -32,28 +32,16 @@
 # Needs a build with MPI (scripts/build.sh). --link: latency in us and
 # bandwidth in GB/s (default 10:1).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="${BRAID_BUILD_DIR:-$root/build}"
+source "$(dirname "$0")/bench-lib.sh"
+build="$bench_build"
+data="$bench_data"
 steps=12
 rounds=3
 link="10:1"
-out=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --steps) steps="$2"; shift 2 ;;
-    --rounds) rounds="$2"; shift 2 ;;
-    --link) link="$2"; shift 2 ;;
-    --out) out="$2"; shift 2 ;;
-    *) echo "run_ep_bench.sh: unknown option '$1' (use --steps N, --rounds R, --link L:B, --out DIR)" >&2; exit 2 ;;
-  esac
-done
-[ -n "$out" ] || out="$build/bench/ep"
-[ -x "$build/bin/braidc" ] || {
-  echo "run_ep_bench.sh: no $build/bin/braidc; build first (scripts/build.sh)" >&2; exit 1; }
-command -v mpirun > /dev/null || {
-  echo "run_ep_bench.sh: needs mpirun (scripts/install-deps.sh installs Open MPI)" >&2; exit 1; }
-data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
-spec="$root/test/bench/specs/cpu-moe.pbtxt"
+out="$build/bench/ep"
+bench_options run_ep_bench.sh "steps:steps rounds:rounds link:link out:out" "$@"
+bench_need_mpi_build run_ep_bench.sh
+spec="$bench_root/test/bench/specs/cpu-moe.pbtxt"
 mkdir -p "$out"
 layouts="dp2 ep2 ep2o"
 for l in $layouts; do
@@ -65,7 +53,6 @@ for l in $layouts; do
     cat "$out/$l.report" >&2; exit 1; }
 done
 mpi=(mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np 2)
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for r in $(seq 1 "$rounds"); do
   for l in $layouts; do
     "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \
