@@ -54,22 +54,11 @@ bool isCandidate(Operation *op) {
          !gemm.getRecomputeAbove() && hasBackwardUser(gemm.getResult());
 }
 
-class Adapter {
-public:
-  Adapter(int64_t keptRows, std::string &error)
-      : keptRows_(keptRows), error_(error) {}
-
-  // Adapts `gemms` (in block order) and the activation `act` reading them
-  // (null when none does). Fails with a sentence in `error_`.
-  LogicalResult adapt(ArrayRef<MoeGroupedLinearOp> gemms, Operation *act);
-
-private:
-  int64_t keptRows_;
-  std::string &error_;
-};
-
-LogicalResult Adapter::adapt(ArrayRef<MoeGroupedLinearOp> gemms,
-                             Operation *act) {
+// Adapts `gemms` (in block order) and the activation `act` reading them
+// (null when none does) to keep `keptRows` rows. Fails with a sentence in
+// `error`.
+LogicalResult adapt(ArrayRef<MoeGroupedLinearOp> gemms, Operation *act,
+                    int64_t keptRows, std::string &error) {
   // Where the backward first reads one of them.
   Operation *first = nullptr;
   auto earliest = [&](Value v) {
@@ -87,8 +76,8 @@ LogicalResult Adapter::adapt(ArrayRef<MoeGroupedLinearOp> gemms,
   SmallVector<Value> kept;
   for (MoeGroupedLinearOp g : gemms) {
     auto type = cast<RankedTensorType>(g.getResult().getType());
-    if (type.getDimSize(0) <= keptRows_) {
-      error_ = "adaptive recompute keeps " + std::to_string(keptRows_) +
+    if (type.getDimSize(0) <= keptRows) {
+      error = "adaptive recompute keeps " + std::to_string(keptRows) +
                " rows of an expert GEMM of " +
                std::to_string(type.getDimSize(0)) +
                ", so it would never recompute; set "
@@ -99,7 +88,7 @@ LogicalResult Adapter::adapt(ArrayRef<MoeGroupedLinearOp> gemms,
     b.setInsertionPointAfter(g);
     auto keep = MoeKeepRowsOp::create(
         b, g.getLoc(),
-        RankedTensorType::get({keptRows_, type.getDimSize(1)},
+        RankedTensorType::get({keptRows, type.getDimSize(1)},
                               type.getElementType()),
         g.getResult(), g.getOffsets());
     keep->setDiscardableAttrs(g->getDiscardableAttrDictionary());
@@ -113,7 +102,7 @@ LogicalResult Adapter::adapt(ArrayRef<MoeGroupedLinearOp> gemms,
   for (auto [gemm, k] : llvm::zip(gemms, kept)) {
     MoeGroupedLinearOp g = gemm;
     auto again = cast<MoeGroupedLinearOp>(b.clone(*g));
-    again.setRecomputeAbove(keptRows_);
+    again.setRecomputeAbove(keptRows);
     again->setAttr(kRecomputedAttr, b.getUnitAttr());
     setPhaseMark(again, Phase::InputGrad);
     auto restore = MoeRestoreRowsOp::create(b, g.getLoc(),
@@ -144,7 +133,6 @@ LogicalResult Adapter::adapt(ArrayRef<MoeGroupedLinearOp> gemms,
 
 FailureOr<int64_t> applyAdaptiveRecompute(ModuleOp module, int64_t keptRows,
                                           std::string &error) {
-  Adapter adapter(keptRows, error);
   int64_t adapted = 0;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
@@ -174,7 +162,7 @@ FailureOr<int64_t> applyAdaptiveRecompute(ModuleOp module, int64_t keptRows,
       llvm::sort(gemms, [](MoeGroupedLinearOp a, MoeGroupedLinearOp b) {
         return a->isBeforeInBlock(b);
       });
-      if (failed(adapter.adapt(gemms, act)))
+      if (failed(adapt(gemms, act, keptRows, error)))
         return failure();
       for (MoeGroupedLinearOp d : gemms)
         done.insert(d);

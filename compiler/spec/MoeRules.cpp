@@ -238,20 +238,19 @@ private:
     }
     const int64_t kept = moeAdaptiveRows(spec_);
     const int64_t bound = moeDroplessBound(spec_);
-    if (bound > 0 && kept >= bound)
-      sink_.report(path("adaptive_recompute"),
-                   absl::StrCat(formatFloat(factor), " keeps ", kept,
-                                " rows, as many as the plan holds for what a "
-                                "rank receives (", bound,
-                                ", the dropless bound), so it never "
-                                "recomputes; set a factor below ",
-                                formatFloat(m_.dropless_bound() > 0
-                                                ? m_.dropless_bound()
-                                                : static_cast<double>(bound) /
-                                                      (moeTokensPerMicroBatch(
-                                                           spec_) *
-                                                       m_.top_k())),
-                                " or remove it"));
+    if (bound == 0 || kept < bound)
+      return;
+    // The bound as a factor of the mean rows, as adaptive_recompute is.
+    const double boundFactor =
+        static_cast<double>(bound) / (moeTokensPerMicroBatch(spec_) *
+                                      static_cast<double>(m_.top_k()));
+    sink_.report(path("adaptive_recompute"),
+                 absl::StrCat(formatFloat(factor), " keeps ", kept,
+                              " rows, as many as the plan holds for what a "
+                              "rank receives (", bound,
+                              ", the dropless bound), so it never "
+                              "recomputes; set a factor below ",
+                              formatFloat(boundFactor), " or remove it"));
   }
 
   void checkExpertParallel() {

@@ -25,6 +25,20 @@ bench_options() {
   done
 }
 
+# bench_compile DIR LAYOUT [BRAIDC ARGS...]: compiles DIR/LAYOUT.pbtxt into
+# DIR/LAYOUT.plan, its memory report in DIR/LAYOUT.report (printed on
+# failure, which stops the script).
+bench_compile() {
+  local dir="$1" layout="$2"
+  shift 2
+  "$bench_build/bin/braidc" "$dir/$layout.pbtxt" "$@" --report-memory \
+    -o "$dir/$layout.plan" > "$dir/$layout.report" 2>&1 || {
+    cat "$dir/$layout.report" >&2; exit 1; }
+}
+
+# Two ranks of one kernel thread each.
+bench_mpi2=(mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np 2)
+
 # bench_need_mpi_build NAME: braidc is built and mpirun is on the PATH.
 bench_need_mpi_build() {
   [ -x "$bench_build/bin/braidc" ] || {

@@ -46,11 +46,9 @@ for l in $layouts; do
       "$spec" > "$s"
   policy=moe-light
   [ $l = always ] && policy=moe-light,moe_grouped_linear
-  "$build/bin/braidc" "$s" --recompute="$policy" --report-memory \
-    -o "$out/$l.plan" > "$out/$l.report" 2>&1 || {
-    cat "$out/$l.report" >&2; exit 1; }
+  bench_compile "$out" "$l" --recompute="$policy"
 done
-mpi=(mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np 2)
+mpi=("${bench_mpi2[@]}")
 for r in $(seq 1 "$rounds"); do
   for l in $layouts; do
     "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \

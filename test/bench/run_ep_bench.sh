@@ -49,10 +49,9 @@ for l in $layouts; do
   sed -e 's/global_batch_size: 4/global_batch_size: 8/' \
       -e "s/data_parallel: 1/data_parallel: 2$(case $l in ep2) echo ' expert_parallel: 2' ;; ep2o) echo ' expert_parallel: 2 ep_comm_overlap: true' ;; esac)/" \
       "$spec" > "$s"
-  "$build/bin/braidc" "$s" --report-memory -o "$out/$l.plan" > "$out/$l.report" 2>&1 || {
-    cat "$out/$l.report" >&2; exit 1; }
+  bench_compile "$out" "$l"
 done
-mpi=(mpirun --oversubscribe --bind-to none -x BRAID_NUM_THREADS=1 -np 2)
+mpi=("${bench_mpi2[@]}")
 for r in $(seq 1 "$rounds"); do
   for l in $layouts; do
     "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \
