@@ -44,7 +44,8 @@ namespace {
 
 // Stamps the marks on every op a gradient rule creates: the layer of the
 // forward op being differentiated, and the phase W for weight-gradient ops
-// (and for the sums of their results), B for every other op.
+// (and for the sums of their results, and hot-expert replication's
+// reduction of them into their owners), B for every other op.
 class MarkStamper : public OpBuilder::Listener {
 public:
   void setLayer(LayerAttr layer) { layer_ = layer; }
@@ -61,7 +62,8 @@ private:
   static bool isWeightGradient(Operation *op) {
     if (op->hasTrait<WeightGradient>())
       return true;
-    return isa<AddOp>(op) && llvm::any_of(op->getOperands(), [](Value v) {
+    return isa<AddOp, CommReduceReplicasOp>(op) &&
+           llvm::any_of(op->getOperands(), [](Value v) {
              Operation *def = v.getDefiningOp();
              return def && phaseMark(def) == Phase::WeightGrad;
            });
@@ -89,8 +91,12 @@ public:
   }
   Value grad(Value v) const override { return grads_.lookup(v); }
   Value gradTarget(Value w) override {
+    // The replicas of hot experts (comm.replicate_experts of the f32
+    // masters) take f32 gradients like the masters they copy.
     auto c = w.getDefiningOp<CastOp>();
-    if (c && isParam(c.getInput()) &&
+    if (c &&
+        (isParam(c.getInput()) ||
+         c.getInput().getDefiningOp<CommReplicateExpertsOp>()) &&
         cast<RankedTensorType>(c.getInput().getType()).getElementType().isF32())
       return c.getInput();
     return w;

@@ -740,7 +740,8 @@ void PipelineLowering::buildRank(int64_t rank) {
        {StringRef(BraidDialect::kModelAttr),
         StringRef(BraidDialect::kTrainAttr), StringRef(BraidDialect::kMeshAttr),
         StringRef(BraidDialect::kMoeAttr),
-        StringRef(BraidDialect::kMoeAdaptiveRowsAttr), StringRef("braid.name")})
+        StringRef(BraidDialect::kMoeAdaptiveRowsAttr),
+        StringRef(BraidDialect::kMoeHotExpertsAttr), StringRef("braid.name")})
     if (Attribute a = module_->getAttr(attr))
       sub->setAttr(attr, a);
   sub->setAttr(BraidDialect::kPipelineRankAttr, b_.getI64IntegerAttr(rank));

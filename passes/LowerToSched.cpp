@@ -488,7 +488,8 @@ LogicalResult Lowering::lowerMicroBatch() {
       continue;
     }
     if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp,
-            CommShiftOp, CommDispatchOp, CommCombineOp>(op)) {
+            CommShiftOp, CommDispatchOp, CommCombineOp,
+            CommReplicateExpertsOp, CommReduceReplicasOp>(op)) {
       if (failed(lowerComm(op, buffers)))
         return failure();
       // A replicated parameter's gradient summed over the TP group

@@ -9,6 +9,7 @@
 
 #include "passes/LowerToSched.h"
 
+#include "llvm/ADT/TypeSwitch.h"
 #include "passes/analysis/Liveness.h"
 #include "passes/analysis/Unroll.h"
 
@@ -202,15 +203,23 @@ LogicalResult Lowering::lowerComm(Operation &op,
   };
   Type resultType = op.getResult(0).getType();
   Value out = alloc(resultType);
-  if (isa<CommDispatchOp, CommCombineOp>(op)) {
+  if (isa<CommDispatchOp, CommCombineOp, CommReplicateExpertsOp,
+          CommReduceReplicasOp>(op)) {
+    // Expert parallel's exchanges read the group's counts; hot-expert
+    // replication's the hot experts.
     Value counts = buffers.lookup(op.getOperand(1));
     if (!counts)
-      return op.emitOpError("counts have no buffer");
-    copyMarks(&op, collective(loc,
-                              isa<CommDispatchOp>(op)
-                                  ? sched::CollectiveKind::Dispatch
-                                  : sched::CollectiveKind::Combine,
-                              {in, counts}, {out}, axis));
+      return op.emitOpError("counts or hot experts have no buffer");
+    sched::CollectiveKind kind =
+        llvm::TypeSwitch<Operation *, sched::CollectiveKind>(&op)
+            .Case([](CommDispatchOp) { return sched::CollectiveKind::Dispatch; })
+            .Case([](CommCombineOp) { return sched::CollectiveKind::Combine; })
+            .Case([](CommReplicateExpertsOp) {
+              return sched::CollectiveKind::ReplicateExperts;
+            })
+            .Default(
+                [](Operation *) { return sched::CollectiveKind::ReduceReplicas; });
+    copyMarks(&op, collective(loc, kind, {in, counts}, {out}, axis));
   } else if (auto shift = dyn_cast<CommShiftOp>(op)) {
     copyMarks(&op, collective(loc, sched::CollectiveKind::Shift, {in}, {out},
                               axis, static_cast<int32_t>(shift.getOffset())));

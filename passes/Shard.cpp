@@ -493,8 +493,9 @@ LogicalResult Sharder::visit(Operation *op) {
             MoeGroupedLinearGradInputOp, MoeGroupedLinearGradWeightOp,
             MoeBatchedLinearOp, MoeBatchedLinearGradInputOp,
             MoeBatchedLinearGradWeightOp, MoeBlockCountsOp, MoeEpOffsetsOp,
-            MoeKeepRowsOp, MoeRestoreRowsOp,
-            CommDispatchOp, CommCombineOp>(
+            MoeKeepRowsOp, MoeRestoreRowsOp, MoeHotExpertsOp,
+            MoeSplitRowsOp, MoeMergeRowsOp, CommDispatchOp, CommCombineOp,
+            CommReplicateExpertsOp, CommReduceReplicasOp>(
           [&](Operation *m) { return visitWhole(m); })
       .Case<CommAllGatherOp, CommReduceScatterOp, CommShiftOp>(
           [&](Operation *c) { return sameAsOperands(c, {0}); })

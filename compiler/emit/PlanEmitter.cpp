@@ -538,6 +538,9 @@ LogicalResult Emitter::copySettings() {
   if (auto kept = module_->getAttrOfType<IntegerAttr>(
           BraidDialect::kMoeAdaptiveRowsAttr))
     m->mutable_moe()->set_adaptive_recompute_rows(kept.getInt());
+  if (auto hot = module_->getAttrOfType<IntegerAttr>(
+          BraidDialect::kMoeHotExpertsAttr))
+    m->mutable_moe()->set_hot_experts(hot.getInt());
 
   plan::TrainConfig *t = plan_.mutable_train();
   t->set_seed(train.getSeed());

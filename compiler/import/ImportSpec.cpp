@@ -356,19 +356,38 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   // one block).
   const int64_t ep = std::max<int64_t>(1, spec_.parallel().expert_parallel());
   const int64_t local = e / ep;
-  Value all;
+  auto ids = [&](int64_t n) {
+    return RankedTensorType::get({n}, b_.getI32Type());
+  };
+  auto epAxis = CommAxisAttr::get(ctx_, CommAxis::Ep);
+  // Hot-expert replication (docs/moe.md): the hot experts' rows stay on
+  // their rank and go through replicas of their weights; the exchanges
+  // move the others' by the counts without them.
+  const int64_t hotSlots = moeHotSlots(spec_);
+  Value all, hot, hotRows, hotOffsets;
   if (ep > 1) {
-    auto ids = [&](int64_t n) {
-      return RankedTensorType::get({n}, b_.getI32Type());
-    };
-    auto axis = CommAxisAttr::get(ctx_, CommAxis::Ep);
     Value counts = MoeBlockCountsOp::create(b_, loc_, ids(e), offsets);
-    all = CommAllGatherOp::create(b_, loc_, ids(ep * e), counts, axis,
+    all = CommAllGatherOp::create(b_, loc_, ids(ep * e), counts, epAxis,
                                   IntegerAttr());
+    if (hotSlots > 0) {
+      auto choice = MoeHotExpertsOp::create(
+          b_, loc_, ids(hotSlots), ids(ep * e), all,
+          b_.getI64IntegerAttr(ep),
+          b_.getF64FloatAttr(moeReplicationThreshold(spec_)));
+      hot = choice.getHot();
+      all = choice.getCold();
+      auto split = MoeSplitRowsOp::create(
+          b_, loc_, rows.getType(),
+          RankedTensorType::get({moeHotRows(spec_), d}, compute_),
+          ids(hotSlots + 1), rows, offsets, hot);
+      rows = split.getCold();
+      hotRows = split.getHotRows();
+      hotOffsets = split.getHotOffsets();
+    }
     const int64_t received = capacity > 0 ? slots : moeDroplessBound(spec_);
     rows = CommDispatchOp::create(
         b_, loc_, RankedTensorType::get({received, d}, compute_), rows, all,
-        axis);
+        epAxis);
     offsets = MoeEpOffsetsOp::create(b_, loc_, ids(ep * local + 1), all);
   }
   auto rowsOf = [&](Value like, int64_t width) {
@@ -376,25 +395,55 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
         {cast<RankedTensorType>(like.getType()).getDimSize(0), width},
         compute_);
   };
-  auto expertLinear = [&](Value xs, const char *name, int64_t out,
-                          bool scaledResidual) -> Value {
-    const int64_t in = cast<RankedTensorType>(xs.getType()).getShape().back();
-    Value w = param(p + ".experts.*." + name + ".weight", {local, out, in},
-                    InitKind::Normal, scaledResidual, /*transposed=*/false,
-                    /*expertShare=*/ep > 1);
-    if (capacity > 0 && ep == 1)
-      return MoeBatchedLinearOp::create(b_, loc_, rowsOf(xs, out), xs, w);
-    return MoeGroupedLinearOp::create(b_, loc_, rowsOf(xs, out), xs, w,
-                                      offsets, IntegerAttr());
+  auto expertWeight = [&](const char *name, int64_t out, int64_t in,
+                          bool scaledResidual) {
+    return param(p + ".experts.*." + name + ".weight", {local, out, in},
+                 InitKind::Normal, scaledResidual, /*transposed=*/false,
+                 /*expertShare=*/ep > 1);
   };
-  Value gate = expertLinear(rows, mixtral ? "w1" : "gate_proj", f, false);
-  Value up = expertLinear(rows, mixtral ? "w3" : "up_proj", f, false);
-  Value s = SwiGLUOp::create(b_, loc_, gate.getType(), gate, up);
-  Value down =
-      expertLinear(s, mixtral ? "w2" : "down_proj", d, /*scaledResidual=*/true);
+  Value wGate = expertWeight(mixtral ? "w1" : "gate_proj", f, d, false);
+  Value wUp = expertWeight(mixtral ? "w3" : "up_proj", f, d, false);
+  Value wDown = expertWeight(mixtral ? "w2" : "down_proj", d, f,
+                             /*scaledResidual=*/true);
+  auto experts = [&](Value xs, Value gateW, Value upW, Value downW,
+                     Value blocks) -> Value {
+    auto gemm = [&](Value x, Value w, int64_t out) -> Value {
+      if (capacity > 0 && ep == 1)
+        return MoeBatchedLinearOp::create(b_, loc_, rowsOf(x, out), x, w);
+      return MoeGroupedLinearOp::create(b_, loc_, rowsOf(x, out), x, w,
+                                        blocks, IntegerAttr());
+    };
+    Value gate = gemm(xs, gateW, f);
+    Value up = gemm(xs, upW, f);
+    Value s = SwiGLUOp::create(b_, loc_, gate.getType(), gate, up);
+    return gemm(s, downW, d);
+  };
+  Value down = experts(rows, wGate, wUp, wDown, offsets);
   if (ep > 1)
     down = CommCombineOp::create(b_, loc_, rowsOf(permute.getRows(), d), down,
-                                 all, CommAxisAttr::get(ctx_, CommAxis::Ep));
+                                 all, epAxis);
+  if (hot) {
+    // The replicas copy the f32 masters, so that their gradients sum in
+    // f32 into the owner's, and are cast for compute like the masters.
+    auto replica = [&](Value w) -> Value {
+      Value master = w;
+      if (auto c = w.getDefiningOp<CastOp>())
+        master = c.getInput();
+      auto type = cast<RankedTensorType>(master.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = hotSlots;
+      Value r = CommReplicateExpertsOp::create(
+          b_, loc_, RankedTensorType::get(shape, f32_), master, hot, epAxis);
+      if (!bf16_)
+        return r;
+      return CastOp::create(b_, loc_, RankedTensorType::get(shape, compute_),
+                            r);
+    };
+    Value hotDown = experts(hotRows, replica(wGate), replica(wUp),
+                            replica(wDown), hotOffsets);
+    down = MoeMergeRowsOp::create(b_, loc_, down.getType(), down, hotDown,
+                                  permute.getOffsets(), hot);
+  }
   Value y = MoeUnpermuteOp::create(b_, loc_, act(d), down,
                                    permute.getPositions(), route.getWeights());
   if (moe.num_shared_experts() > 0)
@@ -580,6 +629,9 @@ void GraphBuilder::setModuleAttrs(ModuleOp module) {
   if (const int64_t kept = moeAdaptiveRows(spec_); kept > 0)
     module->setAttr(BraidDialect::kMoeAdaptiveRowsAttr,
                     b_.getI64IntegerAttr(kept));
+  if (const int64_t hot = moeHotSlots(spec_); hot > 0)
+    module->setAttr(BraidDialect::kMoeHotExpertsAttr,
+                    b_.getI64IntegerAttr(hot));
   if (parallel.pipeline_parallel() > 1) {
     SmallVector<NamedAttribute> settings = {
         b_.getNamedAttr("schedule",

@@ -253,10 +253,64 @@ private:
                               formatFloat(boundFactor), " or remove it"));
   }
 
+  // Hot-expert replication moves rows that expert parallel would send,
+  // so it needs expert parallel's dropless experts.
+  void checkReplication() {
+    const int64_t slots = m_.hot_experts();
+    const double threshold = m_.replication_threshold();
+    if (threshold != 0 &&
+        (!checkFloat(threshold, FloatRange::kNonNegative,
+                     path("replication_threshold"),
+                     "set the busiest rank's rows over the mean above which "
+                     "hot experts are replicated, e.g. 1.25",
+                     sink_) ||
+         threshold < 1)) {
+      if (threshold > 0 && threshold < 1)
+        sink_.report(path("replication_threshold"),
+                     absl::StrCat(formatFloat(threshold),
+                                  " is below 1, but the busiest rank always "
+                                  "receives at least the mean; set 1 or "
+                                  "more, e.g. 1.25"));
+      return;
+    }
+    if (slots == 0) {
+      if (threshold != 0)
+        sink_.report(path("replication_threshold"),
+                     "applies to hot-expert replication; set hot_experts "
+                     "or remove it");
+      return;
+    }
+    if (slots < 0 || slots > m_.num_experts()) {
+      sink_.report(path("hot_experts"),
+                   absl::StrCat(slots, " is not a number of experts to "
+                                       "replicate; set 1 to ",
+                                m_.num_experts(), ", or 0 for off"));
+      return;
+    }
+    if (spec_.parallel().expert_parallel() <= 1) {
+      sink_.report(path("hot_experts"),
+                   "replicates experts that expert parallel splits over "
+                   "ranks; set parallel.expert_parallel above 1 or remove it");
+      return;
+    }
+    if (m_.capacity_factor() > 0) {
+      sink_.report(path("hot_experts"),
+                   "applies to dropless experts, but capacity_factor is set "
+                   "(every rank's experts then take the same rows); leave "
+                   "one of the two out");
+      return;
+    }
+    if (m_.adaptive_recompute() > 0)
+      sink_.report(path("hot_experts"),
+                   "with adaptive_recompute does not compile yet (both "
+                   "change the experts' GEMMs); leave one of the two out");
+  }
+
   void checkExpertParallel() {
     const spec::ParallelLayout &p = spec_.parallel();
     const int64_t ep = p.expert_parallel();
     checkAdaptiveRecompute();
+    checkReplication();
     if (ep <= 1) {
       if (p.ep_comm_overlap())
         sink_.report("parallel.ep_comm_overlap",

@@ -130,6 +130,25 @@ int64_t moeAdaptiveRows(const spec::ModelSpec &spec) {
                 static_cast<double>(spec.model().moe().top_k())));
 }
 
+int64_t moeHotSlots(const spec::ModelSpec &spec) {
+  if (moeDroplessBound(spec) == 0)
+    return 0;
+  return std::max<int64_t>(0, spec.model().moe().hot_experts());
+}
+
+int64_t moeHotRows(const spec::ModelSpec &spec) {
+  const int64_t slots = moeHotSlots(spec);
+  if (slots == 0)
+    return 0;
+  return static_cast<int64_t>(moeTokensPerMicroBatch(spec)) *
+         std::min(spec.model().moe().top_k(), slots);
+}
+
+double moeReplicationThreshold(const spec::ModelSpec &spec) {
+  const double t = spec.model().moe().replication_threshold();
+  return t > 0 ? t : 1.25;
+}
+
 absl::StatusOr<int64_t> parameterCount(const spec::Architecture &model) {
   if (model.vocab_size() <= 0 || model.hidden_size() <= 0 ||
       model.num_layers() <= 0 || model.num_heads() <= 0 ||

@@ -35,4 +35,14 @@ int64_t moeDroplessBound(const spec::ModelSpec &spec);
 // top_k), T as above. 0 when it is off, or without a dropless bound.
 int64_t moeAdaptiveRows(const spec::ModelSpec &spec);
 
+// Hot-expert replication's slots per MoE layer (model.moe.hot_experts) and
+// the rows a rank's hot experts may take in a micro-batch: T x min(top_k,
+// slots), each token choosing an expert at most once. 0 when it is off or
+// without a dropless bound.
+int64_t moeHotSlots(const spec::ModelSpec &spec);
+int64_t moeHotRows(const spec::ModelSpec &spec);
+// The busiest rank's load over the mean above which replication is on
+// (model.moe.replication_threshold, 1.25 when unset).
+double moeReplicationThreshold(const spec::ModelSpec &spec);
+
 } // namespace braid

@@ -110,6 +110,11 @@ def Braid_Dialect : Dialect {
     // braid-recompute recomputes them when the rank receives more.
     static constexpr ::llvm::StringLiteral kMoeAdaptiveRowsAttr =
         "braid.moe_adaptive_rows";
+    // On the module: under hot-expert replication, the experts each MoE
+    // layer may replicate (an i64, set by braid-import from
+    // model.moe.hot_experts); the runtime logs when replication switches.
+    static constexpr ::llvm::StringLiteral kMoeHotExpertsAttr =
+        "braid.moe_hot_experts";
     // On the module: braid-recompute's policy (a string, set by
     // braid-import from compile.recompute when it is not none).
     static constexpr ::llvm::StringLiteral kRecomputeAttr =

@@ -469,6 +469,28 @@ LogicalResult CommCombineOp::verify() {
   return verifyExchange(*this, getRows(), getCounts(), getResult());
 }
 
+// Hot-expert replication's weights: a share [m, ...] and H slots [H, ...]
+// of the same expert shape and type, hot [H].
+static LogicalResult verifyReplicas(Operation *op, Value share, Value slots,
+                                    Value hot) {
+  ArrayRef<int64_t> a = shapeOf(share), b = shapeOf(slots);
+  if (failed(expectSameElementType(op, slots, share, "replicas", "share")))
+    return failure();
+  if (a.size() < 2 || a.size() != b.size() || a.drop_front() != b.drop_front())
+    return op->emitOpError() << tensorOf(slots) << " and " << tensorOf(share)
+                             << " are not stacked expert weights of one "
+                             << "shape";
+  return expectShape(op, hot, {b[0]}, "hot");
+}
+
+LogicalResult CommReplicateExpertsOp::verify() {
+  return verifyReplicas(*this, getWeight(), getResult(), getHot());
+}
+
+LogicalResult CommReduceReplicasOp::verify() {
+  return verifyReplicas(*this, getResult(), getGrad(), getHot());
+}
+
 LogicalResult TakePartOp::verify() {
   return verifyParts(*this, getResult(), getInput(), getDim());
 }

@@ -709,6 +709,46 @@ def Braid_CommCombineOp : Braid_PureOp<"comm.combine", [Braid_Differentiable]> {
   let results = (outs Braid_FloatTensor:$result);
 }
 
+def Braid_CommReplicateExpertsOp : Braid_PureOp<"comm.replicate_experts", [Braid_Differentiable]> {
+  let summary = "Copy the hot experts' weights to every rank of the EP group";
+  let description = [{
+    Hot-expert replication (docs/moe.md): `weight` is this rank's share of
+    a layer's stacked expert weights (`[m, ...]`, experts rank x m to rank
+    x m + m - 1), `hot` the group's hot experts (`[H]`, -1 for an unused
+    slot). Slot h of the result (`[H, ...]`) is expert hot[h]'s weight,
+    sent by the rank that holds it; an unused slot is zero. The gradient
+    is braid.comm.reduce_replicas of the result's gradient.
+
+    ```mlir
+    %wh = braid.comm.replicate_experts %w, %hot {axis = #braid.axis<ep>}
+        : (tensor<2x32x64xf32>, tensor<1xi32>) -> tensor<1x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$weight, Braid_IdTensor:$hot,
+                       Braid_CommAxisAttr:$axis);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_CommReduceReplicasOp : Braid_PureOp<"comm.reduce_replicas"> {
+  let summary = "Sum the replicas' weight gradients into their owners";
+  let description = [{
+    The way back of braid.comm.replicate_experts: `grad` (`[H, ...]`) is
+    each rank's gradient of the replicated weights; the result (`[m,
+    ...]`, the owner's share) holds, for each hot expert this rank holds,
+    the group's gradients summed in rank order (rank 0's, plus rank 1's,
+    and so on: the order in which the owner's grouped weight gradient sums
+    its senders' blocks), and zero for the others.
+
+    ```mlir
+    %dw = braid.comm.reduce_replicas %dwh, %hot {axis = #braid.axis<ep>}
+        : (tensor<1x32x64xf32>, tensor<1xi32>) -> tensor<2x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_IdTensor:$hot,
+                       Braid_CommAxisAttr:$axis);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
 def Braid_TakePartOp : Braid_PureOp<"take_part"> {
   let summary = "This rank's part of a replicated value along a dimension";
   let description = [{

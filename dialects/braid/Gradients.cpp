@@ -252,6 +252,38 @@ LogicalResult CommCombineOp::buildGradient(GradientBuilder &gb) {
   return exchangeGradient<CommDispatchOp>(*this, gb);
 }
 
+// Hot-expert replication: splitting and merging rows are each other's
+// adjoints, and a replica's weight gradient goes back to its owner.
+LogicalResult MoeSplitRowsOp::buildGradient(GradientBuilder &gb) {
+  Value dcold = gb.grad(getCold()), dhot = gb.grad(getHotRows());
+  if (!dcold || !dhot)
+    return emitOpError("autodiff needs the gradients of both the cold and "
+                       "the hot rows");
+  gb.addGrad(getRows(),
+             MoeMergeRowsOp::create(gb.builder(), getLoc(), typeOf(getRows()),
+                                    dcold, dhot, getOffsets(), getHot()));
+  return success();
+}
+
+LogicalResult MoeMergeRowsOp::buildGradient(GradientBuilder &gb) {
+  auto hot = cast<RankedTensorType>(getHot().getType());
+  auto split = MoeSplitRowsOp::create(
+      gb.builder(), getLoc(), typeOf(getCold()), typeOf(getHotRows()),
+      RankedTensorType::get({hot.getDimSize(0) + 1}, hot.getElementType()),
+      gb.grad(getResult()), getOffsets(), getHot());
+  gb.addGrad(getCold(), split.getCold());
+  gb.addGrad(getHotRows(), split.getHotRows());
+  return success();
+}
+
+LogicalResult CommReplicateExpertsOp::buildGradient(GradientBuilder &gb) {
+  Value target = gb.gradTarget(getWeight());
+  gb.addGrad(target, CommReduceReplicasOp::create(
+                         gb.builder(), getLoc(), typeOf(target),
+                         gb.grad(getResult()), getHot(), getAxisAttr()));
+  return success();
+}
+
 LogicalResult MoeGroupedLinearOp::buildGradient(GradientBuilder &gb) {
   OpBuilder &b = gb.builder();
   Value dy = gb.grad(getResult());

@@ -304,6 +304,57 @@ LogicalResult MoeEpOffsetsOp::verify() {
   return success();
 }
 
+// counts and cold [G x E], hot [H].
+LogicalResult MoeHotExpertsOp::verify() {
+  if (failed(expectRank(*this, getCounts(), 1, "counts")) ||
+      failed(expectRank(*this, getHot(), 1, "hot")) ||
+      failed(expectShape(*this, getCold(), shapeOf(getCounts()), "cold")))
+    return failure();
+  const int64_t n = shapeOf(getCounts())[0], ranks = getRanks();
+  if (ranks < 1 || n % ranks != 0 || (n / ranks) % ranks != 0)
+    return emitOpError() << "counts " << getCounts().getType()
+                         << " are not G x E counts of " << ranks
+                         << " ranks with E a multiple of G";
+  if (shapeOf(getHot())[0] < 1 || shapeOf(getHot())[0] > n / ranks)
+    return emitOpError("hot needs 1 to E slots");
+  if (!(getThreshold().convertToDouble() >= 1))
+    return emitOpError("threshold must be at least 1");
+  return success();
+}
+
+// rows and cold [N, D], hot rows [Nh, D], offsets [E + 1], hot [H], hot
+// offsets [H + 1].
+static LogicalResult verifySplit(Operation *op, Value rows, Value cold,
+                                 Value hotRows, Value offsets, Value hot,
+                                 Value hotOffsets) {
+  if (failed(expectRank(op, rows, 2, "rows")) ||
+      failed(expectShape(op, cold, shapeOf(rows), "cold")) ||
+      failed(expectSameElementType(op, cold, rows, "cold", "rows")) ||
+      failed(expectSameElementType(op, hotRows, rows, "hot rows", "rows")) ||
+      failed(expectRank(op, hotRows, 2, "hot rows")) ||
+      failed(expectRank(op, offsets, 1, "offsets")) ||
+      failed(expectRank(op, hot, 1, "hot")))
+    return failure();
+  if (shapeOf(hotRows)[1] != shapeOf(rows)[1] || shapeOf(hotRows)[0] < 1 ||
+      shapeOf(hotRows)[0] > shapeOf(rows)[0])
+    return op->emitOpError() << "hot rows " << hotRows.getType()
+                             << " are not 1 to all of the rows "
+                             << rows.getType();
+  if (hotOffsets)
+    return expectShape(op, hotOffsets, {shapeOf(hot)[0] + 1}, "hot offsets");
+  return success();
+}
+
+LogicalResult MoeSplitRowsOp::verify() {
+  return verifySplit(*this, getRows(), getCold(), getHotRows(), getOffsets(),
+                     getHot(), getHotOffsets());
+}
+
+LogicalResult MoeMergeRowsOp::verify() {
+  return verifySplit(*this, getResult(), getCold(), getHotRows(),
+                     getOffsets(), getHot(), Value());
+}
+
 LogicalResult MoeExpertCountsOp::verify() {
   if (failed(expectMinRank(*this, getExperts(), 1, "experts")) ||
       failed(expectRank(*this, getCounts(), 1, "counts")))

@@ -216,6 +216,65 @@ def Braid_MoeEpOffsetsOp : Braid_PureOp<"moe_ep_offsets"> {
   let results = (outs Braid_IdTensor:$offsets);
 }
 
+def Braid_MoeHotExpertsOp : Braid_PureOp<"moe_hot_experts"> {
+  let summary = "The experts to replicate, and the counts left to exchange";
+  let description = [{
+    Hot-expert replication (docs/moe.md). From the expert-parallel group's
+    gathered counts (`[G x E]`, `ranks` = G), replication is on when the
+    busiest rank's rows exceed `threshold` times the mean: `hot` `[H]`
+    then names the H experts of most rows (fewer when fewer have any),
+    most first, and -1 fills the rest; off, every slot is -1. `cold` is
+    the counts with the hot experts' rows taken out, what the exchanges
+    still move. Every rank of the group computes the same.
+
+    ```mlir
+    %hot, %cold = braid.moe_hot_experts %all {ranks = 2 : i64, threshold = 1.25 : f64}
+        : (tensor<16xi32>) -> (tensor<1xi32>, tensor<16xi32>)
+    ```
+  }];
+  let arguments = (ins Braid_IdTensor:$counts, I64Attr:$ranks,
+                       F64Attr:$threshold);
+  let results = (outs Braid_IdTensor:$hot, Braid_IdTensor:$cold);
+}
+
+def Braid_MoeSplitRowsOp : Braid_PureOp<"moe_split_rows", [Braid_Differentiable]> {
+  let summary = "Separate the rows of the hot experts from the others";
+  let description = [{
+    `rows` are laid out expert by expert at `offsets` (`[E + 1]`,
+    moe_permute's). `cold` gets the rows of every expert not in `hot`, in
+    expert order; `hot_rows` those of the hot experts, slot by slot, at
+    `hot_offsets` (`[H + 1]`); zeros follow both. The gradient is
+    braid.moe_merge_rows of the results' gradients.
+
+    ```mlir
+    %cold, %hr, %ho = braid.moe_split_rows %xs, %offsets, %hot
+        : (tensor<64x32xf32>, tensor<9xi32>, tensor<1xi32>) -> (tensor<64x32xf32>, tensor<32x32xf32>, tensor<2xi32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$rows, Braid_IdTensor:$offsets,
+                       Braid_IdTensor:$hot);
+  let results = (outs Braid_FloatTensor:$cold, Braid_FloatTensor:$hot_rows,
+                      Braid_IdTensor:$hot_offsets);
+}
+
+def Braid_MoeMergeRowsOp : Braid_PureOp<"moe_merge_rows", [Braid_Differentiable]> {
+  let summary = "Put the hot and the other experts' rows back in expert order";
+  let description = [{
+    The inverse of braid.moe_split_rows with the same offsets and hot
+    experts: expert by expert at `offsets`, each hot expert's rows from
+    `hot_rows` and the others' from `cold`; zeros after the last offset.
+    The gradient is braid.moe_split_rows of the result's gradient.
+
+    ```mlir
+    %ys = braid.moe_merge_rows %cold, %hr, %offsets, %hot
+        : (tensor<64x32xf32>, tensor<32x32xf32>, tensor<9xi32>, tensor<1xi32>) -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$cold, Braid_FloatTensor:$hot_rows,
+                       Braid_IdTensor:$offsets, Braid_IdTensor:$hot);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
 def Braid_MoeGroupedLinearOp : Braid_PureOp<"moe_grouped_linear", [Braid_Differentiable]> {
   let summary = "Each expert's block of rows times its weight (dropless)";
   let description = [{

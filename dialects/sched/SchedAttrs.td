@@ -135,7 +135,9 @@ def Sched_CollectiveKind : I32EnumAttr<"CollectiveKind",
     I32EnumAttrCase<"AllGather", 2, "all_gather">,
     I32EnumAttrCase<"Shift", 3, "shift">,
     I32EnumAttrCase<"Dispatch", 4, "dispatch">,
-    I32EnumAttrCase<"Combine", 5, "combine">]> {
+    I32EnumAttrCase<"Combine", 5, "combine">,
+    I32EnumAttrCase<"ReplicateExperts", 6, "replicate_experts">,
+    I32EnumAttrCase<"ReduceReplicas", 7, "reduce_replicas">]> {
   let cppNamespace = "::braid::sched";
   let genSpecializedAttr = 0;
 }

@@ -269,6 +269,32 @@ LogicalResult CollectiveOp::verify() {
                            << "; rows of one shape and type, i32 counts";
     return success();
   }
+  if (getKind() == CollectiveKind::ReplicateExperts ||
+      getKind() == CollectiveKind::ReduceReplicas) {
+    if (getAxis() != MeshAxis::Ep || getBuffers().size() != 2 ||
+        getOutputs().size() != 1 || getOffset())
+      return emitOpError("replicate_experts and reduce_replicas run along ep "
+                         "with two buffers (weights, hot experts) and one "
+                         "output");
+    auto data = cast<MemRefType>(getBuffers()[0].getType());
+    auto hot = cast<MemRefType>(getBuffers()[1].getType());
+    auto out = cast<MemRefType>(getOutputs()[0].getType());
+    const bool replicate = getKind() == CollectiveKind::ReplicateExperts;
+    const int64_t slots = (replicate ? out : data).getShape().empty()
+                              ? -1
+                              : (replicate ? out : data).getShape()[0];
+    if (!hot.getElementType().isInteger(32) || hot.getRank() != 1 ||
+        hot.getShape()[0] != slots ||
+        data.getElementType() != out.getElementType() ||
+        !data.getElementType().isF32() || data.getRank() < 2 ||
+        data.getRank() != out.getRank() ||
+        data.getShape().drop_front() != out.getShape().drop_front())
+      return emitOpError() << "moves " << data << " into " << out << " by "
+                           << hot
+                           << "; f32 stacked experts of one shape, one i32 "
+                              "hot expert per slot";
+    return success();
+  }
   if (getOutputs().size() != getBuffers().size())
     return emitOpError() << "has " << getBuffers().size() << " buffers and "
                          << getOutputs().size()

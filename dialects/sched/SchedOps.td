@@ -264,6 +264,11 @@ def Sched_CollectiveOp : Sched_Op<"collective", [AttrSizedOperandSegments]> {
     - `dispatch` and `combine` (along ep, plan.proto DISPATCH and COMBINE):
       buffers (rows, counts), one output: expert parallel's exchange of
       token rows by the group's gathered i32 counts, and its way back.
+    - `replicate_experts` and `reduce_replicas` (along ep, plan.proto
+      REPLICATE_EXPERTS and REDUCE_REPLICAS): buffers (f32 stacked expert
+      weights, i32 hot experts), one output: hot-expert replication's copy
+      of the hot experts' weights from their owners, and the sum of the
+      copies' gradients back into the owners in rank order.
 
     ```mlir
     sched.collective all_reduce_sum dp(%g0, %loss_sum : memref<64x32xf32>, memref<f32>) on 1

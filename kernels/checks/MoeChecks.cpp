@@ -448,6 +448,94 @@ absl::Status checkMoeRestoreRows(const KernelSignature &sig) {
   return checkKeptRows(c, c.out(0), c.in(0), c.in(1));
 }
 
+// Hot-expert replication (docs/moe.md). moe_hot_experts: the EP group's
+// gathered counts [G * E] (i32) with G = `ranks` dividing E, a threshold of
+// at least 1, the hot experts [H] (i32) and the cold counts, shaped as the
+// counts.
+absl::Status checkMoeHotExperts(const KernelSignature &sig) {
+  LaunchChecker c("moe_hot_experts", sig);
+  BRAID_KERNEL_TRY(c.inputs({"counts"}));
+  BRAID_KERNEL_TRY(c.outputs({"hot", "cold"}));
+  Operand counts = c.in(0), hot = c.out(0), cold = c.out(1);
+  BRAID_KERNEL_TRY(c.dtype(counts, DType::kI32));
+  BRAID_KERNEL_TRY(c.minRank(counts, 1, "[G x E]"));
+  const absl::StatusOr<int64_t> ranks = c.intParam("ranks", 1, INT32_MAX);
+  if (!ranks.ok())
+    return ranks.status();
+  const int64_t n = counts.desc->numel();
+  if (n < 1 || n % *ranks != 0 || n / *ranks % *ranks != 0)
+    return c.error(absl::StrCat(
+        counts.label, " holds ", n, " counts; expected G x E with E a "
+        "multiple of G = ", *ranks, " ('ranks', the expert-parallel group)"));
+  const absl::StatusOr<double> threshold = c.floatParam("threshold");
+  if (!threshold.ok())
+    return threshold.status();
+  if (!(*threshold >= 1.0))
+    return c.error(absl::StrCat("parameter 'threshold' is ", *threshold,
+                                ", expected at least 1 (a multiple of the "
+                                "mean load)"));
+  BRAID_KERNEL_TRY(c.dtype(hot, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(hot, 1, "[H]"));
+  if (hot.dim(0) < 1)
+    return c.error(absl::StrCat(hot.label, " has no slot; expected [H], "
+                                "H >= 1"));
+  BRAID_KERNEL_TRY(c.dtype(cold, DType::kI32));
+  return c.sameShape(cold, counts);
+}
+
+// moe_split_rows and moe_merge_rows: a rank's permuted rows `rows` [N, D]
+// (float storage), the cold rows of the same shape and dtype, the hot rows
+// [Nh, D] (Nh >= 1) of the same dtype, the experts' offsets [E + 1] (i32)
+// and the hot experts [H] (i32).
+absl::Status checkSplitRows(const LaunchChecker &c, const Operand &rows,
+                            const Operand &cold, const Operand &hotRows,
+                            const Operand &offsets, const Operand &hot) {
+  BRAID_KERNEL_TRY(c.floatStorage(rows));
+  BRAID_KERNEL_TRY(c.rank(rows, 2, "[N, D]"));
+  if (rows.dim(0) > INT32_MAX)
+    return c.error(absl::StrCat(rows.label, " has ", rows.dim(0),
+                                " rows, more than 2^31 - 1"));
+  BRAID_KERNEL_TRY(c.sameDtype(cold, rows));
+  BRAID_KERNEL_TRY(c.sameShape(cold, rows));
+  BRAID_KERNEL_TRY(c.sameDtype(hotRows, rows));
+  BRAID_KERNEL_TRY(c.rank(hotRows, 2, "[Nh, D]"));
+  if (hotRows.dim(0) < 1 || hotRows.dim(0) > INT32_MAX ||
+      hotRows.lastDim() != rows.lastDim())
+    return c.error(absl::StrCat(
+        hotRows.label, " has shape ", shapeString(hotRows.shape()),
+        ", expected 1 to 2^31 - 1 rows of ", rows.label, "'s width ",
+        rows.lastDim()));
+  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[E + 1]"));
+  if (offsets.dim(0) < 2)
+    return c.error(absl::StrCat(offsets.label,
+                                " has no expert; expected [E + 1], E >= 1"));
+  BRAID_KERNEL_TRY(c.dtype(hot, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(hot, 1, "[H]"));
+  if (hot.dim(0) < 1)
+    return c.error(absl::StrCat(hot.label, " has no slot; expected [H], "
+                                "H >= 1"));
+  return absl::OkStatus();
+}
+
+absl::Status checkMoeSplitRows(const KernelSignature &sig) {
+  LaunchChecker c("moe_split_rows", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "offsets", "hot"}));
+  BRAID_KERNEL_TRY(c.outputs({"cold", "hot_rows", "hot_offsets"}));
+  BRAID_KERNEL_TRY(
+      checkSplitRows(c, c.in(0), c.out(0), c.out(1), c.in(1), c.in(2)));
+  BRAID_KERNEL_TRY(c.dtype(c.out(2), DType::kI32));
+  return c.shape(c.out(2), {c.in(2).dim(0) + 1},
+                 "(one more than the slots of input 2 (hot))");
+}
+
+absl::Status checkMoeMergeRows(const KernelSignature &sig) {
+  LaunchChecker c("moe_merge_rows", sig);
+  BRAID_KERNEL_TRY(c.inputs({"cold", "hot_rows", "offsets", "hot"}));
+  BRAID_KERNEL_TRY(c.outputs({"y"}));
+  return checkSplitRows(c, c.out(0), c.in(0), c.in(1), c.in(2), c.in(3));
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> moeChecks() {
@@ -459,6 +547,9 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_ep_offsets", checkMoeEpOffsets},
       {"moe_keep_rows", checkMoeKeepRows},
       {"moe_restore_rows", checkMoeRestoreRows},
+      {"moe_hot_experts", checkMoeHotExperts},
+      {"moe_split_rows", checkMoeSplitRows},
+      {"moe_merge_rows", checkMoeMergeRows},
       {"moe_aux_loss", checkMoeAuxLoss},
       {"moe_aux_loss_grad", checkMoeAuxLossGrad},
       {"moe_z_loss", checkMoeZLoss},

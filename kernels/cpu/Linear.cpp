@@ -10,7 +10,9 @@
 // way. The scratch is bounded by cutting the GEMM into panels of output
 // rows (columns of dw), each computed by sgemm over the whole reduction, so
 // every element is summed as one f32 GEMM would sum it. f32 launches make
-// the single sgemm call they always made.
+// the single sgemm call they always made. The grouped weight gradient
+// computes each block's product on its own and adds the products in block
+// order (groupedWeightGrad), so that replicated experts sum exactly.
 #include <cblas.h>
 
 #include <algorithm>
@@ -56,11 +58,23 @@ int64_t panelRows(int64_t floatsPerRow) {
   return std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(1, floatsPerRow));
 }
 
+// Scratch slots of one launch; the grouped weight gradient's per-block
+// products and per-expert sums have their own.
+enum Slot {
+  kWholeOperand,
+  kInPanel,
+  kOutPanel,
+  kBias,
+  kBlockProduct,
+  kExpertSum,
+  kSlots
+};
+
 // Scratch for widened operands and f32 results, held by the launching
 // thread for the whole launch. threadScratch would not do: chunk 0 of every
 // parallelFor runs on this thread and uses it meanwhile.
 float *gemmScratch(int slot, int64_t n) {
-  thread_local std::vector<float> buffers[4];
+  thread_local std::vector<float> buffers[kSlots];
   std::vector<float> &b = buffers[slot];
   if (b.size() < static_cast<size_t>(n))
     b.resize(n);
@@ -110,9 +124,6 @@ void flushPanel(ThreadPool *pool, OutPanel p, Bf16 *dst, int64_t ld,
                 int64_t rows, int64_t cols) {
   roundMatrix(pool, p.data, rows, cols, dst, ld);
 }
-
-// Scratch slots of one launch.
-enum Slot { kWholeOperand, kInPanel, kOutPanel, kBias };
 
 // Fills each of `rows` rows of y (length m) with b, or with zeros.
 template <typename T>
@@ -355,19 +366,64 @@ template <typename T> void runGroupedLinearGradInput(const KernelArgs &args) {
     zeroTail(pool, b, dataOf<T>(dx), k);
 }
 
-// dw[e] (+)= the sum over e's blocks of dy[block]^T x[block]; an expert
-// without rows gets zeros (or keeps its sum). Its first block writes (or
-// adds, with `accumulate`), the later ones add.
+// dw[e] (+)= Q_e, the sum over e's non-empty blocks, in block order, of
+// P_g = dy[block g]^T x[block g]. Each P_g is one sgemm of its own (beta 0,
+// f32) and the P_g are added in f32 in element order: Q_e = P_first, then
+// Q_e += P_g. So a P_g computed by a launch of that block alone (a hot
+// expert's replica on another rank, docs/moe.md) and added in block order
+// gives these bits exactly, which a GEMM accumulating with beta 1 would
+// not (its blocking of the reduction depends on the rows). Then dw[e] = Q_e,
+// or dw[e] + Q_e with `accumulate`, rounded once when dw is bf16; an expert
+// without rows gets zeros (or keeps dw).
 template <typename T, typename U>
 void groupedWeightGrad(const KernelArgs &args, U *dw) {
   const TensorView &dy = args.ins[0], &x = args.ins[1];
   const ExpertBlocks b = blocksOf(args, dy, args.outs[0]);
   const int64_t m = dy.desc->lastDim(), k = x.desc->lastDim();
-  for (int64_t g = 0; g < b.blocks; ++g)
-    weightGrad(poolOf(args), dataOf<T>(dy) + b.begin(g) * m,
-               dataOf<T>(x) + b.begin(g) * k, dw + g % b.experts * m * k,
-               b.end(g) - b.begin(g), m, k,
-               g >= b.experts || accumulateOf(args));
+  const bool accumulate = accumulateOf(args);
+  ThreadPool *pool = poolOf(args);
+  const int64_t size = m * k;
+  if (size == 0)
+    return;
+  for (int64_t e = 0; e < b.experts; ++e) {
+    U *dwE = dw + e * size;
+    // Q_e lives in dw[e] itself when that is f32 and nothing else is
+    // added to it.
+    bool inPlace = false;
+    float *q = nullptr;
+    if constexpr (std::is_same_v<U, float>) {
+      inPlace = !accumulate;
+      q = inPlace ? dwE : nullptr;
+    }
+    if (!q)
+      q = gemmScratch(kExpertSum, size);
+    bool any = false;
+    for (int64_t g = e; g < b.blocks; g += b.experts) {
+      const int64_t n = b.end(g) - b.begin(g);
+      if (n == 0)
+        continue;
+      float *p = any ? gemmScratch(kBlockProduct, size) : q;
+      weightGrad(pool, dataOf<T>(dy) + b.begin(g) * m,
+                 dataOf<T>(x) + b.begin(g) * k, p, n, m, k, false);
+      if (any)
+        parallelFor(pool, size, 16384, [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i)
+            q[i] += p[i];
+        });
+      any = true;
+    }
+    if (!any) {
+      if (!accumulate)
+        zero(dwE, size);
+      continue;
+    }
+    if (inPlace)
+      continue;
+    parallelFor(pool, size, 16384, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        store(dwE, i, accumulate ? load(dwE, i) + q[i] : q[i]);
+    });
+  }
 }
 
 template <typename T> void runGroupedLinearGradWeight(const KernelArgs &args) {

@@ -7,7 +7,9 @@
 // outputs back, weighted, each token's choices summed in choice order.
 // moe_expert_counts, moe_aux_loss, moe_z_loss and their gradients: the
 // balancing losses (kernels/common/MoeBalance.h), the losses summed over
-// the rows in order on one thread. Every output element is computed by
+// the rows in order on one thread. moe_hot_experts, moe_split_rows and
+// moe_merge_rows: hot-expert replication under expert parallel
+// (kernels/common/MoeReplicate.h). Every output element is computed by
 // one thread in one order, so the bits do not depend on the number of
 // threads.
 #include <algorithm>
@@ -17,6 +19,7 @@
 
 #include "kernels/common/MoeBalance.h"
 #include "kernels/common/MoePermute.h"
+#include "kernels/common/MoeReplicate.h"
 #include "kernels/common/MoeRoute.h"
 #include "kernels/cpu/KernelFamilies.h"
 #include "kernels/cpu/LaunchArgs.h"
@@ -316,6 +319,75 @@ template <typename T> void runMoeRestoreRows(const KernelArgs &args) {
   std::fill(to + n * width, to + rows * width, T{});
 }
 
+// Hot-expert replication (docs/moe.md): the choice from the EP group's
+// gathered counts [G * E], counted for the run's log.
+void runMoeHotExperts(const KernelArgs &args) {
+  const TensorView &counts = args.ins[0];
+  const int64_t ranks = paramsOf(args).intOr("ranks", 1);
+  const bool on = moe::chooseHotExperts(
+      counts.i32(), ranks, counts.numel() / ranks,
+      paramsOf(args).floatOr("threshold", 1.0), args.outs[0].numel(),
+      args.outs[0].i32(), args.outs[1].i32());
+  if (KernelCounters *c = contextOf(args).counters)
+    ++(on ? c->replicationOn : c->replicationOff);
+}
+
+// The layout of a split or merge launch: rows [N, D] (x or y), hot rows
+// [Nh, D], offsets [E + 1] and hot [H].
+moe::HotRows hotRowsOf(const TensorView &rows, const TensorView &hotRows,
+                       const TensorView &offsets, const TensorView &hot) {
+  return {offsets.i32(),       offsets.numel() - 1, hot.i32(),
+          hot.numel(),         rows.desc->shape[0], hotRows.desc->shape[0]};
+}
+
+// Row `to` of `out` = row `from` of `in` (the bits), or zeros for -1.
+template <typename T>
+void copyRow(const T *in, int64_t from, T *out, int64_t to, int64_t d) {
+  if (from < 0)
+    zero(out + to * d, d);
+  else
+    convert(in + from * d, out + to * d, d);
+}
+
+// cold and hot_rows row by row, each from the row of x the layout names.
+template <typename T> void runMoeSplitRows(const KernelArgs &args) {
+  const TensorView &x = args.ins[0];
+  const moe::HotRows l =
+      hotRowsOf(x, args.outs[1], args.ins[1], args.ins[2]);
+  const int64_t d = x.desc->lastDim();
+  const T *from = dataOf<T>(x);
+  T *cold = dataOf<T>(args.outs[0]), *hot = dataOf<T>(args.outs[1]);
+  l.hotOffsets(args.outs[2].i32());
+  parallelFor(poolOf(args), l.rows + l.hotRows, rowGrain(d + l.experts),
+              [&](int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                  if (r < l.rows)
+                    copyRow(from, l.coldSource(r), cold, r, d);
+                  else
+                    copyRow(from, l.hotSource(r - l.rows), hot, r - l.rows,
+                            d);
+                }
+              });
+}
+
+// y row by row from the cold or the hot rows.
+template <typename T> void runMoeMergeRows(const KernelArgs &args) {
+  const TensorView &cold = args.ins[0], &hotRows = args.ins[1];
+  const TensorView &y = args.outs[0];
+  const moe::HotRows l = hotRowsOf(y, hotRows, args.ins[2], args.ins[3]);
+  const int64_t d = y.desc->lastDim();
+  const T *fromCold = dataOf<T>(cold), *fromHot = dataOf<T>(hotRows);
+  T *to = dataOf<T>(y);
+  parallelFor(poolOf(args), l.rows, rowGrain(d + l.experts),
+              [&](int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                  bool hot = false;
+                  const int64_t p = l.mergeSource(r, hot);
+                  copyRow(hot ? fromHot : fromCold, p, to, r, d);
+                }
+              });
+}
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
@@ -334,6 +406,11 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_keep_rows", byStorage<runMoeKeepRows<float>, runMoeKeepRows<Bf16>>},
        {"moe_restore_rows",
         byStorage<runMoeRestoreRows<float>, runMoeRestoreRows<Bf16>>},
+       {"moe_hot_experts", runMoeHotExperts},
+       {"moe_split_rows",
+        byStorage<runMoeSplitRows<float>, runMoeSplitRows<Bf16>>},
+       {"moe_merge_rows",
+        byStorage<runMoeMergeRows<float>, runMoeMergeRows<Bf16>>},
        {"moe_permute", byStorage<runMoePermute<float>, runMoePermute<Bf16>>},
        {"moe_permute_grad",
         byStorage<runMoePermuteGrad<float>, runMoePermuteGrad<Bf16>>},

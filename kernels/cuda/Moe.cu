@@ -13,12 +13,16 @@
 // never repeats one); moe_grouped_linear and its gradients: one thread per
 // output element, each finding its row's expert in the offsets on the
 // device (a first version, exact, not fast); moe_keep_rows and
-// moe_restore_rows: adaptive recompute's copies. No workspace, nothing allocated: a CUDA graph may
-// capture them all.
+// moe_restore_rows: adaptive recompute's copies; moe_hot_experts: the
+// choice of kernels/common/MoeReplicate.h on one thread; moe_split_rows and
+// moe_merge_rows: one block per output row, whose source row one thread
+// finds with that header's mapping. No workspace, nothing allocated: a CUDA
+// graph may capture them all.
 #include <cstdint>
 
 #include "kernels/common/MoeBalance.h"
 #include "kernels/common/MoePermute.h"
+#include "kernels/common/MoeReplicate.h"
 #include "kernels/common/MoeRoute.h"
 #include "kernels/cuda/CudaFamilies.h"
 #include "kernels/cuda/CudaKernels.h"
@@ -447,7 +451,11 @@ __device__ int64_t clampRow(int64_t v, int64_t lo, int64_t hi) {
 }
 
 // dw[e] [m, k] (+)= the sum over expert e's blocks g (g mod E = e) of
-// dy[block g]^T x[block g].
+// dy[block g]^T x[block g], row after row into one f32 sum. The CPU kernel
+// instead adds each block's product, computed on its own, in block order,
+// so that a hot expert's replica (computed on another rank) sums to the
+// same bits; expert parallel runs on CPU ranks only, so this one keeps
+// the plain order.
 template <typename T, typename U>
 __global__ void __launch_bounds__(kBlock)
     groupedWeightGradKernel(const T *__restrict__ dy, const T *__restrict__ x,
@@ -594,6 +602,106 @@ template <typename T> void runRestoreRows(const KernelArgs &args) {
                                  kept.desc->shape[0], dataOf<T>(y));
 }
 
+// --- hot-expert replication ----------------------------------------------------
+//
+// moe_hot_experts on one thread (E is small; a first version, exact and
+// the CPU's choice, not fast); it does not count its choice.
+// moe_split_rows and moe_merge_rows: a block per output row; thread 0
+// finds the row's source with moe::HotRows, and the block copies it.
+
+__global__ void hotExpertsKernel(const int32_t *__restrict__ counts,
+                                 int64_t ranks, int64_t experts,
+                                 double threshold, int64_t slots,
+                                 int32_t *__restrict__ hot,
+                                 int32_t *__restrict__ cold) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    moe::chooseHotExperts(counts, ranks, experts, threshold, slots, hot, cold);
+}
+
+void runHotExperts(const KernelArgs &args) {
+  const TensorView &counts = args.ins[0];
+  const int64_t ranks = rows::paramsOf(args).intOr("ranks", 1);
+  hotExpertsKernel<<<1, 1, 0, rows::streamOf(args)>>>(
+      counts.i32(), ranks, counts.numel() / ranks,
+      rows::paramsOf(args).floatOr("threshold", 1.0), args.outs[0].numel(),
+      args.outs[0].i32(), args.outs[1].i32());
+}
+
+moe::HotRows hotRowsOf(const TensorView &rowsView, const TensorView &hotRows,
+                       const TensorView &offsets, const TensorView &hot) {
+  return {offsets.i32(),           offsets.numel() - 1,
+          hot.i32(),               hot.numel(),
+          rowsView.desc->shape[0], hotRows.desc->shape[0]};
+}
+
+__global__ void hotOffsetsKernel(moe::HotRows l, int32_t *__restrict__ out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    l.hotOffsets(out);
+}
+
+// Rows [0, N) of the grid are cold's, [N, N + Nh) hot_rows'.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    splitRowsKernel(const T *__restrict__ x, moe::HotRows l,
+                    T *__restrict__ cold, T *__restrict__ hot, int64_t d) {
+  __shared__ int64_t source;
+  for (int64_t r = blockIdx.x; r < l.rows + l.hotRows; r += gridDim.x) {
+    const bool isCold = r < l.rows;
+    if (threadIdx.x == 0)
+      source = isCold ? l.coldSource(r) : l.hotSource(r - l.rows);
+    __syncthreads();
+    T *to = isCold ? cold + r * d : hot + (r - l.rows) * d;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+      to[i] = source < 0 ? T(0) : x[source * d + i];
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    mergeRowsKernel(const T *__restrict__ cold, const T *__restrict__ hot,
+                    moe::HotRows l, T *__restrict__ y, int64_t d) {
+  __shared__ int64_t source;
+  __shared__ bool fromHot;
+  for (int64_t r = blockIdx.x; r < l.rows; r += gridDim.x) {
+    if (threadIdx.x == 0) {
+      bool h = false;
+      source = l.mergeSource(r, h);
+      fromHot = h;
+    }
+    __syncthreads();
+    const T *from = fromHot ? hot : cold;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+      y[r * d + i] = source < 0 ? T(0) : from[source * d + i];
+    __syncthreads();
+  }
+}
+
+template <typename T> void runSplitRows(const KernelArgs &args) {
+  const TensorView &x = args.ins[0];
+  const moe::HotRows l = hotRowsOf(x, args.outs[1], args.ins[1], args.ins[2]);
+  const int64_t d = x.desc->lastDim();
+  cudaStream_t stream = rows::streamOf(args);
+  hotOffsetsKernel<<<1, 1, 0, stream>>>(l, args.outs[2].i32());
+  if ((l.rows + l.hotRows) * d == 0)
+    return;
+  splitRowsKernel<T>
+      <<<rows::gridFor(l.rows + l.hotRows, 1), kBlock, 0, stream>>>(
+          dataOf<T>(x), l, dataOf<T>(args.outs[0]), dataOf<T>(args.outs[1]),
+          d);
+}
+
+template <typename T> void runMergeRows(const KernelArgs &args) {
+  const TensorView &y = args.outs[0];
+  const moe::HotRows l = hotRowsOf(y, args.ins[1], args.ins[2], args.ins[3]);
+  const int64_t d = y.desc->lastDim();
+  if (l.rows * d == 0)
+    return;
+  mergeRowsKernel<T><<<rows::gridFor(l.rows, 1), kBlock, 0,
+                       rows::streamOf(args)>>>(
+      dataOf<T>(args.ins[0]), dataOf<T>(args.ins[1]), l, dataOf<T>(y), d);
+}
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
@@ -613,6 +721,9 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_keep_rows", byStorage<runKeepRows<float>, runKeepRows<Bf16>>},
        {"moe_restore_rows",
         byStorage<runRestoreRows<float>, runRestoreRows<Bf16>>},
+       {"moe_hot_experts", runHotExperts},
+       {"moe_split_rows", byStorage<runSplitRows<float>, runSplitRows<Bf16>>},
+       {"moe_merge_rows", byStorage<runMergeRows<float>, runMergeRows<Bf16>>},
        {"moe_permute", byStorage<runPermute<float>, runPermute<Bf16>>},
        {"moe_permute_grad",
         byStorage<runPermuteGrad<float>, runPermuteGrad<Bf16>>},

@@ -131,11 +131,15 @@ struct GpuContext {
 
 // What kernels count during one run of a program, for the run's log: the
 // decisions of adaptive recompute's moe_keep_rows (docs/moe.md), one per
-// kept-or-recomputed expert activation of a layer and micro-batch. The CPU
-// kernels count; the CUDA ones decide on the device and do not.
+// kept-or-recomputed expert activation of a layer and micro-batch, and
+// those of hot-expert replication's moe_hot_experts, one per launch with
+// replication on or off. The CPU kernels count; the CUDA ones decide on
+// the device and do not.
 struct KernelCounters {
   std::atomic<int64_t> activationsKept{0};
   std::atomic<int64_t> activationsRecomputed{0};
+  std::atomic<int64_t> replicationOn{0};
+  std::atomic<int64_t> replicationOff{0};
 };
 
 // Per-call state the runtime supplies.

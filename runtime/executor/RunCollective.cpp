@@ -167,6 +167,106 @@ absl::Status runExchange(Communicator &comm, const CollectiveCall &call) {
   return absl::OkStatus();
 }
 
+// Hot-expert replication (plan.proto REPLICATE_EXPERTS, REDUCE_REPLICAS)
+// on host memory. Expert e of the layer is held by group rank e / m as its
+// local expert e mod m; a hot entry outside the layer's experts is an
+// unused slot (every rank reads the same entries).
+struct Replicas {
+  const int32_t *hot;
+  int64_t slots, perExpert, local, experts;
+
+  // The owner of slot h's expert and its local index; false when unused.
+  bool owner(int64_t h, int *rank, int64_t *index) const {
+    const int64_t e = hot[h];
+    if (e < 0 || e >= experts)
+      return false;
+    *rank = static_cast<int>(e / local);
+    *index = e % local;
+    return true;
+  }
+};
+
+Replicas replicasOf(const CollectiveCall &call, int size) {
+  const bool replicate = call.kind == plan::REPLICATE_EXPERTS;
+  const TensorDesc &share = replicate ? *call.tensors[0].desc
+                                      : *call.outputs[0].desc;
+  const int64_t local = share.shape[0];
+  return {static_cast<const int32_t *>(call.tensors[1].data),
+          call.tensors[1].desc->numel(), local == 0 ? 0 : share.numel() / local,
+          local, local * size};
+}
+
+// Slot h of the result is its expert's weight, broadcast by the owner.
+absl::Status replicateExperts(Communicator &comm, const CollectiveCall &call) {
+  const Replicas r = replicasOf(call, comm.size());
+  const auto *share = static_cast<const float *>(call.tensors[0].data);
+  auto *slots = static_cast<float *>(call.outputs[0].data);
+  for (int64_t h = 0; h < r.slots; ++h) {
+    float *slot = slots + h * r.perExpert;
+    int owner;
+    int64_t index;
+    if (!r.owner(h, &owner, &index)) {
+      std::fill(slot, slot + r.perExpert, 0.0f);
+      continue;
+    }
+    if (owner == comm.rank())
+      std::copy(share + index * r.perExpert,
+                share + (index + 1) * r.perExpert, slot);
+    if (absl::Status s = comm.broadcast(
+            slot, static_cast<size_t>(r.perExpert) * sizeof(float), owner);
+        !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+// Each slot's gradients summed along the ranks in order, rank 0's first:
+// rank r adds its own to what rank r - 1 passed on, and the last rank hands
+// the sum to the owner. The owner's grouped weight gradient sums its
+// senders' blocks in the same order (docs/kernels.md), so a replicated
+// expert's gradient has the bits it has without replication.
+absl::Status reduceReplicas(Communicator &comm, const CollectiveCall &call) {
+  constexpr int kTag = 3;
+  const Replicas r = replicasOf(call, comm.size());
+  const auto *grads = static_cast<const float *>(call.tensors[0].data);
+  auto *share = static_cast<float *>(call.outputs[0].data);
+  std::fill(share, share + r.local * r.perExpert, 0.0f);
+  const int rank = comm.rank(), last = comm.size() - 1;
+  const size_t bytes = static_cast<size_t>(r.perExpert) * sizeof(float);
+  std::vector<float> sum(static_cast<size_t>(r.perExpert));
+  for (int64_t h = 0; h < r.slots; ++h) {
+    int owner;
+    int64_t index;
+    if (!r.owner(h, &owner, &index))
+      continue;
+    const float *mine = grads + h * r.perExpert;
+    if (rank == 0) {
+      std::copy(mine, mine + r.perExpert, sum.begin());
+    } else {
+      if (absl::Status s = comm.recv(sum.data(), bytes, rank - 1, kTag);
+          !s.ok())
+        return s;
+      for (int64_t i = 0; i < r.perExpert; ++i)
+        sum[i] += mine[i];
+    }
+    float *into = share + index * r.perExpert;
+    if (rank < last) {
+      if (absl::Status s = comm.send(sum.data(), bytes, rank + 1, kTag);
+          !s.ok())
+        return s;
+    } else if (owner == last) {
+      std::copy(sum.begin(), sum.end(), into);
+    } else if (absl::Status s = comm.send(sum.data(), bytes, owner, kTag);
+               !s.ok()) {
+      return s;
+    }
+    if (rank == owner && owner != last)
+      if (absl::Status s = comm.recv(into, bytes, last, kTag); !s.ok())
+        return s;
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Status runTransfer(Communicator &pp, const TransferCall &call) {
@@ -187,6 +287,10 @@ absl::Status runTransfer(DeviceCommunicator &comm, const TransferCall &call,
 absl::Status runCollective(Communicator &comm, const CollectiveCall &call) {
   if (call.kind == plan::DISPATCH || call.kind == plan::COMBINE)
     return runExchange(comm, call);
+  if (call.kind == plan::REPLICATE_EXPERTS)
+    return replicateExperts(comm, call);
+  if (call.kind == plan::REDUCE_REPLICAS)
+    return reduceReplicas(comm, call);
   for (size_t i = 0; i < call.tensors.size(); ++i) {
     absl::StatusOr<TensorCall> t = tensorCall(call, i);
     if (!t.ok())
@@ -208,7 +312,9 @@ absl::Status runCollective(Communicator &comm, const CollectiveCall &call) {
 
 absl::Status runCollective(DeviceCommunicator &comm,
                            const CollectiveCall &call, void *stream) {
-  if (call.kind == plan::DISPATCH || call.kind == plan::COMBINE)
+  if (call.kind == plan::DISPATCH || call.kind == plan::COMBINE ||
+      call.kind == plan::REPLICATE_EXPERTS ||
+      call.kind == plan::REDUCE_REPLICAS)
     return absl::UnimplementedError(
         "expert parallel's token exchange runs on CPU ranks only for now; "
         "leave parallel.expert_parallel out on a GPU");

@@ -7,7 +7,7 @@
 
 namespace braid {
 
-inline constexpr uint32_t kPlanFormatVersion = 12;
+inline constexpr uint32_t kPlanFormatVersion = 13;
 
 // The largest arena a plan may ask for: the 128 TiB of user address space
 // an x86-64 process has with 4-level paging.

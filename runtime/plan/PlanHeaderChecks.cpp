@@ -83,6 +83,13 @@ absl::Status checkMoeInfo(const plan::ModelInfo &model) {
       !nonNegativeFinite(moe.z_loss_coeff()))
     return refuse("plan.model.moe: the scaling factor and loss coefficients "
                   "must be finite and non-negative");
+  if (moe.hot_experts() < 0 || moe.hot_experts() > moe.num_experts() ||
+      moe.adaptive_recompute_rows() < 0)
+    return refuse(absl::StrCat(
+        "plan.model.moe: ", moe.hot_experts(), " hot experts of ",
+        moe.num_experts(), " and ", moe.adaptive_recompute_rows(),
+        " rows kept by adaptive recompute: 0 (off) or positive, at most "
+        "num_experts hot experts"));
   return absl::OkStatus();
 }
 

@@ -243,6 +243,21 @@ absl::Status resolveReadback(const plan::Plan &plan,
 // The group size divides or multiplies dimension 0 as the kind says, and a
 // stacked or split tensor that carries a Shard is one the collective's
 // stacking makes: along its axis, on dimension 0, in one block.
+// The two inputs and one output of an expert-parallel collective: tensors
+// of the plan, all distinct.
+absl::Status checkThreeTensors(const plan::Plan &plan, const uint32_t (&ids)[3],
+                               const std::string &where, const char *name) {
+  for (uint32_t id : ids)
+    if (id >= static_cast<uint32_t>(plan.tensors_size()))
+      return refuse(absl::StrCat(where, ": tensor ", id,
+                                 " is not below the plan's ",
+                                 plan.tensors_size(), " tensors"));
+  if (ids[0] == ids[1] || ids[0] == ids[2] || ids[1] == ids[2])
+    return refuse(absl::StrCat(where, ": a ", name,
+                               " reads and writes three distinct tensors"));
+  return absl::OkStatus();
+}
+
 // Expert parallel's DISPATCH and COMBINE (plan.proto): along ep, data and
 // counts in, one output; data and output ACTIVATION tensors of one dtype
 // and row width; counts i32 ACTIVATION holding G x G x m counts.
@@ -261,14 +276,8 @@ absl::Status resolveExchange(const plan::Plan &plan,
         "one, and has no shift_offset; this one has ",
         c.tensors_size(), " and ", c.outputs_size()));
   const uint32_t ids[] = {c.tensors(0), c.tensors(1), c.outputs(0)};
-  for (uint32_t id : ids)
-    if (id >= static_cast<uint32_t>(plan.tensors_size()))
-      return refuse(absl::StrCat(where, ": tensor ", id,
-                                 " is not below the plan's ",
-                                 plan.tensors_size(), " tensors"));
-  if (ids[0] == ids[1] || ids[0] == ids[2] || ids[1] == ids[2])
-    return refuse(absl::StrCat(where, ": a ", name,
-                               " reads and writes three distinct tensors"));
+  if (absl::Status s = checkThreeTensors(plan, ids, where, name); !s.ok())
+    return s;
   const plan::Tensor &data = plan.tensors(ids[0]);
   const plan::Tensor &counts = plan.tensors(ids[1]);
   const plan::Tensor &rows = plan.tensors(ids[2]);
@@ -301,6 +310,56 @@ absl::Status resolveExchange(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
+// Hot-expert replication's REPLICATE_EXPERTS and REDUCE_REPLICAS
+// (plan.proto): along ep, f32 stacked experts and the i32 hot experts in,
+// one f32 output of the same expert shape; the replicas [H, ...] are the
+// output of the one and the input of the other, with H hot experts.
+absl::Status resolveReplicas(const plan::Plan &plan, const plan::Collective &c,
+                             const std::string &where,
+                             LoadedInstruction &out) {
+  const bool replicate = c.kind() == plan::REPLICATE_EXPERTS;
+  const char *name = replicate ? "REPLICATE_EXPERTS" : "REDUCE_REPLICAS";
+  if (c.axis() != plan::EP || c.tensors_size() != 2 ||
+      c.outputs_size() != 1 || c.shift_offset() != 0)
+    return refuse(absl::StrCat(
+        where, ": a ", name,
+        " runs along EP, reads two tensors (the experts and the hot "
+        "experts) and writes one, and has no shift_offset"));
+  const uint32_t ids[] = {c.tensors(0), c.tensors(1), c.outputs(0)};
+  if (absl::Status s = checkThreeTensors(plan, ids, where, name); !s.ok())
+    return s;
+  const plan::Tensor &data = plan.tensors(ids[0]);
+  const plan::Tensor &hot = plan.tensors(ids[1]);
+  const plan::Tensor &result = plan.tensors(ids[2]);
+  const plan::Tensor &replicas = replicate ? result : data;
+  bool fits = data.dtype() == plan::F32 && result.dtype() == plan::F32 &&
+              result.kind() == plan::ACTIVATION &&
+              (data.kind() == plan::ACTIVATION ||
+               (replicate && data.kind() == plan::PARAMETER)) &&
+              data.shape_size() >= 2 &&
+              data.shape_size() == result.shape_size();
+  for (int d = 1; fits && d < data.shape_size(); ++d)
+    fits = data.shape(d) == result.shape(d);
+  if (!fits)
+    return refuse(absl::StrCat(
+        where, ": a ", name, " moves f32 stacked experts ",
+        tensorRef(plan, ids[0]), " (", planDTypeName(data.dtype()), " ",
+        shapeString(data), ") into ", tensorRef(plan, ids[2]), " (",
+        planDTypeName(result.dtype()), " ", shapeString(result),
+        "): both f32 of one expert shape, the output an ACTIVATION"));
+  if (hot.kind() != plan::ACTIVATION || hot.dtype() != plan::I32 ||
+      hot.shape_size() != 1 || hot.shape(0) != replicas.shape(0))
+    return refuse(absl::StrCat(
+        where, ": the hot experts of a ", name, ", ", tensorRef(plan, ids[1]),
+        ", must be an i32 ACTIVATION [", replicas.shape(0),
+        "], one per replica"));
+  out.collective = c.kind();
+  out.axis = c.axis();
+  out.inputs = {ids[0], ids[1]};
+  out.outputs = {ids[2]};
+  return absl::OkStatus();
+}
+
 absl::Status resolveCollective(const plan::Plan &plan,
                                const plan::Collective &c,
                                const std::string &where,
@@ -308,12 +367,15 @@ absl::Status resolveCollective(const plan::Plan &plan,
   const plan::CollectiveKind kind = c.kind();
   if (kind == plan::DISPATCH || kind == plan::COMBINE)
     return resolveExchange(plan, c, where, out);
+  if (kind == plan::REPLICATE_EXPERTS || kind == plan::REDUCE_REPLICAS)
+    return resolveReplicas(plan, c, where, out);
   if (kind != plan::ALL_REDUCE_SUM && kind != plan::REDUCE_SCATTER_SUM &&
       kind != plan::ALL_GATHER && kind != plan::SHIFT)
     return refuse(absl::StrCat(where, ": the collective's kind is ", kind,
                                "; expected ALL_REDUCE_SUM, "
                                "REDUCE_SCATTER_SUM, ALL_GATHER, SHIFT, "
-                               "DISPATCH or COMBINE"));
+                               "DISPATCH, COMBINE, REPLICATE_EXPERTS or "
+                               "REDUCE_REPLICAS"));
   if (c.axis() < plan::TP || c.axis() > plan::EDP)
     return refuse(absl::StrCat(where, ": the collective's axis is ", c.axis(),
                                "; expected TP, CP, PP, DP, DP_CP, EP or EDP"));

@@ -36,38 +36,60 @@ std::string formatProgressLine(const StepReport &r) {
 }
 
 std::string formatJsonLine(const StepReport &r) {
-  std::string recomputed;
+  std::string moe;
   if (!r.activationsRecomputed.empty())
-    recomputed = absl::StrCat(",\"experts_recomputed\":[",
-                              absl::StrJoin(r.activationsRecomputed, ","), "]");
+    moe = absl::StrCat(",\"experts_recomputed\":[",
+                       absl::StrJoin(r.activationsRecomputed, ","), "]");
+  if (!r.passesReplicated.empty())
+    absl::StrAppend(&moe, ",\"experts_replicated\":[",
+                    absl::StrJoin(r.passesReplicated, ","), "]");
   return absl::StrCat("{\"step\":", r.step, ",\"loss\":", jsonNumber(r.loss),
                       ",\"lr\":", jsonNumber(r.lr),
                       ",\"grad_norm\":", jsonNumber(r.gradNorm),
                       ",\"tokens_per_s\":", jsonNumber(r.tokensPerSecond),
-                      recomputed, r.skipped ? ",\"skipped\":true}" : "}");
+                      moe, r.skipped ? ",\"skipped\":true}" : "}");
 }
 
-std::string formatAdaptiveRecompute(const StepReport &r) {
+namespace {
+
+// "rank 0: 2 of 4, rank 1: 0 of 4" for each rank's `some` of `all` (ranks
+// whose `all` is 0, without MoE layers, left out; at most 8 named).
+std::string perRank(const std::vector<int64_t> &some,
+                    const std::vector<int64_t> &all) {
   constexpr size_t kNamed = 8;
   std::vector<std::string> parts;
   size_t unnamed = 0;
-  for (size_t rank = 0; rank < r.activationsRecomputed.size(); ++rank) {
-    const int64_t again = r.activationsRecomputed[rank];
-    const int64_t all =
-        again + (rank < r.activationsKept.size() ? r.activationsKept[rank] : 0);
-    if (all == 0)
-      continue; // a pipeline rank without MoE layers
+  for (size_t rank = 0; rank < some.size() && rank < all.size(); ++rank) {
+    if (all[rank] == 0)
+      continue;
     if (parts.size() == kNamed)
       ++unnamed;
     else
-      parts.push_back(absl::StrCat("rank ", rank, ": ", again, " of ", all));
+      parts.push_back(
+          absl::StrCat("rank ", rank, ": ", some[rank], " of ", all[rank]));
   }
-  std::string line = absl::StrCat("adaptive recompute at step ", r.step,
-                                   ": expert activations recomputed on ",
-                                   absl::StrJoin(parts, ", "));
+  std::string text = absl::StrJoin(parts, ", ");
   if (unnamed > 0)
-    absl::StrAppend(&line, " (and ", unnamed, " more ranks)");
-  return line;
+    absl::StrAppend(&text, " (and ", unnamed, " more ranks)");
+  return text;
+}
+
+} // namespace
+
+std::string formatAdaptiveRecompute(const StepReport &r) {
+  std::vector<int64_t> all(r.activationsRecomputed);
+  for (size_t rank = 0; rank < all.size() && rank < r.activationsKept.size();
+       ++rank)
+    all[rank] += r.activationsKept[rank];
+  return absl::StrCat("adaptive recompute at step ", r.step,
+                      ": expert activations recomputed on ",
+                      perRank(r.activationsRecomputed, all));
+}
+
+std::string formatReplication(const StepReport &r) {
+  return absl::StrCat("hot-expert replication at step ", r.step,
+                      ": on in MoE layer passes on ",
+                      perRank(r.passesReplicated, r.moePasses));
 }
 
 std::string logLinesThrough(std::string_view text, int64_t step) {

@@ -25,6 +25,9 @@ struct StepReport {
   // Adaptive recompute, by world rank (StepResult's): empty without it.
   std::vector<int64_t> activationsKept;
   std::vector<int64_t> activationsRecomputed;
+  // Hot-expert replication, by world rank (StepResult's): empty without it.
+  std::vector<int64_t> passesReplicated;
+  std::vector<int64_t> moePasses;
 };
 
 // "step   12/300 | loss 2.8431 | lr 1.80e-03 | grad_norm 0.912 |
@@ -35,7 +38,9 @@ std::string formatProgressLine(const StepReport &report);
 // {"step":12,"loss":2.84310007,"lr":0.00180000004,"grad_norm":0.912,
 //  "tokens_per_s":41234.5} (one line, no newline), with "skipped":true
 // added for a skipped step and, under adaptive recompute, each rank's
-// recomputed expert activations ("experts_recomputed":[6,0]). Floats use %.9g, enough to round-trip fp32;
+// recomputed expert activations ("experts_recomputed":[6,0]) and, under
+// hot-expert replication, each rank's MoE layer passes that replicated
+// ("experts_replicated":[2,2]). Floats use %.9g, enough to round-trip fp32;
 // NaN and infinities, which JSON lacks, print as null.
 std::string formatJsonLine(const StepReport &report);
 
@@ -44,6 +49,12 @@ std::string formatJsonLine(const StepReport &report);
 // activations, rank 1 keeps its 16" (one line, no newline; ranks holding no
 // MoE layer left out, at most 8 ranks named).
 std::string formatAdaptiveRecompute(const StepReport &report);
+
+// What hot-expert replication did in `report`'s step, for the log when it
+// switches: "hot-expert replication at step 4: on in MoE layer passes on
+// rank 0: 2 of 4, rank 1: 2 of 4" (ranks without MoE layers left out, at
+// most 8 named).
+std::string formatReplication(const StepReport &report);
 
 // The lines of a JSON-lines log (`text`) that record steps up to `step`, in
 // order: what a run resumed from the checkpoint of `step` keeps before it

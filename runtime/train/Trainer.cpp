@@ -270,7 +270,7 @@ absl::StatusOr<StepResult> Trainer::trainStep() {
   result.loss = sum / static_cast<double>(losses.size());
   result.gradNorm = (*slots)[p.grad_norm_readback()];
   result.skipped = (*slots)[p.step_skipped_readback()] != 0;
-  if (absl::Status s = gatherAdaptiveRecompute(result); !s.ok())
+  if (absl::Status s = gatherMoeChoices(result); !s.ok())
     return s;
   ++stepsDone_;
   skippedSteps_ += result.skipped ? 1 : 0;
@@ -290,27 +290,39 @@ absl::Status Trainer::sumOverRanks(int32_t *values, size_t n) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::gatherAdaptiveRecompute(StepResult &result) {
-  if (plan_.proto.model().moe().adaptive_recompute_rows() <= 0)
-    return absl::OkStatus();
-  // Each rank's {kept, recomputed} in its own place, zeros elsewhere.
+absl::Status Trainer::gatherMoeChoices(StepResult &result) {
+  const plan::MoeInfo &moe = plan_.proto.model().moe();
+  const bool adaptive = moe.adaptive_recompute_rows() > 0;
+  const bool replication = moe.hot_experts() > 0;
   const KernelCounters *counters = device_->kernelCounters();
-  if (counters == nullptr)
+  if ((!adaptive && !replication) || counters == nullptr)
     return absl::OkStatus();
+  // Each rank's {kept, recomputed, replicated, not replicated} in its own
+  // place, zeros elsewhere.
+  constexpr int64_t kPerRank = 4;
   const int64_t n = worldSize(), me = worldRank();
-  std::vector<int32_t> counts(static_cast<size_t>(2 * n), 0);
-  counts[2 * me] = static_cast<int32_t>(counters->activationsKept.load());
-  counts[2 * me + 1] =
-      static_cast<int32_t>(counters->activationsRecomputed.load());
+  std::vector<int32_t> counts(static_cast<size_t>(kPerRank * n), 0);
+  int32_t *mine = counts.data() + kPerRank * me;
+  mine[0] = static_cast<int32_t>(counters->activationsKept.load());
+  mine[1] = static_cast<int32_t>(counters->activationsRecomputed.load());
+  mine[2] = static_cast<int32_t>(counters->replicationOn.load());
+  mine[3] = static_cast<int32_t>(counters->replicationOff.load());
   if (absl::Status s = sumOverRanks(counts.data(), counts.size()); !s.ok())
     return absl::Status(s.code(),
                         absl::StrCat("step ", result.step,
-                                     ", gathering adaptive recompute's "
-                                     "choices: ",
+                                     ", gathering the experts' adaptive "
+                                     "recompute and replication: ",
                                      s.message()));
   for (int64_t r = 0; r < n; ++r) {
-    result.activationsKept.push_back(counts[2 * r]);
-    result.activationsRecomputed.push_back(counts[2 * r + 1]);
+    const int32_t *theirs = counts.data() + kPerRank * r;
+    if (adaptive) {
+      result.activationsKept.push_back(theirs[0]);
+      result.activationsRecomputed.push_back(theirs[1]);
+    }
+    if (replication) {
+      result.passesReplicated.push_back(theirs[2]);
+      result.moePasses.push_back(theirs[2] + theirs[3]);
+    }
   }
   return absl::OkStatus();
 }

@@ -72,6 +72,12 @@ struct StepResult {
   // for the backward, and those it recomputed. Empty without it.
   std::vector<int64_t> activationsKept;
   std::vector<int64_t> activationsRecomputed;
+  // Hot-expert replication (docs/moe.md), by world rank: the MoE layer
+  // passes (one per layer and micro-batch, forward) in which the rank's
+  // group replicated its hot experts, and all its MoE layer passes. Empty
+  // without it.
+  std::vector<int64_t> passesReplicated;
+  std::vector<int64_t> moePasses;
 };
 
 // What resume() restored, and what it changed with the user's leave.
@@ -179,8 +185,9 @@ private:
   StepValues values(int64_t step) const;
   // Sums `n` values over every rank of the mesh, in place.
   absl::Status sumOverRanks(int32_t *values, size_t n);
-  // Fills `result`'s adaptive recompute counts from every rank's kernels.
-  absl::Status gatherAdaptiveRecompute(StepResult &result);
+  // Fills `result`'s adaptive recompute and replication counts from every
+  // rank's kernels.
+  absl::Status gatherMoeChoices(StepResult &result);
   // Stages micro-batch `microBatch`'s inputs, from sample `firstSample` on.
   absl::Status fillInputs(int64_t microBatch, int64_t firstSample);
   // Writes the initial parameters and runs INIT.

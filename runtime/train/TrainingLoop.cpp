@@ -270,6 +270,7 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
   bool savedLast = false;
   int64_t skippedHere = 0;
   std::vector<int64_t> lastRecomputed;
+  std::vector<int64_t> lastReplicated;
   int stop = 0;
   while (trainer.stepsDone() < last) {
     // Every rank stops after the same step, whichever got the signal.
@@ -301,6 +302,8 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
     report.skipped = r->skipped;
     report.activationsKept = r->activationsKept;
     report.activationsRecomputed = r->activationsRecomputed;
+    report.passesReplicated = r->passesReplicated;
+    report.moePasses = r->moePasses;
     report.tokensPerSecond =
         stepSeconds > 0 ? trainer.tokensPerStep() / stepSeconds : 0;
     // Tokens per second are the whole run's, the peak one rank's.
@@ -319,6 +322,13 @@ absl::StatusOr<int> runTraining(Trainer &trainer, const RunOptions &options) {
                    formatAdaptiveRecompute(report).c_str());
       std::fflush(options.out);
       lastRecomputed = report.activationsRecomputed;
+    }
+    // Hot-expert replication, when it switches (and at the start).
+    if (!options.quiet && !report.passesReplicated.empty() &&
+        report.passesReplicated != lastReplicated) {
+      std::fprintf(options.out, "%s\n", formatReplication(report).c_str());
+      std::fflush(options.out);
+      lastReplicated = report.passesReplicated;
     }
     if (log) {
       std::fprintf(log.get(), "%s\n", formatJsonLine(report).c_str());

@@ -5,7 +5,7 @@
 // A planned module (braid-plan-memory output) becomes a plan: settings
 // copied, globals first as tensors with their ids, then each program's
 // allocs as activations named after the launch that writes them.
-// CHECK: format_version: 12
+// CHECK: format_version: 13
 // CHECK: name: "tiny"
 // CHECK: model {
 // CHECK: family: "llama"

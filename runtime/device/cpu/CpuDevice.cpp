@@ -116,6 +116,8 @@ absl::Status CpuDevice::run(plan::ProgramKind kind, const StepValues &values) {
   if (kind == plan::STEP) {
     counters_.activationsKept = 0;
     counters_.activationsRecomputed = 0;
+    counters_.replicationOn = 0;
+    counters_.replicationOff = 0;
     ctx.counters = &counters_;
   }
   absl::StatusOr<const Executor::Program *> program =

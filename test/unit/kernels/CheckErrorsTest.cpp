@@ -34,13 +34,15 @@ TEST(Check, EveryKernelHasAValidLaunch) {
 // Kernels without bf16 operands: the optimizer kernels stay f32
 // (docs/gpu-backend.md: they read f32 masters, gradients, moments and
 // scalars), the router scores, chooses and balances in f32, and
-// document_ids and expert parallel's counts have integer operands only.
+// document_ids and expert parallel's counts (and the hot-expert choice
+// from them) have integer operands only.
 bool withoutBf16(const std::string &name) {
   return name == "adamw" || name == "multi_adamw" || name == "grad_norm" ||
          name == "step_guard" || name == "document_ids" ||
          name == "cross_entropy_combine" || name.rfind("moe_route", 0) == 0 ||
          name == "moe_expert_counts" || name == "moe_block_counts" ||
-         name == "moe_ep_offsets" || name.rfind("moe_aux_loss", 0) == 0 ||
+         name == "moe_ep_offsets" || name == "moe_hot_experts" ||
+         name.rfind("moe_aux_loss", 0) == 0 ||
          name.rfind("moe_z_loss", 0) == 0 || name == "moe_bias_update";
 }
 

@@ -79,6 +79,25 @@ std::map<std::string, Sig> validLaunches() {
   add("moe_restore_rows").in({6, 3}).in({5}, kI32).out({12, 3});
   add("moe_block_counts").in({5}, kI32).out({4}, kI32);
   add("moe_ep_offsets").in({8}, kI32).out({5}, kI32);
+  add("moe_hot_experts")
+      .in({8}, kI32)
+      .out({2}, kI32)
+      .out({8}, kI32)
+      .i("ranks", 2)
+      .f("threshold", 1.5);
+  add("moe_split_rows")
+      .in({12, 3})
+      .in({5}, kI32)
+      .in({2}, kI32)
+      .out({12, 3})
+      .out({6, 3})
+      .out({3}, kI32);
+  add("moe_merge_rows")
+      .in({12, 3})
+      .in({6, 3})
+      .in({5}, kI32)
+      .in({2}, kI32)
+      .out({12, 3});
   add("moe_aux_loss").in({6, 4}).in({4}).out({}).i("top_k", 2);
   add("moe_aux_loss_grad").in({6, 4}).in({4}).out({6, 4});
   add("moe_z_loss").in({6, 4}).out({});

@@ -149,7 +149,9 @@ TEST(DeviceCollective, ExpertExchangesAreRefused) {
   const TensorDesc counts{{8}, DType::kI32};
   const TensorView ins[] = {{memory, &rows}, {memory + 64, &counts}};
   const TensorView outs[] = {{memory + 128, &rows}};
-  for (plan::CollectiveKind kind : {plan::DISPATCH, plan::COMBINE}) {
+  for (plan::CollectiveKind kind :
+       {plan::DISPATCH, plan::COMBINE, plan::REPLICATE_EXPERTS,
+        plan::REDUCE_REPLICAS}) {
     absl::Status s = runCollective(comm, {kind, plan::EP, ins, outs}, memory);
     EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
     EXPECT_NE(std::string(s.message()).find("CPU ranks only"),

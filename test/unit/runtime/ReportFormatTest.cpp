@@ -94,6 +94,33 @@ TEST(ProgressLog, AdaptiveRecomputeByRank) {
             "rank 7: 0 of 2 (and 2 more ranks)");
 }
 
+// Hot-expert replication: each rank's MoE layer passes that replicated,
+// in the JSON object after adaptive recompute's counts and on the log line
+// (ranks without MoE layers left out).
+TEST(ProgressLog, HotExpertReplicationByRank) {
+  StepReport r;
+  r.step = 4;
+  r.loss = 2.5;
+  r.lr = 0.001;
+  r.gradNorm = 1.5;
+  r.tokensPerSecond = 100;
+  r.passesReplicated = {1, 1, 0};
+  r.moePasses = {2, 2, 0};
+  EXPECT_EQ(formatJsonLine(r),
+            "{\"step\":4,\"loss\":2.5,\"lr\":0.001,\"grad_norm\":1.5,"
+            "\"tokens_per_s\":100,\"experts_replicated\":[1,1,0]}");
+  EXPECT_TRUE(parseJson(formatJsonLine(r)).ok());
+  EXPECT_EQ(formatReplication(r),
+            "hot-expert replication at step 4: on in MoE layer passes on "
+            "rank 0: 1 of 2, rank 1: 1 of 2");
+  r.activationsKept = {1, 2, 0};
+  r.activationsRecomputed = {1, 0, 0};
+  EXPECT_EQ(formatJsonLine(r),
+            "{\"step\":4,\"loss\":2.5,\"lr\":0.001,\"grad_norm\":1.5,"
+            "\"tokens_per_s\":100,\"experts_recomputed\":[1,0,0],"
+            "\"experts_replicated\":[1,1,0]}");
+}
+
 TEST(MemoryReport, HumanUnits) {
   plan::MemoryReport m;
   m.set_parameter_bytes(1 << 20);

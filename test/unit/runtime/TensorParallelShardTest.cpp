@@ -989,6 +989,20 @@ TEST(ExpertParallelLoader, AcceptsTheExchangesAlongEpOnly) {
   expectRefused(exchange(plan::DISPATCH, plan::EP, &Ids::xi, &Ids::xb),
                 "both must be activations of one dtype and the same row "
                 "shape");
+  // Hot-expert replication's collectives: f32 stacked experts and one i32
+  // hot expert per replica, along ep (plans that have them load in
+  // test/mpi/moe-replication.test).
+  expectRefused(exchange(plan::REPLICATE_EXPERTS, plan::TP, &Ids::xi,
+                         &Ids::next),
+                "a REPLICATE_EXPERTS runs along EP, reads two tensors (the "
+                "experts and the hot experts)");
+  expectRefused(exchange(plan::REDUCE_REPLICAS, plan::EP, &Ids::xi,
+                         &Ids::next),
+                "the hot experts of a REDUCE_REPLICAS, plan.tensors[12] (xi), "
+                "must be an i32 ACTIVATION [4], one per replica");
+  expectRefused(exchange(plan::REPLICATE_EXPERTS, plan::EP, &Ids::xi,
+                         &Ids::xb),
+                "a REPLICATE_EXPERTS moves f32 stacked experts");
   // EP splits the DP ranks.
   plan::Plan odd = exchange(plan::DISPATCH, plan::EP, &Ids::xi, &Ids::next);
   odd.mutable_mesh()->set_ep(3);

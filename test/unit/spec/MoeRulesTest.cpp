@@ -182,6 +182,38 @@ TEST(MoeRules, AdaptiveRecomputeNeedsDroplessExpertParallelBelowTheBound) {
             "(loaded)");
 }
 
+TEST(MoeRules, ReplicationNeedsDroplessExpertParallel) {
+  const char *ep2 = "data_parallel: 2 expert_parallel: 2";
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 hot_experts: 1",
+                              "data_parallel: 2")),
+              HasSubstr("model.moe.hot_experts: replicates experts that "
+                        "expert parallel splits over ranks"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 hot_experts: 1 "
+                              "capacity_factor: 2",
+                              ep2)),
+              HasSubstr("model.moe.hot_experts: applies to dropless experts"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 hot_experts: 9", ep2)),
+              HasSubstr("model.moe.hot_experts: 9 is not a number of experts "
+                        "to replicate; set 1 to 8, or 0 for off"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 hot_experts: 1 "
+                              "replication_threshold: 0.5",
+                              ep2)),
+              HasSubstr("model.moe.replication_threshold: 0.5 is below 1"));
+  EXPECT_THAT(
+      errorOf(withMoe("num_experts: 8 top_k: 2 replication_threshold: 2", ep2)),
+      HasSubstr("model.moe.replication_threshold: applies to hot-expert "
+                "replication; set hot_experts or remove it"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2 hot_experts: 1 "
+                              "adaptive_recompute: 1",
+                              ep2)),
+              HasSubstr("model.moe.hot_experts: with adaptive_recompute does "
+                        "not compile yet"));
+  EXPECT_EQ(errorOf(withMoe("num_experts: 8 top_k: 2 hot_experts: 2 "
+                            "replication_threshold: 1.5",
+                            ep2)),
+            "(loaded)");
+}
+
 // kLlama's micro-batch is 2 x 16 = 32 tokens: 64 experts, top_k 1 and a
 // factor of 1 give each expert 0.5 slots.
 TEST(MoeRules, RefusesACapacityBelowOneToken) {
