@@ -33,33 +33,55 @@ BRAID_HOST_DEVICE inline bool isHot(const int32_t *hot, int64_t slots,
   return false;
 }
 
-// The rows rank k's experts receive, L_k: the group counts of experts
-// k*m .. k*m + m - 1 summed (m = experts / ranks).
-BRAID_HOST_DEVICE inline int64_t rankLoad(const int32_t *counts, int64_t ranks,
-                                          int64_t experts, int64_t k) {
-  const int64_t m = experts / ranks;
-  int64_t load = 0;
-  for (int64_t j = 0; j < m; ++j)
-    load += groupCount(counts, ranks, experts, k * m + j);
-  return load;
+// The expert whose rows (and replica) slot h of `hot` takes: hot[h] when it
+// is one of the layer's experts and no earlier slot names it, else -1 (an
+// unused slot). The kernels and the replicas' collectives
+// (runtime/executor/RunCollective.cpp) read the slots alike.
+BRAID_HOST_DEVICE inline int64_t slotExpert(const int32_t *hot, int64_t h,
+                                            int64_t experts) {
+  const int64_t e = hot[h];
+  if (e < 0 || e >= experts)
+    return -1;
+  for (int64_t j = 0; j < h; ++j)
+    if (hot[j] == e)
+      return -1;
+  return e;
 }
 
-// moe_hot_experts. Replication is on when the total is positive and the
-// busiest rank receives more than `threshold` times the mean: max L_k *
-// ranks > threshold * total. Then hot[0 .. slots) are the experts of
-// largest group count held by ranks above the mean (L_k * ranks > total:
-// replicating another rank's expert would move rows onto the busy ones),
-// in decreasing count, ties to the lower expert, only counts above zero;
-// -1 fills the slots left (all of them when off). cold = counts with every
-// hot expert's column zeroed. Returns whether replication is on.
+// moe_hot_experts. Rank k holds experts k*m .. k*m + m - 1 (m = experts /
+// ranks) and receives L_k, its experts' group counts summed. Replication
+// is on when the total is positive and the busiest rank receives more than
+// `threshold` times the mean: max L_k * ranks > threshold * total. Then
+// hot[0 .. slots) are the experts of largest group count held by ranks
+// above the mean (L_k * ranks > total: replicating another rank's expert
+// would move rows onto the busy ones), in decreasing count, ties to the
+// lower expert, only counts above zero; -1 fills the slots left (all of
+// them when off). cold = counts with every hot expert's column zeroed.
+// Returns whether replication is on. `cold` (ranks x experts entries, at
+// least experts + ranks with two ranks or more) holds the group counts and
+// loads while the choice is made, so that each is summed once.
 BRAID_HOST_DEVICE inline bool chooseHotExperts(const int32_t *counts,
                                                int64_t ranks, int64_t experts,
                                                double threshold, int64_t slots,
                                                int32_t *hot, int32_t *cold) {
+  for (int64_t h = 0; h < slots; ++h)
+    hot[h] = -1;
+  if (ranks < 2) {
+    // One rank receives the mean.
+    for (int64_t i = 0; i < ranks * experts; ++i)
+      cold[i] = counts[i];
+    return false;
+  }
   const int64_t m = experts / ranks;
+  int32_t *groupCounts = cold, *loads = cold + experts;
   int64_t total = 0, busiest = 0;
+  for (int64_t e = 0; e < experts; ++e)
+    groupCounts[e] = static_cast<int32_t>(groupCount(counts, ranks, experts, e));
   for (int64_t k = 0; k < ranks; ++k) {
-    const int64_t load = rankLoad(counts, ranks, experts, k);
+    int64_t load = 0;
+    for (int64_t j = 0; j < m; ++j)
+      load += groupCounts[k * m + j];
+    loads[k] = static_cast<int32_t>(load);
     total += load;
     busiest = load > busiest ? load : busiest;
   }
@@ -69,12 +91,12 @@ BRAID_HOST_DEVICE inline bool chooseHotExperts(const int32_t *counts,
   // Each slot takes the largest (count, lower index) strictly after the
   // previous slot's in that order: no marks needed.
   int64_t lastCount = 0, last = -1;
-  for (int64_t h = 0; h < slots; ++h) {
+  for (int64_t h = 0; on && h < slots; ++h) {
     int64_t best = -1, bestCount = 0;
-    for (int64_t e = 0; on && e < experts; ++e) {
-      if (rankLoad(counts, ranks, experts, e / m) * ranks <= total)
+    for (int64_t e = 0; e < experts; ++e) {
+      if (int64_t{loads[e / m]} * ranks <= total)
         continue;
-      const int64_t c = groupCount(counts, ranks, experts, e);
+      const int64_t c = groupCounts[e];
       const bool after =
           last < 0 || c < lastCount || (c == lastCount && e > last);
       if (c > 0 && after && (best < 0 || c > bestCount)) {
@@ -128,10 +150,7 @@ struct HotRows {
   }
   // The expert whose rows slot h takes, -1 for an unused slot.
   BRAID_HOST_DEVICE int64_t expertOfSlot(int64_t h) const {
-    const int64_t e = hot[h];
-    if (e < 0 || e >= experts)
-      return -1;
-    return slotOf(e) == h ? e : -1;
+    return slotExpert(hot, h, experts);
   }
   BRAID_HOST_DEVICE int64_t slotRows(int64_t h) const {
     const int64_t e = expertOfSlot(h);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/common/MoeReplicate.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/DeviceCommunicator.h"
 #include "runtime/executor/StreamTarget.h"
@@ -169,16 +170,17 @@ absl::Status runExchange(Communicator &comm, const CollectiveCall &call) {
 
 // Hot-expert replication (plan.proto REPLICATE_EXPERTS, REDUCE_REPLICAS)
 // on host memory. Expert e of the layer is held by group rank e / m as its
-// local expert e mod m; a hot entry outside the layer's experts is an
-// unused slot (every rank reads the same entries).
+// local expert e mod m; a slot is unused as the kernels read it
+// (moe::slotExpert: outside the layer's experts, or named by an earlier
+// slot), and every rank reads the same entries.
 struct Replicas {
   const int32_t *hot;
   int64_t slots, perExpert, local, experts;
 
   // The owner of slot h's expert and its local index; false when unused.
   bool owner(int64_t h, int *rank, int64_t *index) const {
-    const int64_t e = hot[h];
-    if (e < 0 || e >= experts)
+    const int64_t e = moe::slotExpert(hot, h, experts);
+    if (e < 0)
       return false;
     *rank = static_cast<int>(e / local);
     *index = e % local;
@@ -224,7 +226,10 @@ absl::Status replicateExperts(Communicator &comm, const CollectiveCall &call) {
 // rank r adds its own to what rank r - 1 passed on, and the last rank hands
 // the sum to the owner. The owner's grouped weight gradient sums its
 // senders' blocks in the same order (docs/kernels.md), so a replicated
-// expert's gradient has the bits it has without replication.
+// expert's gradient has the bits it has without replication. Every slot's
+// chain runs before the last rank hands the sums over, so that the chains
+// of successive slots follow each other along the group instead of
+// waiting for the owners.
 absl::Status reduceReplicas(Communicator &comm, const CollectiveCall &call) {
   constexpr int kTag = 3;
   const Replicas r = replicasOf(call, comm.size());
@@ -233,36 +238,46 @@ absl::Status reduceReplicas(Communicator &comm, const CollectiveCall &call) {
   std::fill(share, share + r.local * r.perExpert, 0.0f);
   const int rank = comm.rank(), last = comm.size() - 1;
   const size_t bytes = static_cast<size_t>(r.perExpert) * sizeof(float);
-  std::vector<float> sum(static_cast<size_t>(r.perExpert));
+  // The last rank keeps every slot's sum until the hand-over.
+  std::vector<float> sums(
+      static_cast<size_t>((rank == last ? r.slots : 1) * r.perExpert));
   for (int64_t h = 0; h < r.slots; ++h) {
     int owner;
     int64_t index;
     if (!r.owner(h, &owner, &index))
       continue;
     const float *mine = grads + h * r.perExpert;
+    float *sum = sums.data() + (rank == last ? h * r.perExpert : 0);
     if (rank == 0) {
-      std::copy(mine, mine + r.perExpert, sum.begin());
+      std::copy(mine, mine + r.perExpert, sum);
     } else {
-      if (absl::Status s = comm.recv(sum.data(), bytes, rank - 1, kTag);
-          !s.ok())
+      if (absl::Status s = comm.recv(sum, bytes, rank - 1, kTag); !s.ok())
         return s;
       for (int64_t i = 0; i < r.perExpert; ++i)
         sum[i] += mine[i];
     }
+    if (rank < last)
+      if (absl::Status s = comm.send(sum, bytes, rank + 1, kTag); !s.ok())
+        return s;
+  }
+  // The hand-over, slot by slot: the last rank sends nothing else, so an
+  // owner's receives meet its sums in order.
+  for (int64_t h = 0; h < r.slots; ++h) {
+    int owner;
+    int64_t index;
+    if (!r.owner(h, &owner, &index))
+      continue;
     float *into = share + index * r.perExpert;
-    if (rank < last) {
-      if (absl::Status s = comm.send(sum.data(), bytes, rank + 1, kTag);
-          !s.ok())
-        return s;
-    } else if (owner == last) {
-      std::copy(sum.begin(), sum.end(), into);
-    } else if (absl::Status s = comm.send(sum.data(), bytes, owner, kTag);
-               !s.ok()) {
+    absl::Status s;
+    if (rank == last && owner == last)
+      std::copy(sums.begin() + h * r.perExpert,
+                sums.begin() + (h + 1) * r.perExpert, into);
+    else if (rank == last)
+      s = comm.send(sums.data() + h * r.perExpert, bytes, owner, kTag);
+    else if (rank == owner)
+      s = comm.recv(into, bytes, last, kTag);
+    if (!s.ok())
       return s;
-    }
-    if (rank == owner && owner != last)
-      if (absl::Status s = comm.recv(into, bytes, last, kTag); !s.ok())
-        return s;
   }
   return absl::OkStatus();
 }

@@ -233,16 +233,6 @@ absl::Status resolveReadback(const plan::Plan &plan,
   return absl::OkStatus();
 }
 
-// What a collective may read and write (plan.proto CollectiveKind): an
-// all-reduce sums f32 gradients and scalars in place along any axis, and
-// f32 or bf16 activations along TP (tensor parallelism's partial sums); a
-// reduce-scatter sums f32 gradients into shards; an all-gather stacks
-// shards of parameters, weight copies or activations into whole tensors; a
-// shift passes activations one step along a ring, into activations of the
-// same dtype and shape.
-// The group size divides or multiplies dimension 0 as the kind says, and a
-// stacked or split tensor that carries a Shard is one the collective's
-// stacking makes: along its axis, on dimension 0, in one block.
 // The two inputs and one output of an expert-parallel collective: tensors
 // of the plan, all distinct.
 absl::Status checkThreeTensors(const plan::Plan &plan, const uint32_t (&ids)[3],
@@ -353,6 +343,15 @@ absl::Status resolveReplicas(const plan::Plan &plan, const plan::Collective &c,
         where, ": the hot experts of a ", name, ", ", tensorRef(plan, ids[1]),
         ", must be an i32 ACTIVATION [", replicas.shape(0),
         "], one per replica"));
+  // The share holds m experts of the layer's m x G; at most that many hot.
+  const plan::Tensor &share = replicate ? data : result;
+  const int64_t experts = share.shape(0) * meshAxisSize(plan.mesh(), plan::EP);
+  if (replicas.shape(0) < 1 || replicas.shape(0) > experts)
+    return refuse(absl::StrCat(
+        where, ": a ", name, " with ", replicas.shape(0), " replicas of ",
+        experts, " experts (", share.shape(0), " on each of the ep group's ",
+        meshAxisSize(plan.mesh(), plan::EP),
+        " ranks); expected 1 to that many"));
   out.collective = c.kind();
   out.axis = c.axis();
   out.inputs = {ids[0], ids[1]};
@@ -360,6 +359,16 @@ absl::Status resolveReplicas(const plan::Plan &plan, const plan::Collective &c,
   return absl::OkStatus();
 }
 
+// What a collective may read and write (plan.proto CollectiveKind): an
+// all-reduce sums f32 gradients and scalars in place along any axis, and
+// f32 or bf16 activations along TP (tensor parallelism's partial sums); a
+// reduce-scatter sums f32 gradients into shards; an all-gather stacks
+// shards of parameters, weight copies or activations into whole tensors; a
+// shift passes activations one step along a ring, into activations of the
+// same dtype and shape.
+// The group size divides or multiplies dimension 0 as the kind says, and a
+// stacked or split tensor that carries a Shard is one the collective's
+// stacking makes: along its axis, on dimension 0, in one block.
 absl::Status resolveCollective(const plan::Plan &plan,
                                const plan::Collective &c,
                                const std::string &where,

@@ -73,8 +73,9 @@ struct StepResult {
   std::vector<int64_t> activationsKept;
   std::vector<int64_t> activationsRecomputed;
   // Hot-expert replication (docs/moe.md), by world rank: the MoE layer
-  // passes (one per layer and micro-batch, forward) in which the rank's
-  // group replicated its hot experts, and all its MoE layer passes. Empty
+  // passes (one per layer and micro-batch, forward; with moe-full recompute
+  // the backward decides again and counts too) in which the rank's group
+  // replicated its hot experts, and all its MoE layer passes. Empty
   // without it.
   std::vector<int64_t> passesReplicated;
   std::vector<int64_t> moePasses;

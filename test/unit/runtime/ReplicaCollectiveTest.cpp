@@ -132,36 +132,49 @@ TEST(ReplicaCollective, ReduceSumsAlongTheGroupInRankOrder) {
   }
 }
 
+// Rank `me` of 2 reducing gradients {1, 2} and {3, 4} of two slots into a
+// share of two experts of 2 values (experts 2 and 3 on rank 1), rank 0
+// passing on {0.5, 0.25}.
+struct Reduced {
+  std::vector<std::string> calls;
+  std::vector<std::vector<float>> sent;
+  std::vector<float> share;
+};
+
+Reduced reduceOnTwoRanks(int me, int32_t hot0, int32_t hot1) {
+  ChainRecorder comm(me, 2);
+  comm.fromRank[0] = {0.5f, 0.25f};
+  const TensorDesc gradsDesc{{2, 2}, DType::kF32};
+  const TensorDesc hotDesc{{2}, DType::kI32};
+  const TensorDesc shareDesc{{2, 2}, DType::kF32};
+  std::vector<float> grads = {1, 2, 3, 4}, share(4, -1.0f);
+  int32_t hot[2] = {hot0, hot1};
+  const TensorView ins[] = {{grads.data(), &gradsDesc}, {hot, &hotDesc}};
+  const TensorView outs[] = {{share.data(), &shareDesc}};
+  EXPECT_TRUE(
+      runCollective(comm, {plan::REDUCE_REPLICAS, plan::EP, ins, outs}).ok());
+  return {comm.calls, comm.sent, share};
+}
+
 // The first rank starts the chain with its own gradient, and the last
 // rank, when it is the owner, keeps the sum; an expert no rank holds is
 // an unused slot, and the share's other experts are zero.
 TEST(ReplicaCollective, ReduceStartsAtRankZeroAndEndsAtTheOwner) {
-  const TensorDesc gradsDesc{{2, 2}, DType::kF32};
-  const TensorDesc hotDesc{{2}, DType::kI32};
-  const TensorDesc shareDesc{{2, 2}, DType::kF32};
-  std::vector<float> grads = {1, 2, 3, 4};
-  int32_t hot[2] = {3, 9};
-  {
-    ChainRecorder first(0, 2);
-    std::vector<float> share(4, -1.0f);
-    const TensorView ins[] = {{grads.data(), &gradsDesc}, {hot, &hotDesc}};
-    const TensorView outs[] = {{share.data(), &shareDesc}};
-    ASSERT_TRUE(
-        runCollective(first, {plan::REDUCE_REPLICAS, plan::EP, ins, outs})
-            .ok());
-    EXPECT_EQ(first.calls, (std::vector<std::string>{"send to 1"}));
-    EXPECT_EQ(first.sent[0], (std::vector<float>{1, 2}));
-    EXPECT_EQ(share, (std::vector<float>{0, 0, 0, 0}));
-  }
-  ChainRecorder last(1, 2);
-  last.fromRank[0] = {0.5f, 0.25f};
-  std::vector<float> share(4, -1.0f);
-  const TensorView ins[] = {{grads.data(), &gradsDesc}, {hot, &hotDesc}};
-  const TensorView outs[] = {{share.data(), &shareDesc}};
-  ASSERT_TRUE(
-      runCollective(last, {plan::REDUCE_REPLICAS, plan::EP, ins, outs}).ok());
+  const Reduced first = reduceOnTwoRanks(0, 3, 9);
+  EXPECT_EQ(first.calls, (std::vector<std::string>{"send to 1"}));
+  EXPECT_EQ(first.sent[0], (std::vector<float>{1, 2}));
+  EXPECT_EQ(first.share, (std::vector<float>{0, 0, 0, 0}));
+  const Reduced last = reduceOnTwoRanks(1, 3, 9);
   EXPECT_EQ(last.calls, (std::vector<std::string>{"recv from 0"}));
-  EXPECT_EQ(share, (std::vector<float>{0, 0, 1.5f, 2.25f}));
+  EXPECT_EQ(last.share, (std::vector<float>{0, 0, 1.5f, 2.25f}));
+}
+
+// A slot naming an expert an earlier slot names is unused, as the kernels
+// read it: no second chain, and the first slot's sum stays the owner's.
+TEST(ReplicaCollective, ARepeatedHotExpertIsAnUnusedSlot) {
+  const Reduced last = reduceOnTwoRanks(1, 3, 3);
+  EXPECT_EQ(last.calls, (std::vector<std::string>{"recv from 0"}));
+  EXPECT_EQ(last.share, (std::vector<float>{0, 0, 1.5f, 2.25f}));
 }
 
 } // namespace
