@@ -289,7 +289,7 @@ bool Sharder::feedsReplicatedKv(Value v) const {
 
 bool Sharder::feedsRouter(Value v) {
   for (Operation *user : v.getUsers()) {
-    if (isa<MoeRouteOp, MoeZLossOp>(user))
+    if (isa<MoeScoresOp, MoeRouteOp, MoeZLossOp>(user))
       return true;
     if (auto c = dyn_cast<CastOp>(user); c && feedsRouter(c.getResult()))
       return true;
@@ -486,7 +486,10 @@ LogicalResult Sharder::visit(Operation *op) {
       // Context parallel's layout copies and collectives act along the
       // sequence: the TP layout carries through.
       .Case([&](TakePartOp t) { return sameAsOperands(t, {0}); })
-      .Case<MoeRouteOp, MoeRouteGradOp, MoeExpertCountsOp, MoeAuxLossOp,
+      .Case<MoeScoresOp, MoeScoresGradOp, MoeTopKOp, MoeTopKGradOp,
+            MoeSortOp, MoeGatherOp, MoeGatherChoicesOp,
+            MoeGatherChoicesGradOp, MoeWeightedSumOp, MoeWeightedSumGradOp,
+            MoeRouteOp, MoeRouteGradOp, MoeExpertCountsOp, MoeAuxLossOp,
             MoeAuxLossGradOp, MoeZLossOp, MoeZLossGradOp, MoeBiasUpdateOp,
             MoePermuteOp, MoePermuteGradOp, MoeUnpermuteOp,
             MoeUnpermuteGradOp, MoeGroupedLinearOp,

@@ -311,12 +311,15 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   Value bias;
   if (moe.expert_bias())
     bias = buffer(p + ".gate.e_score_correction_bias", {e});
-  auto route =
-      MoeRouteOp::create(b_, loc_, choice(b_.getI32Type()), choice(f32_),
-                         RankedTensorType::get({batch_, seq_, e}, f32_), logits,
-                         bias, b_.getBoolAttr(moe.score() == spec::SIGMOID),
-                         b_.getBoolAttr(moe.normalize_top_k()),
-                         b_.getF32FloatAttr(moe.routed_scaling_factor()));
+  // The unfused router: scores, then the top-k (braid-fuse-moe makes them
+  // one moe_route).
+  Value scores = MoeScoresOp::create(
+      b_, loc_, RankedTensorType::get({batch_, seq_, e}, f32_), logits,
+      b_.getBoolAttr(moe.score() == spec::SIGMOID));
+  auto route = MoeTopKOp::create(
+      b_, loc_, choice(b_.getI32Type()), choice(f32_), scores, bias,
+      b_.getBoolAttr(moe.normalize_top_k()),
+      b_.getF32FloatAttr(moe.routed_scaling_factor()));
   Value counts;
   if (moe.aux_loss_coeff() > 0 || bias)
     counts = MoeExpertCountsOp::create(
@@ -328,7 +331,7 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   // cross-entropy's.
   if (moe.aux_loss_coeff() > 0)
     MoeAuxLossOp::create(
-        b_, loc_, RankedTensorType::get({}, f32_), route.getScores(), counts,
+        b_, loc_, RankedTensorType::get({}, f32_), scores, counts,
         b_.getF64FloatAttr(moe.aux_loss_coeff()), b_.getI64IntegerAttr(k),
         b_.getBoolAttr(moe.score() == spec::SIGMOID));
   if (moe.z_loss_coeff() > 0)
@@ -339,13 +342,18 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   // GEMM over the E equal blocks.
   const int64_t capacity = moeCapacity(spec_);
   const int64_t slots = capacity > 0 ? e * capacity : tokens * k;
-  auto permute = MoePermuteOp::create(
-      b_, loc_, RankedTensorType::get({slots, d}, compute_),
-      choice(b_.getI32Type()),
-      RankedTensorType::get({e + 1}, b_.getI32Type()), h, route.getExperts(),
+  // The unfused permutation: where each choice's row goes, then the copy
+  // (braid-fuse-moe makes them one moe_permute).
+  auto sort = MoeSortOp::create(
+      b_, loc_, choice(b_.getI32Type()),
+      RankedTensorType::get({e + 1}, b_.getI32Type()), route.getExperts(),
       capacity > 0 ? b_.getI64IntegerAttr(capacity) : IntegerAttr());
-  Value offsets = permute.getOffsets();
-  Value rows = permute.getRows();
+  const Value positions = sort.getPositions(), expertOffsets = sort.getOffsets();
+  const Value permuted =
+      MoeGatherOp::create(b_, loc_, RankedTensorType::get({slots, d}, compute_),
+                          h, positions);
+  Value offsets = expertOffsets;
+  Value rows = permuted;
   // Expert parallel (docs/moe.md): each rank holds `local` of the experts;
   // the group's counts are gathered, every row goes to its expert's rank
   // (arriving sender by sender, in blocks of the rank's experts) and comes
@@ -420,7 +428,7 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   };
   Value down = experts(rows, wGate, wUp, wDown, offsets);
   if (ep > 1)
-    down = CommCombineOp::create(b_, loc_, rowsOf(permute.getRows(), d), down,
+    down = CommCombineOp::create(b_, loc_, rowsOf(permuted, d), down,
                                  all, epAxis);
   if (hot) {
     // The replicas copy the f32 masters, so that their gradients sum in
@@ -442,10 +450,15 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
     Value hotDown = experts(hotRows, replica(wGate), replica(wUp),
                             replica(wDown), hotOffsets);
     down = MoeMergeRowsOp::create(b_, loc_, down.getType(), down, hotDown,
-                                  permute.getOffsets(), hot);
+                                  expertOffsets, hot);
   }
-  Value y = MoeUnpermuteOp::create(b_, loc_, act(d), down,
-                                   permute.getPositions(), route.getWeights());
+  // The unfused unpermutation: each token's K rows, then their weighted
+  // sum (braid-fuse-moe makes them one moe_unpermute).
+  Value chosen = MoeGatherChoicesOp::create(
+      b_, loc_, RankedTensorType::get({batch_, seq_, k, d}, compute_), down,
+      positions);
+  Value y = MoeWeightedSumOp::create(b_, loc_, act(d), chosen,
+                                     route.getWeights());
   if (moe.num_shared_experts() > 0)
     y = add(y, denseMlp(h, p + ".shared_experts",
                         moe.num_shared_experts() * moe.shared_ffn_hidden_size(),

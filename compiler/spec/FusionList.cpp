@@ -31,6 +31,7 @@ const std::vector<std::string> &fusionNames() {
                                                   "bias-swiglu",
                                                   "bias-dropout-add",
                                                   "linear-cross-entropy",
+                                                  "moe",
                                                   "adamw"};
   return kNames;
 }

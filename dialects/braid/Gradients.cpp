@@ -182,6 +182,29 @@ LogicalResult MoeRouteOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+// The unfused router (braid-fuse-moe makes the two one moe_route): the
+// scores' gradient is the sum of the top-k's and the balancing loss's.
+LogicalResult MoeScoresOp::buildGradient(GradientBuilder &gb) {
+  Value ds = gb.grad(getScores());
+  if (!ds)
+    return success();
+  gb.addGrad(getLogits(), MoeScoresGradOp::create(
+                              gb.builder(), getLoc(), typeOf(getLogits()), ds,
+                              getScores(), getSigmoidAttr()));
+  return success();
+}
+
+LogicalResult MoeTopKOp::buildGradient(GradientBuilder &gb) {
+  Value dw = gb.grad(getWeights());
+  if (!dw)
+    return emitOpError("autodiff needs the router weights' gradient");
+  gb.addGrad(getScores(),
+             MoeTopKGradOp::create(gb.builder(), getLoc(), typeOf(getScores()),
+                                   dw, getScores(), getExperts(),
+                                   getNormalizeAttr(), getScaleAttr()));
+  return success();
+}
+
 // The balancing losses are roots: their own gradient is 1.
 LogicalResult MoeAuxLossOp::buildGradient(GradientBuilder &gb) {
   gb.addGrad(getScores(),
@@ -213,6 +236,37 @@ LogicalResult MoeUnpermuteOp::buildGradient(GradientBuilder &gb) {
       gb.builder(), getLoc(), typeOf(getRows()), typeOf(getWeights()),
       gb.grad(getResult()), getRows(), getPositions(), getWeights());
   gb.addGrad(getRows(), g.getRowsGrad());
+  gb.addGrad(getWeights(), g.getWeightsGrad());
+  return success();
+}
+
+// The unfused permutations: the gather's gradient is the fused permute's;
+// the unpermute's is the weighted sum's and then the gather's.
+LogicalResult MoeGatherOp::buildGradient(GradientBuilder &gb) {
+  Value drows = gb.grad(getRows());
+  if (!drows)
+    return success();
+  gb.addGrad(getInput(), MoePermuteGradOp::create(gb.builder(), getLoc(),
+                                                  typeOf(getInput()), drows,
+                                                  getPositions()));
+  return success();
+}
+
+LogicalResult MoeGatherChoicesOp::buildGradient(GradientBuilder &gb) {
+  Value dc = gb.grad(getChoices());
+  if (!dc)
+    return success();
+  gb.addGrad(getRows(), MoeGatherChoicesGradOp::create(
+                            gb.builder(), getLoc(), typeOf(getRows()), dc,
+                            getPositions()));
+  return success();
+}
+
+LogicalResult MoeWeightedSumOp::buildGradient(GradientBuilder &gb) {
+  auto g = MoeWeightedSumGradOp::create(
+      gb.builder(), getLoc(), typeOf(getChoices()), typeOf(getWeights()),
+      gb.grad(getResult()), getChoices(), getWeights());
+  gb.addGrad(getChoices(), g.getChoicesGrad());
   gb.addGrad(getWeights(), g.getWeightsGrad());
   return success();
 }

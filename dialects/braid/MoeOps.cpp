@@ -207,6 +207,109 @@ LogicalResult MoeUnpermuteGradOp::verify() {
                      "weights gradient");
 }
 
+LogicalResult MoeScoresOp::verify() {
+  if (failed(expectMinRank(*this, getLogits(), 2, "logits")))
+    return failure();
+  return expectShape(*this, getScores(), shapeOf(getLogits()), "scores");
+}
+
+LogicalResult MoeScoresGradOp::verify() {
+  if (failed(expectMinRank(*this, getScores(), 2, "scores")) ||
+      failed(expectShape(*this, getScoresGrad(), shapeOf(getScores()),
+                         "scores gradient")))
+    return failure();
+  return expectShape(*this, getLogitsGrad(), shapeOf(getScores()),
+                     "logits gradient");
+}
+
+LogicalResult MoeTopKOp::verify() {
+  if (failed(verifyTopK(*this, getExperts(), getScores())) ||
+      failed(
+          expectShape(*this, getWeights(), shapeOf(getExperts()), "weights")))
+    return failure();
+  if (getBias() &&
+      failed(expectShape(*this, getBias(), {lastDim(getScores())}, "bias")))
+    return failure();
+  return success();
+}
+
+LogicalResult MoeTopKGradOp::verify() {
+  if (failed(verifyTopK(*this, getExperts(), getScores())) ||
+      failed(expectShape(*this, getWeightsGrad(), shapeOf(getExperts()),
+                         "weights gradient")))
+    return failure();
+  return expectShape(*this, getScoresGrad(), shapeOf(getScores()),
+                     "scores gradient");
+}
+
+LogicalResult MoeSortOp::verify() {
+  if (failed(expectMinRank(*this, getExperts(), 2, "experts")) ||
+      failed(expectShape(*this, getPositions(), shapeOf(getExperts()),
+                         "positions")) ||
+      failed(expectRank(*this, getOffsets(), 1, "offsets")))
+    return failure();
+  if (shapeOf(getOffsets())[0] < 2)
+    return emitOpError("offsets need one entry per expert and one more");
+  std::optional<int64_t> capacity = getCapacity();
+  if (capacity && *capacity < 1)
+    return emitOpError("capacity must be positive");
+  return success();
+}
+
+LogicalResult MoeGatherOp::verify() {
+  return verifyRows(*this, getRows(), getInput(), getPositions());
+}
+
+// Choices [..., K, D]: a row of D per choice of `positions` [..., K].
+static LogicalResult verifyChoiceRows(Operation *op, Value choices,
+                                      Value rows, Value positions,
+                                      StringRef what) {
+  if (failed(expectMinRank(op, positions, 2, "positions")) ||
+      failed(expectRank(op, rows, 2, "rows")) ||
+      failed(expectSameElementType(op, choices, rows, what, "rows")))
+    return failure();
+  return expectShape(op, choices, append(shapeOf(positions), lastDim(rows)),
+                     what);
+}
+
+LogicalResult MoeGatherChoicesOp::verify() {
+  return verifyChoiceRows(*this, getChoices(), getRows(), getPositions(),
+                          "choices");
+}
+
+LogicalResult MoeGatherChoicesGradOp::verify() {
+  return verifyChoiceRows(*this, getChoicesGrad(), getRowsGrad(),
+                          getPositions(), "choices gradient");
+}
+
+// y [..., D] and weights [..., K] from choices [..., K, D].
+static LogicalResult verifyWeightedSum(Operation *op, Value choices,
+                                       Value weights, Value y) {
+  if (failed(expectMinRank(op, choices, 3, "choices")) ||
+      failed(expectSameElementType(op, y, choices, "result", "choices")))
+    return failure();
+  SmallVector<int64_t> shape(shapeOf(choices));
+  const int64_t d = shape.back();
+  shape.pop_back();
+  if (failed(expectShape(op, weights, shape, "weights")))
+    return failure();
+  shape.back() = d;
+  return expectShape(op, y, shape, "result");
+}
+
+LogicalResult MoeWeightedSumOp::verify() {
+  return verifyWeightedSum(*this, getChoices(), getWeights(), getResult());
+}
+
+LogicalResult MoeWeightedSumGradOp::verify() {
+  if (failed(verifyWeightedSum(*this, getChoices(), getWeights(), getGrad())) ||
+      failed(expectLike(*this, getChoicesGrad(), getChoices(),
+                        "choices gradient", "choices")))
+    return failure();
+  return expectShape(*this, getWeightsGrad(), shapeOf(getWeights()),
+                     "weights gradient");
+}
+
 LogicalResult MoeGroupedLinearOp::verify() {
   if (failed(verifyGrouped(*this, getInput(), getWeight(), getOffsets(), true)))
     return failure();

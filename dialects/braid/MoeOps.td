@@ -185,6 +185,171 @@ def Braid_MoeUnpermuteGradOp : Braid_PureOp<"moe_unpermute_grad"> {
                       Braid_StatTensor:$weights_grad);
 }
 
+// The unfused router and permutations: what braid-import emits, and what
+// braid-fuse-moe (docs/fusion.md) rewrites into moe_route, moe_permute and
+// moe_unpermute, which compute the same bits in fewer launches.
+
+def Braid_MoeScoresOp : Braid_PureOp<"moe_scores", [Braid_Differentiable]> {
+  let summary = "The router's scores: softmax (or sigmoid) of the logits";
+  let description = [{
+    Per token, softmax over the E logits, or each logit's sigmoid with
+    `sigmoid`. f32 in every plan. moe_route's first half.
+
+    ```mlir
+    %scores = braid.moe_scores %logits {sigmoid = false}
+        : (tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$logits, BoolAttr:$sigmoid);
+  let results = (outs Braid_StatTensor:$scores);
+}
+
+def Braid_MoeScoresGradOp : Braid_PureOp<"moe_scores_grad"> {
+  let summary = "The logits' gradient through softmax or sigmoid (B)";
+  let description = [{
+    ```mlir
+    %dl = braid.moe_scores_grad %ds, %scores {sigmoid = false}
+        : (tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$scores_grad,
+                       Braid_StatTensor:$scores, BoolAttr:$sigmoid);
+  let results = (outs Braid_StatTensor:$logits_grad);
+}
+
+def Braid_MoeTopKOp : Braid_PureOp<"moe_topk", [Braid_Differentiable]> {
+  let summary = "The K experts of largest score + bias, and their weights";
+  let description = [{
+    Per token, `experts` = the K experts of largest score + bias (ties to
+    the lower expert), `weights` = their scores, divided by the chosen
+    scores' sum with `normalize`, times `scale`. moe_route's second half.
+
+    ```mlir
+    %experts, %weights = braid.moe_topk %scores
+        {normalize = true, scale = 1.0 : f32}
+        : (tensor<2x16x8xf32>) -> (tensor<2x16x2xi32>, tensor<2x16x2xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$scores,
+                       Optional<Braid_StatTensor>:$bias, BoolAttr:$normalize,
+                       F32Attr:$scale);
+  let results = (outs Braid_IdTensor:$experts, Braid_StatTensor:$weights);
+}
+
+def Braid_MoeTopKGradOp : Braid_PureOp<"moe_topk_grad"> {
+  let summary = "The scores' gradient through the chosen weights (B)";
+  let description = [{
+    Zero for the experts not chosen.
+
+    ```mlir
+    %ds = braid.moe_topk_grad %dw, %scores, %experts
+        {normalize = true, scale = 1.0 : f32}
+        : (tensor<2x16x2xf32>, tensor<2x16x8xf32>, tensor<2x16x2xi32>) -> tensor<2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Braid_StatTensor:$weights_grad,
+                       Braid_StatTensor:$scores, Braid_IdTensor:$experts,
+                       BoolAttr:$normalize, F32Attr:$scale);
+  let results = (outs Braid_StatTensor:$scores_grad);
+}
+
+def Braid_MoeSortOp : Braid_PureOp<"moe_sort"> {
+  let summary = "Each choice's row in expert-major order, and the experts' blocks";
+  let description = [{
+    moe_permute's `positions` and `offsets` without moving any row:
+    expert e's rows are `[offsets[e], offsets[e + 1])`, in token order then
+    choice order; with `capacity`, expert e's are `[e * capacity, (e + 1) *
+    capacity)` and choices beyond it get -1.
+
+    ```mlir
+    %positions, %offsets = braid.moe_sort %experts
+        : (tensor<2x16x2xi32>) -> (tensor<2x16x2xi32>, tensor<9xi32>)
+    ```
+  }];
+  let arguments = (ins Braid_IdTensor:$experts,
+                       OptionalAttr<I64Attr>:$capacity);
+  let results = (outs Braid_IdTensor:$positions, Braid_IdTensor:$offsets);
+}
+
+def Braid_MoeGatherOp : Braid_PureOp<"moe_gather", [Braid_Differentiable]> {
+  let summary = "The tokens' rows copied to their choices' positions";
+  let description = [{
+    `rows[positions[t, j]] = input[t]`; rows no choice takes are zero.
+    moe_permute's copy. The gradient is braid.moe_permute_grad.
+
+    ```mlir
+    %xs = braid.moe_gather %x, %positions
+        : (tensor<2x16x64xf32>, tensor<2x16x2xi32>) -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_IdTensor:$positions);
+  let results = (outs Braid_FloatTensor:$rows);
+}
+
+def Braid_MoeGatherChoicesOp : Braid_PureOp<"moe_gather_choices", [Braid_Differentiable]> {
+  let summary = "Each token's K rows back from the experts' order";
+  let description = [{
+    `choices[t, j] = rows[positions[t, j]]`, zero for a dropped choice
+    (position -1). With braid.moe_weighted_sum, moe_unpermute; the
+    `[..., K, D]` result is what the fused op never holds.
+
+    ```mlir
+    %c = braid.moe_gather_choices %ys, %positions
+        : (tensor<64x64xf32>, tensor<2x16x2xi32>) -> tensor<2x16x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$rows, Braid_IdTensor:$positions);
+  let results = (outs Braid_FloatTensor:$choices);
+}
+
+def Braid_MoeGatherChoicesGradOp : Braid_PureOp<"moe_gather_choices_grad"> {
+  let summary = "The rows' gradient: each choice's row written back (B)";
+  let description = [{
+    `rows_grad[positions[t, j]] = choices_grad[t, j]`; rows no choice takes
+    are zero.
+
+    ```mlir
+    %dys = braid.moe_gather_choices_grad %dc, %positions
+        : (tensor<2x16x2x64xf32>, tensor<2x16x2xi32>) -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$choices_grad,
+                       Braid_IdTensor:$positions);
+  let results = (outs Braid_FloatTensor:$rows_grad);
+}
+
+def Braid_MoeWeightedSumOp : Braid_PureOp<"moe_weighted_sum", [Braid_Differentiable]> {
+  let summary = "Each token's choices summed with the router's weights";
+  let description = [{
+    `y[t] = sum_j weights[t, j] * choices[t, j]`, in choice order, in f32.
+
+    ```mlir
+    %y = braid.moe_weighted_sum %c, %weights
+        : (tensor<2x16x2x64xf32>, tensor<2x16x2xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$choices, Braid_StatTensor:$weights);
+  let results = (outs Braid_FloatTensor:$result);
+}
+
+def Braid_MoeWeightedSumGradOp : Braid_PureOp<"moe_weighted_sum_grad"> {
+  let summary = "Gradients of the choices and of the weights (B)";
+  let description = [{
+    `choices_grad[t, j] = weights[t, j] * grad[t]`; `weights_grad[t, j] =
+    grad[t] . choices[t, j]`, summed in f32 in element order.
+
+    ```mlir
+    %dc, %dw = braid.moe_weighted_sum_grad %dy, %c, %weights
+        : (tensor<2x16x64xf32>, tensor<2x16x2x64xf32>, tensor<2x16x2xf32>)
+        -> (tensor<2x16x2x64xf32>, tensor<2x16x2xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$choices,
+                       Braid_StatTensor:$weights);
+  let results = (outs Braid_FloatTensor:$choices_grad,
+                      Braid_StatTensor:$weights_grad);
+}
+
 def Braid_MoeBlockCountsOp : Braid_PureOp<"moe_block_counts"> {
   let summary = "The rows of each block of offsets";
   let description = [{

@@ -5,6 +5,7 @@
 // GEMMs over those rows, weights [E, M, K].
 #include <climits>
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/checks/CheckFamilies.h"
@@ -163,6 +164,155 @@ absl::Status checkMoeUnpermuteGrad(const KernelSignature &sig) {
   BRAID_KERNEL_TRY(checkPermuted(c, c.in(0), c.in(2), c.in(1)));
   BRAID_KERNEL_TRY(c.f32(c.in(3), kWhy));
   BRAID_KERNEL_TRY(c.sameShape(c.in(3), c.in(2)));
+  BRAID_KERNEL_TRY(c.sameDtype(c.out(0), c.in(1)));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(1)));
+  BRAID_KERNEL_TRY(c.f32(c.out(1), kWhy));
+  return c.sameShape(c.out(1), c.in(2));
+}
+
+// The unfused router and permutations (docs/fusion.md).
+absl::Status checkMoeScores(const KernelSignature &sig) {
+  LaunchChecker c("moe_scores", sig);
+  BRAID_KERNEL_TRY(c.inputs({"logits"}));
+  BRAID_KERNEL_TRY(c.outputs({"scores"}));
+  BRAID_KERNEL_TRY(c.f32(c.in(0), kWhy));
+  BRAID_KERNEL_TRY(c.minRank(c.in(0), 2, "[..., E]"));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(0)));
+  return c.intParamOr("sigmoid", 0, 0, 1).status();
+}
+
+absl::Status checkMoeScoresGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_scores_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dscores", "scores"}));
+  BRAID_KERNEL_TRY(c.outputs({"dlogits"}));
+  BRAID_KERNEL_TRY(c.f32(c.in(1), kWhy));
+  BRAID_KERNEL_TRY(c.minRank(c.in(1), 2, "[..., E]"));
+  for (const Operand &v : {c.in(0), c.out(0)}) {
+    BRAID_KERNEL_TRY(c.f32(v, kWhy));
+    BRAID_KERNEL_TRY(c.sameShape(v, c.in(1)));
+  }
+  return c.intParamOr("sigmoid", 0, 0, 1).status();
+}
+
+absl::Status checkMoeTopK(const KernelSignature &sig) {
+  LaunchChecker c("moe_topk", sig);
+  BRAID_KERNEL_TRY(c.inputs({"scores", "bias"}, 1));
+  BRAID_KERNEL_TRY(c.outputs({"experts", "weights"}));
+  Operand scores = c.in(0), experts = c.out(0), weights = c.out(1);
+  BRAID_KERNEL_TRY(c.f32(scores, kWhy));
+  BRAID_KERNEL_TRY(c.minRank(scores, 2, "[..., E]"));
+  if (c.numIns() > 1) {
+    BRAID_KERNEL_TRY(c.f32(c.in(1), kWhy));
+    BRAID_KERNEL_TRY(c.shape(c.in(1), {scores.lastDim()},
+                             "(one bias per expert of input 0)"));
+  }
+  BRAID_KERNEL_TRY(checkChoice(c, experts, scores));
+  BRAID_KERNEL_TRY(c.f32(weights, kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(weights, experts));
+  return checkRouteParams(c);
+}
+
+absl::Status checkMoeTopKGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_topk_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dweights", "scores", "experts"}));
+  BRAID_KERNEL_TRY(c.outputs({"dscores"}));
+  Operand dweights = c.in(0), scores = c.in(1), experts = c.in(2);
+  BRAID_KERNEL_TRY(c.f32(scores, kWhy));
+  BRAID_KERNEL_TRY(c.minRank(scores, 2, "[..., E]"));
+  BRAID_KERNEL_TRY(checkChoice(c, experts, scores));
+  BRAID_KERNEL_TRY(c.f32(dweights, kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(dweights, experts));
+  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(0), scores));
+  return checkRouteParams(c);
+}
+
+absl::Status checkMoeSort(const KernelSignature &sig) {
+  LaunchChecker c("moe_sort", sig);
+  BRAID_KERNEL_TRY(c.inputs({"experts"}));
+  BRAID_KERNEL_TRY(c.outputs({"positions", "offsets"}));
+  Operand experts = c.in(0), positions = c.out(0), offsets = c.out(1);
+  BRAID_KERNEL_TRY(c.dtype(experts, DType::kI32));
+  BRAID_KERNEL_TRY(c.minRank(experts, 2, "[..., K]"));
+  if (experts.desc->numel() > INT32_MAX)
+    return c.error(absl::StrCat(experts.label, " has ",
+                                experts.desc->numel(),
+                                " choices, more than 2^31 - 1"));
+  BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
+  BRAID_KERNEL_TRY(c.sameShape(positions, experts));
+  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[E + 1]"));
+  if (offsets.dim(0) < 2)
+    return c.error(absl::StrCat(offsets.label, " has ", offsets.dim(0),
+                                " entries: one more than the experts, of "
+                                "which there is at least one"));
+  return c.intParamOr("capacity", 0, 0, INT32_MAX).status();
+}
+
+absl::Status checkMoeGather(const KernelSignature &sig) {
+  LaunchChecker c("moe_gather", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x", "positions"}));
+  BRAID_KERNEL_TRY(c.outputs({"xs"}));
+  return checkPermuted(c, c.in(0), c.in(1), c.out(0));
+}
+
+// `choices` [..., K, D]: a row of `rows` [R, D] (float storage) per
+// choice of `positions` [..., K] (i32), in the rows' dtype.
+absl::Status checkChoiceRows(const LaunchChecker &c, const Operand &choices,
+                             const Operand &rows, const Operand &positions) {
+  BRAID_KERNEL_TRY(c.floatStorage(rows));
+  BRAID_KERNEL_TRY(c.rank(rows, 2, "[R, D]"));
+  BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
+  BRAID_KERNEL_TRY(c.minRank(positions, 2, "[..., K]"));
+  BRAID_KERNEL_TRY(c.sameDtype(choices, rows));
+  std::vector<int64_t> want = positions.shape();
+  want.push_back(rows.lastDim());
+  return c.shape(choices, want, "(a row of D per choice)");
+}
+
+absl::Status checkMoeGatherChoices(const KernelSignature &sig) {
+  LaunchChecker c("moe_gather_choices", sig);
+  BRAID_KERNEL_TRY(c.inputs({"ys", "positions"}));
+  BRAID_KERNEL_TRY(c.outputs({"choices"}));
+  return checkChoiceRows(c, c.out(0), c.in(0), c.in(1));
+}
+
+absl::Status checkMoeGatherChoicesGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_gather_choices_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dchoices", "positions"}));
+  BRAID_KERNEL_TRY(c.outputs({"dys"}));
+  return checkChoiceRows(c, c.in(0), c.out(0), c.in(1));
+}
+
+// `choices` [..., K, D] (float storage), `weights` [..., K] (f32) and a
+// token tensor `y` [..., D] of the choices' dtype.
+absl::Status checkWeightedSum(const LaunchChecker &c, const Operand &choices,
+                              const Operand &weights, const Operand &y) {
+  BRAID_KERNEL_TRY(c.floatStorage(choices));
+  BRAID_KERNEL_TRY(c.minRank(choices, 3, "[..., K, D]"));
+  std::vector<int64_t> want = choices.shape();
+  const int64_t d = want.back();
+  want.pop_back();
+  BRAID_KERNEL_TRY(c.f32(weights, kWhy));
+  BRAID_KERNEL_TRY(c.shape(weights, want, "(a weight per choice)"));
+  want.back() = d;
+  BRAID_KERNEL_TRY(c.sameDtype(y, choices));
+  return c.shape(y, want, "(a row of D per token)");
+}
+
+absl::Status checkMoeWeightedSum(const KernelSignature &sig) {
+  LaunchChecker c("moe_weighted_sum", sig);
+  BRAID_KERNEL_TRY(c.inputs({"choices", "weights"}));
+  BRAID_KERNEL_TRY(c.outputs({"y"}));
+  return checkWeightedSum(c, c.in(0), c.in(1), c.out(0));
+}
+
+absl::Status checkMoeWeightedSumGrad(const KernelSignature &sig) {
+  LaunchChecker c("moe_weighted_sum_grad", sig);
+  BRAID_KERNEL_TRY(c.inputs({"dy", "choices", "weights"}));
+  BRAID_KERNEL_TRY(c.outputs({"dchoices", "dweights"}));
+  BRAID_KERNEL_TRY(checkWeightedSum(c, c.in(1), c.in(2), c.in(0)));
   BRAID_KERNEL_TRY(c.sameDtype(c.out(0), c.in(1)));
   BRAID_KERNEL_TRY(c.sameShape(c.out(0), c.in(1)));
   BRAID_KERNEL_TRY(c.f32(c.out(1), kWhy));
@@ -542,6 +692,16 @@ absl::Span<const NamedCheck> moeChecks() {
   static constexpr NamedCheck kChecks[] = {
       {"moe_route", checkMoeRoute},
       {"moe_route_grad", checkMoeRouteGrad},
+      {"moe_scores", checkMoeScores},
+      {"moe_scores_grad", checkMoeScoresGrad},
+      {"moe_topk", checkMoeTopK},
+      {"moe_topk_grad", checkMoeTopKGrad},
+      {"moe_sort", checkMoeSort},
+      {"moe_gather", checkMoeGather},
+      {"moe_gather_choices", checkMoeGatherChoices},
+      {"moe_gather_choices_grad", checkMoeGatherChoicesGrad},
+      {"moe_weighted_sum", checkMoeWeightedSum},
+      {"moe_weighted_sum_grad", checkMoeWeightedSumGrad},
       {"moe_expert_counts", checkMoeExpertCounts},
       {"moe_block_counts", checkMoeBlockCounts},
       {"moe_ep_offsets", checkMoeEpOffsets},

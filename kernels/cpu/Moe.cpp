@@ -5,6 +5,9 @@
 // moe_permute and moe_unpermute (and their gradients): the tokens' rows
 // into expert-major order (kernels/common/MoePermute.h) and the experts'
 // outputs back, weighted, each token's choices summed in choice order.
+// moe_scores, moe_topk, moe_sort, moe_gather, moe_gather_choices and
+// moe_weighted_sum (and gradients): the same, unfused (braid-fuse-moe),
+// with the same arithmetic, so fused and unfused give the same bits.
 // moe_expert_counts, moe_aux_loss, moe_z_loss and their gradients: the
 // balancing losses (kernels/common/MoeBalance.h), the losses summed over
 // the rows in order on one thread. moe_hot_experts, moe_split_rows and
@@ -70,6 +73,62 @@ void runMoeRouteGrad(const KernelArgs &args) {
       moe::routeGradRow(dweights + r * k, scores + r * e, experts + r * k, e, k,
                         p, dscores ? dscores + r * e : nullptr,
                         dlogits + r * e);
+  });
+}
+
+// The unfused router (docs/fusion.md, braid-fuse-moe): the same rows'
+// functions as moe_route's, one after the other.
+void runMoeScores(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[0]);
+  const float *logits = args.ins[0].f32();
+  float *scores = args.outs[0].f32();
+  const int sigmoid = routeParams(args).sigmoid;
+  parallelFor(poolOf(args), n, rowGrain(e), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      moe::scoresRow(logits + r * e, e, sigmoid, scores + r * e);
+  });
+}
+
+void runMoeScoresGrad(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[1]);
+  const float *dscores = args.ins[0].f32(), *scores = args.ins[1].f32();
+  float *dlogits = args.outs[0].f32();
+  const int sigmoid = routeParams(args).sigmoid;
+  parallelFor(poolOf(args), n, rowGrain(e), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      moe::scoresGradRow(dscores + r * e, scores + r * e, e, sigmoid,
+                         dlogits + r * e);
+  });
+}
+
+void runMoeTopK(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[0]);
+  const int64_t k = args.outs[0].desc->lastDim();
+  const float *scores = args.ins[0].f32();
+  const float *bias = args.ins.size() > 1 ? args.ins[1].f32() : nullptr;
+  int32_t *experts = args.outs[0].i32();
+  float *weights = args.outs[1].f32();
+  const moe::RouteParams p = routeParams(args);
+  parallelFor(poolOf(args), n, rowGrain(e * k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      moe::topkRow(scores + r * e, bias, e, k, p, experts + r * k,
+                   weights + r * k);
+  });
+}
+
+void runMoeTopKGrad(const KernelArgs &args) {
+  const auto [n, e] = rowsAndExperts(args.ins[1]);
+  const int64_t k = args.ins[0].desc->lastDim();
+  const float *dweights = args.ins[0].f32(), *scores = args.ins[1].f32();
+  const int32_t *experts = args.ins[2].i32();
+  float *dscores = args.outs[0].f32();
+  const moe::RouteParams p = routeParams(args);
+  parallelFor(poolOf(args), n, rowGrain(e), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      zero(dscores + r * e, e);
+      moe::addTopkGradRow(dweights + r * k, scores + r * e, experts + r * k, e,
+                          k, p, dscores + r * e);
+    }
   });
 }
 
@@ -162,16 +221,54 @@ Rows rowsOf(const TensorView &x, const TensorView &choices) {
 // With `capacity` (capacity mode), xs is [E * capacity, D]: every slot no
 // assignment fills is zero, and assignments beyond an expert's capacity
 // are dropped (position -1).
+// The positions and offsets of the choices `experts` (moe_sort, and
+// moe_permute's first step); returns the capacity (0: dropless).
+int64_t sortChoices(const KernelArgs &args, const TensorView &experts,
+                    const TensorView &positions, const TensorView &offsets) {
+  const int64_t e = offsets.desc->shape[0] - 1;
+  const int64_t capacity = paramsOf(args).intOr("capacity", 0);
+  if (capacity > 0)
+    moe::assignSlots(experts.i32(), experts.numel(), e, capacity,
+                     positions.i32(), offsets.i32());
+  else
+    moe::assignPositions(experts.i32(), experts.numel(), e, positions.i32(),
+                         offsets.i32());
+  return capacity;
+}
+
+void runMoeSort(const KernelArgs &args) {
+  sortChoices(args, args.ins[0], args.outs[0], args.outs[1]);
+}
+
+// moe_gather: every row zero, then each choice's row copied in (the
+// positions of moe_sort are distinct).
+template <typename T> void runMoeGather(const KernelArgs &args) {
+  const Rows g = rowsOf(args.ins[0], args.ins[1]);
+  const T *x = dataOf<T>(args.ins[0]);
+  const int32_t *positions = args.ins[1].i32();
+  T *xs = dataOf<T>(args.outs[0]);
+  const int64_t rows = args.outs[0].desc->shape[0];
+  parallelFor(poolOf(args), rows, rowGrain(g.d), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      zero(xs + r * g.d, g.d);
+  });
+  parallelFor(poolOf(args), g.n * g.k, rowGrain(g.d),
+              [&](int64_t a0, int64_t a1) {
+                for (int64_t a = a0; a < a1; ++a)
+                  if (positions[a] >= 0 && positions[a] < rows)
+                    convert(x + (a / g.k) * g.d, xs + positions[a] * g.d, g.d);
+              });
+}
+
 template <typename T> void runMoePermute(const KernelArgs &args) {
   const Rows g = rowsOf(args.ins[0], args.ins[1]);
   const T *x = dataOf<T>(args.ins[0]);
   T *xs = dataOf<T>(args.outs[0]);
   int32_t *positions = args.outs[1].i32(), *offsets = args.outs[2].i32();
   const int64_t e = args.outs[2].desc->shape[0] - 1;
-  const int64_t capacity = paramsOf(args).intOr("capacity", 0);
+  const int64_t capacity =
+      sortChoices(args, args.ins[1], args.outs[1], args.outs[2]);
   if (capacity > 0) {
-    moe::assignSlots(args.ins[1].i32(), g.n * g.k, e, capacity, positions,
-                     offsets);
     const int64_t slots = e * capacity;
     parallelFor(poolOf(args), slots, rowGrain(g.d),
                 [&](int64_t r0, int64_t r1) {
@@ -186,7 +283,6 @@ template <typename T> void runMoePermute(const KernelArgs &args) {
         });
     return;
   }
-  moe::assignPositions(args.ins[1].i32(), g.n * g.k, e, positions, offsets);
   const int64_t used = offsets[e];
   parallelFor(poolOf(args), g.n * g.k, rowGrain(g.d),
               [&](int64_t a0, int64_t a1) {
@@ -199,6 +295,32 @@ template <typename T> void runMoePermute(const KernelArgs &args) {
                     zero(xs + a * g.d, g.d);
                 }
               });
+}
+
+// The row arithmetic the fused combine (moe_unpermute and its gradient)
+// and the unfused one (moe_gather_choices, moe_weighted_sum and their
+// gradients) share, so that both give the same bits.
+// acc += w * row.
+template <typename T>
+BRAID_INLINE void addWeighted(float *acc, float w, const T *row, int64_t d) {
+  for (int64_t i = 0; i < d; ++i)
+    acc[i] += w * load(row, i);
+}
+
+// out = w * row, rounded to T.
+template <typename T>
+BRAID_INLINE void storeScaled(T *out, float w, const T *row, int64_t d) {
+  for (int64_t i = 0; i < d; ++i)
+    store(out, i, w * load(row, i));
+}
+
+// a . b in f32, in element order.
+template <typename T>
+BRAID_INLINE float dotRows(const T *a, const T *b, int64_t d) {
+  float dot = 0.0f;
+  for (int64_t i = 0; i < d; ++i)
+    dot += load(a, i) * load(b, i);
+  return dot;
 }
 
 // out[t] = the sum over t's choices, in order, in f32, of w * rows at the
@@ -221,9 +343,9 @@ void gatherChoices(const KernelArgs &args, const TensorView &rowsIn,
                     const int32_t p = positions[t * g.k + j];
                     if (p < 0 || p >= rows)
                       continue;
-                    const float w = weights ? weights[t * g.k + j] : 1.0f;
-                    for (int64_t i = 0; i < g.d; ++i)
-                      acc[i] += w * load(in + p * g.d, i);
+                    addWeighted(acc,
+                                weights ? weights[t * g.k + j] : 1.0f,
+                                in + p * g.d, g.d);
                   }
                   convert(acc, out + t * g.d, g.d);
                 }
@@ -268,21 +390,97 @@ template <typename T> void runMoeUnpermuteGrad(const KernelArgs &args) {
         zero(dys + r * g.d, g.d);
         continue;
       }
-      for (int64_t i = 0; i < g.d; ++i)
-        store(dys + r * g.d, i, weights[a] * load(dy + (a / g.k) * g.d, i));
+      storeScaled(dys + r * g.d, weights[a], dy + (a / g.k) * g.d, g.d);
     }
   });
   parallelFor(
       poolOf(args), choices, rowGrain(g.d), [&](int64_t a0, int64_t a1) {
         for (int64_t a = a0; a < a1; ++a) {
           const int32_t p = positions[a];
-          float dot = 0.0f;
-          if (p >= 0 && p < rows)
-            for (int64_t i = 0; i < g.d; ++i)
-              dot += load(dy + (a / g.k) * g.d, i) * load(ys + p * g.d, i);
-          dweights[a] = dot;
+          dweights[a] = p >= 0 && p < rows
+                            ? dotRows(dy + (a / g.k) * g.d, ys + p * g.d, g.d)
+                            : 0.0f;
         }
       });
+}
+
+// The unfused combine (docs/fusion.md). moe_gather_choices: choices[a] =
+// rows[positions[a]], zero for a dropped choice.
+template <typename T> void runMoeGatherChoices(const KernelArgs &args) {
+  const T *rows = dataOf<T>(args.ins[0]);
+  const int32_t *positions = args.ins[1].i32();
+  T *choices = dataOf<T>(args.outs[0]);
+  const int64_t d = args.ins[0].desc->lastDim();
+  const int64_t rowCount = args.ins[0].desc->shape[0];
+  parallelFor(poolOf(args), args.ins[1].numel(), rowGrain(d),
+              [&](int64_t a0, int64_t a1) {
+                for (int64_t a = a0; a < a1; ++a) {
+                  const int32_t p = positions[a];
+                  if (p >= 0 && p < rowCount)
+                    convert(rows + p * d, choices + a * d, d);
+                  else
+                    zero(choices + a * d, d);
+                }
+              });
+}
+
+// moe_gather_choices_grad: every row zero, then each choice's gradient
+// written to its row (the positions of moe_sort are distinct).
+template <typename T> void runMoeGatherChoicesGrad(const KernelArgs &args) {
+  const T *dchoices = dataOf<T>(args.ins[0]);
+  const int32_t *positions = args.ins[1].i32();
+  T *drows = dataOf<T>(args.outs[0]);
+  const int64_t d = args.outs[0].desc->lastDim();
+  const int64_t rowCount = args.outs[0].desc->shape[0];
+  parallelFor(poolOf(args), rowCount, rowGrain(d), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      zero(drows + r * d, d);
+  });
+  parallelFor(poolOf(args), args.ins[1].numel(), rowGrain(d),
+              [&](int64_t a0, int64_t a1) {
+                for (int64_t a = a0; a < a1; ++a)
+                  if (positions[a] >= 0 && positions[a] < rowCount)
+                    convert(dchoices + a * d, drows + positions[a] * d, d);
+              });
+}
+
+// moe_weighted_sum: y[t] = sum_j w[t, j] * choices[t, j] in f32, in choice
+// order.
+template <typename T> void runMoeWeightedSum(const KernelArgs &args) {
+  const T *choices = dataOf<T>(args.ins[0]);
+  const float *weights = args.ins[1].f32();
+  T *y = dataOf<T>(args.outs[0]);
+  const int64_t d = args.outs[0].desc->lastDim();
+  const int64_t k = args.ins[1].desc->lastDim();
+  const int64_t n = k == 0 ? 0 : args.ins[1].numel() / k;
+  parallelFor(poolOf(args), n, rowGrain(d * k), [&](int64_t t0, int64_t t1) {
+    float *acc = threadScratch(0, d);
+    for (int64_t t = t0; t < t1; ++t) {
+      zero(acc, d);
+      for (int64_t j = 0; j < k; ++j)
+        addWeighted(acc, weights[t * k + j], choices + (t * k + j) * d, d);
+      convert(acc, y + t * d, d);
+    }
+  });
+}
+
+// moe_weighted_sum_grad: dchoices[t, j] = w[t, j] * dy[t]; dweights[t, j]
+// = dy[t] . choices[t, j].
+template <typename T> void runMoeWeightedSumGrad(const KernelArgs &args) {
+  const T *dy = dataOf<T>(args.ins[0]), *choices = dataOf<T>(args.ins[1]);
+  const float *weights = args.ins[2].f32();
+  T *dchoices = dataOf<T>(args.outs[0]);
+  float *dweights = args.outs[1].f32();
+  const int64_t d = args.ins[0].desc->lastDim();
+  const int64_t k = args.ins[2].desc->lastDim();
+  parallelFor(poolOf(args), args.ins[2].numel(), rowGrain(d),
+              [&](int64_t a0, int64_t a1) {
+                for (int64_t a = a0; a < a1; ++a) {
+                  const T *dyRow = dy + (a / k) * d;
+                  storeScaled(dchoices + a * d, weights[a], dyRow, d);
+                  dweights[a] = dotRows(dyRow, choices + a * d, d);
+                }
+              });
 }
 
 // Adaptive recompute (docs/moe.md): n = the rows the rank's experts
@@ -395,6 +593,21 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
       registry,
       {{"moe_route", runMoeRoute},
        {"moe_route_grad", runMoeRouteGrad},
+       {"moe_scores", runMoeScores},
+       {"moe_scores_grad", runMoeScoresGrad},
+       {"moe_topk", runMoeTopK},
+       {"moe_topk_grad", runMoeTopKGrad},
+       {"moe_sort", runMoeSort},
+       {"moe_gather", byStorage<runMoeGather<float>, runMoeGather<Bf16>>},
+       {"moe_gather_choices",
+        byStorage<runMoeGatherChoices<float>, runMoeGatherChoices<Bf16>>},
+       {"moe_gather_choices_grad",
+        byStorage<runMoeGatherChoicesGrad<float>,
+                  runMoeGatherChoicesGrad<Bf16>>},
+       {"moe_weighted_sum",
+        byStorage<runMoeWeightedSum<float>, runMoeWeightedSum<Bf16>>},
+       {"moe_weighted_sum_grad",
+        byStorage<runMoeWeightedSumGrad<float>, runMoeWeightedSumGrad<Bf16>>},
        {"moe_expert_counts", runMoeExpertCounts},
        {"moe_block_counts", runMoeBlockCounts},
        {"moe_ep_offsets", runMoeEpOffsets},

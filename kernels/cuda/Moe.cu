@@ -3,7 +3,10 @@
 // each running the row arithmetic of kernels/common/MoeRoute.h that the
 // CPU kernels run: a row holds a few dozen to a few hundred experts and
 // the top-k is a k-pass scan of them, so both sides choose the same
-// experts (ties to the lower expert). moe_permute: the assignments'
+// experts (ties to the lower expert). The unfused moe_scores, moe_topk,
+// moe_sort, moe_gather, moe_gather_choices and moe_weighted_sum (and their
+// gradients) call the same row functions and repeat the fused kernels'
+// arithmetic, so fused and unfused agree. moe_permute: the assignments'
 // positions by kernels/common/MoePermute.h's counting sort on one thread
 // (a first version: exact and the CPU's, not fast), then one block per
 // assignment copying its row; moe_permute_grad and moe_unpermute: one
@@ -88,6 +91,102 @@ void runMoeRouteGrad(const KernelArgs &args) {
       args.ins[0].f32(), args.ins[1].f32(), args.ins[2].i32(),
       args.ins.size() > 3 ? args.ins[3].f32() : nullptr, args.outs[0].f32(), n,
       e, k, routeParams(args));
+}
+
+// The unfused router (braid-fuse-moe, docs/fusion.md): one thread per
+// token row, as moe_route's, each calling the row function moe_route's
+// calls in turn.
+__global__ void __launch_bounds__(kBlock)
+    moeScoresKernel(const float *__restrict__ logits,
+                    float *__restrict__ scores, int64_t n, int64_t e,
+                    int sigmoid) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n;
+       r += int64_t{gridDim.x} * blockDim.x)
+    moe::scoresRow(logits + r * e, e, sigmoid, scores + r * e);
+}
+
+__global__ void __launch_bounds__(kBlock)
+    moeScoresGradKernel(const float *__restrict__ dscores,
+                        const float *__restrict__ scores,
+                        float *__restrict__ dlogits, int64_t n, int64_t e,
+                        int sigmoid) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n;
+       r += int64_t{gridDim.x} * blockDim.x)
+    moe::scoresGradRow(dscores + r * e, scores + r * e, e, sigmoid,
+                       dlogits + r * e);
+}
+
+__global__ void __launch_bounds__(kBlock)
+    moeTopKKernel(const float *__restrict__ scores,
+                  const float *__restrict__ bias, int32_t *__restrict__ experts,
+                  float *__restrict__ weights, int64_t n, int64_t e, int64_t k,
+                  moe::RouteParams p) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n;
+       r += int64_t{gridDim.x} * blockDim.x)
+    moe::topkRow(scores + r * e, bias, e, k, p, experts + r * k,
+                 weights + r * k);
+}
+
+// dscores: the row zeroed, then the weights' gradient added to the chosen
+// experts' entries.
+__global__ void __launch_bounds__(kBlock)
+    moeTopKGradKernel(const float *__restrict__ dweights,
+                      const float *__restrict__ scores,
+                      const int32_t *__restrict__ experts,
+                      float *__restrict__ dscores, int64_t n, int64_t e,
+                      int64_t k, moe::RouteParams p) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n;
+       r += int64_t{gridDim.x} * blockDim.x) {
+    float *row = dscores + r * e;
+    for (int64_t i = 0; i < e; ++i)
+      row[i] = 0.0f;
+    moe::addTopkGradRow(dweights + r * k, scores + r * e, experts + r * k, e, k,
+                        p, row);
+  }
+}
+
+void runMoeScores(const KernelArgs &args) {
+  const int64_t e = args.ins[0].desc->lastDim();
+  const int64_t n = e == 0 ? 0 : args.ins[0].numel() / e;
+  if (n == 0)
+    return;
+  moeScoresKernel<<<rows::gridFor(n, kBlock), kBlock, 0,
+                    rows::streamOf(args)>>>(
+      args.ins[0].f32(), args.outs[0].f32(), n, e, routeParams(args).sigmoid);
+}
+
+void runMoeScoresGrad(const KernelArgs &args) {
+  const int64_t e = args.ins[1].desc->lastDim();
+  const int64_t n = e == 0 ? 0 : args.ins[1].numel() / e;
+  if (n == 0)
+    return;
+  moeScoresGradKernel<<<rows::gridFor(n, kBlock), kBlock, 0,
+                        rows::streamOf(args)>>>(
+      args.ins[0].f32(), args.ins[1].f32(), args.outs[0].f32(), n, e,
+      routeParams(args).sigmoid);
+}
+
+void runMoeTopK(const KernelArgs &args) {
+  const int64_t e = args.ins[0].desc->lastDim();
+  const int64_t n = e == 0 ? 0 : args.ins[0].numel() / e;
+  const int64_t k = args.outs[0].desc->lastDim();
+  if (n == 0)
+    return;
+  moeTopKKernel<<<rows::gridFor(n, kBlock), kBlock, 0, rows::streamOf(args)>>>(
+      args.ins[0].f32(), args.ins.size() > 1 ? args.ins[1].f32() : nullptr,
+      args.outs[0].i32(), args.outs[1].f32(), n, e, k, routeParams(args));
+}
+
+void runMoeTopKGrad(const KernelArgs &args) {
+  const int64_t e = args.ins[1].desc->lastDim();
+  const int64_t n = e == 0 ? 0 : args.ins[1].numel() / e;
+  const int64_t k = args.ins[0].desc->lastDim();
+  if (n == 0)
+    return;
+  moeTopKGradKernel<<<rows::gridFor(n, kBlock), kBlock, 0,
+                      rows::streamOf(args)>>>(
+      args.ins[0].f32(), args.ins[1].f32(), args.ins[2].i32(),
+      args.outs[0].f32(), n, e, k, routeParams(args));
 }
 
 // --- balancing losses
@@ -389,6 +488,160 @@ template <typename T> void runUnpermuteGrad(const KernelArgs &args) {
       dataOf<T>(args.ins[0]), dataOf<T>(args.ins[1]), args.ins[2].i32(),
       args.ins[3].f32(), dataOf<T>(args.outs[0]), args.outs[1].f32(), n, k, d,
       rows);
+}
+
+// --- the unfused permutations -----------------------------------------------
+//
+// moe_sort is moe_permute's assignKernel alone. The copies are one block
+// per choice, as moe_permute's; moe_weighted_sum is gatherChoicesKernel's
+// sum on rows already gathered, and its gradient unpermuteGradKernel's
+// arithmetic and block reduction, so that fused and unfused give the same
+// bits.
+
+// to[positions[a]] = from[a / k] for each choice a whose position is a row
+// of `to` [rows, d], zeroed before: moe_gather (k = K) and
+// moe_gather_choices_grad (k = 1). The positions are distinct.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    scatterRowsKernel(const T *__restrict__ from,
+                      const int32_t *__restrict__ positions, T *__restrict__ to,
+                      int64_t choices, int64_t k, int64_t d, int64_t rows) {
+  for (int64_t a = blockIdx.x; a < choices; a += gridDim.x) {
+    const int32_t p = positions[a];
+    if (p < 0 || p >= rows)
+      continue;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+      to[p * d + i] = from[(a / k) * d + i];
+  }
+}
+
+// choices[a] = rows at positions[a], zero for a dropped choice.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    gatherRowsKernel(const T *__restrict__ rowsIn,
+                     const int32_t *__restrict__ positions,
+                     T *__restrict__ choices, int64_t count, int64_t d,
+                     int64_t rows) {
+  for (int64_t a = blockIdx.x; a < count; a += gridDim.x) {
+    const int32_t p = positions[a];
+    const bool taken = p >= 0 && p < rows;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+      choices[a * d + i] = taken ? rowsIn[p * d + i] : T(0);
+  }
+}
+
+// y[t] = the sum over t's choices, in order, in f32, of w * the choice's
+// row: gatherChoicesKernel's accumulation (a dropped choice's row is zero
+// here, where that kernel skips it).
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    weightedSumKernel(const T *__restrict__ choices,
+                      const float *__restrict__ weights, T *__restrict__ y,
+                      int64_t n, int64_t k, int64_t d) {
+  for (int64_t t = blockIdx.x; t < n; t += gridDim.x)
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < k; ++j) {
+        const float v = load(choices, (t * k + j) * d + i);
+        acc += weights[t * k + j] * v;
+      }
+      store(y, t * d + i, acc);
+    }
+}
+
+// dchoices[a] = w * dy[a / k]; dweights[a] = dy[a / k] . choices[a], summed
+// by the block reduction of unpermuteGradKernel.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    weightedSumGradKernel(const T *__restrict__ dy,
+                          const T *__restrict__ choices,
+                          const float *__restrict__ weights,
+                          T *__restrict__ dchoices,
+                          float *__restrict__ dweights, int64_t count,
+                          int64_t k, int64_t d) {
+  __shared__ float scratch[rows::kWarps];
+  for (int64_t a = blockIdx.x; a < count; a += gridDim.x) {
+    float dot = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      const float v = load(dy, (a / k) * d + i);
+      dot += v * load(choices, a * d + i);
+      store(dchoices, a * d + i, weights[a] * v);
+    }
+    dot = rows::blockSum(dot, scratch);
+    if (threadIdx.x == 0)
+      dweights[a] = dot;
+  }
+}
+
+void runMoeSort(const KernelArgs &args) {
+  const TensorView &experts = args.ins[0];
+  assignKernel<<<1, 1, 0, rows::streamOf(args)>>>(
+      experts.i32(), experts.numel(), args.outs[1].desc->shape[0] - 1,
+      rows::paramsOf(args).intOr("capacity", 0), args.outs[0].i32(),
+      args.outs[1].i32());
+}
+
+// The rows of `to` [R, D] zeroed, then each choice's row of `from` written
+// to its position.
+template <typename T>
+void launchScatter(const KernelArgs &args, const TensorView &from,
+                   const TensorView &positions, const TensorView &to,
+                   int64_t k) {
+  const int64_t d = to.desc->lastDim();
+  const int64_t rows = to.desc->shape[0];
+  const int64_t choices = positions.numel();
+  cudaStream_t stream = rows::streamOf(args);
+  if (rows * d > 0)
+    zeroRowsKernel<T><<<rows::gridFor(rows * d, kBlock), kBlock, 0, stream>>>(
+        dataOf<T>(to), rows * d);
+  if (choices == 0 || d == 0)
+    return;
+  scatterRowsKernel<T><<<rows::gridFor(choices, 1), kBlock, 0, stream>>>(
+      dataOf<T>(from), positions.i32(), dataOf<T>(to), choices, k, d, rows);
+}
+
+template <typename T> void runMoeGather(const KernelArgs &args) {
+  launchScatter<T>(args, args.ins[0], args.ins[1], args.outs[0],
+                   args.ins[1].desc->lastDim());
+}
+
+template <typename T> void runMoeGatherChoicesGrad(const KernelArgs &args) {
+  launchScatter<T>(args, args.ins[0], args.ins[1], args.outs[0], 1);
+}
+
+template <typename T> void runMoeGatherChoices(const KernelArgs &args) {
+  const int64_t d = args.ins[0].desc->lastDim();
+  const int64_t count = args.ins[1].numel();
+  if (count == 0 || d == 0)
+    return;
+  gatherRowsKernel<T>
+      <<<rows::gridFor(count, 1), kBlock, 0, rows::streamOf(args)>>>(
+          dataOf<T>(args.ins[0]), args.ins[1].i32(), dataOf<T>(args.outs[0]),
+          count, d, args.ins[0].desc->shape[0]);
+}
+
+template <typename T> void runMoeWeightedSum(const KernelArgs &args) {
+  const int64_t d = args.outs[0].desc->lastDim();
+  const int64_t k = args.ins[1].desc->lastDim();
+  const int64_t n = k == 0 ? 0 : args.ins[1].numel() / k;
+  if (n == 0 || d == 0)
+    return;
+  weightedSumKernel<T>
+      <<<rows::gridFor(n, 1), kBlock, 0, rows::streamOf(args)>>>(
+          dataOf<T>(args.ins[0]), args.ins[1].f32(), dataOf<T>(args.outs[0]), n,
+          k, d);
+}
+
+template <typename T> void runMoeWeightedSumGrad(const KernelArgs &args) {
+  const int64_t d = args.ins[0].desc->lastDim();
+  const int64_t k = args.ins[2].desc->lastDim();
+  const int64_t count = args.ins[2].numel();
+  if (count == 0)
+    return;
+  weightedSumGradKernel<T>
+      <<<rows::gridFor(count, 1), kBlock, 0, rows::streamOf(args)>>>(
+          dataOf<T>(args.ins[0]), dataOf<T>(args.ins[1]), args.ins[2].f32(),
+          dataOf<T>(args.outs[0]), args.outs[1].f32(), count, k, d);
 }
 
 // --- grouped linear -----------------------------------------------------------
@@ -710,6 +963,21 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
       registry,
       {{"moe_route", runMoeRoute},
        {"moe_route_grad", runMoeRouteGrad},
+       {"moe_scores", runMoeScores},
+       {"moe_scores_grad", runMoeScoresGrad},
+       {"moe_topk", runMoeTopK},
+       {"moe_topk_grad", runMoeTopKGrad},
+       {"moe_sort", runMoeSort},
+       {"moe_gather", byStorage<runMoeGather<float>, runMoeGather<Bf16>>},
+       {"moe_gather_choices",
+        byStorage<runMoeGatherChoices<float>, runMoeGatherChoices<Bf16>>},
+       {"moe_gather_choices_grad",
+        byStorage<runMoeGatherChoicesGrad<float>,
+                  runMoeGatherChoicesGrad<Bf16>>},
+       {"moe_weighted_sum",
+        byStorage<runMoeWeightedSum<float>, runMoeWeightedSum<Bf16>>},
+       {"moe_weighted_sum_grad",
+        byStorage<runMoeWeightedSumGrad<float>, runMoeWeightedSumGrad<Bf16>>},
        {"moe_expert_counts", runExpertCounts},
        {"moe_block_counts", runBlockCounts},
        {"moe_ep_offsets", runEpOffsets},

@@ -26,6 +26,9 @@ namespace braid {
 #define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "passes/fuse/FuseLoss.h.inc"
+#define GEN_PASS_DECL
+#define GEN_PASS_REGISTRATION
+#include "passes/fuse/FuseMoe.h.inc"
 } // namespace braid
 
 using namespace mlir;
@@ -136,6 +139,7 @@ void registerFusionPasses() {
   registerFuseAttentionPasses();
   registerFuseElementwisePasses();
   registerFuseLossPasses();
+  registerFuseMoePasses();
 }
 
 } // namespace braid

@@ -2,9 +2,11 @@
 # The MoE execution-mode benchmark: test/bench/specs/cpu-moe.pbtxt on one
 # rank, dropless (grouped GEMMs over the experts' blocks of rows) against
 # capacity mode (one batched GEMM over E equal blocks of slots, padding
-# included) at each capacity factor given, side by side in one run: the
-# median step time of each against dropless, the planned arena and the
-# loss after the last step (a capacity that drops trains differently).
+# included) at each capacity factor given, and dropless with the router
+# and permutations fused (--fusion=moe, braid-fuse-moe) against unfused,
+# side by side in one run: the median step time of each against dropless,
+# the planned arena and the loss after the last step (a capacity that
+# drops trains differently; fused trains bit for bit as unfused).
 # The step time is the median step of each run after three warm-up steps,
 # then the median over R rounds (the modes run in turn in each round).
 #
@@ -36,16 +38,18 @@ done
 data="${BRAID_DATA_DIR:-$root/../shared/data}/tinyshakespeare.txt"
 spec="$root/test/bench/specs/cpu-moe.pbtxt"
 mkdir -p "$out"
-modes="dropless"
+modes="dropless fused"
 for f in $factors; do modes="$modes capacity-$f"; done
 for m in $modes; do
   s="$out/$m.pbtxt"
+  fusion=none
   case "$m" in
     dropless) cp "$spec" "$s" ;;
+    fused) cp "$spec" "$s"; fusion=moe ;;
     capacity-*) sed -e "s/^    aux_loss_coeff:/    capacity_factor: ${m#capacity-}\n    aux_loss_coeff:/" "$spec" > "$s" ;;
   esac
-  "$build/bin/braidc" "$s" --report-memory -o "$out/$m.plan" > "$out/$m.report" 2>&1 || {
-    cat "$out/$m.report" >&2; exit 1; }
+  "$build/bin/braidc" "$s" --fusion="$fusion" --report-memory -o "$out/$m.plan" \
+    > "$out/$m.report" 2>&1 || { cat "$out/$m.report" >&2; exit 1; }
 done
 for r in $(seq 1 "$rounds"); do
   for m in $modes; do
@@ -70,6 +74,6 @@ base_time, base_arena = rows[0][1], rows[0][2]
 print(f"cpu-moe, one rank, median of {rounds} rounds")
 print(f"{'mode':<16} {'GEMMs':<8} {'step vs dropless':>16} {'arena':>11} {'vs dropless':>11} {'last loss':>10}")
 for m, t, arena, last in rows:
-    gemm = "grouped" if m == "dropless" else "batched"
+    gemm = "batched" if m.startswith("capacity") else "grouped"
     print(f"{m:<16} {gemm:<8} {t / base_time:>15.2f}x {arena / 2**20:>7.1f} MiB {arena / base_arena:>10.2f}x {last:>10.4f}")
 PY

@@ -1,12 +1,13 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: sed -e 's/data_parallel: 1/data_parallel: 2 expert_parallel: 2 ep_comm_overlap: true/' %models/deepseek-tiny.pbtxt > %t/ep.pbtxt
-// RUN: braid-opt %s --braid-import=spec=%t/ep.pbtxt --braid-autodiff --braid-lower-to-sched --braid-overlap > %t/ep.mlir
+// RUN: braid-opt %s --braid-import=spec=%t/ep.pbtxt --braid-autodiff --braid-fuse-moe --braid-lower-to-sched --braid-overlap > %t/ep.mlir
 // RUN: grep -E 'sched\.(launch|collective|event)' %t/ep.mlir | grep -v -E ' on 1( |$)| dp\(|event\.record [12] ' > %t/ops
 // RUN: FileCheck %s < %t/ops
 // RUN: sed -e 's/ ep_comm_overlap: true//' %t/ep.pbtxt > %t/off.pbtxt
-// RUN: braid-opt %s --braid-import=spec=%t/off.pbtxt --braid-autodiff --braid-lower-to-sched --braid-overlap | FileCheck %s --check-prefix=OFF
+// RUN: braid-opt %s --braid-import=spec=%t/off.pbtxt --braid-autodiff --braid-fuse-moe --braid-lower-to-sched --braid-overlap | FileCheck %s --check-prefix=OFF
 
-// deepseek-tiny under EP 2 with ep_comm_overlap (stream-1 work, the
+// deepseek-tiny under EP 2 with ep_comm_overlap, its router and
+// permutations fused (braid-fuse-moe; stream-1 work, the
 // data-parallel buckets and their hand-overs, filtered out). Every
 // collective along ep runs on stream 2, handed over by event 6 (stream 0's
 // hand-over) and back by event 5. Forward of MoE

@@ -143,11 +143,12 @@ TEST(Bf16Storage, EveryKernelMatchesF32WithinOneRounding) {
     ++compared;
   }
   // The catalogue less adamw, multi_adamw, grad_norm, step_guard,
-  // document_ids, cross_entropy_combine, the router's eight f32 kernels
-  // (moe_route, moe_expert_counts, moe_aux_loss, moe_z_loss, their
-  // gradients, and moe_bias_update) and expert parallel's three i32 ones
-  // (moe_block_counts, moe_ep_offsets, moe_hot_experts).
-  EXPECT_EQ(compared, static_cast<int>(test::validLaunches().size()) - 17);
+  // document_ids, cross_entropy_combine, the router's twelve f32 kernels
+  // (moe_route, moe_scores, moe_topk, moe_expert_counts, moe_aux_loss,
+  // moe_z_loss, their gradients, and moe_bias_update) and four i32 ones
+  // (moe_sort, and expert parallel's moe_block_counts, moe_ep_offsets,
+  // moe_hot_experts).
+  EXPECT_EQ(compared, static_cast<int>(test::validLaunches().size()) - 22);
 }
 
 // The bf16 paths split work as the f32 ones do: the bits do not depend on

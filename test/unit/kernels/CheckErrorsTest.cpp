@@ -33,7 +33,8 @@ TEST(Check, EveryKernelHasAValidLaunch) {
 
 // Kernels without bf16 operands: the optimizer kernels stay f32
 // (docs/gpu-backend.md: they read f32 masters, gradients, moments and
-// scalars), the router scores, chooses and balances in f32, and
+// scalars), the router scores, chooses and balances in f32 (fused or
+// not), and
 // document_ids and expert parallel's counts (and the hot-expert choice
 // from them) have integer operands only.
 bool withoutBf16(const std::string &name) {
@@ -43,7 +44,9 @@ bool withoutBf16(const std::string &name) {
          name == "moe_expert_counts" || name == "moe_block_counts" ||
          name == "moe_ep_offsets" || name == "moe_hot_experts" ||
          name.rfind("moe_aux_loss", 0) == 0 ||
-         name.rfind("moe_z_loss", 0) == 0 || name == "moe_bias_update";
+         name.rfind("moe_z_loss", 0) == 0 || name == "moe_bias_update" ||
+         name.rfind("moe_scores", 0) == 0 || name.rfind("moe_topk", 0) == 0 ||
+         name == "moe_sort";
 }
 
 int countBf16(const Sig &s) {

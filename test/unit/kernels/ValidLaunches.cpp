@@ -37,6 +37,32 @@ std::map<std::string, Sig> validLaunches() {
       .out({4, 6})
       .i("normalize", 1)
       .f("scale", 2.5);
+  add("moe_scores").in({4, 6}).out({4, 6});
+  add("moe_scores_grad").in({4, 6}).in({4, 6}).out({4, 6}).i("sigmoid", 1);
+  add("moe_topk")
+      .in({4, 6})
+      .in({6})
+      .out({4, 2}, kI32)
+      .out({4, 2})
+      .i("normalize", 1)
+      .f("scale", 2.5);
+  add("moe_topk_grad")
+      .in({4, 2})
+      .in({4, 6})
+      .in({4, 2}, kI32)
+      .out({4, 6})
+      .i("normalize", 1);
+  add("moe_sort").in({6, 2}, kI32).out({6, 2}, kI32).out({5}, kI32);
+  add("moe_gather").in({2, 3, 5}).in({6, 2}, kI32).out({12, 5});
+  add("moe_gather_choices").in({12, 5}).in({6, 2}, kI32).out({6, 2, 5});
+  add("moe_gather_choices_grad").in({6, 2, 5}).in({6, 2}, kI32).out({12, 5});
+  add("moe_weighted_sum").in({6, 2, 5}).in({6, 2}).out({6, 5});
+  add("moe_weighted_sum_grad")
+      .in({6, 5})
+      .in({6, 2, 5})
+      .in({6, 2})
+      .out({6, 2, 5})
+      .out({6, 2});
   add("moe_permute")
       .in({2, 3, 5})
       .in({6, 2}, kI32)

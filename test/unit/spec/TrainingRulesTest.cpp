@@ -226,12 +226,12 @@ TEST(CompileRules, FusionList) {
             "t.pbtxt:20:11: compile.fusion: \"bias-gleu\" is not a fusion; "
             "write \"all\", \"none\" or names separated by commas from: gqa, "
             "flash-attention, rope-qkv, add-norm, bias-gelu, bias-swiglu, "
-            "bias-dropout-add, linear-cross-entropy, adamw");
+            "bias-dropout-add, linear-cross-entropy, moe, adamw");
   EXPECT_EQ(errorOf(spec + "compile {\n  fusion: \"add-norm,,bias-gelu\"\n}\n"),
             "t.pbtxt:21:3: compile.fusion: an empty name is not a fusion; "
             "write \"all\", \"none\" or names separated by commas from: gqa, "
             "flash-attention, rope-qkv, add-norm, bias-gelu, bias-swiglu, "
-            "bias-dropout-add, linear-cross-entropy, adamw");
+            "bias-dropout-add, linear-cross-entropy, moe, adamw");
   EXPECT_EQ(errorOf(spec + "compile { fusion: \"none,gqa\" }\n"),
             "t.pbtxt:20:11: compile.fusion: \"none\" cannot stand beside "
             "fusions; write \"none\" alone for no fusion");
@@ -313,11 +313,14 @@ TEST(RecomputePolicy, ParsesEveryForm) {
                                       "fused_bias_gelu", "rope"}));
   // The MoE levels count inside MoE blocks only ("moe:" kinds).
   EXPECT_EQ(parseRecomputePolicy("moe-light")->ops,
-            (std::vector<std::string>{"moe:moe_route", "moe:moe_permute",
-                                      "moe:swiglu", "moe:fused_bias_swiglu"}));
+            (std::vector<std::string>{
+                "moe:moe_route", "moe:moe_scores", "moe:moe_topk",
+                "moe:moe_permute", "moe:moe_sort", "moe:moe_gather",
+                "moe:moe_gather_choices", "moe:swiglu",
+                "moe:fused_bias_swiglu"}));
   EXPECT_EQ(parseRecomputePolicy("moe-full")->ops,
             (std::vector<std::string>{"moe:*"}));
-  EXPECT_EQ(parseRecomputePolicy("moe-medium")->ops.size(), 7u);
+  EXPECT_EQ(parseRecomputePolicy("moe-medium")->ops.size(), 12u);
   EXPECT_FALSE(parseRecomputePolicy("block-x").ok());
   EXPECT_FALSE(parseRecomputePolicy("uniform-").ok());
   EXPECT_FALSE(parseRecomputePolicy("full,norm").ok());
