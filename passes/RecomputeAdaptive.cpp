@@ -47,10 +47,15 @@ bool hasBackwardUser(Value v) {
 }
 
 // The forward GEMMs adaptive recompute applies to: an MoE block's grouped
-// GEMMs whose result the backward reads, not already cloned by the policy.
+// GEMMs over the rows the rank's experts received (offsets from the
+// exchange), whose result the backward reads, not already cloned by the
+// policy. Hot-expert replication's GEMMs over the replicas' rows keep
+// theirs: those rows stay on the rank that routed them, bounded by its own
+// tokens.
 bool isCandidate(Operation *op) {
   auto gemm = dyn_cast<MoeGroupedLinearOp>(op);
   return gemm && isForward(op) && moeBlockMark(op) &&
+         gemm.getOffsets().getDefiningOp<MoeEpOffsetsOp>() &&
          !gemm.getRecomputeAbove() && hasBackwardUser(gemm.getResult());
 }
 

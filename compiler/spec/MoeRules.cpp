@@ -300,10 +300,6 @@ private:
                    "one of the two out");
       return;
     }
-    if (m_.adaptive_recompute() > 0)
-      sink_.report(path("hot_experts"),
-                   "with adaptive_recompute does not compile yet (both "
-                   "change the experts' GEMMs); leave one of the two out");
   }
 
   void checkExpertParallel() {
