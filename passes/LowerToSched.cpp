@@ -227,11 +227,6 @@ LogicalResult Lowering::checkSignature() {
       inputRole_[arg] = schedRole(r.getValue());
     } else if (auto buffer = func_.getArgAttrOfType<ParamAttr>(
                    i, BraidDialect::kBufferAttr)) {
-      if (contextParallel_ > 1)
-        return func_.emitOpError()
-               << "buffer '" << buffer.getName()
-               << "' (an expert bias) does not train with context parallel: "
-                  "its load is summed over the DP ranks alone";
       buffers_.push_back({arg, buffer.getName().str()});
     } else {
       return func_.emitOpError() << "argument " << i

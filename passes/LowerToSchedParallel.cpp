@@ -93,14 +93,25 @@ void Lowering::lowerGradientReduction() {
     collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, shards);
     collective(loc, sched::CollectiveKind::AllReduceSum, sums, {});
   } else {
-    wholes.append(sums.begin(), sums.end());
     // Context parallel: each rank's gradients are its part of the
     // sequence's, summed over the DP and CP ranks at once (dp_cp), on a
     // communicator of their own, apart from the micro-batches' CP
-    // collectives that stream 0 may still be running.
+    // collectives that stream 0 may still be running. An expert bias's
+    // load is already the CP group's (braid-shard sums the counts), so it
+    // is summed over DP alone.
+    SmallVector<Value> loads;
+    if (contextParallel_ > 1) {
+      wholes.push_back(lossSum);
+      loads.assign(sums.begin() + 1, sums.end());
+    } else {
+      wholes.append(sums.begin(), sums.end());
+    }
     collective(loc, sched::CollectiveKind::AllReduceSum, wholes, {},
                contextParallel_ > 1 ? sched::MeshAxis::DpCp
                                     : sched::MeshAxis::Dp);
+    if (!loads.empty() && groupSize(sched::MeshAxis::Dp) > 1)
+      collective(loc, sched::CollectiveKind::AllReduceSum, loads, {},
+                 sched::MeshAxis::Dp);
     if (!experts.empty() && groupSize(sched::MeshAxis::Edp) > 1)
       collective(loc, sched::CollectiveKind::AllReduceSum, experts, {},
                  sched::MeshAxis::Edp);

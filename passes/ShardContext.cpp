@@ -15,6 +15,9 @@
 //    data-parallel reduction;
 //  * RoPE and dropout learn that their positions are the rank's (`cp`,
 //    `cp_dim`), so they rotate and draw what one rank would;
+//  * a mixture-of-experts block routes the rank's tokens: its permuted
+//    rows are those of the rank's tokens, and the expert counts are summed
+//    over the group for the balancing loss and the expert bias;
 //  * attention reaches the other ranks' keys and values. With
 //    braid.cp_all_gather, the keys and values are all-gathered along the
 //    sequence before the attention (and again before its backward) and
@@ -63,6 +66,10 @@ private:
   }
   // Makes `v` the rank's part of the sequence along `dim`.
   LogicalResult shrink(Value v, int64_t dim = 1);
+  // Makes `v`, a mixture-of-experts block's permuted rows [R, D] (a row
+  // per choice of the tokens), the rows of the rank's tokens.
+  LogicalResult shrinkRows(Value v);
+  LogicalResult visitMoe(Operation *op);
   LogicalResult takeInputs();
   LogicalResult visit(Operation *op);
   LogicalResult perToken(Operation *op);
@@ -94,6 +101,8 @@ private:
   const int64_t cp_, seqLen_;
   const bool allGather_;
   DenseSet<Value> parts_;
+  // The parts that are permuted rows, dimension 0 cut.
+  DenseSet<Value> rows_;
   DenseMap<Value, RingForward> ring_;
 };
 
@@ -109,6 +118,22 @@ LogicalResult ContextSharder::shrink(Value v, int64_t dim) {
   }
   v.setType(partType(v, dim));
   parts_.insert(v);
+  return success();
+}
+
+LogicalResult ContextSharder::shrinkRows(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() != 2 || t.getDimSize(0) % cp_ != 0) {
+    Operation *where = v.getDefiningOp() ? v.getDefiningOp()
+                                         : func_.getOperation();
+    return where->emitOpError()
+           << "braid-shard: expected permuted rows [R, D] with R a multiple "
+              "of "
+           << cp_ << " to cut them into context-parallel parts, not " << t;
+  }
+  v.setType(partType(v, 0));
+  parts_.insert(v);
+  rows_.insert(v);
   return success();
 }
 
@@ -140,18 +165,62 @@ LogicalResult ContextSharder::takeInputs() {
 }
 
 // An op of one token at a time: its activations become parts; its weight
-// gradients stay whole (each rank's tokens' part of the sum).
+// gradients stay whole (each rank's tokens' part of the sum). Over an MoE
+// block's permuted rows (the experts' GEMMs, their SwiGLU) the results are
+// rows too.
 LogicalResult ContextSharder::perToken(Operation *op) {
   if (!llvm::any_of(op->getOperands(), [&](Value v) { return isPart(v); }))
     return success();
   if (op->hasTrait<WeightGradient>())
     return success();
+  const bool overRows =
+      llvm::any_of(op->getOperands(), [&](Value v) { return rows_.contains(v); });
   for (Value r : op->getResults())
     if (cast<RankedTensorType>(r.getType()).getRank() >= 2 &&
-        failed(shrink(r)))
+        failed(overRows ? shrinkRows(r) : shrink(r)))
       return failure();
   return success();
 }
+
+// A mixture-of-experts block (docs/moe.md) routes each token alone, so each
+// rank routes its own tokens: token tensors are cut along the sequence and
+// the permuted rows (a row per choice) to the rank's tokens' rows. The
+// expert counts are summed over the group, so that the balancing loss and
+// the expert bias's load count the whole sequence; the loss then divides
+// by the parts, whose losses the group averages.
+LogicalResult ContextSharder::visitMoe(Operation *op) {
+  if (!llvm::any_of(op->getOperands(), [&](Value v) { return isPart(v); }))
+    return success();
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<MoeGatherOp, MoeGatherChoicesGradOp>(
+          [&](Operation *o) { return shrinkRows(o->getResult(0)); })
+      .Case<MoeGatherChoicesOp, MoePermuteGradOp, MoeUnpermuteOp>(
+          [&](Operation *o) { return shrink(o->getResult(0)); })
+      .Case([&](MoePermuteOp p) -> LogicalResult {
+        if (failed(shrinkRows(p.getRows())))
+          return failure();
+        return shrink(p.getPositions());
+      })
+      .Case([&](MoeUnpermuteGradOp g) -> LogicalResult {
+        if (failed(shrinkRows(g.getRowsGrad())))
+          return failure();
+        return shrink(g.getWeightsGrad());
+      })
+      .Case([&](MoeExpertCountsOp c) {
+        b_.setInsertionPointAfter(c);
+        auto sum = make<CommAllReduceOp>(c, c.getCounts().getType(),
+                                         c.getCounts(), cpAxis());
+        c.getCounts().replaceAllUsesExcept(sum.getResult(), sum);
+        return success();
+      })
+      .Case<MoeAuxLossOp, MoeAuxLossGradOp>([&](Operation *o) {
+        o->setAttr("parts", IntegerAttr::get(IntegerType::get(ctx_, 64), cp_));
+        return perToken(o);
+      })
+      .Default([&](Operation *o) { return perToken(o); });
+}
+
+
 
 Value ContextSharder::gather(Value v, Operation *user) {
   b_.setInsertionPoint(user);
@@ -305,6 +374,15 @@ LogicalResult ContextSharder::visit(Operation *op) {
         d->setAttr("cp_dim", IntegerAttr::get(IntegerType::get(ctx_, 64), 1));
         return perToken(d);
       })
+      .Case<MoeScoresOp, MoeScoresGradOp, MoeTopKOp, MoeTopKGradOp,
+            MoeRouteOp, MoeRouteGradOp, MoeExpertCountsOp, MoeAuxLossOp,
+            MoeAuxLossGradOp, MoeZLossOp, MoeZLossGradOp, MoeBiasUpdateOp,
+            MoeSortOp, MoeGatherOp, MoePermuteOp, MoePermuteGradOp,
+            MoeGatherChoicesOp, MoeGatherChoicesGradOp, MoeWeightedSumOp,
+            MoeWeightedSumGradOp, MoeUnpermuteOp, MoeUnpermuteGradOp,
+            MoeGroupedLinearOp, MoeGroupedLinearGradInputOp,
+            MoeGroupedLinearGradWeightOp>(
+          [&](Operation *o) { return visitMoe(o); })
       .Case<EmbeddingOp, EmbeddingGradWeightOp, LinearOp, LinearGradInputOp,
             LinearGradWeightOp, LayerNormOp, LayerNormGradInputOp,
             LayerNormGradWeightOp, RMSNormOp, RMSNormGradInputOp,

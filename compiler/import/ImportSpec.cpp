@@ -333,7 +333,7 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
     MoeAuxLossOp::create(
         b_, loc_, RankedTensorType::get({}, f32_), scores, counts,
         b_.getF64FloatAttr(moe.aux_loss_coeff()), b_.getI64IntegerAttr(k),
-        b_.getBoolAttr(moe.score() == spec::SIGMOID));
+        b_.getBoolAttr(moe.score() == spec::SIGMOID), IntegerAttr());
   if (moe.z_loss_coeff() > 0)
     MoeZLossOp::create(b_, loc_, RankedTensorType::get({}, f32_), logits,
                        b_.getF64FloatAttr(moe.z_loss_coeff()));
@@ -721,10 +721,15 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
   if (spec.model().has_moe()) {
     const char *missing = nullptr;
     const spec::ParallelLayout &par = spec.parallel();
-    if (par.context_parallel() > 1)
-      missing = "context_parallel above 1 (the balancing losses and the "
-                "expert bias's load would count each rank's part of the "
-                "sequence); use data, tensor, pipeline or expert parallel";
+    if (par.context_parallel() > 1 && par.expert_parallel() > 1)
+      missing = "context_parallel with expert_parallel (the exchanges would "
+                "move each rank's part of the sequence); leave one of them "
+                "out";
+    else if (par.context_parallel() > 1 &&
+             spec.model().moe().capacity_factor() > 0)
+      missing = "context_parallel with capacity_factor (each rank would "
+                "drop by its own part of the sequence, not as one rank "
+                "drops); use dropless experts or leave context_parallel out";
     else if (par.expert_parallel() > 1 && par.zero_stage() >= 1)
       missing = "parallel.expert_parallel with ZeRO (each rank's share of "
                 "the experts would be cut again over DP); leave one of them "

@@ -210,7 +210,8 @@ LogicalResult MoeAuxLossOp::buildGradient(GradientBuilder &gb) {
   gb.addGrad(getScores(),
              MoeAuxLossGradOp::create(
                  gb.builder(), getLoc(), typeOf(getScores()), getScores(),
-                 getCounts(), getCoeffAttr(), getTopKAttr(), getSigmoidAttr()));
+                 getCounts(), getCoeffAttr(), getTopKAttr(), getSigmoidAttr(),
+                 getPartsAttr()));
   return success();
 }
 

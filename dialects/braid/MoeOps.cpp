@@ -487,13 +487,23 @@ static LogicalResult verifyAux(Operation *op, Value scores, Value counts,
   return success();
 }
 
+// Context parallel's parts of the sequence: 1 or more.
+static LogicalResult verifyParts(Operation *op, std::optional<uint64_t> parts) {
+  if (parts && *parts < 1)
+    return op->emitOpError("parts must be positive");
+  return success();
+}
+
 LogicalResult MoeAuxLossOp::verify() {
+  if (failed(verifyParts(*this, getParts())))
+    return failure();
   return verifyAux(*this, getScores(), getCounts(),
                    getCoeff().convertToDouble(), getTopK());
 }
 
 LogicalResult MoeAuxLossGradOp::verify() {
-  if (failed(verifyAux(*this, getScores(), getCounts(),
+  if (failed(verifyParts(*this, getParts())) ||
+      failed(verifyAux(*this, getScores(), getCounts(),
                        getCoeff().convertToDouble(), getTopK())))
     return failure();
   return expectShape(*this, getScoresGrad(), shapeOf(getScores()),

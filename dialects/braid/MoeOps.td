@@ -69,7 +69,10 @@ def Braid_MoeAuxLossOp : Braid_PureOp<"moe_aux_loss", [Braid_Differentiable, Bra
   let description = [{
     `coeff * E / (top_k * T^2) * sum_e counts[e] * sum_t q[t, e]` over the
     T tokens, q the scores normalised per token (docs/moe.md). A side loss:
-    its gradient joins the cross-entropy's.
+    its gradient joins the cross-entropy's. With `parts` (context
+    parallel), the counts are the whole sequence's and the scores one of
+    `parts` equal parts of it: the factor is divided by `parts`, so that
+    the parts' losses averaged are the whole sequence's.
 
     ```mlir
     %aux = braid.moe_aux_loss %scores, %counts
@@ -78,7 +81,8 @@ def Braid_MoeAuxLossOp : Braid_PureOp<"moe_aux_loss", [Braid_Differentiable, Bra
     ```
   }];
   let arguments = (ins Braid_StatTensor:$scores, Braid_StatTensor:$counts,
-                       F64Attr:$coeff, I64Attr:$top_k, BoolAttr:$sigmoid);
+                       F64Attr:$coeff, I64Attr:$top_k, BoolAttr:$sigmoid,
+                       OptionalAttr<I64Attr>:$parts);
   let results = (outs Braid_Scalar:$loss);
 }
 
@@ -92,7 +96,8 @@ def Braid_MoeAuxLossGradOp : Braid_PureOp<"moe_aux_loss_grad"> {
     ```
   }];
   let arguments = (ins Braid_StatTensor:$scores, Braid_StatTensor:$counts,
-                       F64Attr:$coeff, I64Attr:$top_k, BoolAttr:$sigmoid);
+                       F64Attr:$coeff, I64Attr:$top_k, BoolAttr:$sigmoid,
+                       OptionalAttr<I64Attr>:$parts);
   let results = (outs Braid_StatTensor:$scores_grad);
 }
 

@@ -235,19 +235,22 @@ LogicalResult CollectiveOp::verify() {
     if (!getOutputs().empty())
       return emitOpError("all_reduce_sum works in place and has no outputs");
     // Along TP the sums are activations' (braid-shard), in transient
-    // buffers; along the other axes gradients and scalars, in globals.
+    // buffers, and along CP an MoE block's expert counts (f32); along the
+    // other axes gradients and scalars, in globals.
     const bool tp = getAxis() == MeshAxis::Tp;
+    const bool transientOk = tp || getAxis() == MeshAxis::Cp;
     for (Value b : getBuffers()) {
       auto type = cast<MemRefType>(b.getType());
       auto global = b.getDefiningOp<GetGlobalOp>();
       // bf16 activations (BF16 plans) sum along TP too.
       const bool dtypeOk = type.getElementType().isF32() ||
                            (tp && !global && type.getElementType().isBF16());
-      if ((!global && !tp) || !dtypeOk)
-        return emitOpError() << "reduces f32 "
-                             << (tp ? "or bf16 buffers" : "globals")
-                             << ", not " << type
-                             << (global || tp ? "" : " of a transient buffer");
+      if ((!global && !transientOk) || !dtypeOk)
+        return emitOpError()
+               << "reduces f32 "
+               << (tp ? "or bf16 buffers" : (transientOk ? "buffers" : "globals"))
+               << ", not " << type
+               << (global || transientOk ? "" : " of a transient buffer");
     }
     return success();
   }

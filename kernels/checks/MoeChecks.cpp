@@ -473,12 +473,14 @@ absl::Status checkMoeExpertCounts(const KernelSignature &sig) {
   return absl::OkStatus();
 }
 
-// moe_aux_loss and its gradient: scores, counts; top_k and sigmoid.
+// moe_aux_loss and its gradient: scores, counts; top_k, sigmoid and the
+// sequence's parts (context parallel).
 absl::Status checkAux(LaunchChecker &c) {
   BRAID_KERNEL_TRY(c.inputs({"scores", "counts"}));
   BRAID_KERNEL_TRY(checkBalanceRows(c, c.in(0)));
   BRAID_KERNEL_TRY(checkCounts(c, c.in(1), c.in(0)));
   BRAID_KERNEL_TRY(c.intParamOr("sigmoid", 0, 0, 1).status());
+  BRAID_KERNEL_TRY(c.intParamOr("parts", 1, 1, 1 << 20).status());
   return c.intParamOr("top_k", 1, 1, c.in(0).lastDim()).status();
 }
 

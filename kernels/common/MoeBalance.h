@@ -30,13 +30,18 @@ BRAID_HOST_DEVICE inline void countExperts(const int32_t *experts,
       counts[experts[a]] += 1.0f;
 }
 
-// aux's factor coeff * E / (K * T^2) over T rows; 0 without rows.
+// aux's factor coeff * E / (K * T^2) over T rows; 0 without rows. Under
+// context parallel the rows are one of `parts` equal parts of the sequence
+// whose counts the launch reads, and the factor is divided by `parts`: the
+// parts' losses averaged (as the CP group averages its losses) give the
+// whole sequence's.
 BRAID_HOST_DEVICE inline double auxFactor(double coeff, int64_t e, int64_t topK,
-                                          int64_t t) {
+                                          int64_t t, int64_t parts = 1) {
   const double rows = static_cast<double>(t);
   return t == 0 ? 0.0
                 : coeff * static_cast<double>(e) /
-                      (static_cast<double>(topK) * rows * rows);
+                      (static_cast<double>(topK) * rows * rows *
+                       static_cast<double>(parts));
 }
 
 // z's factor coeff / T; 0 without rows.

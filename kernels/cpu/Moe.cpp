@@ -152,7 +152,8 @@ void runMoeExpertCounts(const KernelArgs &args) {
 
 double auxFactor(const KernelArgs &args, int64_t n, int64_t e) {
   const KernelParams &p = paramsOf(args);
-  return moe::auxFactor(p.floatOr("coeff", 0.0), e, p.intOr("top_k", 1), n);
+  return moe::auxFactor(p.floatOr("coeff", 0.0), e, p.intOr("top_k", 1), n,
+                        p.intOr("parts", 1));
 }
 
 // The rows summed in order in double: the same bits on any thread count.

@@ -241,6 +241,7 @@ struct BalanceRows {
   int64_t n = 0, e = 0;
   double coeff = 0, scale = 1;
   int sigmoid = 0, topK = 1;
+  int64_t parts = 1;
 };
 
 BalanceRows balanceRows(const KernelArgs &args) {
@@ -252,11 +253,12 @@ BalanceRows balanceRows(const KernelArgs &args) {
   b.scale = p.floatOr("scale", 1.0);
   b.sigmoid = p.intOr("sigmoid", 0) != 0;
   b.topK = static_cast<int>(p.intOr("top_k", 1));
+  b.parts = p.intOr("parts", 1);
   return b;
 }
 
 double auxFactor(const BalanceRows &b) {
-  return moe::auxFactor(b.coeff, b.e, b.topK, b.n);
+  return moe::auxFactor(b.coeff, b.e, b.topK, b.n, b.parts);
 }
 
 __global__ void blockCountsKernel(const int32_t *__restrict__ offsets,

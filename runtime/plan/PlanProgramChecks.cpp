@@ -466,13 +466,16 @@ absl::Status resolveCollective(const plan::Plan &plan,
             " ", planDTypeName(t.dtype()),
             "; an all-reduce sums f32 GRADIENT and SCALAR tensors, and f32 "
             "or bf16 ACTIVATION tensors along tp"));
-      if (activation && c.axis() != plan::TP)
+      // Activations sum along tp (tensor parallelism's partial sums) and,
+      // f32, along cp (an MoE block's expert counts).
+      if (activation && c.axis() != plan::TP &&
+          !(c.axis() == plan::CP && t.dtype() == plan::F32))
         return refuse(absl::StrCat(
             where, ": sums ACTIVATION ", tensorRef(plan, id), " along the ",
             axisName,
-            " axis; an all-reduce sums activations along tp only (tensor "
-            "parallelism's partial sums), gradients and scalars along any "
-            "axis"));
+            " axis; an all-reduce sums activations along tp (tensor "
+            "parallelism's partial sums) and f32 ones along cp (an MoE "
+            "block's expert counts), gradients and scalars along any axis"));
       out.inputs.push_back(id);
       out.outputs.push_back(id);
       continue;

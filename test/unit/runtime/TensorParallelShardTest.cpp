@@ -1011,14 +1011,20 @@ TEST(ExpertParallelLoader, AcceptsTheExchangesAlongEpOnly) {
 }
 
 TEST(TensorParallelLoader, RefusesCollectivesTensorParallelismDoesNotMake) {
-  // Activations sum along TP only, and in f32 or bf16.
+  // Activations sum along TP, in f32 or bf16, and along CP in f32 only.
   expectRefused(
       collectivePlan([](test::PlanBuilder &b, const Ids &ids) {
         b.collective(0, plan::ALL_REDUCE_SUM, plan::DP, {ids.x});
       }),
       "instruction 3: sums ACTIVATION plan.tensors[10] (x) along the dp "
-      "axis; an all-reduce sums activations along tp only (tensor "
-      "parallelism's partial sums), gradients and scalars along any axis");
+      "axis; an all-reduce sums activations along tp (tensor parallelism's "
+      "partial sums) and f32 ones along cp (an MoE block's expert counts), "
+      "gradients and scalars along any axis");
+  expectRefused(
+      collectivePlan([](test::PlanBuilder &b, const Ids &ids) {
+        b.collective(0, plan::ALL_REDUCE_SUM, plan::CP, {ids.xb});
+      }),
+      "along the cp axis; an all-reduce sums activations along tp");
   expectRefused(
       collectivePlan([](test::PlanBuilder &b, const Ids &ids) {
         b.collective(0, plan::ALL_REDUCE_SUM, plan::TP, {ids.xi});
