@@ -24,13 +24,20 @@ BRAID_HOST_DEVICE inline int64_t groupCount(const int32_t *counts,
   return c;
 }
 
+// The first of the `slots` entries of `hot` that names `e`, -1 when none
+// does.
+BRAID_HOST_DEVICE inline int64_t slotNaming(const int32_t *hot, int64_t slots,
+                                            int64_t e) {
+  for (int64_t h = 0; h < slots; ++h)
+    if (hot[h] == e)
+      return h;
+  return -1;
+}
+
 // Whether `e` is one of the `slots` entries of `hot`.
 BRAID_HOST_DEVICE inline bool isHot(const int32_t *hot, int64_t slots,
                                     int64_t e) {
-  for (int64_t h = 0; h < slots; ++h)
-    if (hot[h] == e)
-      return true;
-  return false;
+  return slotNaming(hot, slots, e) >= 0;
 }
 
 // The expert whose rows (and replica) slot h of `hot` takes: hot[h] when it
@@ -143,10 +150,7 @@ struct HotRows {
   BRAID_HOST_DEVICE int64_t count(int64_t e) const { return end(e) - begin(e); }
   // The slot that takes expert e's rows, -1 when e is cold.
   BRAID_HOST_DEVICE int64_t slotOf(int64_t e) const {
-    for (int64_t h = 0; h < slots; ++h)
-      if (hot[h] == e)
-        return h;
-    return -1;
+    return slotNaming(hot, slots, e);
   }
   // The expert whose rows slot h takes, -1 for an unused slot.
   BRAID_HOST_DEVICE int64_t expertOfSlot(int64_t h) const {

@@ -123,7 +123,11 @@ bool fusePermute(MoeGatherOp gather) {
                  return isa<MoeGatherOp>(u);
                }) != 1)
     return false;
-  OpBuilder b(gather);
+  // At the sort, whose results the permute's replace, when the tokens are
+  // made before it (as braid-import orders them); else at the gather.
+  Operation *input = gather.getInput().getDefiningOp();
+  const bool atSort = !input || input->isBeforeInBlock(sort);
+  OpBuilder b(atSort ? sort.getOperation() : gather.getOperation());
   auto permute = MoePermuteOp::create(
       b, gather.getLoc(), gather.getRows().getType(),
       sort.getPositions().getType(), sort.getOffsets().getType(),
