@@ -222,13 +222,18 @@ LogicalResult MoeZLossOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+// moe_permute's and moe_gather's: each token's gradient, the sum of its
+// rows'.
+static void addPermuteGrad(GradientBuilder &gb, Location loc, Value input,
+                           Value rows, Value positions) {
+  if (Value drows = gb.grad(rows))
+    gb.addGrad(input, MoePermuteGradOp::create(gb.builder(), loc,
+                                               typeOf(input), drows,
+                                               positions));
+}
+
 LogicalResult MoePermuteOp::buildGradient(GradientBuilder &gb) {
-  Value drows = gb.grad(getRows());
-  if (!drows)
-    return success();
-  gb.addGrad(getInput(), MoePermuteGradOp::create(gb.builder(), getLoc(),
-                                                  typeOf(getInput()), drows,
-                                                  getPositions()));
+  addPermuteGrad(gb, getLoc(), getInput(), getRows(), getPositions());
   return success();
 }
 
@@ -244,12 +249,7 @@ LogicalResult MoeUnpermuteOp::buildGradient(GradientBuilder &gb) {
 // The unfused permutations: the gather's gradient is the fused permute's;
 // the unpermute's is the weighted sum's and then the gather's.
 LogicalResult MoeGatherOp::buildGradient(GradientBuilder &gb) {
-  Value drows = gb.grad(getRows());
-  if (!drows)
-    return success();
-  gb.addGrad(getInput(), MoePermuteGradOp::create(gb.builder(), getLoc(),
-                                                  typeOf(getInput()), drows,
-                                                  getPositions()));
+  addPermuteGrad(gb, getLoc(), getInput(), getRows(), getPositions());
   return success();
 }
 

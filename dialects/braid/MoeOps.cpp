@@ -36,6 +36,26 @@ LogicalResult verifyTopK(Operation *op, Value experts, Value scores) {
   return success();
 }
 
+// The router's choice (moe_route, moe_topk): K of the E experts of `rows`
+// [..., E] (logits or scores), a weight per choice, a bias per expert.
+LogicalResult verifyChoice(Operation *op, Value experts, Value weights,
+                           Value bias, Value rows) {
+  if (failed(verifyTopK(op, experts, rows)) ||
+      failed(expectShape(op, weights, shapeOf(experts), "weights")))
+    return failure();
+  if (bias && failed(expectShape(op, bias, {lastDim(rows)}, "bias")))
+    return failure();
+  return success();
+}
+
+// The weights' gradient [..., K] of a choice of the experts of `scores`.
+LogicalResult verifyChoiceGrad(Operation *op, Value weightsGrad,
+                               Value experts, Value scores) {
+  if (failed(verifyTopK(op, experts, scores)))
+    return failure();
+  return expectShape(op, weightsGrad, shapeOf(experts), "weights gradient");
+}
+
 // Rows [R, D] permuted from tokens [..., D] by `positions` [..., K]: R is
 // a row per choice dropless, E * capacity in capacity mode, so only the
 // permute op (which knows which) fixes it.
@@ -144,21 +164,15 @@ LogicalResult verifyExpertInputGrad(Operation *op, Value grad, Value weight,
 } // namespace
 
 LogicalResult MoeRouteOp::verify() {
-  if (failed(verifyTopK(*this, getExperts(), getLogits())) ||
-      failed(expectShape(*this, getScores(), shapeOf(getLogits()), "scores")) ||
-      failed(
-          expectShape(*this, getWeights(), shapeOf(getExperts()), "weights")))
+  if (failed(verifyChoice(*this, getExperts(), getWeights(), getBias(),
+                          getLogits())))
     return failure();
-  if (getBias() &&
-      failed(expectShape(*this, getBias(), {lastDim(getLogits())}, "bias")))
-    return failure();
-  return success();
+  return expectShape(*this, getScores(), shapeOf(getLogits()), "scores");
 }
 
 LogicalResult MoeRouteGradOp::verify() {
-  if (failed(verifyTopK(*this, getExperts(), getScores())) ||
-      failed(expectShape(*this, getWeightsGrad(), shapeOf(getExperts()),
-                         "weights gradient")))
+  if (failed(verifyChoiceGrad(*this, getWeightsGrad(), getExperts(),
+                              getScores())))
     return failure();
   if (getScoresGrad() &&
       failed(expectShape(*this, getScoresGrad(), shapeOf(getScores()),
@@ -223,20 +237,13 @@ LogicalResult MoeScoresGradOp::verify() {
 }
 
 LogicalResult MoeTopKOp::verify() {
-  if (failed(verifyTopK(*this, getExperts(), getScores())) ||
-      failed(
-          expectShape(*this, getWeights(), shapeOf(getExperts()), "weights")))
-    return failure();
-  if (getBias() &&
-      failed(expectShape(*this, getBias(), {lastDim(getScores())}, "bias")))
-    return failure();
-  return success();
+  return verifyChoice(*this, getExperts(), getWeights(), getBias(),
+                      getScores());
 }
 
 LogicalResult MoeTopKGradOp::verify() {
-  if (failed(verifyTopK(*this, getExperts(), getScores())) ||
-      failed(expectShape(*this, getWeightsGrad(), shapeOf(getExperts()),
-                         "weights gradient")))
+  if (failed(verifyChoiceGrad(*this, getWeightsGrad(), getExperts(),
+                              getScores())))
     return failure();
   return expectShape(*this, getScoresGrad(), shapeOf(getScores()),
                      "scores gradient");

@@ -43,24 +43,46 @@ absl::Status checkChoice(const LaunchChecker &c, const Operand &experts,
   return absl::OkStatus();
 }
 
+// The router's choice (moe_route, moe_topk) from `rows` [..., E] (f32
+// logits or scores) and the optional bias (input 1): `experts` and their
+// `weights`.
+absl::Status checkRouterChoice(const LaunchChecker &c, const Operand &rows,
+                               const Operand &experts, const Operand &weights) {
+  BRAID_KERNEL_TRY(c.f32(rows, kWhy));
+  BRAID_KERNEL_TRY(c.minRank(rows, 2, "[..., E]"));
+  if (c.numIns() > 1) {
+    BRAID_KERNEL_TRY(c.f32(c.in(1), kWhy));
+    BRAID_KERNEL_TRY(c.shape(c.in(1), {rows.lastDim()},
+                             "(one bias per expert of input 0)"));
+  }
+  BRAID_KERNEL_TRY(checkChoice(c, experts, rows));
+  BRAID_KERNEL_TRY(c.f32(weights, kWhy));
+  return c.sameShape(weights, experts);
+}
+
+// The gradient through the choice (moe_route_grad, moe_topk_grad): the
+// weights' gradient `dweights` of `experts` chosen from `scores` [..., E],
+// and `result` (f32, the scores' shape).
+absl::Status checkChoiceGrad(const LaunchChecker &c, const Operand &dweights,
+                             const Operand &scores, const Operand &experts,
+                             const Operand &result) {
+  BRAID_KERNEL_TRY(c.f32(scores, kWhy));
+  BRAID_KERNEL_TRY(c.minRank(scores, 2, "[..., E]"));
+  BRAID_KERNEL_TRY(checkChoice(c, experts, scores));
+  BRAID_KERNEL_TRY(c.f32(dweights, kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(dweights, experts));
+  BRAID_KERNEL_TRY(c.f32(result, kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(result, scores));
+  return checkRouteParams(c);
+}
+
 absl::Status checkMoeRoute(const KernelSignature &sig) {
   LaunchChecker c("moe_route", sig);
   BRAID_KERNEL_TRY(c.inputs({"logits", "bias"}, 1));
   BRAID_KERNEL_TRY(c.outputs({"experts", "weights", "scores"}));
-  Operand logits = c.in(0), experts = c.out(0), weights = c.out(1),
-          scores = c.out(2);
-  BRAID_KERNEL_TRY(c.f32(logits, kWhy));
-  BRAID_KERNEL_TRY(c.minRank(logits, 2, "[..., E]"));
-  if (c.numIns() > 1) {
-    BRAID_KERNEL_TRY(c.f32(c.in(1), kWhy));
-    BRAID_KERNEL_TRY(c.shape(c.in(1), {logits.lastDim()},
-                             "(one bias per expert of input 0)"));
-  }
-  BRAID_KERNEL_TRY(checkChoice(c, experts, logits));
-  BRAID_KERNEL_TRY(c.f32(weights, kWhy));
-  BRAID_KERNEL_TRY(c.sameShape(weights, experts));
-  BRAID_KERNEL_TRY(c.f32(scores, kWhy));
-  BRAID_KERNEL_TRY(c.sameShape(scores, logits));
+  BRAID_KERNEL_TRY(checkRouterChoice(c, c.in(0), c.out(0), c.out(1)));
+  BRAID_KERNEL_TRY(c.f32(c.out(2), kWhy));
+  BRAID_KERNEL_TRY(c.sameShape(c.out(2), c.in(0)));
   return checkRouteParams(c);
 }
 
@@ -72,16 +94,7 @@ absl::Status checkMoeRouteGrad(const KernelSignature &sig) {
     BRAID_KERNEL_TRY(c.sameShape(c.in(3), c.in(1)));
   }
   BRAID_KERNEL_TRY(c.outputs({"dlogits"}));
-  Operand dweights = c.in(0), scores = c.in(1), experts = c.in(2),
-          dlogits = c.out(0);
-  BRAID_KERNEL_TRY(c.f32(scores, kWhy));
-  BRAID_KERNEL_TRY(c.minRank(scores, 2, "[..., E]"));
-  BRAID_KERNEL_TRY(checkChoice(c, experts, scores));
-  BRAID_KERNEL_TRY(c.f32(dweights, kWhy));
-  BRAID_KERNEL_TRY(c.sameShape(dweights, experts));
-  BRAID_KERNEL_TRY(c.f32(dlogits, kWhy));
-  BRAID_KERNEL_TRY(c.sameShape(dlogits, scores));
-  return checkRouteParams(c);
+  return checkChoiceGrad(c, c.in(0), c.in(1), c.in(2), c.out(0));
 }
 
 // The tokens `x` [..., D] (float storage), their choices `positions`
@@ -115,6 +128,22 @@ absl::Status checkPermuted(const LaunchChecker &c, const Operand &x,
                  rowCount < 0 ? "(rows of D)" : "(a row of D per slot)");
 }
 
+// The sort's results (moe_sort, moe_permute): a position per choice of
+// `experts` (i32) and the offsets [E + 1] (i32) of at least one expert.
+absl::Status checkSortOutputs(const LaunchChecker &c, const Operand &experts,
+                              const Operand &positions,
+                              const Operand &offsets) {
+  BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
+  BRAID_KERNEL_TRY(c.sameShape(positions, experts));
+  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
+  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[E + 1]"));
+  if (offsets.dim(0) < 2)
+    return c.error(absl::StrCat(offsets.label, " has ", offsets.dim(0),
+                                " entries: one more than the experts, of "
+                                "which there is at least one"));
+  return absl::OkStatus();
+}
+
 absl::Status checkMoePermute(const KernelSignature &sig) {
   LaunchChecker c("moe_permute", sig);
   BRAID_KERNEL_TRY(c.inputs({"x", "experts"}));
@@ -130,15 +159,7 @@ absl::Status checkMoePermute(const KernelSignature &sig) {
                             ? (offsets.dim(0) - 1) * *capacity
                             : experts.desc->numel();
   BRAID_KERNEL_TRY(checkPermuted(c, x, experts, xs, slots));
-  BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
-  BRAID_KERNEL_TRY(c.sameShape(positions, experts));
-  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
-  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[E + 1]"));
-  if (offsets.dim(0) < 2)
-    return c.error(absl::StrCat(offsets.label, " has ", offsets.dim(0),
-                                " entries: one more than the experts, of "
-                                "which there is at least one"));
-  return absl::OkStatus();
+  return checkSortOutputs(c, experts, positions, offsets);
 }
 
 absl::Status checkMoePermuteGrad(const KernelSignature &sig) {
@@ -199,17 +220,7 @@ absl::Status checkMoeTopK(const KernelSignature &sig) {
   LaunchChecker c("moe_topk", sig);
   BRAID_KERNEL_TRY(c.inputs({"scores", "bias"}, 1));
   BRAID_KERNEL_TRY(c.outputs({"experts", "weights"}));
-  Operand scores = c.in(0), experts = c.out(0), weights = c.out(1);
-  BRAID_KERNEL_TRY(c.f32(scores, kWhy));
-  BRAID_KERNEL_TRY(c.minRank(scores, 2, "[..., E]"));
-  if (c.numIns() > 1) {
-    BRAID_KERNEL_TRY(c.f32(c.in(1), kWhy));
-    BRAID_KERNEL_TRY(c.shape(c.in(1), {scores.lastDim()},
-                             "(one bias per expert of input 0)"));
-  }
-  BRAID_KERNEL_TRY(checkChoice(c, experts, scores));
-  BRAID_KERNEL_TRY(c.f32(weights, kWhy));
-  BRAID_KERNEL_TRY(c.sameShape(weights, experts));
+  BRAID_KERNEL_TRY(checkRouterChoice(c, c.in(0), c.out(0), c.out(1)));
   return checkRouteParams(c);
 }
 
@@ -217,36 +228,21 @@ absl::Status checkMoeTopKGrad(const KernelSignature &sig) {
   LaunchChecker c("moe_topk_grad", sig);
   BRAID_KERNEL_TRY(c.inputs({"dweights", "scores", "experts"}));
   BRAID_KERNEL_TRY(c.outputs({"dscores"}));
-  Operand dweights = c.in(0), scores = c.in(1), experts = c.in(2);
-  BRAID_KERNEL_TRY(c.f32(scores, kWhy));
-  BRAID_KERNEL_TRY(c.minRank(scores, 2, "[..., E]"));
-  BRAID_KERNEL_TRY(checkChoice(c, experts, scores));
-  BRAID_KERNEL_TRY(c.f32(dweights, kWhy));
-  BRAID_KERNEL_TRY(c.sameShape(dweights, experts));
-  BRAID_KERNEL_TRY(c.f32(c.out(0), kWhy));
-  BRAID_KERNEL_TRY(c.sameShape(c.out(0), scores));
-  return checkRouteParams(c);
+  return checkChoiceGrad(c, c.in(0), c.in(1), c.in(2), c.out(0));
 }
 
 absl::Status checkMoeSort(const KernelSignature &sig) {
   LaunchChecker c("moe_sort", sig);
   BRAID_KERNEL_TRY(c.inputs({"experts"}));
   BRAID_KERNEL_TRY(c.outputs({"positions", "offsets"}));
-  Operand experts = c.in(0), positions = c.out(0), offsets = c.out(1);
+  Operand experts = c.in(0);
   BRAID_KERNEL_TRY(c.dtype(experts, DType::kI32));
   BRAID_KERNEL_TRY(c.minRank(experts, 2, "[..., K]"));
   if (experts.desc->numel() > INT32_MAX)
     return c.error(absl::StrCat(experts.label, " has ",
                                 experts.desc->numel(),
                                 " choices, more than 2^31 - 1"));
-  BRAID_KERNEL_TRY(c.dtype(positions, DType::kI32));
-  BRAID_KERNEL_TRY(c.sameShape(positions, experts));
-  BRAID_KERNEL_TRY(c.dtype(offsets, DType::kI32));
-  BRAID_KERNEL_TRY(c.rank(offsets, 1, "[E + 1]"));
-  if (offsets.dim(0) < 2)
-    return c.error(absl::StrCat(offsets.label, " has ", offsets.dim(0),
-                                " entries: one more than the experts, of "
-                                "which there is at least one"));
+  BRAID_KERNEL_TRY(checkSortOutputs(c, experts, c.out(0), c.out(1)));
   return c.intParamOr("capacity", 0, 0, INT32_MAX).status();
 }
 
