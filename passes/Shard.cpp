@@ -486,19 +486,18 @@ LogicalResult Sharder::visit(Operation *op) {
       // Context parallel's layout copies and collectives act along the
       // sequence: the TP layout carries through.
       .Case([&](TakePartOp t) { return sameAsOperands(t, {0}); })
-      .Case<MoeScoresOp, MoeScoresGradOp, MoeTopKOp, MoeTopKGradOp,
-            MoeSortOp, MoeGatherOp, MoeGatherChoicesOp,
-            MoeGatherChoicesGradOp, MoeWeightedSumOp, MoeWeightedSumGradOp,
-            MoeRouteOp, MoeRouteGradOp, MoeExpertCountsOp, MoeAuxLossOp,
-            MoeAuxLossGradOp, MoeZLossOp, MoeZLossGradOp, MoeBiasUpdateOp,
-            MoePermuteOp, MoePermuteGradOp, MoeUnpermuteOp,
-            MoeUnpermuteGradOp, MoeGroupedLinearOp,
+      .Case<MoeScoresOp, MoeScoresGradOp, MoeTopKOp, MoeTopKGradOp, MoeSortOp,
+            MoeGatherOp, MoeGatherChoicesOp, MoeGatherChoicesGradOp,
+            MoeWeightedSumOp, MoeWeightedSumGradOp, MoeRouteOp, MoeRouteGradOp,
+            MoeExpertCountsOp, MoeAuxLossOp, MoeAuxLossGradOp, MoeZLossOp,
+            MoeZLossGradOp, MoeBiasUpdateOp, MoePermuteOp, MoePermuteGradOp,
+            MoeUnpermuteOp, MoeUnpermuteGradOp, MoeGroupedLinearOp,
             MoeGroupedLinearGradInputOp, MoeGroupedLinearGradWeightOp,
             MoeBatchedLinearOp, MoeBatchedLinearGradInputOp,
             MoeBatchedLinearGradWeightOp, MoeBlockCountsOp, MoeEpOffsetsOp,
-            MoeKeepRowsOp, MoeRestoreRowsOp, MoeHotExpertsOp,
-            MoeSplitRowsOp, MoeMergeRowsOp, CommDispatchOp, CommCombineOp,
-            CommReplicateExpertsOp, CommReduceReplicasOp>(
+            MoeKeepRowsOp, MoeRestoreRowsOp, MoeHotExpertsOp, MoeSplitRowsOp,
+            MoeMergeRowsOp, MoeSplitTokensOp, MoeJoinTokensOp, CommDispatchOp,
+            CommCombineOp, CommReplicateExpertsOp, CommReduceReplicasOp>(
           [&](Operation *m) { return visitWhole(m); })
       .Case<CommAllGatherOp, CommReduceScatterOp, CommShiftOp>(
           [&](Operation *c) { return sameAsOperands(c, {0}); })

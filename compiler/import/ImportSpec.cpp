@@ -208,6 +208,12 @@ private:
   Value denseMlp(Value h, const std::string &prefix, int64_t width,
                  const char *gate, const char *up, const char *down);
   Value moeBlock(Value h, int64_t l);
+  // The stacked weights of a layer's routed experts.
+  struct ExpertWeights {
+    Value gate, up, down;
+  };
+  Value routedExperts(Value h, Value experts, Value weights,
+                      const ExpertWeights &w);
   bool isMoeLayer(int64_t l) const {
     return arch_.has_moe() && l >= arch_.moe().first_k_dense();
   }
@@ -297,7 +303,6 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
                         (mixtral ? ".block_sparse_moe" : ".mlp");
   const int64_t d = arch_.hidden_size(), e = moe.num_experts(), k = moe.top_k(),
                 f = moe.expert_ffn_hidden_size();
-  const int64_t tokens = batch_ * seq_;
 
   Value logits = linear(h, p + ".gate", e);
   if (bf16_)
@@ -337,16 +342,71 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
   if (moe.z_loss_coeff() > 0)
     MoeZLossOp::create(b_, loc_, RankedTensorType::get({}, f32_), logits,
                        b_.getF64FloatAttr(moe.z_loss_coeff()));
+  // Expert parallel (docs/moe.md): each rank holds `local` of the experts.
+  const int64_t ep = std::max<int64_t>(1, spec_.parallel().expert_parallel());
+  const int64_t local = e / ep;
+  auto expertWeight = [&](const char *name, int64_t out, int64_t in,
+                          bool scaledResidual) {
+    return param(p + ".experts.*." + name + ".weight", {local, out, in},
+                 InitKind::Normal, scaledResidual, /*transposed=*/false,
+                 /*expertShare=*/ep > 1);
+  };
+  const ExpertWeights stacked{
+      expertWeight(mixtral ? "w1" : "gate_proj", f, d, false),
+      expertWeight(mixtral ? "w3" : "up_proj", f, d, false),
+      expertWeight(mixtral ? "w2" : "down_proj", d, f,
+                   /*scaledResidual=*/true)};
+  // Sub-units (docs/moe.md): the tokens cut into equal parts along the
+  // sequence after the router, each part permuted, exchanged, computed
+  // and combined on its own, the results joined back.
+  const int64_t units = moeSubUnits(spec_);
+  Value y;
+  if (units == 1) {
+    y = routedExperts(h, route.getExperts(), route.getWeights(), stacked);
+  } else {
+    auto split = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape[1] /= units;
+      SmallVector<Type> types(units,
+                              RankedTensorType::get(shape, t.getElementType()));
+      return MoeSplitTokensOp::create(b_, loc_, types, v).getParts();
+    };
+    auto hs = split(h), es = split(route.getExperts()),
+         ws = split(route.getWeights());
+    SmallVector<Value> ys;
+    for (int64_t u = 0; u < units; ++u)
+      ys.push_back(routedExperts(hs[u], es[u], ws[u], stacked));
+    y = MoeJoinTokensOp::create(b_, loc_, act(d), ys);
+  }
+  if (moe.num_shared_experts() > 0)
+    y = add(y, denseMlp(h, p + ".shared_experts",
+                        moe.num_shared_experts() * moe.shared_ffn_hidden_size(),
+                        "gate_proj", "up_proj", "down_proj"));
+  return y;
+}
+
+// One unit of an MoE layer's routed experts (the whole layer, or one of
+// its sub-units): the tokens `h` [B, S', D] permuted by their router
+// choices `experts` into expert-major rows, through the experts (over
+// expert parallel's exchanges), and back, summed with `weights`.
+Value GraphBuilder::routedExperts(Value h, Value experts, Value weights,
+                                  const ExpertWeights &stacked) {
+  const spec::Moe &moe = arch_.moe();
+  const int64_t d = arch_.hidden_size(), e = moe.num_experts(),
+                f = moe.expert_ffn_hidden_size();
+  auto tokens = cast<RankedTensorType>(h.getType()).getShape();
+  const int64_t capacity = moeCapacity(spec_);
   // Dropless: a row per choice, grouped GEMMs over the experts' blocks.
   // Capacity mode: `capacity` rows per expert (docs/moe.md), one batched
   // GEMM over the E equal blocks.
-  const int64_t capacity = moeCapacity(spec_);
-  const int64_t slots = capacity > 0 ? e * capacity : tokens * k;
+  const int64_t slots =
+      capacity > 0 ? e * capacity : tokens[0] * tokens[1] * moe.top_k();
   // The unfused permutation: where each choice's row goes, then the copy
   // (braid-fuse-moe makes them one moe_permute).
   auto sort = MoeSortOp::create(
-      b_, loc_, choice(b_.getI32Type()),
-      RankedTensorType::get({e + 1}, b_.getI32Type()), route.getExperts(),
+      b_, loc_, experts.getType(),
+      RankedTensorType::get({e + 1}, b_.getI32Type()), experts,
       capacity > 0 ? b_.getI64IntegerAttr(capacity) : IntegerAttr());
   const Value positions = sort.getPositions(), expertOffsets = sort.getOffsets();
   const Value permuted =
@@ -403,18 +463,8 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
         {cast<RankedTensorType>(like.getType()).getDimSize(0), width},
         compute_);
   };
-  auto expertWeight = [&](const char *name, int64_t out, int64_t in,
-                          bool scaledResidual) {
-    return param(p + ".experts.*." + name + ".weight", {local, out, in},
-                 InitKind::Normal, scaledResidual, /*transposed=*/false,
-                 /*expertShare=*/ep > 1);
-  };
-  Value wGate = expertWeight(mixtral ? "w1" : "gate_proj", f, d, false);
-  Value wUp = expertWeight(mixtral ? "w3" : "up_proj", f, d, false);
-  Value wDown = expertWeight(mixtral ? "w2" : "down_proj", d, f,
-                             /*scaledResidual=*/true);
-  auto experts = [&](Value xs, Value gateW, Value upW, Value downW,
-                     Value blocks) -> Value {
+  auto run = [&](Value xs, Value gateW, Value upW, Value downW,
+                 Value blocks) -> Value {
     auto gemm = [&](Value x, Value w, int64_t out) -> Value {
       if (capacity > 0 && ep == 1)
         return MoeBatchedLinearOp::create(b_, loc_, rowsOf(x, out), x, w);
@@ -426,7 +476,7 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
     Value s = SwiGLUOp::create(b_, loc_, gate.getType(), gate, up);
     return gemm(s, downW, d);
   };
-  Value down = experts(rows, wGate, wUp, wDown, offsets);
+  Value down = run(rows, stacked.gate, stacked.up, stacked.down, offsets);
   if (ep > 1)
     down = CommCombineOp::create(b_, loc_, rowsOf(permuted, d), down,
                                  all, epAxis);
@@ -447,23 +497,18 @@ Value GraphBuilder::moeBlock(Value h, int64_t l) {
       return CastOp::create(b_, loc_, RankedTensorType::get(shape, compute_),
                             r);
     };
-    Value hotDown = experts(hotRows, replica(wGate), replica(wUp),
-                            replica(wDown), hotOffsets);
+    Value hotDown = run(hotRows, replica(stacked.gate), replica(stacked.up),
+                        replica(stacked.down), hotOffsets);
     down = MoeMergeRowsOp::create(b_, loc_, down.getType(), down, hotDown,
                                   expertOffsets, hot);
   }
   // The unfused unpermutation: each token's K rows, then their weighted
   // sum (braid-fuse-moe makes them one moe_unpermute).
   Value chosen = MoeGatherChoicesOp::create(
-      b_, loc_, RankedTensorType::get({batch_, seq_, k, d}, compute_), down,
-      positions);
-  Value y = MoeWeightedSumOp::create(b_, loc_, act(d), chosen,
-                                     route.getWeights());
-  if (moe.num_shared_experts() > 0)
-    y = add(y, denseMlp(h, p + ".shared_experts",
-                        moe.num_shared_experts() * moe.shared_ffn_hidden_size(),
-                        "gate_proj", "up_proj", "down_proj"));
-  return y;
+      b_, loc_,
+      RankedTensorType::get({tokens[0], tokens[1], moe.top_k(), d}, compute_),
+      down, positions);
+  return MoeWeightedSumOp::create(b_, loc_, h.getType(), chosen, weights);
 }
 
 Value GraphBuilder::gpt2Layer(Value x, int64_t l) {
@@ -733,6 +778,13 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
     else if (par.expert_parallel() > 1 && par.zero_stage() >= 1)
       missing = "parallel.expert_parallel with ZeRO (each rank's share of "
                 "the experts would be cut again over DP); leave one of them "
+                "out";
+    else if (moeSubUnits(spec) > 1 && spec.model().moe().capacity_factor() > 0)
+      missing = "parallel.ep_sub_units with capacity_factor (each sub-unit "
+                "would drop by its own tokens, not as the layer drops); use "
+                "dropless experts or leave ep_sub_units out";
+    else if (moeSubUnits(spec) > 1 && spec.model().moe().hot_experts() > 0)
+      missing = "parallel.ep_sub_units with hot_experts; leave one of them "
                 "out";
     if (missing)
       return module.emitError() << "braid-import: model.moe: " << missing

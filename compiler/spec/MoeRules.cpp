@@ -242,8 +242,8 @@ private:
       return;
     // The bound as a factor of the mean rows, as adaptive_recompute is.
     const double boundFactor =
-        static_cast<double>(bound) / (moeTokensPerMicroBatch(spec_) *
-                                      static_cast<double>(m_.top_k()));
+        static_cast<double>(bound) /
+        (moeUnitTokens(spec_) * static_cast<double>(m_.top_k()));
     sink_.report(path("adaptive_recompute"),
                  absl::StrCat(formatFloat(factor), " keeps ", kept,
                               " rows, as many as the plan holds for what a "
@@ -302,11 +302,38 @@ private:
     }
   }
 
+  void checkSubUnits() {
+    const spec::ParallelLayout &p = spec_.parallel();
+    const int64_t units = p.ep_sub_units(), seq = spec_.train().seq_len();
+    if (units <= 1)
+      return;
+    if (units > 64) {
+      sink_.report("parallel.ep_sub_units",
+                   absl::StrCat(units, " sub-units of an MoE layer are too "
+                                       "many; set 1 to 64"));
+      return;
+    }
+    if (p.expert_parallel() <= 1) {
+      sink_.report("parallel.ep_sub_units",
+                   "cuts expert parallel's exchanges into parts; set "
+                   "expert_parallel above 1 or remove it");
+      return;
+    }
+    if (seq > 0 && seq % units != 0)
+      sink_.report("parallel.ep_sub_units",
+                   absl::StrCat(units,
+                                " sub-units do not divide train.seq_len ", seq,
+                                ": each takes an equal part of the "
+                                "sequence; set a divisor of ",
+                                seq));
+  }
+
   void checkExpertParallel() {
     const spec::ParallelLayout &p = spec_.parallel();
     const int64_t ep = p.expert_parallel();
     checkAdaptiveRecompute();
     checkReplication();
+    checkSubUnits();
     if (ep <= 1) {
       if (p.ep_comm_overlap())
         sink_.report("parallel.ep_comm_overlap",
@@ -352,6 +379,10 @@ void validateMoe(const spec::ModelSpec &spec, RuleSink &sink) {
                                " names the tensors of mixture-of-experts "
                                "layers, but the model has none; add "
                                "model.moe { ... } or set naming: HF_LLAMA"));
+    if (spec.parallel().ep_sub_units() > 1)
+      sink.report("parallel.ep_sub_units",
+                  "cuts expert parallel's exchanges into parts, but the "
+                  "model has no experts; remove it");
     if (spec.parallel().ep_comm_overlap())
       sink.report("parallel.ep_comm_overlap",
                   "applies to expert parallel's exchanges, but the model "

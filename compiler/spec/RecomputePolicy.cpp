@@ -25,19 +25,19 @@ const std::map<std::string, std::vector<std::string>> &groups() {
       {"attention", {"attention", "flash_attention"}},
       // A mixture-of-experts block's levels (docs/memory.md): kinds after
       // "moe:" count only inside an MoE block, "moe:*" is every op of one.
-      // Light: the router, the permutations, the activation function
-      // (fused or not: braid-fuse-moe).
+      // Light: the router, the permutations (and the sub-units' split),
+      // the activation function (fused or not: braid-fuse-moe).
       {"moe-light",
        {"moe:moe_route", "moe:moe_scores", "moe:moe_topk", "moe:moe_permute",
         "moe:moe_sort", "moe:moe_gather", "moe:moe_gather_choices",
-        "moe:swiglu", "moe:fused_bias_swiglu"}},
+        "moe:moe_split_tokens", "moe:swiglu", "moe:fused_bias_swiglu"}},
       // Medium: and the experts' GEMMs and the shared experts (and the
       // router's linear).
       {"moe-medium",
        {"moe:moe_route", "moe:moe_scores", "moe:moe_topk", "moe:moe_permute",
         "moe:moe_sort", "moe:moe_gather", "moe:moe_gather_choices",
-        "moe:swiglu", "moe:fused_bias_swiglu", "moe:moe_grouped_linear",
-        "moe:moe_batched_linear", "moe:linear"}},
+        "moe:moe_split_tokens", "moe:swiglu", "moe:fused_bias_swiglu",
+        "moe:moe_grouped_linear", "moe:moe_batched_linear", "moe:linear"}},
       // Full: the whole block, expert parallel's exchanges included.
       {"moe-full", {"moe:*"}},
   };

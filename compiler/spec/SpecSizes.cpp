@@ -93,6 +93,16 @@ double moeTokensPerMicroBatch(const spec::ModelSpec &spec) {
          static_cast<double>(spec.train().seq_len()) / static_cast<double>(cp);
 }
 
+int64_t moeSubUnits(const spec::ModelSpec &spec) {
+  if (!spec.model().has_moe() || spec.parallel().expert_parallel() < 2)
+    return 1;
+  return std::max<int64_t>(1, spec.parallel().ep_sub_units());
+}
+
+double moeUnitTokens(const spec::ModelSpec &spec) {
+  return moeTokensPerMicroBatch(spec) / static_cast<double>(moeSubUnits(spec));
+}
+
 int64_t moeCapacity(const spec::ModelSpec &spec) {
   const spec::Moe &moe = spec.model().moe();
   if (!spec.model().has_moe() || moe.capacity_factor() <= 0 ||
@@ -110,7 +120,9 @@ int64_t moeDroplessBound(const spec::ModelSpec &spec) {
   if (!spec.model().has_moe() || ep < 2 || moe.capacity_factor() > 0 ||
       moe.num_experts() % ep != 0)
     return 0;
-  const double tokens = moeTokensPerMicroBatch(spec);
+  // Each sub-unit's exchange has its own bound, over its part of the
+  // tokens.
+  const double tokens = moeUnitTokens(spec);
   const double worst =
       static_cast<double>(ep) * tokens *
       static_cast<double>(std::min(moe.top_k(), moe.num_experts() / ep));
@@ -126,7 +138,7 @@ int64_t moeAdaptiveRows(const spec::ModelSpec &spec) {
   if (moeDroplessBound(spec) == 0 || factor <= 0)
     return 0;
   return static_cast<int64_t>(
-      std::ceil(factor * moeTokensPerMicroBatch(spec) *
+      std::ceil(factor * moeUnitTokens(spec) *
                 static_cast<double>(spec.model().moe().top_k())));
 }
 

@@ -272,6 +272,36 @@ LogicalResult MoeWeightedSumOp::buildGradient(GradientBuilder &gb) {
   return success();
 }
 
+// Sub-units: the split and the join are each other's adjoints; integer
+// parts (the router's choices) take no gradient.
+LogicalResult MoeSplitTokensOp::buildGradient(GradientBuilder &gb) {
+  if (!gb.needsGrad(getInput()))
+    return success();
+  SmallVector<Value> partGrads;
+  for (Value part : getParts()) {
+    Value g = gb.grad(part);
+    if (!g)
+      return emitOpError("autodiff needs a gradient for every part of the "
+                         "tokens");
+    partGrads.push_back(g);
+  }
+  gb.addGrad(getInput(),
+             MoeJoinTokensOp::create(gb.builder(), getLoc(), typeOf(getInput()),
+                                     partGrads));
+  return success();
+}
+
+LogicalResult MoeJoinTokensOp::buildGradient(GradientBuilder &gb) {
+  SmallVector<Type> types;
+  for (Value part : getParts())
+    types.push_back(part.getType());
+  auto split = MoeSplitTokensOp::create(gb.builder(), getLoc(), types,
+                                        gb.grad(getResult()));
+  for (auto [part, g] : llvm::zip(getParts(), split.getParts()))
+    gb.addGrad(part, g);
+  return success();
+}
+
 LogicalResult MoeBatchedLinearOp::buildGradient(GradientBuilder &gb) {
   OpBuilder &b = gb.builder();
   Value dy = gb.grad(getResult());

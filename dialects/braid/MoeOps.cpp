@@ -537,4 +537,33 @@ LogicalResult MoeZLossGradOp::verify() {
                      "logits gradient");
 }
 
+// Sub-units: `whole` [B, S, X] and its P parts [B, S / P, X], at least two.
+static LogicalResult verifyTokenParts(Operation *op, Value whole,
+                                      ValueRange parts, StringRef what) {
+  if (parts.size() < 2)
+    return op->emitOpError()
+           << "needs at least two parts, got " << parts.size();
+  if (failed(expectRank(op, whole, 3, what)))
+    return failure();
+  const int64_t p = static_cast<int64_t>(parts.size());
+  SmallVector<int64_t> shape(shapeOf(whole));
+  if (shape[1] % p != 0)
+    return op->emitOpError() << what << "'s sequence of " << shape[1]
+                             << " does not split into " << p << " parts";
+  shape[1] /= p;
+  for (Value part : parts)
+    if (failed(expectShape(op, part, shape, "part")) ||
+        failed(expectSameElementType(op, part, whole, "part", what)))
+      return failure();
+  return success();
+}
+
+LogicalResult MoeSplitTokensOp::verify() {
+  return verifyTokenParts(*this, getInput(), getParts(), "input");
+}
+
+LogicalResult MoeJoinTokensOp::verify() {
+  return verifyTokenParts(*this, getResult(), getParts(), "result");
+}
+
 } // namespace braid

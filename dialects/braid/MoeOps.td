@@ -593,4 +593,40 @@ def Braid_MoeBiasUpdateOp : Braid_Op<"moe_bias_update"> {
   let hasVerifier = 1;
 }
 
+// Sub-units (docs/moe.md, "Sub-units"): the tokens of a micro-batch cut
+// into equal parts along the sequence, each routed, exchanged and computed
+// on its own, so that one part's exchange runs beside another's experts.
+def Braid_MoeTokenTensor : StaticShapeTensorOf<[F32, BF16, I32]>;
+
+def Braid_MoeSplitTokensOp : Braid_PureOp<"moe_split_tokens", [Braid_Differentiable]> {
+  let summary = "The tokens cut into equal consecutive parts along the sequence";
+  let description = [{
+    `parts[p][b, s] = input[b, p * S / P + s]` for input [B, S, X] and P
+    parts [B, S / P, X]: token rows, router choices or weights. The
+    gradient (of float parts) is braid.moe_join_tokens.
+
+    ```mlir
+    %h0, %h1 = braid.moe_split_tokens %h
+        : (tensor<2x16x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Braid_MoeTokenTensor:$input);
+  let results = (outs Variadic<Braid_MoeTokenTensor>:$parts);
+}
+
+def Braid_MoeJoinTokensOp : Braid_PureOp<"moe_join_tokens", [Braid_Differentiable]> {
+  let summary = "Parts of the tokens joined back along the sequence";
+  let description = [{
+    The inverse of braid.moe_split_tokens: P parts [B, S / P, X] make
+    [B, S, X]. The gradient is braid.moe_split_tokens of the result's.
+
+    ```mlir
+    %y = braid.moe_join_tokens %y0, %y1
+        : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Braid_MoeTokenTensor>:$parts);
+  let results = (outs Braid_MoeTokenTensor:$result);
+}
+
 #endif // BRAID_MOE_OPS_TD

@@ -684,6 +684,49 @@ absl::Status checkMoeMergeRows(const KernelSignature &sig) {
   return checkSplitRows(c, c.out(0), c.in(0), c.in(1), c.in(2), c.in(3));
 }
 
+// Sub-units: `whole` [B, S, X] and the launch's other operands, its P >= 2
+// parts [B, S / P, X] along the sequence, all of one dtype (f32, bf16 or
+// the router's i32 choices).
+absl::Status checkTokenParts(const LaunchChecker &c, const Operand &whole,
+                             bool split) {
+  const int parts = split ? c.numOuts() : c.numIns();
+  if (parts < 2)
+    return c.error(absl::StrCat("needs at least two parts, got ", parts));
+  BRAID_KERNEL_TRY(c.rank(whole, 3, "[B, S, X]"));
+  if (whole.desc->dtype != DType::kI32)
+    BRAID_KERNEL_TRY(c.floatStorage(whole));
+  if (whole.dim(1) % parts != 0)
+    return c.error(absl::StrCat(whole.label, " has a sequence of ",
+                                whole.dim(1), ", which ", parts,
+                                " parts do not divide"));
+  std::vector<int64_t> want = whole.shape();
+  want[1] /= parts;
+  for (int i = 0; i < parts; ++i) {
+    const Operand part = split ? c.out(i) : c.in(i);
+    if (part.desc->dtype != whole.desc->dtype)
+      return c.error(absl::StrCat(
+          part.label, " has dtype ", toAbsl(dtypeName(part.desc->dtype)),
+          ", expected ", toAbsl(dtypeName(whole.desc->dtype)),
+          ", the dtype of ", whole.label));
+    BRAID_KERNEL_TRY(c.shape(part, want, "(an equal part of the sequence)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status checkMoeSplitTokens(const KernelSignature &sig) {
+  LaunchChecker c("moe_split_tokens", sig);
+  BRAID_KERNEL_TRY(c.inputs({"x"}));
+  BRAID_KERNEL_TRY(c.variadicOutputs("part"));
+  return checkTokenParts(c, c.in(0), /*split=*/true);
+}
+
+absl::Status checkMoeJoinTokens(const KernelSignature &sig) {
+  LaunchChecker c("moe_join_tokens", sig);
+  BRAID_KERNEL_TRY(c.variadicInputs("part"));
+  BRAID_KERNEL_TRY(c.outputs({"x"}));
+  return checkTokenParts(c, c.out(0), /*split=*/false);
+}
+
 } // namespace
 
 absl::Span<const NamedCheck> moeChecks() {
@@ -706,6 +749,8 @@ absl::Span<const NamedCheck> moeChecks() {
       {"moe_keep_rows", checkMoeKeepRows},
       {"moe_restore_rows", checkMoeRestoreRows},
       {"moe_hot_experts", checkMoeHotExperts},
+      {"moe_split_tokens", checkMoeSplitTokens},
+      {"moe_join_tokens", checkMoeJoinTokens},
       {"moe_split_rows", checkMoeSplitRows},
       {"moe_merge_rows", checkMoeMergeRows},
       {"moe_aux_loss", checkMoeAuxLoss},

@@ -17,6 +17,7 @@
 // threads.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -587,6 +588,33 @@ template <typename T> void runMoeMergeRows(const KernelArgs &args) {
               });
 }
 
+// Sub-units: a [B, S, X] tensor and its P parts [B, S / P, X] along the
+// sequence; each (b, p) is one contiguous block, copied as bytes (token
+// rows, router weights or choices alike).
+void copyTokenParts(const KernelArgs &args, bool split) {
+  const TensorView &whole = split ? args.ins[0] : args.outs[0];
+  const absl::Span<const TensorView> parts = split ? args.outs : args.ins;
+  const int64_t p = static_cast<int64_t>(parts.size());
+  const std::vector<int64_t> &shape = whole.desc->shape;
+  const int64_t block = shape[1] / p * shape[2] *
+                        static_cast<int64_t>(dtypeSize(whole.desc->dtype));
+  auto *all = static_cast<char *>(whole.data);
+  parallelFor(poolOf(args), shape[0] * p, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t b = i / p, part = i % p;
+      char *mine = static_cast<char *>(parts[part].data) + b * block;
+      char *there = all + (b * p + part) * block;
+      if (split)
+        std::memcpy(mine, there, static_cast<size_t>(block));
+      else
+        std::memcpy(there, mine, static_cast<size_t>(block));
+    }
+  });
+}
+
+void runMoeSplitTokens(const KernelArgs &args) { copyTokenParts(args, true); }
+void runMoeJoinTokens(const KernelArgs &args) { copyTokenParts(args, false); }
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
@@ -602,9 +630,8 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_gather", byStorage<runMoeGather<float>, runMoeGather<Bf16>>},
        {"moe_gather_choices",
         byStorage<runMoeGatherChoices<float>, runMoeGatherChoices<Bf16>>},
-       {"moe_gather_choices_grad",
-        byStorage<runMoeGatherChoicesGrad<float>,
-                  runMoeGatherChoicesGrad<Bf16>>},
+       {"moe_gather_choices_grad", byStorage<runMoeGatherChoicesGrad<float>,
+                                             runMoeGatherChoicesGrad<Bf16>>},
        {"moe_weighted_sum",
         byStorage<runMoeWeightedSum<float>, runMoeWeightedSum<Bf16>>},
        {"moe_weighted_sum_grad",
@@ -617,10 +644,13 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_z_loss", runMoeZLoss},
        {"moe_bias_update", runMoeBiasUpdate},
        {"moe_z_loss_grad", runMoeZLossGrad},
-       {"moe_keep_rows", byStorage<runMoeKeepRows<float>, runMoeKeepRows<Bf16>>},
+       {"moe_keep_rows",
+        byStorage<runMoeKeepRows<float>, runMoeKeepRows<Bf16>>},
        {"moe_restore_rows",
         byStorage<runMoeRestoreRows<float>, runMoeRestoreRows<Bf16>>},
        {"moe_hot_experts", runMoeHotExperts},
+       {"moe_split_tokens", runMoeSplitTokens},
+       {"moe_join_tokens", runMoeJoinTokens},
        {"moe_split_rows",
         byStorage<runMoeSplitRows<float>, runMoeSplitRows<Bf16>>},
        {"moe_merge_rows",

@@ -957,6 +957,37 @@ template <typename T> void runMergeRows(const KernelArgs &args) {
       dataOf<T>(args.ins[0]), dataOf<T>(args.ins[1]), l, dataOf<T>(y), d);
 }
 
+// Sub-units: a [B, S, X] tensor and its P parts [B, S / P, X] along the
+// sequence. Part p is B blocks of S / P x X elements, one every S x X:
+// one strided copy per part, as bytes (rows, weights or choices alike).
+void copyTokenParts(const KernelArgs &args, bool split) {
+  const TensorView &whole = split ? args.ins[0] : args.outs[0];
+  const auto parts = split ? args.outs : args.ins;
+  const int64_t p = static_cast<int64_t>(parts.size());
+  const std::vector<int64_t> &shape = whole.desc->shape;
+  const size_t block = static_cast<size_t>(shape[1] / p * shape[2] *
+                                           dtypeSize(whole.desc->dtype));
+  if (block == 0 || shape[0] == 0)
+    return;
+  const size_t pitch = block * static_cast<size_t>(p);
+  auto *all = static_cast<char *>(whole.data);
+  for (int64_t part = 0; part < p; ++part) {
+    char *there = all + part * block;
+    void *mine = parts[part].data;
+    if (split)
+      cudaMemcpy2DAsync(mine, block, there, pitch, block,
+                        static_cast<size_t>(shape[0]), cudaMemcpyDeviceToDevice,
+                        rows::streamOf(args));
+    else
+      cudaMemcpy2DAsync(there, pitch, mine, block, block,
+                        static_cast<size_t>(shape[0]), cudaMemcpyDeviceToDevice,
+                        rows::streamOf(args));
+  }
+}
+
+void runSplitTokens(const KernelArgs &args) { copyTokenParts(args, true); }
+void runJoinTokens(const KernelArgs &args) { copyTokenParts(args, false); }
+
 } // namespace
 
 absl::Status registerMoeKernels(KernelRegistry &registry) {
@@ -973,9 +1004,8 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_gather", byStorage<runMoeGather<float>, runMoeGather<Bf16>>},
        {"moe_gather_choices",
         byStorage<runMoeGatherChoices<float>, runMoeGatherChoices<Bf16>>},
-       {"moe_gather_choices_grad",
-        byStorage<runMoeGatherChoicesGrad<float>,
-                  runMoeGatherChoicesGrad<Bf16>>},
+       {"moe_gather_choices_grad", byStorage<runMoeGatherChoicesGrad<float>,
+                                             runMoeGatherChoicesGrad<Bf16>>},
        {"moe_weighted_sum",
         byStorage<runMoeWeightedSum<float>, runMoeWeightedSum<Bf16>>},
        {"moe_weighted_sum_grad",
@@ -992,6 +1022,8 @@ absl::Status registerMoeKernels(KernelRegistry &registry) {
        {"moe_restore_rows",
         byStorage<runRestoreRows<float>, runRestoreRows<Bf16>>},
        {"moe_hot_experts", runHotExperts},
+       {"moe_split_tokens", runSplitTokens},
+       {"moe_join_tokens", runJoinTokens},
        {"moe_split_rows", byStorage<runSplitRows<float>, runSplitRows<Bf16>>},
        {"moe_merge_rows", byStorage<runMergeRows<float>, runMergeRows<Bf16>>},
        {"moe_permute", byStorage<runPermute<float>, runPermute<Bf16>>},

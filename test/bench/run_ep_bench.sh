@@ -11,20 +11,24 @@
 #     smaller bound stops at step 1);
 #   - ep2o: ep2 with ep_comm_overlap (the exchanges on a stream of their
 #     own, beside the shared expert, the router's losses and gradients and
-#     the experts' weight gradients; docs/moe.md "Hiding the exchanges").
+#     the experts' weight gradients; docs/moe.md "Hiding the exchanges");
+#   - ep2u: ep2o with ep_sub_units 2 (each MoE layer's tokens in two
+#     halves of the sequence, so that one half's exchange also runs beside
+#     the other half's experts; docs/moe.md "Sub-units").
 # Each runs without a link delay (compute and shared-memory MPI) and over
 # the emulated link of the data-parallel benchmarks (braid-run
 # --emulate-link, runtime/comm/EmulatedLink.h: each collective held for
 # latency + bytes / bandwidth). Printed: the median step of each against
 # dp2's, the planned arena and parameter bytes against dp2's, and the loss
 # after the last step (the layouts train the same numbers within 1e-5,
-# test/mpi/moe.test; ep2o trains ep2's numbers bit for bit). Then the
-# all-to-all overlap, with the link on the exchanges alone (braid-run
-# --emulate-link-axes ep, so that the data-parallel sums, hidden or not,
-# do not count): ep2o's step against ep2's, and the share of the
-# all-to-all hidden, 1 - (ep2o - ep2o without delay) / (ep2 - ep2 without
-# delay), each layout's exposed communication against ep2's. The step time is the median step after three warm-up
-# steps, then the median over R rounds (the layouts run in turn).
+# test/mpi/moe.test and test/mpi/moe-sub-units.test; ep2o trains ep2's
+# numbers bit for bit). Then the all-to-all overlap, with the link on the
+# exchanges alone (braid-run --emulate-link-axes ep, so that the
+# data-parallel sums, hidden or not, do not count): ep2o's and ep2u's step
+# against ep2's, and the share of the all-to-all each hides,
+# 1 - (theirs over the link - theirs without delay) / (ep2 over the link -
+# ep2 without delay). The step time is the median step after three
+# warm-up steps, then the median over R rounds (the layouts run in turn).
 #
 #   test/bench/run_ep_bench.sh [--steps N] [--rounds R] [--link L:B]
 #                              [--out DIR]
@@ -43,11 +47,11 @@ bench_options run_ep_bench.sh "steps:steps rounds:rounds link:link out:out" "$@"
 bench_need_mpi_build run_ep_bench.sh
 spec="$bench_root/test/bench/specs/cpu-moe.pbtxt"
 mkdir -p "$out"
-layouts="dp2 ep2 ep2o"
+layouts="dp2 ep2 ep2o ep2u"
 for l in $layouts; do
   s="$out/$l.pbtxt"
   sed -e 's/global_batch_size: 4/global_batch_size: 8/' \
-      -e "s/data_parallel: 1/data_parallel: 2$(case $l in ep2) echo ' expert_parallel: 2' ;; ep2o) echo ' expert_parallel: 2 ep_comm_overlap: true' ;; esac)/" \
+      -e "s/data_parallel: 1/data_parallel: 2$(case $l in ep2) echo ' expert_parallel: 2' ;; ep2o) echo ' expert_parallel: 2 ep_comm_overlap: true' ;; ep2u) echo ' expert_parallel: 2 ep_comm_overlap: true ep_sub_units: 2' ;; esac)/" \
       "$spec" > "$s"
   bench_compile "$out" "$l"
 done
@@ -60,7 +64,7 @@ for r in $(seq 1 "$rounds"); do
       --steps "$steps" --threads 1 --quiet --log "$out/$l.link.$r.jsonl" \
       --emulate-link "$link"
   done
-  for l in ep2 ep2o; do
+  for l in ep2 ep2o ep2u; do
     "${mpi[@]}" "$build/bin/braid-run" "$out/$l.plan" --data "$data" \
       --steps "$steps" --threads 1 --quiet --log "$out/$l.a2a.$r.jsonl" \
       --emulate-link "$link" --emulate-link-axes ep
@@ -92,10 +96,11 @@ for l, local, linked, arena, params, last in rows:
           f"{params / 2**20:>6.1f} MiB {params / b[4]:>6.2f}x {last:>10.4f}")
 local = {r[0]: r[1] for r in rows}
 serial, _ = step("ep2", "a2a")
-overlapped, _ = step("ep2o", "a2a")
 a2a = serial - local["ep2"]
-hidden = 1 - (overlapped - local["ep2o"]) / a2a if a2a > 0 else 0
-print(f"all-to-all over the link alone: ep2 {serial / local['ep2']:.2f}x its step without delay, "
-      f"ep2o {overlapped / local['ep2o']:.2f}x its own; ep2o's step {overlapped / serial:.2f}x ep2's; "
-      f"share of the all-to-all hidden: {hidden:.0%}")
+print(f"all-to-all over the link alone: ep2 {serial / local['ep2']:.2f}x its step without delay")
+for l in ("ep2o", "ep2u"):
+    overlapped, _ = step(l, "a2a")
+    hidden = 1 - (overlapped - local[l]) / a2a if a2a > 0 else 0
+    print(f"  {l} {overlapped / local[l]:.2f}x its own; its step {overlapped / serial:.2f}x ep2's; "
+          f"share of the all-to-all hidden: {hidden:.0%}")
 PY

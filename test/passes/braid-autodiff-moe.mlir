@@ -65,3 +65,30 @@ func.func @uneven_blocks(%x: tensor<10x8xf32>, %w: tensor<4x8x8xf32>) {
   %y = braid.moe_batched_linear %x, %w : (tensor<10x8xf32>, tensor<4x8x8xf32>) -> tensor<10x8xf32>
   return
 }
+
+// -----
+
+// Sub-units: the split's gradient is the join of its float parts'
+// gradients and the join's the split of its result's; the router's i32
+// choices, split beside, take none.
+// CHECK-LABEL: func.func @sub_units
+// CHECK: %[[DY:.+]]:2 = braid.moe_split_tokens %{{.+}} {{.*}}braid.phase = #braid.phase<input_grad>} : (tensor<2x4x8xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x8xf32>)
+// CHECK-NEXT: %[[DX:.+]] = braid.moe_join_tokens %[[DY]]#0, %[[DY]]#1 {{.*}} -> tensor<2x4x8xf32>
+// CHECK-NEXT: braid.linear_grad_weight %[[DX]]
+// CHECK-NOT: moe_join_tokens
+// CHECK: return
+func.func @sub_units(%ids: tensor<2x4xi32> {braid.input = #braid.input<tokens>},
+                     %labels: tensor<2x4xi32> {braid.input = #braid.input<labels>},
+                     %x: tensor<2x4x8xf32> {braid.input = #braid.input<positions>},
+                     %choices: tensor<2x4x2xi32> {braid.input = #braid.input<positions>},
+                     %w: tensor<8x8xf32> {braid.param = #braid.param<name = "w", init = normal, init_std = 2.0e-02, weight_decay = true, checkpoint_transposed = false>},
+                     %head: tensor<16x8xf32> {braid.param = #braid.param<name = "head", init = normal, init_std = 2.0e-02, weight_decay = true, checkpoint_transposed = false>})
+    -> (tensor<f32> {braid.loss}) attributes {braid.stage = #braid.stage<0>} {
+  %h = braid.linear %x, %w {braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h0, %h1 = braid.moe_split_tokens %h {braid.layer = #braid.layer<0>} : (tensor<2x4x8xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x8xf32>)
+  %c0, %c1 = braid.moe_split_tokens %choices {braid.layer = #braid.layer<0>} : (tensor<2x4x2xi32>) -> (tensor<2x2x2xi32>, tensor<2x2x2xi32>)
+  %y = braid.moe_join_tokens %h0, %h1 {braid.layer = #braid.layer<0>} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>) -> tensor<2x4x8xf32>
+  %out = braid.linear %y, %head {braid.layer = #braid.layer<loss>} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %loss, %lse = braid.cross_entropy %out, %labels {braid.layer = #braid.layer<loss>} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+  return %loss : tensor<f32>
+}

@@ -241,5 +241,65 @@ TEST(MoePermute, ChecksRefuseBadShapes) {
                         "expected [6, 4]"));
 }
 
+// --- moe_split_tokens and moe_join_tokens (sub-units) ---------------------
+
+// [2, 6, 3] in three parts [2, 2, 3]: part p holds positions 2p and 2p + 1
+// of each sequence.
+TEST(MoeTokenParts, SplitTakesEqualPartsOfEachSequenceAndJoinRestores) {
+  constexpr int kB = 2, kS = 6, kX = 3, kParts = 3;
+  const auto x = randomVector(kB * kS * kX, 71);
+  Launch split("moe_split_tokens");
+  split.in({kB, kS, kX}, x);
+  for (int p = 0; p < kParts; ++p)
+    split.out({kB, kS / kParts, kX});
+  split.run();
+  Launch join("moe_join_tokens");
+  for (int p = 0; p < kParts; ++p) {
+    const std::vector<float> &part = split.output(p);
+    for (int b = 0; b < kB; ++b)
+      for (int s = 0; s < kS / kParts; ++s)
+        for (int i = 0; i < kX; ++i)
+          EXPECT_EQ(part[(b * kS / kParts + s) * kX + i],
+                    x[(b * kS + p * kS / kParts + s) * kX + i])
+              << "part " << p << " batch " << b << " position " << s;
+    join.in({kB, kS / kParts, kX}, part);
+  }
+  join.out({kB, kS, kX});
+  join.run(&testPool(2));
+  EXPECT_EQ(join.output(0), x);
+}
+
+// The router's choices are split as they are: i32 copied bit for bit.
+TEST(MoeTokenParts, SplitCopiesRouterChoices) {
+  const std::vector<int32_t> ids = {0, 1, 2, 3, 4, 5, 6, 7};
+  Launch split("moe_split_tokens");
+  split.inIds({1, 4, 2}, ids).outIds({1, 2, 2}).outIds({1, 2, 2});
+  split.run();
+  EXPECT_EQ(split.outputIds(0), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(split.outputIds(1), (std::vector<int32_t>{4, 5, 6, 7}));
+}
+
+TEST(MoeTokenParts, ChecksRefuseUnequalPartsAndMixedDtypes) {
+  Launch uneven("moe_split_tokens");
+  uneven.in({2, 5, 3}, randomVector(30, 72)).out({2, 2, 3}).out({2, 2, 3});
+  EXPECT_THAT(std::string(uneven.check().message()),
+              HasSubstr("input 0 (x) has a sequence of 5, which 2 parts do "
+                        "not divide"));
+  Launch one("moe_join_tokens");
+  one.in({2, 4, 3}, randomVector(24, 73)).out({2, 4, 3});
+  EXPECT_THAT(std::string(one.check().message()),
+              HasSubstr("needs at least two parts, got 1"));
+  Launch mixed("moe_join_tokens");
+  mixed.in({2, 2, 3}, randomVector(12, 74))
+      .inIds({2, 2, 3}, std::vector<int32_t>(12, 0))
+      .out({2, 4, 3});
+  EXPECT_THAT(std::string(mixed.check().message()),
+              HasSubstr("input 1 (part) has dtype i32, expected f32"));
+  Launch shape("moe_split_tokens");
+  shape.in({2, 4, 3}, randomVector(24, 75)).out({2, 2, 3}).out({2, 2, 2});
+  EXPECT_THAT(std::string(shape.check().message()),
+              HasSubstr("output 1 (part) has shape [2, 2, 2]"));
+}
+
 } // namespace
 } // namespace braid::test

@@ -111,6 +111,8 @@ std::map<std::string, Sig> validLaunches() {
       .out({8}, kI32)
       .i("ranks", 2)
       .f("threshold", 1.5);
+  add("moe_split_tokens").in({2, 4, 3}).out({2, 2, 3}).out({2, 2, 3});
+  add("moe_join_tokens").in({2, 2, 3}).in({2, 2, 3}).out({2, 4, 3});
   add("moe_split_rows")
       .in({12, 3})
       .in({5}, kI32)

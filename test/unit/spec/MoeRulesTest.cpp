@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "compiler/spec/SpecSizes.h"
 #include "test/unit/spec/SpecTestSupport.h"
 
 namespace braid::test {
@@ -149,6 +150,53 @@ TEST(MoeRules, RefusesExchangeOverlapWithoutExpertParallel) {
                              "ep_comm_overlap: true"))
                   .parallel()
                   .ep_comm_overlap());
+}
+
+// Sub-units cut expert parallel's exchanges along the sequence (16 in
+// kLlama); each sub-unit's dropless bound is over its own tokens.
+TEST(MoeRules, SubUnitsNeedExpertParallelAndDivideTheSequence) {
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
+                              "data_parallel: 2 ep_sub_units: 2")),
+              HasSubstr("parallel.ep_sub_units: cuts expert parallel's "
+                        "exchanges into parts; set expert_parallel above 1 "
+                        "or remove it"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
+                              "data_parallel: 2 expert_parallel: 2 "
+                              "ep_sub_units: 3")),
+              HasSubstr("parallel.ep_sub_units: 3 sub-units do not divide "
+                        "train.seq_len 16: each takes an equal part of the "
+                        "sequence; set a divisor of 16"));
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
+                              "data_parallel: 2 expert_parallel: 2 "
+                              "ep_sub_units: 128")),
+              HasSubstr("parallel.ep_sub_units: 128 sub-units of an MoE "
+                        "layer are too many; set 1 to 64"));
+  EXPECT_THAT(errorOf(std::string(kLlama) +
+                      "parallel { data_parallel: 2 ep_sub_units: 2 }\n"),
+              HasSubstr("parallel.ep_sub_units: cuts expert parallel's "
+                        "exchanges into parts, but the model has no experts; "
+                        "remove it"));
+  // kLlama's micro-batch is 32 tokens: EP 2, top_k 2 of 8 experts, the
+  // worst case is 2 x 32 x 2 = 128 rows, 32 for each of four sub-units;
+  // dropless_bound 1.5 asks 1.5 x 8 x 2 = 24 of each.
+  const spec::ModelSpec four =
+      loaded(withMoe("num_experts: 8 top_k: 2",
+                     "data_parallel: 2 expert_parallel: 2 ep_sub_units: 4"));
+  EXPECT_EQ(moeSubUnits(four), 4);
+  EXPECT_EQ(moeDroplessBound(four), 32);
+  EXPECT_EQ(moeDroplessBound(loaded(withMoe(
+                "num_experts: 8 top_k: 2 dropless_bound: 1.5",
+                "data_parallel: 2 expert_parallel: 2 ep_sub_units: 4"))),
+            24);
+  EXPECT_EQ(
+      moeDroplessBound(loaded(withMoe("num_experts: 8 top_k: 2",
+                                      "data_parallel: 2 expert_parallel: 2"))),
+      128);
+  // Adaptive recompute keeps a factor of a sub-unit's mean rows, 16 x 2.
+  EXPECT_EQ(moeAdaptiveRows(loaded(withMoe(
+                "num_experts: 8 top_k: 2 adaptive_recompute: 1.25",
+                "data_parallel: 2 expert_parallel: 2 ep_sub_units: 2"))),
+            40);
 }
 
 // kLlama's micro-batch is 32 tokens: under EP 2 with top_k 2 of 8 experts

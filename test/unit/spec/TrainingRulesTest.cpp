@@ -312,15 +312,15 @@ TEST(RecomputePolicy, ParsesEveryForm) {
             (std::vector<std::string>{"swiglu", "gelu", "fused_bias_swiglu",
                                       "fused_bias_gelu", "rope"}));
   // The MoE levels count inside MoE blocks only ("moe:" kinds).
-  EXPECT_EQ(parseRecomputePolicy("moe-light")->ops,
-            (std::vector<std::string>{
-                "moe:moe_route", "moe:moe_scores", "moe:moe_topk",
-                "moe:moe_permute", "moe:moe_sort", "moe:moe_gather",
-                "moe:moe_gather_choices", "moe:swiglu",
-                "moe:fused_bias_swiglu"}));
+  EXPECT_EQ(
+      parseRecomputePolicy("moe-light")->ops,
+      (std::vector<std::string>{
+          "moe:moe_route", "moe:moe_scores", "moe:moe_topk", "moe:moe_permute",
+          "moe:moe_sort", "moe:moe_gather", "moe:moe_gather_choices",
+          "moe:moe_split_tokens", "moe:swiglu", "moe:fused_bias_swiglu"}));
   EXPECT_EQ(parseRecomputePolicy("moe-full")->ops,
             (std::vector<std::string>{"moe:*"}));
-  EXPECT_EQ(parseRecomputePolicy("moe-medium")->ops.size(), 12u);
+  EXPECT_EQ(parseRecomputePolicy("moe-medium")->ops.size(), 13u);
   EXPECT_FALSE(parseRecomputePolicy("block-x").ok());
   EXPECT_FALSE(parseRecomputePolicy("uniform-").ok());
   EXPECT_FALSE(parseRecomputePolicy("full,norm").ok());

@@ -362,6 +362,34 @@ TEST(CudaMoeKernels, UnfusedCombineGivesFusedBits) {
 }
 
 // The grouped GEMMs over blocks of uneven sizes, one expert empty and
+// The sub-units' copies (moe_split_tokens, moe_join_tokens): token rows in
+// f32 and bf16 and the router's i32 choices, three parts of a sequence of
+// 12, exactly.
+TEST(CudaMoeKernels, TokenPartsMatchCpu) {
+  const int64_t b = 3, s = 12, x = 5, parts = 3;
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kI32}) {
+    SCOPED_TRACE(dt == DType::kI32 ? "i32" : dtypeLabel(dt));
+    auto tensor = [&](std::vector<int64_t> shape, uint64_t seed) {
+      return dt == DType::kI32 ? randomIds(shape, seed, -9, 9)
+                               : randomTensor(shape, dt, seed);
+    };
+    std::vector<HostTensor> pieces, garbage;
+    for (int64_t p = 0; p < parts; ++p) {
+      pieces.push_back(tensor({b, s / parts, x}, 80 + p));
+      garbage.push_back(tensor({b, s / parts, x}, 90 + p));
+    }
+    const std::vector<Tolerance> exact(parts, kExact);
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_split_tokens", {tensor({b, s, x}, 85)},
+                               garbage, KernelParams()),
+                      exact));
+    EXPECT_TRUE(twins(harness(),
+                      launchOf("moe_join_tokens", pieces,
+                               {tensor({b, s, x}, 86)}, KernelParams()),
+                      {kExact}));
+  }
+}
+
 // rows after the last block; the weight gradient accumulates.
 TEST(CudaMoeKernels, GroupedLinearMatchesCpu) {
   const int64_t rows = 300, e = 8, in = 48, out = 40;
