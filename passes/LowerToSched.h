@@ -234,7 +234,7 @@ private:
     case sched::MeshAxis::Ep:
       return expertParallel_;
     case sched::MeshAxis::Edp:
-      return dataParallel_ / expertParallel_;
+      return dataParallel_ / expertParallel_ * contextParallel_;
     case sched::MeshAxis::Pp:
       break;
     }

@@ -112,6 +112,8 @@ void Lowering::lowerGradientReduction() {
     if (!loads.empty() && groupSize(sched::MeshAxis::Dp) > 1)
       collective(loc, sched::CollectiveKind::AllReduceSum, loads, {},
                  sched::MeshAxis::Dp);
+    // The experts' shares over the ranks that hold the same experts, with
+    // their CP ranks (edp), on a communicator of its own like dp_cp.
     if (!experts.empty() && groupSize(sched::MeshAxis::Edp) > 1)
       collective(loc, sched::CollectiveKind::AllReduceSum, experts, {},
                  sched::MeshAxis::Edp);

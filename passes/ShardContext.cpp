@@ -104,11 +104,18 @@ private:
   // The parts that are permuted rows, dimension 0 cut.
   DenseSet<Value> rows_;
   DenseMap<Value, RingForward> ring_;
+  // An MoE layer's sub-units (moe_split_tokens) hold equal parts of the
+  // sequence, this many positions each; each rank's part of a sub-unit is
+  // its share of the rank's tokens.
+  int64_t unitLen_ = 0;
 };
 
 LogicalResult ContextSharder::shrink(Value v, int64_t dim) {
   auto t = cast<RankedTensorType>(v.getType());
-  if (t.getRank() <= dim || t.getDimSize(dim) != seqLen_) {
+  const bool sequence =
+      t.getRank() > dim && (t.getDimSize(dim) == seqLen_ ||
+                            (unitLen_ > 0 && t.getDimSize(dim) == unitLen_));
+  if (!sequence || t.getDimSize(dim) % cp_ != 0) {
     Operation *where = v.getDefiningOp() ? v.getDefiningOp()
                                          : func_.getOperation();
     return where->emitOpError()
@@ -189,6 +196,11 @@ LogicalResult ContextSharder::perToken(Operation *op) {
 // the expert bias's load count the whole sequence; the loss then divides
 // by the parts, whose losses the group averages.
 LogicalResult ContextSharder::visitMoe(Operation *op) {
+  // Expert parallel: a rank sends its tokens' rows and receives what the
+  // plan holds room for (the dropless bound is already a CP rank's, T / CP
+  // tokens); the rows that come back are its tokens' again.
+  if (auto combine = dyn_cast<CommCombineOp>(op))
+    return shrinkRows(combine.getResult());
   if (!llvm::any_of(op->getOperands(), [&](Value v) { return isPart(v); }))
     return success();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -216,6 +228,13 @@ LogicalResult ContextSharder::visitMoe(Operation *op) {
       .Case<MoeAuxLossOp, MoeAuxLossGradOp>([&](Operation *o) {
         o->setAttr("parts", IntegerAttr::get(IntegerType::get(ctx_, 64), cp_));
         return perToken(o);
+      })
+      .Case<CommDispatchOp, MoeBlockCountsOp, MoeEpOffsetsOp>(
+          [](Operation *) { return success(); })
+      .Case([&](MoeSplitTokensOp split) {
+        unitLen_ =
+            cast<RankedTensorType>(split.getParts()[0].getType()).getDimSize(1);
+        return perToken(split);
       })
       .Default([&](Operation *o) { return perToken(o); });
 }
@@ -374,15 +393,23 @@ LogicalResult ContextSharder::visit(Operation *op) {
         d->setAttr("cp_dim", IntegerAttr::get(IntegerType::get(ctx_, 64), 1));
         return perToken(d);
       })
-      .Case<MoeScoresOp, MoeScoresGradOp, MoeTopKOp, MoeTopKGradOp,
-            MoeRouteOp, MoeRouteGradOp, MoeExpertCountsOp, MoeAuxLossOp,
-            MoeAuxLossGradOp, MoeZLossOp, MoeZLossGradOp, MoeBiasUpdateOp,
-            MoeSortOp, MoeGatherOp, MoePermuteOp, MoePermuteGradOp,
-            MoeGatherChoicesOp, MoeGatherChoicesGradOp, MoeWeightedSumOp,
-            MoeWeightedSumGradOp, MoeUnpermuteOp, MoeUnpermuteGradOp,
-            MoeGroupedLinearOp, MoeGroupedLinearGradInputOp,
-            MoeGroupedLinearGradWeightOp>(
+      .Case<MoeScoresOp, MoeScoresGradOp, MoeTopKOp, MoeTopKGradOp, MoeRouteOp,
+            MoeRouteGradOp, MoeExpertCountsOp, MoeAuxLossOp, MoeAuxLossGradOp,
+            MoeZLossOp, MoeZLossGradOp, MoeBiasUpdateOp, MoeSortOp, MoeGatherOp,
+            MoePermuteOp, MoePermuteGradOp, MoeGatherChoicesOp,
+            MoeGatherChoicesGradOp, MoeWeightedSumOp, MoeWeightedSumGradOp,
+            MoeUnpermuteOp, MoeUnpermuteGradOp, MoeGroupedLinearOp,
+            MoeGroupedLinearGradInputOp, MoeGroupedLinearGradWeightOp,
+            MoeSplitTokensOp, MoeJoinTokensOp, MoeKeepRowsOp, MoeRestoreRowsOp,
+            MoeBlockCountsOp, MoeEpOffsetsOp, CommDispatchOp, CommCombineOp>(
           [&](Operation *o) { return visitMoe(o); })
+      // Expert parallel's gather of the token counts.
+      .Case([&](CommAllGatherOp g) -> LogicalResult {
+        if (g.getAxis() == CommAxis::Ep)
+          return success();
+        return g.emitOpError("braid-shard has no context-parallel rule for "
+                             "this op");
+      })
       .Case<EmbeddingOp, EmbeddingGradWeightOp, LinearOp, LinearGradInputOp,
             LinearGradWeightOp, LayerNormOp, LayerNormGradInputOp,
             LayerNormGradWeightOp, RMSNormOp, RMSNormGradInputOp,

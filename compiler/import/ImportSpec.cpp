@@ -766,10 +766,8 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
   if (spec.model().has_moe()) {
     const char *missing = nullptr;
     const spec::ParallelLayout &par = spec.parallel();
-    if (par.context_parallel() > 1 && par.expert_parallel() > 1)
-      missing = "context_parallel with expert_parallel (the exchanges would "
-                "move each rank's part of the sequence); leave one of them "
-                "out";
+    if (par.context_parallel() > 1 && moeHotSlots(spec) > 0)
+      missing = "context_parallel with hot_experts; leave one of them out";
     else if (par.context_parallel() > 1 &&
              spec.model().moe().capacity_factor() > 0)
       missing = "context_parallel with capacity_factor (each rank would "

@@ -1,6 +1,7 @@
 // The rules of model.moe and parallel.expert_parallel (docs/moe.md): the
 // router's counts, the experts' widths, the balancing settings, the
 // capacity, and how the experts split over expert-parallel ranks.
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -319,13 +320,26 @@ private:
                    "expert_parallel above 1 or remove it");
       return;
     }
-    if (seq > 0 && seq % units != 0)
+    const int64_t cp = std::max<int64_t>(1, p.context_parallel());
+    if (seq <= 0 || seq % cp != 0)
+      return;
+    if (cp == 1 && seq % units != 0)
       sink_.report("parallel.ep_sub_units",
                    absl::StrCat(units,
                                 " sub-units do not divide train.seq_len ", seq,
                                 ": each takes an equal part of the "
                                 "sequence; set a divisor of ",
                                 seq));
+    else if (cp > 1 && (seq / cp) % units != 0)
+      sink_.report("parallel.ep_sub_units",
+                   absl::StrCat(units, " sub-units do not divide the ",
+                                seq / cp,
+                                " positions a context-parallel rank holds of "
+                                "train.seq_len ",
+                                seq,
+                                ": each takes an equal part of them; "
+                                "set a divisor of ",
+                                seq / cp));
   }
 
   void checkExpertParallel() {

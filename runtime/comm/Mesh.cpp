@@ -103,6 +103,7 @@ int64_t meshDataGroupIndex(const MeshShape &shape, int64_t rank) {
 namespace {
 
 constexpr int kDP = static_cast<int>(MeshAxis::kDP);
+constexpr int kCP = static_cast<int>(MeshAxis::kCP);
 
 // The world ranks of `rank`'s DP group whose DP coordinates `member`
 // accepts, in DP order.
@@ -128,11 +129,20 @@ std::vector<int64_t> meshExpertGroup(const MeshShape &shape, int64_t rank) {
   });
 }
 
+// The DP ranks that hold the same experts, each with every CP rank of its
+// CP group, in the order (dp / expert) * CP + cp.
 std::vector<int64_t> meshExpertDataGroup(const MeshShape &shape,
                                          int64_t rank) {
-  return dpMembers(shape, rank, [&](int64_t mine, int64_t dp) {
-    return dp % shape.expert == mine % shape.expert;
-  });
+  MeshCoords c = meshCoords(shape, rank);
+  const int64_t mine = c[kDP] % shape.expert;
+  std::vector<int64_t> group;
+  for (int64_t dp = mine; dp < shape.size(MeshAxis::kDP); dp += shape.expert)
+    for (int64_t cp = 0; cp < shape.size(MeshAxis::kCP); ++cp) {
+      c[kDP] = dp;
+      c[kCP] = cp;
+      group.push_back(meshRank(shape, c));
+    }
+  return group;
 }
 
 int64_t meshExpertRank(const MeshShape &shape, int64_t rank) {
@@ -140,7 +150,8 @@ int64_t meshExpertRank(const MeshShape &shape, int64_t rank) {
 }
 
 int64_t meshExpertDataRank(const MeshShape &shape, int64_t rank) {
-  return meshCoords(shape, rank)[kDP] / shape.expert;
+  const MeshCoords c = meshCoords(shape, rank);
+  return c[kDP] / shape.expert * shape.size(MeshAxis::kCP) + c[kCP];
 }
 
 // The DP group's index, then which block of it (EP) or which place in the
@@ -152,7 +163,7 @@ int64_t meshExpertGroupIndex(const MeshShape &shape, int64_t rank) {
 }
 
 int64_t meshExpertDataGroupIndex(const MeshShape &shape, int64_t rank) {
-  return meshGroupIndex(shape, rank, MeshAxis::kDP) * shape.expert +
+  return meshDataGroupIndex(shape, rank) * shape.expert +
          meshExpertRank(shape, rank);
 }
 

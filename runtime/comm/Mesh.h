@@ -68,9 +68,11 @@ int64_t meshDataGroupIndex(const MeshShape &shape, int64_t rank);
 // Expert parallel (plan.proto MeshAxis EP and EDP; shape.expert ranks per
 // EP group). The EP group: the `expert` consecutive DP ranks of `rank`'s
 // DP group that hold every expert once between them, by DP coordinate; a
-// rank's index in it is dp % expert. The EDP group: the DP ranks that
-// hold the same experts as `rank` (dp % expert equal), by DP coordinate;
-// a rank's index in it is dp / expert.
+// rank's index in it is dp % expert. The EDP group, which sums the
+// experts' gradients: the DP ranks that hold the same experts as `rank`
+// (dp % expert equal) with every CP rank of theirs (as Megatron-Core's
+// expert data-parallel group), in the order of (dp / expert) * CP + cp,
+// which is a rank's index in it.
 std::vector<int64_t> meshExpertGroup(const MeshShape &shape, int64_t rank);
 std::vector<int64_t> meshExpertDataGroup(const MeshShape &shape,
                                          int64_t rank);

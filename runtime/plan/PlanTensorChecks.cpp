@@ -226,7 +226,8 @@ int64_t meshAxisSize(const plan::Mesh &mesh, plan::MeshAxis axis) {
     size = mesh.ep();
     break;
   case plan::EDP:
-    size = mesh.dp() / std::max<int64_t>(mesh.ep(), 1);
+    size = mesh.dp() / std::max<int64_t>(mesh.ep(), 1) *
+           std::max<int64_t>(mesh.cp(), 1);
     break;
   default:
     break;

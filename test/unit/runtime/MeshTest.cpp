@@ -112,6 +112,31 @@ TEST(Mesh, ExpertGroupsSplitEachDataParallelGroup) {
     EXPECT_EQ(meshExpertGroup(s, r)[meshExpertRank(s, r)], r);
 }
 
+// Under context parallel an EP group stays within one CP coordinate (each
+// CP rank exchanges its own tokens), and an EDP group takes the CP ranks
+// of its DP ranks too: every rank of it holds a part of the experts'
+// gradient.
+TEST(Mesh, ExpertDataGroupsTakeTheContextParallelRanks) {
+  MeshShape s = shape(1, 2, 1, 4);
+  s.expert = 2;
+  // Rank 5: cp 1, dp 2.
+  EXPECT_EQ(meshExpertGroup(s, 5), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(meshExpertDataGroup(s, 5), (std::vector<int64_t>{0, 1, 4, 5}));
+  EXPECT_EQ(meshExpertDataRank(s, 5), 3);
+  std::vector<int> seen(2, 0);
+  for (int64_t r = 0; r < s.worldSize(); ++r) {
+    const std::vector<int64_t> members = meshExpertDataGroup(s, r);
+    ASSERT_EQ(members.size(), 4u);
+    EXPECT_EQ(members[meshExpertDataRank(s, r)], r);
+    const int64_t g = meshExpertDataGroupIndex(s, r);
+    ASSERT_LT(g, 2);
+    for (int64_t peer : members)
+      EXPECT_EQ(meshExpertDataGroupIndex(s, peer), g);
+    ++seen[g];
+  }
+  EXPECT_EQ(seen, (std::vector<int>{4, 4}));
+}
+
 // The exchange of one rank: its own rows come back; the counts must agree.
 TEST(Mesh, AnAllToAllOfOneRankCopies) {
   SelfCommunicator self("ep group 0 (rank 0)");

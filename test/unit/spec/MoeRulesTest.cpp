@@ -166,6 +166,14 @@ TEST(MoeRules, SubUnitsNeedExpertParallelAndDivideTheSequence) {
               HasSubstr("parallel.ep_sub_units: 3 sub-units do not divide "
                         "train.seq_len 16: each takes an equal part of the "
                         "sequence; set a divisor of 16"));
+  // Under context parallel a CP rank's 8 positions are cut.
+  EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
+                              "data_parallel: 2 expert_parallel: 2 "
+                              "context_parallel: 2 ep_sub_units: 16")),
+              HasSubstr("parallel.ep_sub_units: 16 sub-units do not divide "
+                        "the 8 positions a context-parallel rank holds of "
+                        "train.seq_len 16: each takes an equal part of them; "
+                        "set a divisor of 8"));
   EXPECT_THAT(errorOf(withMoe("num_experts: 8 top_k: 2",
                               "data_parallel: 2 expert_parallel: 2 "
                               "ep_sub_units: 128")),
