@@ -201,6 +201,11 @@ LogicalResult ContextSharder::visitMoe(Operation *op) {
   // tokens); the rows that come back are its tokens' again.
   if (auto combine = dyn_cast<CommCombineOp>(op))
     return shrinkRows(combine.getResult());
+  // Hot-expert replication: the rank's rows split into the cold ones (its
+  // tokens' rows) and the hot experts' rows, which the plan holds room for
+  // as a CP rank's (T / CP tokens).
+  if (auto split = dyn_cast<MoeSplitRowsOp>(op))
+    return isPart(split.getRows()) ? shrinkRows(split.getCold()) : success();
   if (!llvm::any_of(op->getOperands(), [&](Value v) { return isPart(v); }))
     return success();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -401,7 +406,9 @@ LogicalResult ContextSharder::visit(Operation *op) {
             MoeUnpermuteOp, MoeUnpermuteGradOp, MoeGroupedLinearOp,
             MoeGroupedLinearGradInputOp, MoeGroupedLinearGradWeightOp,
             MoeSplitTokensOp, MoeJoinTokensOp, MoeKeepRowsOp, MoeRestoreRowsOp,
-            MoeBlockCountsOp, MoeEpOffsetsOp, CommDispatchOp, CommCombineOp>(
+            MoeBlockCountsOp, MoeEpOffsetsOp, MoeHotExpertsOp, MoeSplitRowsOp,
+            MoeMergeRowsOp, CommDispatchOp, CommCombineOp,
+            CommReplicateExpertsOp, CommReduceReplicasOp>(
           [&](Operation *o) { return visitMoe(o); })
       // Expert parallel's gather of the token counts.
       .Case([&](CommAllGatherOp g) -> LogicalResult {

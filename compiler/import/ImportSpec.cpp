@@ -766,10 +766,7 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
   if (spec.model().has_moe()) {
     const char *missing = nullptr;
     const spec::ParallelLayout &par = spec.parallel();
-    if (par.context_parallel() > 1 && moeHotSlots(spec) > 0)
-      missing = "context_parallel with hot_experts; leave one of them out";
-    else if (par.context_parallel() > 1 &&
-             spec.model().moe().capacity_factor() > 0)
+    if (par.context_parallel() > 1 && spec.model().moe().capacity_factor() > 0)
       missing = "context_parallel with capacity_factor (each rank would "
                 "drop by its own part of the sequence, not as one rank "
                 "drops); use dropless experts or leave context_parallel out";
