@@ -234,8 +234,8 @@ LogicalResult ContextSharder::visitMoe(Operation *op) {
         o->setAttr("parts", IntegerAttr::get(IntegerType::get(ctx_, 64), cp_));
         return perToken(o);
       })
-      .Case<CommDispatchOp, MoeBlockCountsOp, MoeEpOffsetsOp>(
-          [](Operation *) { return success(); })
+      // The receive room is already a CP rank's.
+      .Case([](CommDispatchOp) { return success(); })
       .Case([&](MoeSplitTokensOp split) {
         unitLen_ =
             cast<RankedTensorType>(split.getParts()[0].getType()).getDimSize(1);

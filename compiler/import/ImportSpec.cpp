@@ -213,7 +213,7 @@ private:
     Value gate, up, down;
   };
   Value routedExperts(Value h, Value experts, Value weights,
-                      const ExpertWeights &w);
+                      const ExpertWeights &stacked);
   bool isMoeLayer(int64_t l) const {
     return arch_.has_moe() && l >= arch_.moe().first_k_dense();
   }

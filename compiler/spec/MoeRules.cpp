@@ -3,6 +3,7 @@
 // capacity, and how the experts split over expert-parallel ranks.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/spec/SpecSizes.h"
@@ -320,26 +321,21 @@ private:
                    "expert_parallel above 1 or remove it");
       return;
     }
+    // Under context parallel the parts are of a CP rank's positions.
     const int64_t cp = std::max<int64_t>(1, p.context_parallel());
-    if (seq <= 0 || seq % cp != 0)
+    if (seq <= 0 || seq % cp != 0 || (seq / cp) % units == 0)
       return;
-    if (cp == 1 && seq % units != 0)
-      sink_.report("parallel.ep_sub_units",
-                   absl::StrCat(units,
-                                " sub-units do not divide train.seq_len ", seq,
-                                ": each takes an equal part of the "
-                                "sequence; set a divisor of ",
-                                seq));
-    else if (cp > 1 && (seq / cp) % units != 0)
-      sink_.report("parallel.ep_sub_units",
-                   absl::StrCat(units, " sub-units do not divide the ",
-                                seq / cp,
-                                " positions a context-parallel rank holds of "
-                                "train.seq_len ",
-                                seq,
-                                ": each takes an equal part of them; "
-                                "set a divisor of ",
-                                seq / cp));
+    const std::string held =
+        cp == 1 ? absl::StrCat("train.seq_len ", seq)
+                : absl::StrCat("the ", seq / cp,
+                               " positions a context-parallel rank holds of "
+                               "train.seq_len ",
+                               seq);
+    sink_.report("parallel.ep_sub_units",
+                 absl::StrCat(units, " sub-units do not divide ", held,
+                              ": each takes an equal part of ",
+                              cp == 1 ? "the sequence" : "them",
+                              "; set a divisor of ", seq / cp));
   }
 
   void checkExpertParallel() {
