@@ -685,6 +685,24 @@ LogicalResult PipelineLowering::copyFiltered(ArrayRef<Operation *> ops,
       b_.clone(*op, map);
       continue;
     }
+    // A launch that reads another rank's globals into transient buffers
+    // (ZeRO rounding another stage's master for its bf16 copy) is that
+    // rank's, and so are the buffers: this rank drops them, and the
+    // collective that reads them next leaves them out.
+    if (launch &&
+        llvm::all_of(launch.getIns(),
+                     [&](Value v) { return !map.contains(v); }) &&
+        llvm::all_of(launch.getOuts(), [&](Value v) {
+          return !map.contains(v) || v.getDefiningOp<sched::AllocOp>();
+        })) {
+      for (Value v : op->getOperands())
+        if (Value copy = map.lookupOrNull(v)) {
+          if (copy.use_empty())
+            copy.getDefiningOp()->erase();
+          map.erase(v);
+        }
+      continue;
+    }
     if (mine > 0 && launch && !llvm::all_of(launch.getOuts(), [&](Value v) {
           return !map.contains(v);
         }))

@@ -191,16 +191,6 @@ LogicalResult Lowering::checkSignature() {
                << type.getElementType()
                << ", but parameters are the f32 masters that AdamW updates; "
                   "make it f32 and cast it to bf16 with braid.cast";
-      if (sharded() &&
-          (type.getRank() == 0 || type.getDimSize(0) % dataParallel_ != 0))
-        return func_.emitOpError()
-               << "ZeRO stage " << zeroStage_
-               << " shards every parameter along its first dimension over "
-                  "the "
-               << dataParallel_ << " data-parallel ranks, but '"
-               << p.getName() << "' is " << type << ": choose a "
-               << "data_parallel that divides " << type.getDimSize(0)
-               << ", or zero_stage 0";
       params_.push_back({arg, p.getName().str(),
                          p.getWeightDecay() && type.getRank() >= 2,
                          schedInitKind(p.getInit()), p.getInitStd(),
@@ -213,15 +203,32 @@ LogicalResult Lowering::checkSignature() {
             static_cast<unsigned>(tp.getBlocks()));
       }
       if (func_.getArgAttr(i, BraidDialect::kExpertShardAttr)) {
-        if (expertParallel_ < 2 || sharded() || params_.back().part)
+        if (expertParallel_ < 2 || params_.back().part)
           return func_.emitOpError()
                  << "parameter '" << p.getName()
                  << "' is an expert-parallel share of its experts (braid.ep), "
-                    "which needs a mesh of ep above 1, no ZeRO and no "
-                    "tensor-parallel split of the share";
+                    "which needs a mesh of ep above 1 and no tensor-parallel "
+                    "split of the share";
         params_.back().part = sched::ShardAttr::get(
             b_.getContext(), sched::MeshAxis::Ep, 0);
       }
+      const sched::MeshAxis zero = zeroAxis(params_.back().part);
+      const int64_t ranks = groupSize(zero);
+      if (sharded() && (type.getRank() == 0 || type.getDimSize(0) % ranks != 0))
+        return func_.emitOpError()
+               << "ZeRO stage " << zeroStage_
+               << " shards every parameter along its first dimension over "
+                  "the "
+               << ranks
+               << (zero == sched::MeshAxis::Edp
+                       ? " data-parallel ranks that hold the same experts"
+                       : " data-parallel ranks")
+               << ", but '" << p.getName() << "' is " << type
+               << ": choose a data_parallel"
+               << (zero == sched::MeshAxis::Edp ? " / expert_parallel" : "")
+               << " that divides "
+               << (type.getRank() == 0 ? int64_t{1} : type.getDimSize(0))
+               << ", or zero_stage 0";
     } else if (auto r = func_.getArgAttrOfType<InputRoleAttr>(
                    i, BraidDialect::kInputAttr)) {
       inputRole_[arg] = schedRole(r.getValue());
@@ -485,6 +492,10 @@ LogicalResult Lowering::lowerMicroBatch() {
     if (isa<CommAllReduceOp, CommAllGatherOp, CommReduceScatterOp,
             CommShiftOp, CommDispatchOp, CommCombineOp,
             CommReplicateExpertsOp, CommReduceReplicasOp>(op)) {
+      // Stage 3: hot-expert replication reads the share of experts it
+      // copies from where this phase gathers it.
+      if (auto w = weightOf.find(op.getOperand(0)); w != weightOf.end())
+        buffers[op.getOperand(0)] = gatherBuffer(op.getLoc(), w->second, &op);
       if (failed(lowerComm(op, buffers)))
         return failure();
       // A replicated parameter's gradient summed over the TP group

@@ -102,15 +102,40 @@ private:
                                b_.getI64IntegerAttr(1),
                                b_.getI32IntegerAttr(0));
   }
-  // A parameter's DP shard: dimension 0 divided by the DP size.
-  Type shardType(Type whole) const {
+  // The group ZeRO shards a parameter over: the DP ranks, or, for an EP
+  // share of an MoE layer's experts (`part` along ep), the ranks that hold
+  // the same experts (edp), as Megatron's distributed optimizer shards
+  // experts over the expert data-parallel group.
+  static sched::MeshAxis zeroAxis(sched::ShardAttr part) {
+    return part && part.getAxis() == sched::MeshAxis::Ep ? sched::MeshAxis::Edp
+                                                         : sched::MeshAxis::Dp;
+  }
+  // A parameter's ZeRO shard: dimension 0 divided by its ZeRO group's size.
+  Type shardType(Type whole, sched::ShardAttr part) const {
     auto t = cast<RankedTensorType>(whole);
     SmallVector<int64_t> shape(t.getShape());
-    shape[0] /= dataParallel_;
+    shape[0] /= groupSize(zeroAxis(part));
     return RankedTensorType::get(shape, t.getElementType());
   }
-  MemRefType shardBuffer(Type whole) const {
-    return bufferType(shardType(whole));
+  MemRefType shardBuffer(Type whole, sched::ShardAttr part) const {
+    return bufferType(shardType(whole, part));
+  }
+  // One collective of `kind` per ZeRO group (DP, then EDP) of the
+  // parameters whose buffers ins[i] and outs[i] are; `axes[i]` is
+  // zeroAxis of parameter i's part.
+  void zeroCollectives(Location loc, sched::CollectiveKind kind,
+                       ArrayRef<sched::MeshAxis> axes, ArrayRef<Value> ins,
+                       ArrayRef<Value> outs) {
+    for (sched::MeshAxis axis : {sched::MeshAxis::Dp, sched::MeshAxis::Edp}) {
+      SmallVector<Value> in, out;
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (axes[i] == axis) {
+          in.push_back(ins[i]);
+          out.push_back(outs[i]);
+        }
+      if (!in.empty())
+        collective(loc, kind, in, out, axis);
+    }
   }
   void readback(StringRef scalar, int32_t slot) {
     sched::ReadbackOp::create(b_, module_.getLoc(), getGlobal(scalar),
@@ -119,7 +144,7 @@ private:
   }
   void refreshWeightCopies(Location loc);
 
-  // A global; `shard` makes it this rank's DP shard of `tensorType`;
+  // A global; `shard` makes it this rank's ZeRO shard of `tensorType`;
   // `part` says which part `tensorType` (already this rank's) is: a TP
   // part, or an EP share of an MoE layer's experts.
   sched::GlobalOp global(StringRef sym, sched::GlobalKind kind,
@@ -128,7 +153,8 @@ private:
                          sched::ParamInfoAttr info = {}, bool shard = false,
                          sched::ShardAttr part = {}) {
     MLIRContext *ctx = b_.getContext();
-    // A DP shard of a TP part keeps the part's description, with dp_rows.
+    // A ZeRO shard of a TP part or an EP share keeps the part's
+    // description, with dp_rows.
     sched::ShardAttr shardAttr = part;
     if (shard)
       shardAttr = part ? sched::ShardAttr::get(ctx, part.getAxis(),
@@ -140,7 +166,8 @@ private:
         sched::GlobalKindAttr::get(ctx, kind),
         of.empty() ? FlatSymbolRefAttr() : FlatSymbolRefAttr::get(ctx, of),
         role ? sched::RoleAttr::get(ctx, *role) : sched::RoleAttr(),
-        TypeAttr::get(shard ? shardBuffer(tensorType) : bufferType(tensorType)),
+        TypeAttr::get(shard ? shardBuffer(tensorType, part)
+                            : bufferType(tensorType)),
         IntegerAttr(), info, shardAttr);
     globals_[sym] = g;
     return g;

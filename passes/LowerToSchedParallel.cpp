@@ -24,22 +24,24 @@ void Lowering::refreshWeightCopies(Location loc) {
                         DictionaryAttr());
     return;
   }
-  // Each rank rounds its own shard (BF16), then the group gathers the
-  // whole copies.
+  // Each rank rounds its own shard (BF16), then its ZeRO group gathers
+  // the whole copies.
   SmallVector<Value> shards, wholes;
+  SmallVector<sched::MeshAxis> axes;
   for (auto &p : params_) {
     Value master = getGlobal(p.name);
     if (cast<RankedTensorType>(p.copyType).getElementType().isF32()) {
       shards.push_back(master);
     } else {
-      Value part = sched::AllocOp::create(b_, loc, shardBuffer(p.copyType),
-                                          IntegerAttr());
+      Value part = sched::AllocOp::create(
+          b_, loc, shardBuffer(p.copyType, p.part), IntegerAttr());
       optimizerLaunch(loc, "cast", {master}, {part}, DictionaryAttr());
       shards.push_back(part);
     }
     wholes.push_back(getGlobal(p.copy));
+    axes.push_back(zeroAxis(p.part));
   }
-  collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
+  zeroCollectives(loc, sched::CollectiveKind::AllGather, axes, shards, wholes);
 }
 
 Value Lowering::gradSinkBuffer(Location loc, const std::string &sink) {
@@ -70,12 +72,15 @@ void Lowering::lowerGradientReduction() {
   const uint32_t comm = commStream();
   handOver(loc, 1);
   stream_ = comm;
-  SmallVector<Value> wholes, shards, experts;
+  // An EP share of the experts is summed over the ranks that hold the same
+  // experts (edp): its gradient already holds every token of the EP group
+  // that reached them. ZeRO's shards of it are cut over the same group.
+  SmallVector<Value> wholes, shards, experts, all;
+  SmallVector<sched::MeshAxis> axes;
   for (auto &p : params_) {
     Value grad = getGlobal(p.name + (sharded() ? ".grad.full" : ".grad"));
-    // An EP share of the experts is summed over the ranks that hold the
-    // same experts (edp): its gradient already holds every token of the EP
-    // group that reached them.
+    all.push_back(grad);
+    axes.push_back(zeroAxis(p.part));
     if (isExpertShare(p))
       experts.push_back(grad);
     else
@@ -90,7 +95,8 @@ void Lowering::lowerGradientReduction() {
   for (const Buffer &buffer : buffers_)
     sums.push_back(getGlobal(buffer.name + ".load"));
   if (sharded()) {
-    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, shards);
+    zeroCollectives(loc, sched::CollectiveKind::ReduceScatterSum, axes, all,
+                    shards);
     collective(loc, sched::CollectiveKind::AllReduceSum, sums, {});
   } else {
     // Context parallel: each rank's gradients are its part of the
@@ -139,10 +145,12 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
     handOver(loc, m + 1);
     stream_ = commStream();
     SmallVector<Value> wholes, parts;
+    SmallVector<sched::MeshAxis> axes;
     SmallVector<std::pair<Value, Value>> adds;
     for (auto &p : params_) {
       std::string sym = p.name + ".grad";
       wholes.push_back(map.lookup(microGrads_.lookup(sym)));
+      axes.push_back(zeroAxis(p.part));
       Value shard = getGlobal(sym);
       if (m == 0) {
         parts.push_back(shard);
@@ -153,7 +161,8 @@ void Lowering::unrollAndReduceMicroBatches(sched::RepeatOp repeat) {
       parts.push_back(part);
       adds.push_back({part, shard});
     }
-    collective(loc, sched::CollectiveKind::ReduceScatterSum, wholes, parts);
+    zeroCollectives(loc, sched::CollectiveKind::ReduceScatterSum, axes, wholes,
+                    parts);
     for (auto [part, shard] : adds)
       optimizerLaunch(loc, "accumulate", {part}, {shard}, DictionaryAttr());
     // After the last, the loss sum and each expert bias's load, whole.
@@ -279,7 +288,8 @@ LogicalResult Lowering::lowerComm(Operation &op,
 // are gathered over the group and joined with the replicated parameters'
 // norm, which every rank holds whole; with EP, an MoE layer's share of its
 // experts likewise over the EP group. With ZeRO each of those norms is
-// first the norm of the DP group's shards' norms, gathered.
+// first the norm of its ZeRO group's shards' norms, gathered (the DP
+// group's, or an EP share's EDP group's).
 Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
   Value norm = getGlobal("grad_norm");
   Type f32 = b_.getF32Type();
@@ -288,62 +298,53 @@ Value Lowering::lowerGradNorm(Location loc, ArrayRef<Value> grads) {
                                   IntegerAttr())
         .getResult();
   };
-  // The norm of `gs` as this rank holds them, and its parts' gathered over
-  // `axis` into a buffer of the group's size.
-  auto partsOver = [&](ValueRange gs, sched::MeshAxis axis, int64_t size) {
-    Value mine = scalar(1);
-    optimizerLaunch(loc, "grad_norm", gs, {mine}, DictionaryAttr());
-    Value all = scalar(size);
+  // `mine` gathered over `axis` into a buffer of the group's size.
+  auto gathered = [&](Value mine, sched::MeshAxis axis) {
+    Value all = scalar(groupSize(axis));
     setPhaseMark(collective(loc, sched::CollectiveKind::AllGather, {mine},
                             {all}, axis),
                  Phase::Optimizer);
     return all;
   };
-  // The norm of whole (unsharded) gradients, or of ZeRO's shards of them.
-  auto wholeNorm = [&](ValueRange gs) -> Value {
-    if (!sharded()) {
-      Value n = scalar(1);
-      optimizerLaunch(loc, "grad_norm", gs, {n}, DictionaryAttr());
-      return n;
-    }
+  auto normOf = [&](ValueRange gs) {
     Value n = scalar(1);
-    optimizerLaunch(loc, "grad_norm",
-                    {partsOver(gs, sched::MeshAxis::Dp, dataParallel_)}, {n},
+    optimizerLaunch(loc, "grad_norm", gs, {n}, DictionaryAttr());
+    return n;
+  };
+  // The norm of the gradients `gs` as they are before ZeRO cuts them; with
+  // ZeRO, of the shards this rank holds gathered over their group `zero`.
+  auto heldNorm = [&](ValueRange gs, sched::MeshAxis zero) -> Value {
+    if (!sharded())
+      return normOf(gs);
+    Value n = scalar(1);
+    optimizerLaunch(loc, "grad_norm", {gathered(normOf(gs), zero)}, {n},
                     DictionaryAttr());
     return n;
   };
-  if (tensorParallel_ > 1 || expertParallel_ > 1) {
-    // A TP part's and an EP share's norms gathered over their groups,
-    // joined with the rest's, which every rank holds whole.
-    SmallVector<Value> tpParts, epParts, whole;
-    for (auto [p, g] : llvm::zip(params_, grads))
-      (isExpertShare(p) ? epParts : p.part ? tpParts : whole).push_back(g);
-    SmallVector<Value> parts;
-    if (!tpParts.empty() && sharded()) {
-      // Each TP part's norm (over its DP shards), then the parts'.
-      Value part = wholeNorm(tpParts);
-      Value all = scalar(tensorParallel_);
-      setPhaseMark(collective(loc, sched::CollectiveKind::AllGather, {part},
-                              {all}, sched::MeshAxis::Tp),
-                   Phase::Optimizer);
-      parts.push_back(all);
-    } else if (!tpParts.empty()) {
-      parts.push_back(partsOver(tpParts, sched::MeshAxis::Tp, tensorParallel_));
-    }
-    if (!epParts.empty())
-      parts.push_back(partsOver(epParts, sched::MeshAxis::Ep, expertParallel_));
-    if (!whole.empty())
-      parts.push_back(wholeNorm(whole));
-    optimizerLaunch(loc, "grad_norm", parts, {norm}, DictionaryAttr());
-    return norm;
-  }
-  if (!sharded()) {
+  SmallVector<Value> tpParts, epParts, whole;
+  for (auto [p, g] : llvm::zip(params_, grads))
+    (isExpertShare(p) ? epParts : p.part ? tpParts : whole).push_back(g);
+  // A TP part's and an EP share's norms gathered over their groups, joined
+  // with the rest's, which every rank holds whole.
+  SmallVector<Value> parts;
+  if (!tpParts.empty())
+    parts.push_back(
+        gathered(heldNorm(tpParts, sched::MeshAxis::Dp), sched::MeshAxis::Tp));
+  if (!epParts.empty())
+    parts.push_back(
+        gathered(heldNorm(epParts, sched::MeshAxis::Edp), sched::MeshAxis::Ep));
+  if (parts.empty() && !sharded()) {
     optimizerLaunch(loc, "grad_norm", grads, {norm}, DictionaryAttr());
     return norm;
   }
-  optimizerLaunch(loc, "grad_norm",
-                  {partsOver(grads, sched::MeshAxis::Dp, dataParallel_)},
-                  {norm}, DictionaryAttr());
+  if (!whole.empty()) {
+    if (parts.empty())
+      // Sharded without parts: the DP shards' norms are the parts.
+      parts.push_back(gathered(normOf(whole), sched::MeshAxis::Dp));
+    else
+      parts.push_back(heldNorm(whole, sched::MeshAxis::Dp));
+  }
+  optimizerLaunch(loc, "grad_norm", parts, {norm}, DictionaryAttr());
   return norm;
 }
 
@@ -385,13 +386,19 @@ void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
   DenseSet<Value> placed;
   std::pair<Attribute, bool> key;
   for (Operation *op : microBatch) {
-    auto launch = dyn_cast<sched::LaunchOp>(op);
-    if (!launch)
+    // Launches read the weights; so does hot-expert replication, which
+    // copies a share of experts.
+    ValueRange reads;
+    if (auto launch = dyn_cast<sched::LaunchOp>(op))
+      reads = launch.getIns();
+    else if (auto c = dyn_cast<sched::CollectiveOp>(op))
+      reads = c.getBuffers();
+    else
       continue;
     std::optional<Phase> phase = phaseMark(op);
     std::pair<Attribute, bool> here = {layerMark(op),
                                        phase && *phase != Phase::Forward};
-    for (Value v : launch.getIns()) {
+    for (Value v : reads) {
       auto it = paramOf.find(v);
       if (it == paramOf.end() || !placed.insert(v).second)
         continue;
@@ -440,13 +447,16 @@ void Lowering::insertGathers(ArrayRef<Operation *> microBatch,
     SmallVector<int64_t> done;
     for (auto [first, last] : pieces) {
       SmallVector<Value> shards, wholes;
+      SmallVector<sched::MeshAxis> axes;
       for (size_t k = first; k < last; ++k) {
         const Param &p = params_[group.params[k]];
         shards.push_back(getGlobal(p.copy.empty() ? p.name : p.copy));
         wholes.push_back(group.buffers[k]);
+        axes.push_back(zeroAxis(p.part));
       }
       stream_ = comm;
-      collective(loc, sched::CollectiveKind::AllGather, shards, wholes);
+      zeroCollectives(loc, sched::CollectiveKind::AllGather, axes, shards,
+                      wholes);
       stream_ = 0;
       sched::EventRecordOp::create(b_, loc, i32(4), i64(++gatherDone_),
                                    i32(comm));

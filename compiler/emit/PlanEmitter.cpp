@@ -14,6 +14,7 @@
 #include "google/protobuf/text_format.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/ShardLayout.h"
 
 using namespace mlir;
 
@@ -145,13 +146,14 @@ LogicalResult Emitter::addGlobal(sched::GlobalOp global) {
     const int64_t ep = std::max<int64_t>(1, mesh.ep());
     const int64_t sizes[] = {mesh.tp(), mesh.cp(), mesh.pp(), mesh.dp(),
                              mesh.dp() * mesh.cp(), ep, mesh.dp() / ep};
+    // dp_rows: dimension 0 further cut over the part's ZeRO group.
+    const int64_t rows = shard.getDpRows() ? dpRowsGroupSize(mesh, *s) : 1;
     for (int d = 0; d < t->shape_size(); ++d)
-      s->add_global_shape(
-          t->shape(d) *
-          (d == static_cast<int>(shard.getDim())
-               ? sizes[static_cast<int>(shard.getAxis())]
-               : 1) *
-          (d == 0 && shard.getDpRows() ? mesh.dp() : 1));
+      s->add_global_shape(t->shape(d) *
+                          (d == static_cast<int>(shard.getDim())
+                               ? sizes[static_cast<int>(shard.getAxis())]
+                               : 1) *
+                          (d == 0 ? rows : 1));
   }
   // The verifier gives inputs and scalars a role of their kind, and
   // parameters their info.
@@ -235,7 +237,7 @@ LogicalResult Emitter::linkParameters() {
                      t->shard().global_shape().end());
       else if (t->has_shard() && t->shard().dp_rows() &&
                !c.shard().dp_rows() && !shape.empty())
-        shape[0] *= plan_.mesh().dp();
+        shape[0] *= dpRowsGroupSize(plan_.mesh(), t->shard());
       if (c.kind() != plan::WEIGHT_COPY ||
           !std::equal(c.shape().begin(), c.shape().end(), shape.begin(),
                       shape.end()))

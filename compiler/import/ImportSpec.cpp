@@ -770,14 +770,16 @@ LogicalResult importSpec(const spec::ModelSpec &spec, ModuleOp module) {
       missing = "context_parallel with capacity_factor (each rank would "
                 "drop by its own part of the sequence, not as one rank "
                 "drops); use dropless experts or leave context_parallel out";
-    else if (par.expert_parallel() > 1 && par.zero_stage() >= 1)
-      missing = "parallel.expert_parallel with ZeRO (each rank's share of "
-                "the experts would be cut again over DP); leave one of them "
-                "out";
     else if (moeSubUnits(spec) > 1 && spec.model().moe().capacity_factor() > 0)
       missing = "parallel.ep_sub_units with capacity_factor (each sub-unit "
                 "would drop by its own tokens, not as the layer drops); use "
                 "dropless experts or leave ep_sub_units out";
+    else if (par.zero_stage() >= 1 && spec.model().moe().hot_experts() > 0 &&
+             spec.train().precision() == spec::BF16)
+      missing = "parallel.zero_stage with hot_experts in a BF16 plan (the "
+                "replicas copy the f32 masters, which ZeRO shards, while "
+                "compute reads their whole bf16 copies); use FP32, or leave "
+                "zero_stage or hot_experts out";
     else if (moeSubUnits(spec) > 1 && spec.model().moe().hot_experts() > 0)
       missing = "parallel.ep_sub_units with hot_experts; leave one of them "
                 "out";

@@ -15,6 +15,7 @@
 
 #include "runtime/plan/PlanChecks.h"
 #include "runtime/plan/RepeatWalk.h"
+#include "runtime/plan/ShardLayout.h"
 
 namespace braid::plan_checks {
 namespace {
@@ -301,7 +302,8 @@ absl::Status resolveExchange(const plan::Plan &plan,
 }
 
 // Hot-expert replication's REPLICATE_EXPERTS and REDUCE_REPLICAS
-// (plan.proto): along ep, f32 stacked experts and the i32 hot experts in,
+// (plan.proto): along ep, f32 stacked experts (the share's parameter, its
+// whole f32 copy under ZeRO, or an activation) and the i32 hot experts in,
 // one f32 output of the same expert shape; the replicas [H, ...] are the
 // output of the one and the input of the other, with H hot experts.
 absl::Status resolveReplicas(const plan::Plan &plan, const plan::Collective &c,
@@ -325,7 +327,8 @@ absl::Status resolveReplicas(const plan::Plan &plan, const plan::Collective &c,
   bool fits = data.dtype() == plan::F32 && result.dtype() == plan::F32 &&
               result.kind() == plan::ACTIVATION &&
               (data.kind() == plan::ACTIVATION ||
-               (replicate && data.kind() == plan::PARAMETER)) &&
+               (replicate && (data.kind() == plan::PARAMETER ||
+                              data.kind() == plan::WEIGHT_COPY))) &&
               data.shape_size() >= 2 &&
               data.shape_size() == result.shape_size();
   for (int d = 1; fits && d < data.shape_size(); ++d)
@@ -438,8 +441,9 @@ absl::Status resolveCollective(const plan::Plan &plan,
     const plan::Shard &shard = t.shard();
     if (shard.axis() == c.axis() && shard.dim() == 0 && shard.blocks() <= 1)
       return absl::OkStatus();
-    // ZeRO's rows of a TP part stack over DP into that part.
-    if (shard.dp_rows() && c.axis() == plan::DP)
+    // ZeRO's rows of a TP part stack over DP into that part, of an EP
+    // share over EDP.
+    if (shard.dp_rows() && c.axis() == dpRowsAxis(shard))
       return absl::OkStatus();
     return refuse(absl::StrCat(
         where, ": ", side, " ", tensorRef(plan, id), " is a shard along the ",

@@ -170,7 +170,8 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
                                ": it must be WEIGHT_COPY"));
   const bool bf16 = plan.train().precision() == plan::TrainConfig::BF16;
   // ZeRO 3 keeps the copy sharded like its master; 1 and 2 keep it whole,
-  // or, over a tensor-parallel part (dp_rows), that part.
+  // or, over a tensor-parallel part or an expert-parallel share (dp_rows),
+  // that part.
   const bool rows = p.has_shard() && p.shard().dp_rows();
   const bool part = rows && t.has_shard() && !t.shard().dp_rows();
   const bool whole = p.has_shard() && !t.has_shard();
@@ -195,7 +196,7 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
     shape.assign(p.shard().global_shape().begin(),
                  p.shard().global_shape().end());
   else if (part && !shape.empty())
-    shape[0] *= meshAxisSize(plan.mesh(), plan::DP);
+    shape[0] *= dpRowsGroupSize(plan.mesh(), p.shard());
   if (t.dtype() != dtype || (t.has_shard() && !p.has_shard()) ||
       !std::equal(t.shape().begin(), t.shape().end(), shape.begin(),
                   shape.end()))
@@ -204,7 +205,7 @@ absl::Status checkComputeCopy(const plan::Plan &plan, uint32_t param,
         " ", shapeString(t), ": it must be ",
         host && bf16 ? "bf16 or f32" : planDTypeName(dtype), " ",
         whole  ? "the parameter's whole shape"
-        : part ? "the parameter's tensor-parallel part"
+        : part ? "the parameter's tensor- or expert-parallel part"
                : shapeString(p),
         whole || part ? "" : " like the parameter"));
   plan::Tensor unrowed = p;

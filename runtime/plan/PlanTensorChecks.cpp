@@ -60,12 +60,15 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
         " on dimension 0 in one block only (",
         shard.axis() == plan::DP ? "ZeRO" : "an MoE layer's experts", ")"));
   const bool rows = shard.dp_rows();
-  if (rows && shard.axis() != plan::TP)
+  if (rows && shard.axis() != plan::TP && shard.axis() != plan::EP)
     return refuse(absl::StrCat(
         ref, ": a shard along ", axis,
-        " with dp_rows; dp_rows takes the DP rows of a tensor-parallel part, "
-        "so its axis is tp"));
-  const int64_t dp = rows ? meshAxisSize(plan.mesh(), plan::DP) : 1;
+        " with dp_rows; dp_rows takes ZeRO's rows of a tensor-parallel part "
+        "or of an expert-parallel share, so its axis is tp or ep"));
+  // The group that cuts dimension 0 again: DP, or EDP for an EP share.
+  const int64_t dp = rows ? dpRowsGroupSize(plan.mesh(), shard) : 1;
+  const std::string rowsAxis =
+      absl::AsciiStrToLower(plan::MeshAxis_Name(dpRowsAxis(shard)));
   const int64_t parts = meshAxisSize(plan.mesh(), shard.axis());
   std::string global = "[";
   for (int i = 0; i < shard.global_shape_size(); ++i)
@@ -104,7 +107,7 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
                    : std::string(),
         " and every other dimension whole",
         rows ? absl::StrCat(", but dimension 0 further divided by the ", dp,
-                            " ranks of the dp axis (dp_rows)")
+                            " ranks of the ", rowsAxis, " axis (dp_rows)")
              : std::string()));
   return absl::OkStatus();
 }

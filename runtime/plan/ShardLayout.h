@@ -25,6 +25,24 @@ inline int64_t shardBlocks(const plan::Shard &shard) {
   return shard.blocks() == 0 ? 1 : static_cast<int64_t>(shard.blocks());
 }
 
+// With dp_rows (ZeRO over a part), the axis whose group cuts the part's
+// dimension 0 again: DP for a tensor-parallel part, EDP (the ranks that
+// hold the same experts) for an EP share of an MoE layer's experts.
+inline plan::MeshAxis dpRowsAxis(const plan::Shard &shard) {
+  return shard.axis() == plan::EP ? plan::EDP : plan::DP;
+}
+
+// That group's size in `mesh` (at least 1): DP, or DP / EP x CP for EDP.
+inline int64_t dpRowsGroupSize(const plan::Mesh &mesh,
+                               const plan::Shard &shard) {
+  const int64_t dp = mesh.dp() < 1 ? 1 : mesh.dp();
+  if (dpRowsAxis(shard) == plan::DP)
+    return dp;
+  const int64_t ep = mesh.ep() < 1 ? 1 : mesh.ep();
+  const int64_t cp = mesh.cp() < 1 ? 1 : mesh.cp();
+  return dp / ep < 1 ? 1 : dp / ep * cp;
+}
+
 class ShardLayout {
 public:
   // The whole tensor of `wholeShape` split along `dim` into `blocks`

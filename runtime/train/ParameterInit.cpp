@@ -47,7 +47,15 @@ int64_t dpRowsFirst(const LoadedPlan &plan, uint32_t id,
   const plan::Tensor &t = plan.proto.tensors(id);
   if (!t.has_shard() || !t.shard().dp_rows())
     return 0;
-  return coords[static_cast<int>(MeshAxis::kDP)] * plan.descs[id].numel();
+  const int64_t dp = coords[static_cast<int>(MeshAxis::kDP)];
+  if (dpRowsAxis(t.shard()) == plan::DP)
+    return dp * plan.descs[id].numel();
+  // An EP share's rows: the rank's index in its EDP group (Mesh.h), the
+  // DP ranks that hold the same experts with their CP ranks.
+  const int64_t ep = std::max<int64_t>(1, plan.proto.mesh().ep());
+  const int64_t cp = std::max<int64_t>(1, plan.proto.mesh().cp());
+  return ((dp / ep) * cp + coords[static_cast<int>(MeshAxis::kCP)]) *
+         plan.descs[id].numel();
 }
 
 void initParameter(const LoadedPlan &plan, uint32_t id, float *out,

@@ -23,8 +23,9 @@ class ThreadPool;
 ShardLayout tensorLayout(const LoadedPlan &plan, uint32_t id,
                          const MeshCoords &coords);
 
-// With dp_rows (plan.proto Shard: ZeRO over a tensor-parallel part) the
-// rank holds only its DP coordinate's rows of the part tensorLayout
+// With dp_rows (plan.proto Shard: ZeRO over a tensor-parallel part or an
+// expert-parallel share) the rank holds only the rows of its index in the
+// DP group (for an EP share, in its EDP group) of the part tensorLayout
 // describes: local element i is element dpRowsFirst + i of the part. 0 for
 // any other tensor.
 int64_t dpRowsFirst(const LoadedPlan &plan, uint32_t id,

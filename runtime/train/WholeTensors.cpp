@@ -72,10 +72,9 @@ WholeTensors::WholeTensors(const LoadedPlan &local,
       const bool sharded = t.has_shard();
       if (sharded) {
         t.mutable_shape()->CopyFrom(t.shard().global_shape());
-        const int64_t rows =
-            t.shard().dp_rows()
-                ? plan_checks::meshAxisSize(plan.proto.mesh(), plan::DP)
-                : 1;
+        const int64_t rows = t.shard().dp_rows()
+                                 ? dpRowsGroupSize(plan.proto.mesh(), t.shard())
+                                 : 1;
         t.set_size_bytes(t.size_bytes() *
                          static_cast<uint64_t>(
                              rows * plan_checks::meshAxisSize(
@@ -142,10 +141,11 @@ absl::Status WholeTensors::gather(DeviceBackend &device,
       return s;
     int64_t n = local_.descs[e.id].numel();
     const DType dtype = local_.descs[e.id].dtype;
-    // dp_rows: the rank's rows of its TP part, gathered over DP first (the
-    // rows are consecutive, so the gather stacks them in place).
+    // dp_rows: the rank's rows of its TP part (or EP share), gathered over
+    // DP (or EDP) first (the rows are consecutive, so the gather stacks
+    // them in place).
     if (t.shard().dp_rows()) {
-      Communicator &dp = groups(plan::DP);
+      Communicator &dp = groups(dpRowsAxis(t.shard()));
       std::vector<uint8_t> rows(part.size() * static_cast<size_t>(dp.size()));
       if (absl::Status s = dp.allGather(part.data(), rows.data(), n, dtype);
           !s.ok())
@@ -219,7 +219,7 @@ absl::Status WholeTensors::scatter(const uint8_t *image,
       std::memcpy(part.data() + static_cast<size_t>(k) * runBytes,
                   whole + static_cast<size_t>(layout.wholeStart(k)) * es,
                   runBytes);
-    // dp_rows: of the TP part, the rank's rows.
+    // dp_rows: of the TP part (or EP share), the rank's rows.
     const size_t first =
         static_cast<size_t>(dpRowsFirst(local_, e.id, coords)) * es;
     if (absl::Status s =

@@ -90,3 +90,16 @@ module attributes {braid.train = #braid.train<seed = 7, micro_batch_size = 2, nu
     return %l, %g : tensor<f32>, tensor<16x8xf32>
   }
 }
+
+// -----
+
+// ZeRO shards an expert-parallel share of the experts over the ranks that
+// hold the same experts (edp: DP 4 / EP 2 = 2), which must divide its first
+// dimension: one local expert does not split over two ranks.
+module attributes {braid.mesh = #braid.mesh<tp = 1, cp = 1, pp = 1, dp = 4, ep = 2>, braid.zero_stage = 1 : i64, braid.train = #braid.train<seed = 7, micro_batch_size = 2, num_micro_batches = 1, seq_len = 4, steps = 10, lr = 1.000000e-03, beta1 = 9.000000e-01, beta2 = 0.94999999999999996, eps = 1.000000e-08, weight_decay = 1.000000e-01, grad_clip = 1.000000e+00, warmup_steps = 2, decay = cosine, min_lr = 1.000000e-04, precision = fp32>} {
+  // expected-error @+1 {{ZeRO stage 1 shards every parameter along its first dimension over the 2 data-parallel ranks that hold the same experts, but 'experts' is 'tensor<1x4x8xf32>': choose a data_parallel / expert_parallel that divides 1, or zero_stage 0}}
+  func.func @train_step(%w: tensor<1x4x8xf32> {braid.param = #braid.param<name = "experts", init = ones, init_std = 0.0, weight_decay = false, checkpoint_transposed = false>, braid.ep}) -> (tensor<f32>, tensor<1x4x8xf32>) attributes {braid.stage = #braid.stage<0>} {
+    %c = "test.loss"() : () -> tensor<f32>
+    return %c, %w : tensor<f32>, tensor<1x4x8xf32>
+  }
+}

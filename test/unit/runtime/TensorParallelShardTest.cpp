@@ -776,8 +776,8 @@ TEST(TensorParallelLoader, DpRowsAreRowsOfATpPart) {
         .mutable_shard()
         ->set_dp_rows(true);
   expectRefused(dp, "(lm_head.weight): a shard along dp with dp_rows; dp_rows "
-                    "takes the DP rows of a tensor-parallel part, so its axis "
-                    "is tp");
+                    "takes ZeRO's rows of a tensor-parallel part or of an "
+                    "expert-parallel share, so its axis is tp or ep");
   // A moment is the same rows as its parameter: without dp_rows its shape
   // would be the whole TP part's.
   plan::Plan p = rowsOfHead(1, {512, 32});
@@ -785,6 +785,30 @@ TEST(TensorParallelLoader, DpRowsAreRowsOfATpPart) {
   expectRefused(p, "(lm_head.weight.exp_avg) has shape [256, 16] but is a "
                    "shard of [512, 32] along dimension 1 over the 2 ranks of "
                    "a tp group");
+}
+
+// ZeRO over an expert-parallel share: at DP 4 with EP 2 the EDP group (the
+// ranks that hold the same experts) has 2 ranks, so a share [512, 16] of
+// [1024, 16] is cut into rows [256, 16] over EDP, not over DP's 4.
+TEST(TensorParallelLoader, DpRowsOfAnExpertShareAreCutOverEdp) {
+  auto rowsOfShare = [](std::vector<int64_t> global) {
+    plan::Plan p = shardedHead(1, plan::EP, 0, std::move(global));
+    p.mutable_mesh()->set_dp(4);
+    p.mutable_mesh()->set_ep(2);
+    for (const char *suffix : {"", ".exp_avg", ".exp_avg_sq", ".grad"})
+      named(p, std::string("lm_head.weight") + suffix)
+          .mutable_shard()
+          ->set_dp_rows(true);
+    return p;
+  };
+  EXPECT_TRUE(loadOnCpu(rowsOfShare({1024, 16})).ok())
+      << loadOnCpu(rowsOfShare({1024, 16}));
+  expectRefused(rowsOfShare({2048, 16}),
+                "has shape [256, 16] but is a shard of [2048, 16] along "
+                "dimension 0 over the 2 ranks of a ep group: the shard must "
+                "be that dimension divided by 2 and every other dimension "
+                "whole, but dimension 0 further divided by the 2 ranks of "
+                "the edp axis (dp_rows)");
 }
 
 TEST(TensorParallelLoader, TheMeshMayHaveTpAndCp) {
