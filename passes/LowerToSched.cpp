@@ -37,13 +37,14 @@
 //    moe_bias_update launch after AdamW moves the bias (one rank only);
 //  * ZeRO (braid.zero_stage, docs/parallel.md): each rank keeps one DP
 //    shard (rows along dimension 0) of every master and moment, and of the
-//    gradient AdamW reads. Compute reads a whole weight copy that the
-//    optimizer gathers after AdamW (bf16 in BF16 plans, f32 otherwise).
-//    Stage 1 accumulates whole gradients in `NAME.grad.full` and
-//    reduce-scatters them after the last micro-batch; stage 2 writes each
-//    micro-batch's whole gradients into transient buffers, unrolls the
-//    micro-batches and reduce-scatters after each, so no whole gradient
-//    outlives its micro-batch. Stage 3 keeps no whole weights: each
+//    gradient AdamW reads; of an expert-parallel share of an MoE layer's
+//    experts, one shard over the ranks that hold the same experts (edp).
+//    Compute reads a whole weight copy that the optimizer gathers after AdamW
+//    (bf16 in BF16 plans, f32 otherwise). Stage 1 accumulates whole gradients
+//    in `NAME.grad.full` and reduce-scatters them after the last micro-batch;
+//    stage 2 writes each micro-batch's whole gradients into transient buffers,
+//    unrolls the micro-batches and reduce-scatters after each, so no whole
+//    gradient outlives its micro-batch. Stage 3 keeps no whole weights: each
 //    micro-batch gathers a layer's parameters into transient buffers just
 //    before the layer, once for forward and again for backward, while the
 //    layer before it runs (insertGathers). The gradient norm is the norm

@@ -230,7 +230,8 @@ LogicalResult Emitter::linkParameters() {
         return failure();
       const plan::Tensor &c = plan_.tensors(*copy);
       // A sharded parameter's copy is whole, or sharded as it is (ZeRO 3);
-      // ZeRO over a tensor-parallel part (dp_rows) copies that part.
+      // ZeRO over a tensor-parallel part or an expert-parallel share
+      // (dp_rows) copies that part.
       std::vector<int64_t> shape(t->shape().begin(), t->shape().end());
       if (t->has_shard() && !c.has_shard())
         shape.assign(t->shard().global_shape().begin(),

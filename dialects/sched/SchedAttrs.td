@@ -176,9 +176,12 @@ def Sched_ShardAttr : AttrDef<Sched_Dialect, "Shard"> {
     above 1 (left out: 1) that dimension of the whole tensor is `blocks`
     equal consecutive blocks, and rank k holds part k of each, in order
     (a TP-split GPT-2 q/k/v projection: its rows of q, of k and of v).
-    With `dp_rows` (ZeRO over a tensor-parallel part; axis tp) the global
-    holds, of that part, the rows of the rank's DP coordinate: its first
-    dimension is the part's divided by the DP group's size.
+    With `dp_rows` (ZeRO over a tensor-parallel part, axis tp, or over an
+    expert-parallel share of an MoE layer's experts, axis ep) the global
+    holds, of that part, the rows of the rank's index in its ZeRO group:
+    its first dimension is the part's divided by that group's size, the DP
+    group for a TP part, the edp group (the ranks that hold the same
+    experts) for an EP share.
 
     ```mlir
     sched.global @w parameter : memref<96x64xf32> shard <axis = dp, dim = 0>

@@ -37,7 +37,9 @@ bool sameShard(const plan::Tensor &a, const plan::Tensor &b) {
                     y.global_shape().begin(), y.global_shape().end());
 }
 
-// "whole" or "a shard along tp, dimension 1, in 3 blocks, of [64, 48]".
+// "whole", "a shard along tp, dimension 1, in 3 blocks, of [64, 48]" or,
+// with dp_rows, "the dp rows of a shard along tp, ..." ("the edp rows of"
+// a shard along ep).
 std::string shardString(const plan::Tensor &t) {
   if (!t.has_shard())
     return "whole";
@@ -46,9 +48,13 @@ std::string shardString(const plan::Tensor &t) {
   for (int i = 0; i < s.global_shape_size(); ++i)
     absl::StrAppend(&global, i ? ", " : "", s.global_shape(i));
   return absl::StrCat(
-      s.dp_rows() ? "the dp rows of " : "", "a shard along ",
-      absl::AsciiStrToLower(plan::MeshAxis_Name(s.axis())), ", dimension ",
-      s.dim(), ", in ", shardBlocks(s),
+      s.dp_rows() ? absl::StrCat("the ",
+                                 absl::AsciiStrToLower(
+                                     plan::MeshAxis_Name(dpRowsAxis(s))),
+                                 " rows of ")
+                  : std::string(),
+      "a shard along ", absl::AsciiStrToLower(plan::MeshAxis_Name(s.axis())),
+      ", dimension ", s.dim(), ", in ", shardBlocks(s),
       shardBlocks(s) == 1 ? " block" : " blocks", ", of ", global, "]");
 }
 

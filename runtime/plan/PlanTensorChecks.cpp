@@ -90,7 +90,7 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
     int64_t mine = g;
     if (d == static_cast<int>(shard.dim()))
       mine = g >= 0 && g % pieces == 0 ? g / parts : -1;
-    // With dp_rows, this rank's rows of the TP part.
+    // With dp_rows, this rank's rows of the TP part or EP share.
     if (d == 0 && mine >= 0)
       mine = mine % dp == 0 ? mine / dp : -1;
     fits = mine >= 0 && mine == t.shape(d);
