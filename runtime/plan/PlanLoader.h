@@ -202,5 +202,8 @@ std::string inputRoleName(plan::InputRole role);
 std::string lrDecayName(plan::TrainConfig::LrDecay decay);
 // "fp32", "bf16" for a precision; "unspecified" otherwise.
 std::string precisionName(plan::TrainConfig::Precision precision);
+// "tp", "dp", "edp", ... for a mesh axis ("axis_unspecified" for 0):
+// how messages name an axis.
+std::string planAxisName(plan::MeshAxis axis);
 
 } // namespace braid

@@ -34,6 +34,10 @@ std::string lrDecayName(plan::TrainConfig::LrDecay decay) {
                     decay != plan::TrainConfig::LR_DECAY_UNSPECIFIED));
 }
 
+std::string planAxisName(plan::MeshAxis axis) {
+  return absl::AsciiStrToLower(plan::MeshAxis_Name(axis));
+}
+
 std::string precisionName(plan::TrainConfig::Precision precision) {
   return absl::AsciiStrToLower(
       orUnspecified(plan::TrainConfig::Precision_Name(precision),

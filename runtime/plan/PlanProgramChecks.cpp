@@ -9,7 +9,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
@@ -403,8 +402,7 @@ absl::Status resolveCollective(const plan::Plan &plan,
   out.collective = kind;
   out.axis = c.axis();
   const int64_t group = meshAxisSize(plan.mesh(), c.axis());
-  const std::string axisName =
-      absl::AsciiStrToLower(plan::MeshAxis_Name(c.axis()));
+  const std::string axisName = planAxisName(c.axis());
   if (kind == plan::SHIFT
           ? c.shift_offset() == 0 || c.shift_offset() <= -group ||
                 c.shift_offset() >= group
@@ -447,8 +445,7 @@ absl::Status resolveCollective(const plan::Plan &plan,
       return absl::OkStatus();
     return refuse(absl::StrCat(
         where, ": ", side, " ", tensorRef(plan, id), " is a shard along the ",
-        absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis())),
-        " axis, dimension ", shard.dim(), ", in ",
+        planAxisName(shard.axis()), " axis, dimension ", shard.dim(), ", in ",
         std::max<uint32_t>(shard.blocks(), 1),
         " blocks, but a collective along ", axisName,
         " stacks its group's parts along dimension 0 in rank order: only a "
@@ -699,7 +696,7 @@ absl::Status resolveProgram(const plan::Plan &plan, int index,
         inst.collective().axis() != plan::EP)
       return refuse(absl::StrCat(
           where, ": a collective along the ",
-          absl::AsciiStrToLower(plan::MeshAxis_Name(inst.collective().axis())),
+          planAxisName(inst.collective().axis()),
           " axis inside a Repeat body; a body holds launches, stages, "
           "readbacks and collectives along tp, cp and ep only"));
     if (inBody && (inst.op_case() == plan::Instruction::kRecord ||

@@ -9,7 +9,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
@@ -48,14 +47,12 @@ std::string shardString(const plan::Tensor &t) {
   for (int i = 0; i < s.global_shape_size(); ++i)
     absl::StrAppend(&global, i ? ", " : "", s.global_shape(i));
   return absl::StrCat(
-      s.dp_rows() ? absl::StrCat("the ",
-                                 absl::AsciiStrToLower(
-                                     plan::MeshAxis_Name(dpRowsAxis(s))),
-                                 " rows of ")
-                  : std::string(),
-      "a shard along ", absl::AsciiStrToLower(plan::MeshAxis_Name(s.axis())),
-      ", dimension ", s.dim(), ", in ", shardBlocks(s),
-      shardBlocks(s) == 1 ? " block" : " blocks", ", of ", global, "]");
+      s.dp_rows()
+          ? absl::StrCat("the ", planAxisName(dpRowsAxis(s)), " rows of ")
+          : std::string(),
+      "a shard along ", planAxisName(s.axis()), ", dimension ", s.dim(),
+      ", in ", shardBlocks(s), shardBlocks(s) == 1 ? " block" : " blocks",
+      ", of ", global, "]");
 }
 
 

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/plan/PlanChecks.h"
@@ -44,8 +43,7 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
   if (shard.axis() < plan::TP || shard.axis() > plan::EDP)
     return refuse(absl::StrCat(ref, ": shard.axis is ", shard.axis(),
                                "; expected TP, CP, PP, DP, DP_CP, EP or EDP"));
-  const std::string axis =
-      absl::AsciiStrToLower(plan::MeshAxis_Name(shard.axis()));
+  const std::string axis = planAxisName(shard.axis());
   const int64_t blocks = shardBlocks(shard);
   if (shard.axis() != plan::TP && shard.axis() != plan::DP &&
       shard.axis() != plan::EP)
@@ -67,8 +65,7 @@ absl::Status checkShard(const plan::Plan &plan, const plan::Tensor &t,
         "or of an expert-parallel share, so its axis is tp or ep"));
   // The group that cuts dimension 0 again: DP, or EDP for an EP share.
   const int64_t dp = rows ? dpRowsGroupSize(plan.mesh(), shard) : 1;
-  const std::string rowsAxis =
-      absl::AsciiStrToLower(plan::MeshAxis_Name(dpRowsAxis(shard)));
+  const std::string rowsAxis = planAxisName(dpRowsAxis(shard));
   const int64_t parts = meshAxisSize(plan.mesh(), shard.axis());
   std::string global = "[";
   for (int i = 0; i < shard.global_shape_size(); ++i)

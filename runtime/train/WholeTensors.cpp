@@ -4,7 +4,6 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 #include "runtime/plan/PlanChecks.h"
@@ -132,10 +131,10 @@ absl::Status WholeTensors::gather(DeviceBackend &device,
     const ShardLayout layout = ShardLayout::of(
         t, plan_checks::meshAxisSize(local_.proto.mesh(), axis), 0);
     if (group.size() != layout.parts())
-      return absl::InternalError(absl::StrCat(
-          "checkpoint: ", t.name(), " is sharded over the ", layout.parts(),
-          " ranks of a ", absl::AsciiStrToLower(plan::MeshAxis_Name(axis)),
-          " group, but ", group.name(), " has ", group.size()));
+      return absl::InternalError(
+          absl::StrCat("checkpoint: ", t.name(), " is sharded over the ",
+                       layout.parts(), " ranks of a ", planAxisName(axis),
+                       " group, but ", group.name(), " has ", group.size()));
     part.resize(t.size_bytes());
     if (absl::Status s = device.readTensor(t, part.data()); !s.ok())
       return s;
